@@ -1,0 +1,3 @@
+//! Hard-disk model (placeholder until implemented).
+pub struct Hdd;
+pub struct HddConfig;

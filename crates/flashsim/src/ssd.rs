@@ -1,0 +1,1063 @@
+//! The simulated SSD: page-level FTL, write frontiers, garbage collection, trim, remap, FDP
+//! placement, the write cache and the timing model. Zone commands live in `zns.rs`.
+//!
+//! Addressing: the host speaks bytes; inside, a logical unit (`lu`) is one mapping unit of the
+//! logical space and a physical unit (`pu`) is one mapping-unit slot of flash,
+//! `pu = eu * eu_units + offset`. `map[lu]` is the physical unit holding a logical unit, `rev[pu]`
+//! the (primary) logical unit stored in a physical unit, `valid` a bitmap over physical units.
+//! Remapped (shared) physical units keep their extra owners in `shared`.
+
+use crate::cache::{CachedUnit, WriteCache};
+use crate::config::{Capacity, GcUnit, Mode, SsdConfig};
+use crate::error::SimError;
+use crate::stats::{Counters, HandleStats, Report, WearReport};
+use crate::store::Store;
+use crate::timing::{LatencyHistogram, Timing};
+use crate::victim::Victims;
+use crate::zns::Zones;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use std::collections::{HashMap, VecDeque};
+
+pub(crate) const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EuState {
+    Free,
+    Open,
+    Sealed,
+}
+
+/// One write frontier: an open erase unit per lane.
+pub(crate) struct Frontier {
+    eu: Vec<u32>,
+    off: Vec<u32>,
+    rr: u32,
+    gc: bool,
+    handle: u16,
+}
+
+/// How a remap treats its source range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RemapKind {
+    /// Source and destination both refer to the data afterwards (copy semantics).
+    Share,
+    /// The source range is unmapped afterwards (move semantics).
+    Move,
+}
+
+/// One remap: make `[dst, dst+len)` hold what `[src, src+len)` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemapOp {
+    pub src: u64,
+    pub dst: u64,
+    pub len: u64,
+    pub kind: RemapKind,
+}
+
+/// What a power cut did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerCutReport {
+    /// Cached units programmed thanks to power-loss protection.
+    pub destaged_units: u64,
+    /// Cached units lost (no power-loss protection).
+    pub lost_units: u64,
+}
+
+/// A simulated flash SSD. Every command takes the virtual time it is submitted at (ns) and
+/// returns the virtual time it completes at.
+pub struct Ssd {
+    pub(crate) cfg: SsdConfig,
+    pub(crate) cap: Capacity,
+    pub(crate) unit: u32,
+    unit_shift: u32,
+    pub(crate) upp: u32,
+    pub(crate) eu_units: u32,
+    lanes: u32,
+    die_planes: u32,
+    planes: u32,
+    dies: u32,
+    pub(crate) logical_units: u32,
+    pub(crate) map: Vec<u32>,
+    rev: Vec<u32>,
+    valid: Vec<u64>,
+    shared: HashMap<u32, Vec<u32>>,
+    pub(crate) eu_valid: Vec<u32>,
+    pub(crate) eu_state: Vec<EuState>,
+    eu_handle: Vec<u16>,
+    erase_count: Vec<u32>,
+    pub(crate) free: Vec<VecDeque<u32>>,
+    victims: Victims,
+    frontiers: Vec<Frontier>,
+    handles: u32,
+    pub(crate) timing: Timing,
+    pub(crate) store: Store,
+    cache: WriteCache,
+    pub(crate) zones: Option<Zones>,
+    pub(crate) counters: Counters,
+    pub(crate) handle_stats: Vec<HandleStats>,
+    pub(crate) read_lat: LatencyHistogram,
+    pub(crate) write_lat: LatencyHistogram,
+    rng: Pcg64Mcg,
+    pub(crate) mapped_units: u64,
+    pub(crate) last_ns: u64,
+    /// The simple fast path applies: WAF-only, no timing, no cache, no sharing in play.
+    fast: bool,
+}
+
+impl Ssd {
+    /// Builds a device from a validated configuration. All flash starts erased and unmapped.
+    pub fn new(cfg: SsdConfig) -> Result<Ssd, SimError> {
+        cfg.validate()?;
+        let cap = cfg.capacity();
+        let unit = cfg.mapping_unit_bytes;
+        let eu_units = cfg.eu_units();
+        let lanes = cfg.lanes();
+        let eus = cfg.erase_units();
+        let phys_units = eus as u64 * eu_units as u64;
+        let logical_units = (cap.logical_bytes / unit as u64) as u32;
+        let handles = match &cfg.mode {
+            Mode::Fdp(f) => f.handles,
+            _ => 1,
+        };
+        let mut free: Vec<VecDeque<u32>> = (0..lanes).map(|_| VecDeque::new()).collect();
+        for eu in 0..eus {
+            free[(eu % lanes) as usize].push_back(eu);
+        }
+        let mut frontiers = Vec::new();
+        for gc in [false, true] {
+            if gc && !cfg.gc.separate_gc_frontier {
+                break;
+            }
+            for h in 0..handles {
+                frontiers.push(Frontier {
+                    eu: vec![NIL; lanes as usize],
+                    off: vec![0; lanes as usize],
+                    rr: 0,
+                    gc,
+                    handle: h as u16,
+                });
+            }
+        }
+        let zones = match &cfg.mode {
+            Mode::Zns(z) => Some(Zones::new(z, eus, eu_units)),
+            _ => None,
+        };
+        let store = Store::open(&cfg.data, eus, cfg.eu_bytes(), cap.physical_bytes)?;
+        let fast = !cfg.timing.enabled
+            && matches!(cfg.data, crate::config::DataMode::WafOnly)
+            && cfg.write_cache_bytes == 0;
+        let g = &cfg.geometry;
+        let ssd = Ssd {
+            unit,
+            unit_shift: unit.trailing_zeros(),
+            upp: cfg.units_per_page(),
+            eu_units,
+            lanes,
+            die_planes: g.die_planes(),
+            planes: g.planes_per_die,
+            dies: g.dies(),
+            logical_units,
+            map: alloc_table(logical_units as usize, NIL),
+            rev: alloc_table(phys_units as usize, NIL),
+            valid: vec![0u64; (phys_units as usize).div_ceil(64)],
+            shared: HashMap::new(),
+            eu_valid: vec![0; eus as usize],
+            eu_state: vec![EuState::Free; eus as usize],
+            eu_handle: vec![0; eus as usize],
+            erase_count: vec![0; eus as usize],
+            free,
+            victims: Victims::new(eus, lanes, eu_units),
+            frontiers,
+            handles,
+            timing: Timing::new(&cfg.timing, &cfg.geometry, unit),
+            store,
+            cache: WriteCache::new((cfg.write_cache_bytes / unit as u64) as usize),
+            zones,
+            counters: Counters::default(),
+            handle_stats: vec![HandleStats::default(); handles as usize],
+            read_lat: LatencyHistogram::new(),
+            write_lat: LatencyHistogram::new(),
+            rng: Pcg64Mcg::seed_from_u64(cfg.seed),
+            mapped_units: 0,
+            last_ns: 0,
+            fast,
+            cap,
+            cfg,
+        };
+        Ok(ssd)
+    }
+
+    pub fn config(&self) -> &SsdConfig {
+        &self.cfg
+    }
+
+    /// Logical and physical capacity, over-provisioning and spare factor.
+    pub fn capacity(&self) -> &Capacity {
+        &self.cap
+    }
+
+    /// The mapping unit in bytes (the logical block size the device is best written in).
+    pub fn unit_bytes(&self) -> u32 {
+        self.unit
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Per reclaim unit handle statistics (one entry unless FDP).
+    pub fn handle_stats(&self) -> &[HandleStats] {
+        &self.handle_stats
+    }
+
+    /// Fraction of the logical space currently mapped.
+    pub fn fill(&self) -> f64 {
+        self.mapped_units as f64 / self.logical_units.max(1) as f64
+    }
+
+    /// Free erase units over all lanes.
+    pub fn free_eus(&self) -> u64 {
+        self.free.iter().map(|f| f.len() as u64).sum()
+    }
+
+    /// Clears the latency histograms (e.g. after preconditioning).
+    pub fn reset_latency(&mut self) {
+        self.read_lat.reset();
+        self.write_lat.reset();
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    #[inline]
+    pub(crate) fn is_valid(&self, pu: u32) -> bool {
+        self.valid[(pu >> 6) as usize] & (1u64 << (pu & 63)) != 0
+    }
+    #[inline]
+    pub(crate) fn set_valid(&mut self, pu: u32) {
+        self.valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
+    }
+    #[inline]
+    pub(crate) fn clear_valid(&mut self, pu: u32) {
+        self.valid[(pu >> 6) as usize] &= !(1u64 << (pu & 63));
+    }
+
+    #[inline]
+    fn lane_of(&self, eu: u32) -> u32 {
+        eu % self.lanes
+    }
+
+    /// The die a physical unit lives on.
+    #[inline]
+    pub(crate) fn die_of(&self, pu: u32) -> u32 {
+        let eu = pu / self.eu_units;
+        if self.lanes == 1 {
+            let page = (pu % self.eu_units) / self.upp;
+            (page % self.die_planes) / self.planes
+        } else {
+            (eu % self.die_planes) / self.planes
+        }
+    }
+
+    fn dies_of_eu(&self, eu: u32) -> std::ops::Range<u32> {
+        if self.lanes == 1 {
+            0..self.dies
+        } else {
+            let d = (eu % self.die_planes) / self.planes;
+            d..d + 1
+        }
+    }
+
+    pub(crate) fn check_range(&self, offset: u64, len: u64) -> Result<(), SimError> {
+        let capacity = self.cap.logical_bytes;
+        if offset.checked_add(len).is_none_or(|end| end > capacity) {
+            return Err(SimError::OutOfRange {
+                offset,
+                len,
+                capacity,
+            });
+        }
+        Ok(())
+    }
+
+    fn host_stream(&self, pid: u16) -> Result<usize, SimError> {
+        match &self.cfg.mode {
+            Mode::Fdp(f) => {
+                if pid as u32 >= f.handles {
+                    Err(SimError::BadPlacementId {
+                        pid,
+                        handles: f.handles,
+                    })
+                } else {
+                    Ok(pid as usize)
+                }
+            }
+            // Devices without FDP ignore placement hints, as NVMe devices do.
+            _ => Ok(0),
+        }
+    }
+
+    fn gc_stream(&self, handle: u16) -> usize {
+        if self.cfg.gc.separate_gc_frontier {
+            self.handles as usize + handle as usize
+        } else {
+            handle as usize
+        }
+    }
+
+    pub(crate) fn touch(&mut self, at: u64) {
+        if at > self.last_ns {
+            self.last_ns = at;
+        }
+    }
+
+    // ------------------------------------------------------------ mapping core
+
+    /// Drops `lu`'s reference to physical unit `pu`; invalidates `pu` when nobody refers to it.
+    #[inline]
+    fn unref(&mut self, pu: u32, lu: u32) {
+        if !self.shared.is_empty() {
+            if let Some(extra) = self.shared.get_mut(&pu) {
+                if self.rev[pu as usize] == lu {
+                    self.rev[pu as usize] = extra.pop().expect("shared entry has owners");
+                } else if let Some(i) = extra.iter().position(|&x| x == lu) {
+                    extra.swap_remove(i);
+                }
+                if extra.is_empty() {
+                    self.shared.remove(&pu);
+                }
+                return;
+            }
+        }
+        debug_assert!(self.is_valid(pu), "unref of invalid pu {pu}");
+        self.clear_valid(pu);
+        let eu = pu / self.eu_units;
+        let v = self.eu_valid[eu as usize] - 1;
+        self.eu_valid[eu as usize] = v;
+        if self.eu_state[eu as usize] == EuState::Sealed {
+            self.victims.decrement(self.lane_of(eu), eu, v);
+        }
+    }
+
+    /// Takes a free erase unit of `lane` for `stream`'s frontier.
+    fn open_eu(&mut self, stream: usize, lane: u32) -> Result<(), SimError> {
+        let eu = self.free[lane as usize]
+            .pop_front()
+            .ok_or(SimError::NoSpace { lane })?;
+        self.eu_state[eu as usize] = EuState::Open;
+        self.eu_handle[eu as usize] = self.frontiers[stream].handle;
+        self.frontiers[stream].eu[lane as usize] = eu;
+        self.frontiers[stream].off[lane as usize] = 0;
+        Ok(())
+    }
+
+    /// Programs logical unit `lu` at `stream`'s frontier (host streams pick the lane round-robin and
+    /// may trigger foreground GC; GC streams write to `gc_lane`). Updates map, reverse map, valid
+    /// counts, media counters and page-program timing. The caller has already dropped `lu`'s old
+    /// mapping. Returns the new physical unit.
+    fn program(
+        &mut self,
+        stream: usize,
+        gc_lane: Option<u32>,
+        lu: u32,
+        at: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u32, SimError> {
+        let lane = gc_lane.unwrap_or(self.frontiers[stream].rr);
+        while self.frontiers[stream].eu[lane as usize] == NIL {
+            if !self.frontiers[stream].gc && gc_lane.is_none() {
+                self.ensure_free(lane, at)?;
+                if self.frontiers[stream].eu[lane as usize] != NIL {
+                    break;
+                }
+            }
+            self.open_eu(stream, lane)?;
+        }
+        let f = &mut self.frontiers[stream];
+        let eu = f.eu[lane as usize];
+        let off = f.off[lane as usize];
+        f.off[lane as usize] = off + 1;
+        let handle = f.handle as usize;
+        let pu = eu * self.eu_units + off;
+        self.map[lu as usize] = pu;
+        self.rev[pu as usize] = lu;
+        self.set_valid(pu);
+        self.eu_valid[eu as usize] += 1;
+        self.counters.media_write_bytes += self.unit as u64;
+        self.handle_stats[handle].media_write_bytes += self.unit as u64;
+        if let Some(d) = data {
+            self.store.write(pu, d)?;
+        }
+        if (off + 1) % self.upp == 0 {
+            if self.timing.enabled() {
+                let die = self.die_of(pu);
+                self.timing.program(at, die);
+            }
+            if self.lanes > 1 && gc_lane.is_none() {
+                let f = &mut self.frontiers[stream];
+                f.rr = (f.rr + 1) % self.lanes;
+            }
+        }
+        if off + 1 == self.eu_units {
+            self.eu_state[eu as usize] = EuState::Sealed;
+            self.victims.insert(lane, eu, self.eu_valid[eu as usize]);
+            self.frontiers[stream].eu[lane as usize] = NIL;
+            self.handle_stats[handle].reclaim_units_filled += 1;
+        }
+        Ok(pu)
+    }
+
+    /// Runs foreground GC until `lane` has more than `free_eus_min` free erase units.
+    fn ensure_free(&mut self, lane: u32, at: u64) -> Result<(), SimError> {
+        let min = self.cfg.gc.free_eus_min as usize;
+        let mut fruitless = 0u32;
+        while self.free[lane as usize].len() <= min {
+            let before = self.free[lane as usize].len();
+            self.gc_one(lane, at, false)?;
+            if self.free[lane as usize].len() <= before {
+                fruitless += 1;
+                if fruitless as usize > self.victims.sealed(lane) + 2 {
+                    return Err(SimError::NoSpace { lane });
+                }
+            } else {
+                fruitless = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects one victim erase unit of `lane`: relocates its valid units, erases it.
+    pub(crate) fn gc_one(&mut self, lane: u32, at: u64, background: bool) -> Result<(), SimError> {
+        let eu_valid = &self.eu_valid;
+        let victim = self
+            .victims
+            .pick(lane, self.cfg.gc.policy, &mut self.rng, |e| {
+                eu_valid[e as usize]
+            })
+            .ok_or(SimError::NoSpace { lane })?;
+        let nvalid = self.eu_valid[victim as usize];
+        self.victims.remove(lane, victim, nvalid);
+        self.eu_state[victim as usize] = EuState::Open; // being collected
+        let stream = self.gc_stream(self.eu_handle[victim as usize]);
+        let base = victim * self.eu_units;
+        let end = base + self.eu_units;
+        let keeps = self.store.keeps_data();
+        let mut buf = if keeps {
+            vec![0u8; self.unit as usize]
+        } else {
+            Vec::new()
+        };
+        let timing = self.timing.enabled();
+        let mut last_page = NIL;
+        let mut ready = at;
+        let mut moved = 0u64;
+        let mut w = base >> 6;
+        while (w << 6) < end {
+            let mut bits = self.valid[w as usize];
+            let wbase = w << 6;
+            if wbase < base {
+                bits &= !0u64 << (base - wbase);
+            }
+            if end - wbase < 64 {
+                bits &= (1u64 << (end - wbase)) - 1;
+            }
+            while bits != 0 {
+                let pu = wbase + bits.trailing_zeros();
+                bits &= bits - 1;
+                let lu = self.rev[pu as usize];
+                if timing {
+                    let page = pu / self.upp;
+                    if page != last_page {
+                        last_page = page;
+                        ready = self.timing.read(at, self.die_of(pu), self.upp);
+                    }
+                }
+                if keeps {
+                    self.store.read(pu, &mut buf)?;
+                }
+                self.clear_valid(pu);
+                let new = self.program(
+                    stream,
+                    Some(lane),
+                    lu,
+                    ready,
+                    if keeps { Some(&buf) } else { None },
+                )?;
+                if !self.shared.is_empty() {
+                    if let Some(extra) = self.shared.remove(&pu) {
+                        for &x in &extra {
+                            self.map[x as usize] = new;
+                        }
+                        self.shared.insert(new, extra);
+                    }
+                }
+                moved += 1;
+            }
+            w += 1;
+        }
+        let unit = self.unit as u64;
+        self.counters.gc_runs += 1;
+        if background {
+            self.counters.gc_runs_background += 1;
+        }
+        self.counters.gc_units_moved += moved;
+        self.counters.gc_write_bytes += moved * unit;
+        self.counters.media_read_bytes += moved * unit;
+        self.erase_eu(victim, ready);
+        self.free[lane as usize].push_back(victim);
+        Ok(())
+    }
+
+    /// Erases an erase unit (all its blocks) and returns it to the free state.
+    pub(crate) fn erase_eu(&mut self, eu: u32, at: u64) {
+        self.eu_valid[eu as usize] = 0;
+        self.eu_state[eu as usize] = EuState::Free;
+        self.erase_count[eu as usize] += 1;
+        self.store.erase(eu);
+        let blocks = if self.lanes == 1 {
+            self.die_planes as u64
+        } else {
+            1
+        };
+        self.counters.block_erases += blocks;
+        self.counters.eu_erases += 1;
+        if self.timing.enabled() {
+            for die in self.dies_of_eu(eu) {
+                for _ in 0..(if self.lanes == 1 { self.planes } else { 1 }) {
+                    self.timing.erase(at, die);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- host paths
+
+    /// Writes one whole logical unit straight to flash (no cache). Returns the ack time.
+    fn write_unit_direct(
+        &mut self,
+        lu: u32,
+        pid_stream: usize,
+        at: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64, SimError> {
+        let old = self.map[lu as usize];
+        if old != NIL {
+            self.unref(old, lu);
+        } else {
+            self.mapped_units += 1;
+        }
+        let pu = self.program(pid_stream, None, lu, at, data)?;
+        let handle = self.frontiers[pid_stream].handle as usize;
+        self.handle_stats[handle].host_write_bytes += self.unit as u64;
+        Ok(if self.timing.enabled() {
+            self.timing.write_ack(at, self.die_of(pu))
+        } else {
+            at
+        })
+    }
+
+    /// Current contents of a logical unit (cache, then flash; zeros when unmapped), and the time
+    /// they are available. Counts a media read when flash is read.
+    fn read_unit(&mut self, lu: u32, at: u64, out: Option<&mut [u8]>) -> Result<u64, SimError> {
+        if let Some(c) = self.cache.get(lu) {
+            if let Some(out) = out {
+                match &c.data {
+                    Some(d) => out.copy_from_slice(d),
+                    None => out.fill(0),
+                }
+            }
+            return Ok(at);
+        }
+        let pu = self.map[lu as usize];
+        if pu == NIL {
+            if let Some(out) = out {
+                out.fill(0);
+            }
+            return Ok(at);
+        }
+        self.counters.media_read_bytes += self.unit as u64;
+        let done = if self.timing.enabled() {
+            self.timing.read(at, self.die_of(pu), 1)
+        } else {
+            at
+        };
+        if let Some(out) = out {
+            self.store.read(pu, out)?;
+        }
+        Ok(done)
+    }
+
+    /// Host write of `len` bytes at byte `offset`, placement id `pid` (FDP; ignored otherwise).
+    /// `data`, when given, must be `len` bytes; a device in WAF-only mode discards it.
+    pub fn write(
+        &mut self,
+        at: u64,
+        offset: u64,
+        len: u64,
+        pid: u16,
+        data: Option<&[u8]>,
+    ) -> Result<u64, SimError> {
+        if let Some(d) = data {
+            if d.len() as u64 != len {
+                return Err(SimError::BufferSize {
+                    expected: len,
+                    got: d.len() as u64,
+                });
+            }
+        }
+        if self.zones.is_some() {
+            return self.zone_write(at, offset, len, data);
+        }
+        self.check_range(offset, len)?;
+        let stream = self.host_stream(pid)?;
+        self.touch(at);
+        self.counters.host_write_bytes += len;
+        self.counters.host_write_cmds += 1;
+        if len == 0 {
+            return Ok(at);
+        }
+        let unit = self.unit as u64;
+        let first = (offset >> self.unit_shift) as u32;
+        let last = ((offset + len - 1) >> self.unit_shift) as u32;
+        if self.fast && offset % unit == 0 && len % unit == 0 {
+            for lu in first..=last {
+                self.write_unit_direct(lu, stream, at, None)?;
+            }
+            return Ok(at);
+        }
+        let keeps = self.store.keeps_data();
+        let start = at + self.timing_overhead();
+        let mut done = start;
+        let mut buf = vec![0u8; if keeps { unit as usize } else { 0 }];
+        for lu in first..=last {
+            let ustart = lu as u64 * unit;
+            let lo = offset.max(ustart);
+            let hi = (offset + len).min(ustart + unit);
+            let partial = hi - lo != unit;
+            let mut ready = start;
+            if partial {
+                let cached = self.cache.get(lu).is_some();
+                if !cached && self.map[lu as usize] != NIL {
+                    self.counters.rmw_units += 1;
+                    self.counters.rmw_read_bytes += unit;
+                }
+                if !cached {
+                    // A write smaller than the mapping unit reads the rest of the unit back.
+                    ready = self.read_unit(lu, start, if keeps { Some(&mut buf) } else { None })?;
+                } else if keeps {
+                    self.read_unit(lu, start, Some(&mut buf))?;
+                }
+            }
+            if let Some(d) = data {
+                let src = &d[(lo - offset) as usize..(hi - offset) as usize];
+                buf[(lo - ustart) as usize..(hi - ustart) as usize].copy_from_slice(src);
+            }
+            let unit_data = if keeps { Some(&buf[..]) } else { None };
+            let ack = if self.cache.enabled() {
+                self.cache.put(
+                    lu,
+                    CachedUnit {
+                        pid: stream as u16,
+                        data: unit_data.map(|d| d.to_vec().into_boxed_slice()),
+                    },
+                );
+                let mut ack = ready + self.timing_unit_xfer();
+                while self.cache.over_capacity() {
+                    ack = ack.max(self.destage_one(ready)?);
+                }
+                ack
+            } else {
+                self.write_unit_direct(lu, stream, ready, unit_data)?
+            };
+            done = done.max(ack);
+        }
+        if self.timing.enabled() {
+            self.write_lat.record(done - at);
+        }
+        Ok(done)
+    }
+
+    fn timing_overhead(&self) -> u64 {
+        if self.timing.enabled() {
+            self.timing.cfg.command_overhead_ns
+        } else {
+            0
+        }
+    }
+
+    fn timing_unit_xfer(&self) -> u64 {
+        if self.timing.enabled() {
+            (self.unit as u64 * 1000).div_ceil(self.timing.cfg.channel_mb_s.max(1))
+        } else {
+            0
+        }
+    }
+
+    /// Programs the oldest cached unit. Returns the ack time of its program.
+    fn destage_one(&mut self, at: u64) -> Result<u64, SimError> {
+        match self.cache.pop_oldest() {
+            Some((lu, c)) => {
+                let stream = c.pid as usize;
+                self.write_unit_direct(lu, stream, at, c.data.as_deref())
+            }
+            None => Ok(at),
+        }
+    }
+
+    /// Host read of `len` bytes at `offset` into `buf` (if given; WAF-only devices return zeros).
+    pub fn read(
+        &mut self,
+        at: u64,
+        offset: u64,
+        len: u64,
+        mut buf: Option<&mut [u8]>,
+    ) -> Result<u64, SimError> {
+        if let Some(b) = &buf {
+            if b.len() as u64 != len {
+                return Err(SimError::BufferSize {
+                    expected: len,
+                    got: b.len() as u64,
+                });
+            }
+        }
+        let cap = self.cap.logical_bytes;
+        if offset.checked_add(len).is_none_or(|e| e > cap) {
+            return Err(SimError::OutOfRange {
+                offset,
+                len,
+                capacity: cap,
+            });
+        }
+        self.touch(at);
+        self.counters.host_read_bytes += len;
+        self.counters.host_read_cmds += 1;
+        if len == 0 {
+            return Ok(at);
+        }
+        let unit = self.unit as u64;
+        let first = (offset >> self.unit_shift) as u32;
+        let last = ((offset + len - 1) >> self.unit_shift) as u32;
+        let start = at + self.timing_overhead();
+        let mut done = start;
+        let mut tmp = vec![0u8; if buf.is_some() { unit as usize } else { 0 }];
+        for lu in first..=last {
+            let ustart = lu as u64 * unit;
+            let lo = offset.max(ustart);
+            let hi = (offset + len).min(ustart + unit);
+            let t = self.read_unit(lu, start, if buf.is_some() { Some(&mut tmp) } else { None })?;
+            if let Some(b) = buf.as_deref_mut() {
+                b[(lo - offset) as usize..(hi - offset) as usize]
+                    .copy_from_slice(&tmp[(lo - ustart) as usize..(hi - ustart) as usize]);
+            }
+            done = done.max(t);
+        }
+        if self.timing.enabled() {
+            self.read_lat.record(done - at);
+        }
+        Ok(done)
+    }
+
+    /// Discards (unmaps) every mapping unit wholly inside `[offset, offset+len)`.
+    pub fn trim(&mut self, at: u64, offset: u64, len: u64) -> Result<u64, SimError> {
+        if self.zones.is_some() {
+            return Err(SimError::Unsupported(
+                "trim on a zoned device (use zone reset)",
+            ));
+        }
+        self.check_range(offset, len)?;
+        self.touch(at);
+        let unit = self.unit as u64;
+        let first = offset.div_ceil(unit);
+        let end = (offset + len) / unit;
+        for lu in first..end {
+            self.unmap(lu as u32);
+        }
+        self.counters.trim_bytes += end.saturating_sub(first) * unit;
+        Ok(at + self.timing_overhead())
+    }
+
+    fn unmap(&mut self, lu: u32) {
+        self.cache.remove(lu);
+        let pu = self.map[lu as usize];
+        if pu != NIL {
+            self.unref(pu, lu);
+            self.map[lu as usize] = NIL;
+            self.mapped_units -= 1;
+        }
+    }
+
+    /// Makes every completed write durable (destages the write cache). Completes when all queued
+    /// flash work is done.
+    pub fn flush(&mut self, at: u64) -> Result<u64, SimError> {
+        self.touch(at);
+        self.counters.flushes += 1;
+        while self.cache.len() > 0 {
+            self.destage_one(at)?;
+        }
+        Ok(if self.timing.enabled() {
+            self.timing.all_idle_at().max(at)
+        } else {
+            at
+        })
+    }
+
+    /// Power is cut: the write cache is destaged (power-loss protection) or lost.
+    pub fn power_cut(&mut self) -> Result<PowerCutReport, SimError> {
+        let n = self.cache.len() as u64;
+        if self.cfg.power_loss_protection {
+            let at = self.last_ns;
+            while self.cache.len() > 0 {
+                self.destage_one(at)?;
+            }
+            Ok(PowerCutReport {
+                destaged_units: n,
+                lost_units: 0,
+            })
+        } else {
+            self.cache.clear();
+            self.counters.power_cut_lost_bytes += n * self.unit as u64;
+            Ok(PowerCutReport {
+                destaged_units: 0,
+                lost_units: n,
+            })
+        }
+    }
+
+    /// Remaps ranges, in order (the batched form of the command; one op is the single form).
+    /// Parts aligned to the mapping unit are shared without programming flash; unaligned parts are
+    /// copied (read + programmed, counted in `remap_copy_bytes`).
+    pub fn remap(&mut self, at: u64, ops: &[RemapOp]) -> Result<u64, SimError> {
+        if self.zones.is_some() {
+            return Err(SimError::Unsupported("remap on a zoned device"));
+        }
+        for op in ops {
+            self.check_range(op.src, op.len)?;
+            self.check_range(op.dst, op.len)?;
+            if op.src < op.dst + op.len && op.dst < op.src + op.len && op.len > 0 {
+                return Err(SimError::Overlap);
+            }
+        }
+        self.touch(at);
+        // Cached writes are destaged first so the physical pages exist.
+        while self.cache.len() > 0 {
+            self.destage_one(at)?;
+        }
+        let mut done = at + self.timing_overhead();
+        let unit = self.unit as u64;
+        for op in ops {
+            if op.len == 0 {
+                continue;
+            }
+            let same_phase = op.src % unit == op.dst % unit;
+            let (mid_lo, mid_hi) = if same_phase {
+                let lo = op.dst.div_ceil(unit) * unit;
+                let hi = ((op.dst + op.len) / unit) * unit;
+                if lo < hi {
+                    (lo, hi)
+                } else {
+                    (op.dst, op.dst)
+                }
+            } else {
+                (op.dst, op.dst)
+            };
+            // Unaligned head and tail (or everything when the phases differ): copy.
+            for (lo, hi) in [(op.dst, mid_lo), (mid_hi, op.dst + op.len)] {
+                if hi > lo {
+                    let n = hi - lo;
+                    let src = op.src + (lo - op.dst);
+                    let mut tmp = vec![0u8; n as usize];
+                    let keeps = self.store.keeps_data();
+                    let t = self.read(at, src, n, if keeps { Some(&mut tmp) } else { None })?;
+                    // These are device-internal: do not count them as host traffic.
+                    self.counters.host_read_bytes -= n;
+                    self.counters.host_read_cmds -= 1;
+                    let t2 = self.write(t, lo, n, 0, if keeps { Some(&tmp) } else { None })?;
+                    self.counters.host_write_bytes -= n;
+                    self.counters.host_write_cmds -= 1;
+                    self.counters.remap_copy_bytes += n;
+                    done = done.max(t2);
+                }
+            }
+            let shift = self.unit_shift;
+            let d0 = (mid_lo >> shift) as u32;
+            let d1 = (mid_hi >> shift) as u32;
+            let s0 = ((op.src + (mid_lo - op.dst)) >> shift) as u32;
+            for i in 0..(d1 - d0) {
+                let (s, d) = (s0 + i, d0 + i);
+                self.unmap(d);
+                let pu = self.map[s as usize];
+                if pu == NIL {
+                    continue;
+                }
+                match op.kind {
+                    RemapKind::Move => {
+                        // Hand the reference over from s to d.
+                        if self.rev[pu as usize] == s {
+                            self.rev[pu as usize] = d;
+                        } else if let Some(extra) = self.shared.get_mut(&pu) {
+                            if let Some(x) = extra.iter_mut().find(|x| **x == s) {
+                                *x = d;
+                            }
+                        }
+                        self.map[s as usize] = NIL;
+                        self.map[d as usize] = pu;
+                    }
+                    RemapKind::Share => {
+                        self.shared.entry(pu).or_default().push(d);
+                        self.map[d as usize] = pu;
+                        self.mapped_units += 1;
+                    }
+                }
+                self.counters.remap_units += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Lets the device work in the background until virtual time `until`: GC runs on lanes that
+    /// are below the background threshold while all dies would otherwise be idle.
+    pub fn idle_until(&mut self, until: u64) -> Result<(), SimError> {
+        if self.zones.is_some() {
+            return Ok(());
+        }
+        let bg = self.cfg.gc.free_eus_background as usize;
+        for lane in 0..self.lanes {
+            loop {
+                if self.free[lane as usize].len() >= bg || self.victims.sealed(lane) == 0 {
+                    break;
+                }
+                let t = if self.timing.enabled() {
+                    let t = self.timing.all_idle_at().max(self.last_ns);
+                    if t >= until {
+                        break;
+                    }
+                    t
+                } else {
+                    until
+                };
+                let before = self.free[lane as usize].len();
+                self.gc_one(lane, t, true)?;
+                if self.free[lane as usize].len() <= before {
+                    break;
+                }
+            }
+        }
+        self.touch(until);
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------- reports
+
+    pub fn wear(&self) -> WearReport {
+        let n = self.erase_count.len().max(1) as f64;
+        let mean = self.erase_count.iter().map(|&c| c as f64).sum::<f64>() / n;
+        let min = self.erase_count.iter().copied().min().unwrap_or(0);
+        let max = self.erase_count.iter().copied().max().unwrap_or(0);
+        let pe = self.cfg.wear.pe_limit;
+        let elapsed = self.last_ns;
+        let days = elapsed as f64 / 86_400e9;
+        let logical = self.cap.logical_bytes as f64;
+        let dwpd_observed = if days > 0.0 {
+            self.counters.host_write_bytes as f64 / logical / days
+        } else {
+            0.0
+        };
+        let lifetime_days_projected = if days > 0.0 && mean > 0.0 {
+            Some((pe as f64 - mean).max(0.0) / (mean / days))
+        } else {
+            None
+        };
+        let waf = self.counters.waf();
+        let dwpd_rated_5y =
+            pe as f64 * self.cap.physical_bytes as f64 / (waf * logical * 5.0 * 365.25);
+        WearReport {
+            pe_limit: pe,
+            erase_count_min: min,
+            erase_count_max: max,
+            erase_count_mean: mean,
+            life_used: mean / pe as f64,
+            elapsed_ns: elapsed,
+            dwpd_observed,
+            lifetime_days_projected,
+            dwpd_rated_5y,
+        }
+    }
+
+    /// Everything the device knows about itself, serialisable.
+    pub fn report(&self) -> Report {
+        Report {
+            capacity: self.cap.clone(),
+            counters: self.counters.clone(),
+            waf: self.counters.waf(),
+            handles: self.handle_stats.clone(),
+            wear: self.wear(),
+            read_latency: self.read_lat.summary(),
+            write_latency: self.write_lat.summary(),
+            fill: self.fill(),
+            free_eus: self.free_eus(),
+        }
+    }
+
+    /// Checks the FTL's invariants (mapping and reverse mapping agree, valid counts match the
+    /// bitmap). Expensive: for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut counts = vec![0u32; self.eu_valid.len()];
+        for (lu, &pu) in self.map.iter().enumerate() {
+            if pu == NIL {
+                continue;
+            }
+            if !self.is_valid(pu) {
+                return Err(format!("lu {lu} maps to invalid pu {pu}"));
+            }
+            let owner = self.rev[pu as usize] == lu as u32
+                || self
+                    .shared
+                    .get(&pu)
+                    .is_some_and(|e| e.contains(&(lu as u32)));
+            if !owner {
+                return Err(format!("pu {pu} does not list lu {lu} as an owner"));
+            }
+        }
+        for pu in 0..(self.eu_valid.len() as u32 * self.eu_units) {
+            if self.is_valid(pu) {
+                counts[(pu / self.eu_units) as usize] += 1;
+                let lu = self.rev[pu as usize];
+                if self.map[lu as usize] != pu {
+                    return Err(format!("valid pu {pu} owned by lu {lu} mapped elsewhere"));
+                }
+            }
+        }
+        if counts != self.eu_valid {
+            return Err("per-EU valid counts disagree with the bitmap".into());
+        }
+        let mapped = self.map.iter().filter(|&&p| p != NIL).count() as u64;
+        if mapped != self.mapped_units {
+            return Err(format!("mapped_units {} != {}", self.mapped_units, mapped));
+        }
+        Ok(())
+    }
+
+    /// The GC unit in use (for tools that align to it).
+    pub fn gc_unit(&self) -> GcUnit {
+        self.cfg.gc.unit
+    }
+}
+
+/// Allocates a large table filled with `fill`, asking the kernel for transparent huge pages so the
+/// random lookups of the mapping tables miss the TLB less.
+fn alloc_table(len: usize, fill: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = Vec::with_capacity(len);
+    let bytes = len * 4;
+    if bytes >= 1 << 21 {
+        let page = 4096usize;
+        let start = (v.as_ptr() as usize) & !(page - 1);
+        let end = v.as_ptr() as usize + bytes;
+        // SAFETY: the range lies within (or on the first page of) memory this Vec's allocation
+        // owns; madvise only changes paging advice and is done before the pages are touched.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+    v.resize(len, fill);
+    v
+}
