@@ -375,7 +375,7 @@ impl SsdConfig {
             Mode::Conventional => {}
         }
         if !matches!(self.mode, Mode::Zns(_)) {
-            if self.logical_bytes == 0 || self.logical_bytes % mu as u64 != 0 {
+            if self.logical_bytes == 0 || !self.logical_bytes.is_multiple_of(mu as u64) {
                 return Err(bad(
                     "logical_bytes",
                     "must be a positive multiple of the mapping unit",
@@ -422,7 +422,7 @@ impl SsdConfig {
         if self.wear.pe_limit == 0 {
             return Err(bad("wear.pe_limit", "must be positive"));
         }
-        if self.write_cache_bytes % mu as u64 != 0 {
+        if !self.write_cache_bytes.is_multiple_of(mu as u64) {
             return Err(bad(
                 "write_cache_bytes",
                 "must be a multiple of the mapping unit",

@@ -98,10 +98,6 @@ impl Timing {
         let c = self.chan_busy.iter().copied().max().unwrap_or(0);
         d.max(c)
     }
-
-    pub fn die_busy_until(&self, die: u32) -> u64 {
-        self.die_busy[die as usize]
-    }
 }
 
 /// Latency percentiles of one command type, in nanoseconds.

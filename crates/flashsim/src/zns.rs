@@ -229,7 +229,7 @@ impl Ssd {
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
         let unit = self.unit as u64;
-        if offset % unit != 0 || len % unit != 0 {
+        if !offset.is_multiple_of(unit) || !len.is_multiple_of(unit) {
             return Err(SimError::Unaligned {
                 what: "zone write",
                 offset,
@@ -292,7 +292,7 @@ impl Ssd {
             }
             if self.timing.enabled() {
                 let die = self.die_of(pu);
-                if (off + 1) % self.upp == 0 {
+                if (off + 1).is_multiple_of(self.upp) {
                     self.timing.program(start, die);
                 }
                 done = done.max(self.timing.write_ack(start, die));
