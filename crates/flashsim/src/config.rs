@@ -279,13 +279,14 @@ impl SsdConfig {
     }
 
     /// Chooses `blocks_per_plane` so that the spare factor (physical - logical) / physical is at
-    /// least `spare_factor`, counting the erase units GC keeps free as part of the spare.
+    /// least `spare_factor` (the erase units GC keeps free count as spare), and at least the GC
+    /// reserve plus one erase unit of spare (see [`SsdConfig::fit_reserve`]).
     pub fn sized(mut geometry: Geometry, logical_bytes: u64, spare_factor: f64) -> SsdConfig {
         let sb = geometry.superblock_bytes();
         let sf = spare_factor.clamp(0.0, 0.95);
         let physical_min = (logical_bytes as f64 / (1.0 - sf)).ceil() as u64;
         geometry.blocks_per_plane = physical_min.div_ceil(sb).max(8) as u32;
-        SsdConfig {
+        let mut cfg = SsdConfig {
             geometry,
             logical_bytes,
             mapping_unit_bytes: 4096,
@@ -297,6 +298,30 @@ impl SsdConfig {
             write_cache_bytes: 0,
             power_loss_protection: true,
             seed: 42,
+        };
+        cfg.fit_reserve();
+        cfg
+    }
+
+    /// Erase units per lane that GC needs beyond the logical data: the foreground threshold,
+    /// one open unit per frontier, and one unit of slack so GC can make progress.
+    pub fn reserve_eus_per_lane(&self) -> u32 {
+        self.gc.free_eus_min + self.frontier_count() + 1
+    }
+
+    /// Grows `blocks_per_plane` if the logical capacity plus the GC reserve (which depends on the
+    /// GC settings and the number of FDP handles) would not fit. Call it after changing those.
+    pub fn fit_reserve(&mut self) {
+        if matches!(self.mode, Mode::Zns(_)) {
+            return;
+        }
+        let per_lane_units = self.eu_units() as u64;
+        let lanes = self.lanes() as u64;
+        let logical_units = self.logical_bytes.div_ceil(self.mapping_unit_bytes as u64);
+        let data_eus_per_lane = logical_units.div_ceil(per_lane_units * lanes);
+        let need = data_eus_per_lane + self.reserve_eus_per_lane() as u64;
+        if (self.geometry.blocks_per_plane as u64) < need {
+            self.geometry.blocks_per_plane = need as u32;
         }
     }
 
@@ -381,8 +406,7 @@ impl SsdConfig {
                     "must be a positive multiple of the mapping unit",
                 ));
             }
-            let frontiers = self.frontier_count() as u64;
-            let reserve = (self.gc.free_eus_min as u64 + frontiers) * lanes as u64;
+            let reserve = self.reserve_eus_per_lane() as u64 * lanes as u64;
             let usable = (eus as u64).saturating_sub(reserve) * self.eu_units() as u64;
             if self.logical_bytes / mu as u64 > usable {
                 return Err(bad(
@@ -404,7 +428,7 @@ impl SsdConfig {
                     "must be at least gc.free_eus_min",
                 ));
             }
-            if (self.gc.free_eus_min as u64 + frontiers) > eus_per_lane as u64 {
+            if self.reserve_eus_per_lane() > eus_per_lane {
                 return Err(bad(
                     "geometry.blocks_per_plane",
                     "too few erase units for GC",

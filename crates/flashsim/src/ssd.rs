@@ -94,7 +94,7 @@ pub struct Ssd {
     dies: u32,
     pub(crate) logical_units: u32,
     pub(crate) map: Vec<u32>,
-    rev: Vec<u32>,
+    pub(crate) rev: Vec<u32>,
     valid: Vec<u64>,
     shared: HashMap<u32, Vec<u32>>,
     pub(crate) eu_valid: Vec<u32>,
@@ -398,14 +398,13 @@ impl Ssd {
         data: Option<&[u8]>,
     ) -> Result<u32, SimError> {
         let lane = gc_lane.unwrap_or(self.frontiers[stream].rr);
-        while self.frontiers[stream].eu[lane as usize] == NIL {
+        if self.frontiers[stream].eu[lane as usize] == NIL {
             if !self.frontiers[stream].gc && gc_lane.is_none() {
-                self.ensure_free(lane, at)?;
-                if self.frontiers[stream].eu[lane as usize] != NIL {
-                    break;
-                }
+                self.ensure_free(stream, lane, at)?;
             }
-            self.open_eu(stream, lane)?;
+            if self.frontiers[stream].eu[lane as usize] == NIL {
+                self.open_eu(stream, lane)?;
+            }
         }
         let f = &mut self.frontiers[stream];
         let eu = f.eu[lane as usize];
@@ -438,16 +437,22 @@ impl Ssd {
         Ok(pu)
     }
 
-    /// Runs foreground GC until `lane` has more than `free_eus_min` free erase units.
-    fn ensure_free(&mut self, lane: u32, at: u64) -> Result<(), SimError> {
+    /// Foreground GC before host stream `stream` opens a new erase unit in `lane`: while the lane
+    /// has no more than `free_eus_min` free units, collect one victim at a time. GC is paced with
+    /// the host: normally one victim per erase unit the host opens, so host and relocated data mix
+    /// as in a real drive whose GC shares the host frontier (when GC relocates into this very
+    /// frontier, the unit it opened serves the host too and collection stops).
+    fn ensure_free(&mut self, stream: usize, lane: u32, at: u64) -> Result<(), SimError> {
         let min = self.cfg.gc.free_eus_min as usize;
-        let mut fruitless = 0u32;
-        while self.free[lane as usize].len() <= min {
+        let mut fruitless = 0usize;
+        while self.free[lane as usize].len() <= min
+            && self.frontiers[stream].eu[lane as usize] == NIL
+        {
             let before = self.free[lane as usize].len();
             self.gc_one(lane, at, false)?;
             if self.free[lane as usize].len() <= before {
                 fruitless += 1;
-                if fruitless as usize > self.victims.sealed(lane) + 2 {
+                if fruitless > self.victims.sealed(lane) + 2 {
                     return Err(SimError::NoSpace { lane });
                 }
             } else {
@@ -649,8 +654,6 @@ impl Ssd {
             self.mapped_units += 1;
         }
         let pu = self.program(pid_stream, None, lu, at, data)?;
-        let handle = self.frontiers[pid_stream].handle as usize;
-        self.handle_stats[handle].host_write_bytes += self.unit as u64;
         Ok(if self.timing.enabled() {
             self.timing.write_ack(at, self.die_of(pu))
         } else {
@@ -699,6 +702,19 @@ impl Ssd {
         pid: u16,
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
+        self.write_cmd(at, offset, len, pid, data, true)
+    }
+
+    /// A write command; `host` false for device-internal copies (not host traffic).
+    fn write_cmd(
+        &mut self,
+        at: u64,
+        offset: u64,
+        len: u64,
+        pid: u16,
+        data: Option<&[u8]>,
+        host: bool,
+    ) -> Result<u64, SimError> {
         if let Some(d) = data {
             if d.len() as u64 != len {
                 return Err(SimError::BufferSize {
@@ -713,8 +729,9 @@ impl Ssd {
         self.check_range(offset, len)?;
         let stream = self.host_stream(pid)?;
         self.touch(at);
-        self.counters.host_write_bytes += len;
-        self.counters.host_write_cmds += 1;
+        if host {
+            self.count_host_write(stream, len);
+        }
         if len == 0 {
             return Ok(at);
         }
@@ -823,11 +840,17 @@ impl Ssd {
                     prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
                 }
             }
-            self.counters.host_write_bytes += len;
-            self.counters.host_write_cmds += 1;
+            self.count_host_write(stream, len);
             self.write_unit_direct((offsets[i] >> shift) as u32, stream, at, None)?;
         }
         Ok(at)
+    }
+
+    fn count_host_write(&mut self, stream: usize, len: u64) {
+        self.counters.host_write_bytes += len;
+        self.counters.host_write_cmds += 1;
+        let handle = self.frontiers[stream].handle as usize;
+        self.handle_stats[handle].host_write_bytes += len;
     }
 
     fn timing_overhead(&self) -> u64 {
@@ -863,7 +886,18 @@ impl Ssd {
         at: u64,
         offset: u64,
         len: u64,
+        buf: Option<&mut [u8]>,
+    ) -> Result<u64, SimError> {
+        self.read_cmd(at, offset, len, buf, true)
+    }
+
+    fn read_cmd(
+        &mut self,
+        at: u64,
+        offset: u64,
+        len: u64,
         mut buf: Option<&mut [u8]>,
+        host: bool,
     ) -> Result<u64, SimError> {
         if let Some(b) = &buf {
             if b.len() as u64 != len {
@@ -882,8 +916,10 @@ impl Ssd {
             });
         }
         self.touch(at);
-        self.counters.host_read_bytes += len;
-        self.counters.host_read_cmds += 1;
+        if host {
+            self.counters.host_read_bytes += len;
+            self.counters.host_read_cmds += 1;
+        }
         if len == 0 {
             return Ok(at);
         }
@@ -1020,13 +1056,16 @@ impl Ssd {
                     let src = op.src + (lo - op.dst);
                     let mut tmp = vec![0u8; n as usize];
                     let keeps = self.store.keeps_data();
-                    let t = self.read(at, src, n, if keeps { Some(&mut tmp) } else { None })?;
-                    // These are device-internal: do not count them as host traffic.
-                    self.counters.host_read_bytes -= n;
-                    self.counters.host_read_cmds -= 1;
-                    let t2 = self.write(t, lo, n, 0, if keeps { Some(&tmp) } else { None })?;
-                    self.counters.host_write_bytes -= n;
-                    self.counters.host_write_cmds -= 1;
+                    // Device-internal copy: not host traffic.
+                    let t = self.read_cmd(
+                        at,
+                        src,
+                        n,
+                        if keeps { Some(&mut tmp) } else { None },
+                        false,
+                    )?;
+                    let t2 =
+                        self.write_cmd(t, lo, n, 0, if keeps { Some(&tmp) } else { None }, false)?;
                     self.counters.remap_copy_bytes += n;
                     done = done.max(t2);
                 }

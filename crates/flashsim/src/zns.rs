@@ -281,6 +281,7 @@ impl Ssd {
             let lu = (offset / unit) as u32 + i;
             debug_assert_eq!(self.map[lu as usize], NIL);
             self.map[lu as usize] = pu;
+            self.rev[pu as usize] = lu;
             self.set_valid(pu);
             self.eu_valid[(pu / self.eu_units) as usize] += 1;
             self.mapped_units += 1;
@@ -318,6 +319,9 @@ impl Ssd {
     ) -> Result<(u64, u64), SimError> {
         self.check_zone(zone)?;
         let zs = self.zones_ref()?;
+        if zs.zones[zone as usize].state == ZoneState::Full {
+            return Err(SimError::ZoneFull { zone });
+        }
         let unit = self.unit as u64;
         let addr = (zone as u64 * zs.zone_units as u64 + zs.zones[zone as usize].wp as u64) * unit;
         if let Some(d) = data {
@@ -392,10 +396,17 @@ impl Ssd {
         Ok(done)
     }
 
+    /// Returns a zone's erase units to the free pool; those that were written are erased.
     fn release_zone_eus(&mut self, zone: u32, at: u64) {
-        let eus = std::mem::take(&mut self.zones.as_mut().expect("zoned").zones[zone as usize].eus);
-        for eu in eus {
-            self.erase_eu(eu, at);
+        let z = &mut self.zones.as_mut().expect("zoned").zones[zone as usize];
+        let written = z.wp;
+        let eus = std::mem::take(&mut z.eus);
+        for (i, eu) in eus.into_iter().enumerate() {
+            if (i as u32) * self.eu_units < written {
+                self.erase_eu(eu, at);
+            } else {
+                self.eu_state[eu as usize] = EuState::Free;
+            }
             self.free[0].push_back(eu);
         }
     }

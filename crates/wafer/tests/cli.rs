@@ -1,0 +1,213 @@
+//! End-to-end tests of the `wafer` binary on small simulated devices (well under a second each).
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+const SMALL: &[&str] = &["sim", "--capacity", "64MiB", "--geometry", "small"];
+
+fn wafer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .args(args)
+        .output()
+        .expect("run wafer")
+}
+
+fn small(extra: &[&str]) -> Output {
+    let args: Vec<&str> = SMALL.iter().chain(extra).copied().collect();
+    wafer(&args)
+}
+
+fn json(extra: &[&str]) -> (Value, Vec<u8>) {
+    let args: Vec<&str> = extra.iter().copied().chain(["--json"]).collect();
+    let out = small(&args);
+    assert!(
+        out.status.success(),
+        "wafer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    (v, out.stdout)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_works() {
+    let top = wafer(&["--help"]);
+    assert!(top.status.success());
+    assert!(String::from_utf8_lossy(&top.stdout).contains("sim"));
+    let sim = wafer(&["sim", "--help"]);
+    assert!(sim.status.success());
+    let text = String::from_utf8_lossy(&sim.stdout);
+    for flag in [
+        "--capacity",
+        "--sf",
+        "--op",
+        "--pattern",
+        "--mode",
+        "--json",
+        "--seed",
+    ] {
+        assert!(text.contains(flag), "help lacks {flag}");
+    }
+}
+
+#[test]
+fn uniform_json_summary_is_sane() {
+    let (v, _) = json(&["--capacity-multiple", "2"]);
+    let waf = v["waf_cumulative"].as_f64().unwrap();
+    let steady = v["waf_steady"].as_f64().unwrap();
+    assert!(waf >= 1.0 && steady >= 1.0, "{waf} {steady}");
+    assert!(
+        waf > 1.5,
+        "uniform random writes at ~11% spare must amplify: {waf}"
+    );
+    assert_eq!(v["rows"].as_array().unwrap().len(), 8);
+    assert_eq!(v["mode"], "conventional");
+    assert_eq!(v["workload"]["seed"], 42);
+    assert_eq!(v["ssd"]["seed"], 42);
+    assert_eq!(v["capacity"]["logical_bytes"], 64u64 << 20);
+    assert!(v["write_latency"]["p99_ns"].as_u64().unwrap() > 0);
+    assert!(v["counters"]["gc_runs"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn same_flags_give_byte_identical_json() {
+    let flags = [
+        "--pattern",
+        "zipf:0.9",
+        "--read-share",
+        "0.2",
+        "--capacity-multiple",
+        "1",
+        "--qd",
+        "8",
+    ];
+    let (_, a) = json(&flags);
+    let (_, b) = json(&flags);
+    assert!(a == b, "two runs with the same flags differ");
+    let seeded: Vec<&str> = flags.iter().copied().chain(["--seed", "7"]).collect();
+    let (_, c) = json(&seeded);
+    assert!(a != c, "the seed has no effect");
+}
+
+#[test]
+fn bad_values_fail_with_clear_messages() {
+    let o = small(&["--sf", "1.5"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("spare factor 1.5 is outside"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = small(&["--pattern", "bogus"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown pattern"), "{}", stderr(&o));
+
+    let o = small(&["--sf", "0.1", "--op", "0.2"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+
+    let o = small(&["--handles", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--handles only applies to --mode fdp"));
+
+    // Valid flags, but the device they describe is impossible: a config error, no panic.
+    let o = small(&["--mapping-unit", "3000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("mapping_unit_bytes"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"));
+}
+
+#[test]
+fn zns_has_waf_exactly_one() {
+    let (v, _) = json(&[
+        "--mode",
+        "zns",
+        "--pattern",
+        "hotcold:0.9:0.1",
+        "--read-share",
+        "0.25",
+        "--capacity-multiple",
+        "2",
+    ]);
+    assert_eq!(v["mode"], "zns");
+    assert_eq!(v["waf_cumulative"].as_f64(), Some(1.0));
+    assert_eq!(v["waf_steady"].as_f64(), Some(1.0));
+    assert!(v["counters"]["zone_resets"].as_u64().unwrap() > 0);
+    assert_eq!(v["counters"]["gc_runs"], 0);
+}
+
+#[test]
+fn human_output_has_header_rows_and_result() {
+    let o = small(&["--capacity-multiple", "1", "--no-timing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for part in [
+        "geometry",
+        "spare factor",
+        "WAF int",
+        "cumulative",
+        "erase count",
+    ] {
+        assert!(text.contains(part), "output lacks '{part}':\n{text}");
+    }
+}
+
+#[test]
+fn out_file_and_config_file_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sim.toml");
+    let out = dir.path().join("summary.json");
+    let dump = small(&[
+        "--mode",
+        "fdp",
+        "--handles",
+        "2",
+        "--sf",
+        "0.2",
+        "--pattern",
+        "streams:2",
+        "--capacity-multiple",
+        "1",
+        "--no-timing",
+        "--dump-config",
+    ]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    std::fs::write(&cfg, &dump.stdout).unwrap();
+    let o = wafer(&[
+        "sim",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written = std::fs::read(&out).unwrap();
+    assert_eq!(written, o.stdout, "--out differs from stdout");
+    let v: Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(v["mode"], "fdp");
+    assert_eq!(v["handles"].as_array().unwrap().len(), 2);
+    assert_eq!(v["workload"]["pattern"]["kind"], "streams");
+    assert_eq!(v["ssd"]["timing"]["enabled"], false);
+    // Flags override the file.
+    let o = wafer(&[
+        "sim",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--pattern",
+        "uniform",
+        "--capacity-multiple",
+        "0.5",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workload"]["pattern"]["kind"], "uniform");
+    assert_eq!(v["params"]["capacity_multiple"].as_f64(), Some(0.5));
+    assert_eq!(v["mode"], "fdp");
+}
