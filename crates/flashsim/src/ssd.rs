@@ -8,9 +8,9 @@
 //! Remapped (shared) physical units keep their extra owners in `shared`.
 
 use crate::cache::{CachedUnit, WriteCache};
-use crate::config::{Capacity, GcUnit, Mode, SsdConfig};
+use crate::config::{Capacity, Mode, SsdConfig};
 use crate::error::SimError;
-use crate::stats::{Counters, HandleStats, Report, WearReport};
+use crate::stats::{Counters, HandleStats};
 use crate::store::Store;
 use crate::timing::{LatencyHistogram, Timing};
 use crate::victim::Victims;
@@ -22,11 +22,11 @@ use std::collections::{HashMap, VecDeque};
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// Distance (in units) at which mapping-table entries are prefetched in bulk loops.
-const PREFETCH_AHEAD: usize = 32;
+pub(crate) const PREFETCH_AHEAD: usize = 32;
 
 /// Hints the CPU to bring the cache line holding `*p` in; a no-op off x86-64.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint; it never faults, whatever the address.
     unsafe {
@@ -45,11 +45,11 @@ pub(crate) enum EuState {
 
 /// One write frontier: an open erase unit per lane.
 pub(crate) struct Frontier {
-    eu: Vec<u32>,
-    off: Vec<u32>,
-    rr: u32,
-    gc: bool,
-    handle: u16,
+    pub(crate) eu: Vec<u32>,
+    pub(crate) off: Vec<u32>,
+    pub(crate) rr: u32,
+    pub(crate) gc: bool,
+    pub(crate) handle: u16,
 }
 
 /// How a remap treats its source range.
@@ -85,41 +85,41 @@ pub struct Ssd {
     pub(crate) cfg: SsdConfig,
     pub(crate) cap: Capacity,
     pub(crate) unit: u32,
-    unit_shift: u32,
+    pub(crate) unit_shift: u32,
     pub(crate) upp: u32,
     pub(crate) eu_units: u32,
-    lanes: u32,
-    die_planes: u32,
-    planes: u32,
-    dies: u32,
+    pub(crate) lanes: u32,
+    pub(crate) die_planes: u32,
+    pub(crate) planes: u32,
+    pub(crate) dies: u32,
     pub(crate) logical_units: u32,
     pub(crate) map: Vec<u32>,
     pub(crate) rev: Vec<u32>,
-    valid: Vec<u64>,
-    shared: HashMap<u32, Vec<u32>>,
+    pub(crate) valid: Vec<u64>,
+    pub(crate) shared: HashMap<u32, Vec<u32>>,
     pub(crate) eu_valid: Vec<u32>,
     pub(crate) eu_state: Vec<EuState>,
-    eu_handle: Vec<u16>,
-    erase_count: Vec<u32>,
+    pub(crate) eu_handle: Vec<u16>,
+    pub(crate) erase_count: Vec<u32>,
     pub(crate) free: Vec<VecDeque<u32>>,
-    victims: Victims,
-    frontiers: Vec<Frontier>,
-    handles: u32,
+    pub(crate) victims: Victims,
+    pub(crate) frontiers: Vec<Frontier>,
+    pub(crate) handles: u32,
     pub(crate) timing: Timing,
     pub(crate) store: Store,
-    cache: WriteCache,
+    pub(crate) cache: WriteCache,
     pub(crate) zones: Option<Zones>,
     pub(crate) counters: Counters,
     pub(crate) handle_stats: Vec<HandleStats>,
     pub(crate) read_lat: LatencyHistogram,
     pub(crate) write_lat: LatencyHistogram,
-    rng: Pcg64Mcg,
+    pub(crate) rng: Pcg64Mcg,
     pub(crate) mapped_units: u64,
     pub(crate) last_ns: u64,
     /// Reused buffer of a GC victim's valid physical units.
-    gc_scratch: Vec<u32>,
+    pub(crate) gc_scratch: Vec<u32>,
     /// The simple fast path applies: WAF-only, no timing, no cache, no sharing in play.
-    fast: bool,
+    pub(crate) fast: bool,
 }
 
 impl Ssd {
@@ -261,7 +261,7 @@ impl Ssd {
     }
 
     /// Clears the valid bits of physical units `lo..hi`.
-    fn clear_valid_range(&mut self, lo: u32, hi: u32) {
+    pub(crate) fn clear_valid_range(&mut self, lo: u32, hi: u32) {
         let mut pu = lo;
         while pu < hi {
             let bit = pu & 63;
@@ -277,7 +277,7 @@ impl Ssd {
     }
 
     #[inline]
-    fn lane_of(&self, eu: u32) -> u32 {
+    pub(crate) fn lane_of(&self, eu: u32) -> u32 {
         eu % self.lanes
     }
 
@@ -293,7 +293,7 @@ impl Ssd {
         }
     }
 
-    fn dies_of_eu(&self, eu: u32) -> std::ops::Range<u32> {
+    pub(crate) fn dies_of_eu(&self, eu: u32) -> std::ops::Range<u32> {
         if self.lanes == 1 {
             0..self.dies
         } else {
@@ -331,7 +331,7 @@ impl Ssd {
         }
     }
 
-    fn gc_stream(&self, handle: u16) -> usize {
+    pub(crate) fn gc_stream(&self, handle: u16) -> usize {
         if self.cfg.gc.separate_gc_frontier {
             self.handles as usize + handle as usize
         } else {
@@ -349,7 +349,7 @@ impl Ssd {
 
     /// Drops `lu`'s reference to physical unit `pu`; invalidates `pu` when nobody refers to it.
     #[inline]
-    fn unref(&mut self, pu: u32, lu: u32) {
+    pub(crate) fn unref(&mut self, pu: u32, lu: u32) {
         if !self.shared.is_empty() {
             if let Some(extra) = self.shared.get_mut(&pu) {
                 if self.rev[pu as usize] == lu {
@@ -374,7 +374,7 @@ impl Ssd {
     }
 
     /// Takes a free erase unit of `lane` for `stream`'s frontier.
-    fn open_eu(&mut self, stream: usize, lane: u32) -> Result<(), SimError> {
+    pub(crate) fn open_eu(&mut self, stream: usize, lane: u32) -> Result<(), SimError> {
         let eu = self.free[lane as usize]
             .pop_front()
             .ok_or(SimError::NoSpace { lane })?;
@@ -389,7 +389,7 @@ impl Ssd {
     /// may trigger foreground GC; GC streams write to `gc_lane`). Updates map, reverse map, valid
     /// counts, media counters and page-program timing. The caller has already dropped `lu`'s old
     /// mapping. Returns the new physical unit.
-    fn program(
+    pub(crate) fn program(
         &mut self,
         stream: usize,
         gc_lane: Option<u32>,
@@ -435,206 +435,6 @@ impl Ssd {
             self.seal(stream, lane, eu);
         }
         Ok(pu)
-    }
-
-    /// Foreground GC before host stream `stream` opens a new erase unit in `lane`: while the lane
-    /// has no more than `free_eus_min` free units, collect one victim at a time. GC is paced with
-    /// the host: normally one victim per erase unit the host opens, so host and relocated data mix
-    /// as in a real drive whose GC shares the host frontier (when GC relocates into this very
-    /// frontier, the unit it opened serves the host too and collection stops).
-    fn ensure_free(&mut self, stream: usize, lane: u32, at: u64) -> Result<(), SimError> {
-        let min = self.cfg.gc.free_eus_min as usize;
-        let mut fruitless = 0usize;
-        while self.free[lane as usize].len() <= min
-            && self.frontiers[stream].eu[lane as usize] == NIL
-        {
-            let before = self.free[lane as usize].len();
-            self.gc_one(lane, at, false)?;
-            if self.free[lane as usize].len() <= before {
-                fruitless += 1;
-                if fruitless > self.victims.sealed(lane) + 2 {
-                    return Err(SimError::NoSpace { lane });
-                }
-            } else {
-                fruitless = 0;
-            }
-        }
-        Ok(())
-    }
-
-    /// Collects one victim erase unit of `lane`: relocates its valid units, erases it.
-    pub(crate) fn gc_one(&mut self, lane: u32, at: u64, background: bool) -> Result<(), SimError> {
-        let eu_valid = &self.eu_valid;
-        let victim = self
-            .victims
-            .pick(lane, self.cfg.gc.policy, &mut self.rng, |e| {
-                eu_valid[e as usize]
-            })
-            .ok_or(SimError::NoSpace { lane })?;
-        let nvalid = self.eu_valid[victim as usize];
-        self.victims.remove(lane, victim, nvalid);
-        self.eu_state[victim as usize] = EuState::Open; // being collected
-        let stream = self.gc_stream(self.eu_handle[victim as usize]);
-        let base = victim * self.eu_units;
-        let end = base + self.eu_units;
-        let keeps = self.store.keeps_data();
-        let mut buf = if keeps {
-            vec![0u8; self.unit as usize]
-        } else {
-            Vec::new()
-        };
-        let timing = self.timing.enabled();
-        // Gather the victim's valid units first (a sequential scan of the valid bitmap and the
-        // reverse map), then relocate them with the mapping entries prefetched ahead: the random
-        // writes to `map` are what bounds simulation speed.
-        let mut valid_pus = std::mem::take(&mut self.gc_scratch);
-        valid_pus.clear();
-        let mut w = base >> 6;
-        while (w << 6) < end {
-            let mut bits = self.valid[w as usize];
-            let wbase = w << 6;
-            if wbase < base {
-                bits &= !0u64 << (base - wbase);
-            }
-            if end - wbase < 64 {
-                bits &= (1u64 << (end - wbase)) - 1;
-            }
-            while bits != 0 {
-                valid_pus.push(wbase + bits.trailing_zeros());
-                bits &= bits - 1;
-            }
-            w += 1;
-        }
-        let mut last_page = NIL;
-        let mut ready = at;
-        let bulk = !timing && !keeps && self.shared.is_empty();
-        if bulk {
-            self.relocate_bulk(stream, lane, &valid_pus)?;
-        }
-        for i in 0..if bulk { 0 } else { valid_pus.len() } {
-            if let Some(&ahead) = valid_pus.get(i + PREFETCH_AHEAD) {
-                prefetch(
-                    self.map
-                        .as_ptr()
-                        .wrapping_add(self.rev[ahead as usize] as usize),
-                );
-            }
-            let pu = valid_pus[i];
-            let lu = self.rev[pu as usize];
-            if timing {
-                let page = pu / self.upp;
-                if page != last_page {
-                    last_page = page;
-                    ready = self.timing.read(at, self.die_of(pu), self.upp);
-                }
-            }
-            if keeps {
-                self.store.read(pu, &mut buf)?;
-            }
-            self.clear_valid(pu);
-            let new = self.program(
-                stream,
-                Some(lane),
-                lu,
-                ready,
-                if keeps { Some(&buf) } else { None },
-            )?;
-            if !self.shared.is_empty() {
-                if let Some(extra) = self.shared.remove(&pu) {
-                    for &x in &extra {
-                        self.map[x as usize] = new;
-                    }
-                    self.shared.insert(new, extra);
-                }
-            }
-        }
-        let moved = valid_pus.len() as u64;
-        self.gc_scratch = valid_pus;
-        let unit = self.unit as u64;
-        self.counters.gc_runs += 1;
-        if background {
-            self.counters.gc_runs_background += 1;
-        }
-        self.counters.gc_units_moved += moved;
-        self.counters.gc_write_bytes += moved * unit;
-        self.counters.media_read_bytes += moved * unit;
-        self.erase_eu(victim, ready);
-        self.free[lane as usize].push_back(victim);
-        Ok(())
-    }
-
-    /// GC relocation without timing, data or shared units: fills the GC frontier in runs, one
-    /// tight loop per erase unit, with the mapping entries prefetched ahead.
-    fn relocate_bulk(&mut self, stream: usize, lane: u32, pus: &[u32]) -> Result<(), SimError> {
-        let mut i = 0;
-        while i < pus.len() {
-            if self.frontiers[stream].eu[lane as usize] == NIL {
-                self.open_eu(stream, lane)?;
-            }
-            let f = &self.frontiers[stream];
-            let eu = f.eu[lane as usize];
-            let off = f.off[lane as usize];
-            let handle = f.handle as usize;
-            let k = ((self.eu_units - off) as usize).min(pus.len() - i);
-            let first = eu * self.eu_units + off;
-            for j in i..i + k {
-                if let Some(&ahead) = pus.get(j + PREFETCH_AHEAD) {
-                    prefetch(
-                        self.map
-                            .as_ptr()
-                            .wrapping_add(self.rev[ahead as usize] as usize),
-                    );
-                }
-                let pu = first + (j - i) as u32;
-                let lu = self.rev[pus[j] as usize];
-                self.map[lu as usize] = pu;
-                self.rev[pu as usize] = lu;
-                self.set_valid(pu);
-            }
-            i += k;
-            let bytes = k as u64 * self.unit as u64;
-            self.counters.media_write_bytes += bytes;
-            self.handle_stats[handle].media_write_bytes += bytes;
-            self.eu_valid[eu as usize] += k as u32;
-            let off = off + k as u32;
-            self.frontiers[stream].off[lane as usize] = off;
-            if off == self.eu_units {
-                self.seal(stream, lane, eu);
-            }
-        }
-        Ok(())
-    }
-
-    fn seal(&mut self, stream: usize, lane: u32, eu: u32) {
-        self.eu_state[eu as usize] = EuState::Sealed;
-        self.victims.insert(lane, eu, self.eu_valid[eu as usize]);
-        self.frontiers[stream].eu[lane as usize] = NIL;
-        let handle = self.frontiers[stream].handle as usize;
-        self.handle_stats[handle].reclaim_units_filled += 1;
-    }
-
-    /// Erases an erase unit (all its blocks) and returns it to the free state.
-    pub(crate) fn erase_eu(&mut self, eu: u32, at: u64) {
-        let base = eu * self.eu_units;
-        self.clear_valid_range(base, base + self.eu_units);
-        self.eu_valid[eu as usize] = 0;
-        self.eu_state[eu as usize] = EuState::Free;
-        self.erase_count[eu as usize] += 1;
-        self.store.erase(eu);
-        let blocks = if self.lanes == 1 {
-            self.die_planes as u64
-        } else {
-            1
-        };
-        self.counters.block_erases += blocks;
-        self.counters.eu_erases += 1;
-        if self.timing.enabled() {
-            for die in self.dies_of_eu(eu) {
-                for _ in 0..(if self.lanes == 1 { self.planes } else { 1 }) {
-                    self.timing.erase(at, die);
-                }
-            }
-        }
     }
 
     // ------------------------------------------------------------- host paths
@@ -706,7 +506,7 @@ impl Ssd {
     }
 
     /// A write command; `host` false for device-internal copies (not host traffic).
-    fn write_cmd(
+    pub(crate) fn write_cmd(
         &mut self,
         at: u64,
         offset: u64,
@@ -853,7 +653,7 @@ impl Ssd {
         self.handle_stats[handle].host_write_bytes += len;
     }
 
-    fn timing_overhead(&self) -> u64 {
+    pub(crate) fn timing_overhead(&self) -> u64 {
         if self.timing.enabled() {
             self.timing.cfg.command_overhead_ns
         } else {
@@ -861,7 +661,7 @@ impl Ssd {
         }
     }
 
-    fn timing_unit_xfer(&self) -> u64 {
+    pub(crate) fn timing_unit_xfer(&self) -> u64 {
         if self.timing.enabled() {
             (self.unit as u64 * 1000).div_ceil(self.timing.cfg.channel_mb_s.max(1))
         } else {
@@ -870,7 +670,7 @@ impl Ssd {
     }
 
     /// Programs the oldest cached unit. Returns the ack time of its program.
-    fn destage_one(&mut self, at: u64) -> Result<u64, SimError> {
+    pub(crate) fn destage_one(&mut self, at: u64) -> Result<u64, SimError> {
         match self.cache.pop_oldest() {
             Some((lu, c)) => {
                 let stream = c.pid as usize;
@@ -891,7 +691,7 @@ impl Ssd {
         self.read_cmd(at, offset, len, buf, true)
     }
 
-    fn read_cmd(
+    pub(crate) fn read_cmd(
         &mut self,
         at: u64,
         offset: u64,
@@ -965,7 +765,7 @@ impl Ssd {
         Ok(at + self.timing_overhead())
     }
 
-    fn unmap(&mut self, lu: u32) {
+    pub(crate) fn unmap(&mut self, lu: u32) {
         self.cache.remove(lu);
         let pu = self.map[lu as usize];
         if pu != NIL {
@@ -1010,228 +810,6 @@ impl Ssd {
                 lost_units: n,
             })
         }
-    }
-
-    /// Remaps ranges, in order (the batched form of the command; one op is the single form).
-    /// Parts aligned to the mapping unit are shared without programming flash; unaligned parts are
-    /// copied (read + programmed, counted in `remap_copy_bytes`).
-    pub fn remap(&mut self, at: u64, ops: &[RemapOp]) -> Result<u64, SimError> {
-        if self.zones.is_some() {
-            return Err(SimError::Unsupported("remap on a zoned device"));
-        }
-        for op in ops {
-            self.check_range(op.src, op.len)?;
-            self.check_range(op.dst, op.len)?;
-            if op.src < op.dst + op.len && op.dst < op.src + op.len && op.len > 0 {
-                return Err(SimError::Overlap);
-            }
-        }
-        self.touch(at);
-        // Cached writes are destaged first so the physical pages exist.
-        while self.cache.len() > 0 {
-            self.destage_one(at)?;
-        }
-        let mut done = at + self.timing_overhead();
-        let unit = self.unit as u64;
-        for op in ops {
-            if op.len == 0 {
-                continue;
-            }
-            let same_phase = op.src % unit == op.dst % unit;
-            let (mid_lo, mid_hi) = if same_phase {
-                let lo = op.dst.div_ceil(unit) * unit;
-                let hi = ((op.dst + op.len) / unit) * unit;
-                if lo < hi {
-                    (lo, hi)
-                } else {
-                    (op.dst, op.dst)
-                }
-            } else {
-                (op.dst, op.dst)
-            };
-            // Unaligned head and tail (or everything when the phases differ): copy.
-            for (lo, hi) in [(op.dst, mid_lo), (mid_hi, op.dst + op.len)] {
-                if hi > lo {
-                    let n = hi - lo;
-                    let src = op.src + (lo - op.dst);
-                    let mut tmp = vec![0u8; n as usize];
-                    let keeps = self.store.keeps_data();
-                    // Device-internal copy: not host traffic.
-                    let t = self.read_cmd(
-                        at,
-                        src,
-                        n,
-                        if keeps { Some(&mut tmp) } else { None },
-                        false,
-                    )?;
-                    let t2 =
-                        self.write_cmd(t, lo, n, 0, if keeps { Some(&tmp) } else { None }, false)?;
-                    self.counters.remap_copy_bytes += n;
-                    done = done.max(t2);
-                }
-            }
-            let shift = self.unit_shift;
-            let d0 = (mid_lo >> shift) as u32;
-            let d1 = (mid_hi >> shift) as u32;
-            let s0 = ((op.src + (mid_lo - op.dst)) >> shift) as u32;
-            for i in 0..(d1 - d0) {
-                let (s, d) = (s0 + i, d0 + i);
-                self.unmap(d);
-                let pu = self.map[s as usize];
-                if pu == NIL {
-                    continue;
-                }
-                match op.kind {
-                    RemapKind::Move => {
-                        // Hand the reference over from s to d.
-                        if self.rev[pu as usize] == s {
-                            self.rev[pu as usize] = d;
-                        } else if let Some(extra) = self.shared.get_mut(&pu) {
-                            if let Some(x) = extra.iter_mut().find(|x| **x == s) {
-                                *x = d;
-                            }
-                        }
-                        self.map[s as usize] = NIL;
-                        self.map[d as usize] = pu;
-                    }
-                    RemapKind::Share => {
-                        self.shared.entry(pu).or_default().push(d);
-                        self.map[d as usize] = pu;
-                        self.mapped_units += 1;
-                    }
-                }
-                self.counters.remap_units += 1;
-            }
-        }
-        Ok(done)
-    }
-
-    /// Lets the device work in the background until virtual time `until`: GC runs on lanes that
-    /// are below the background threshold while all dies would otherwise be idle.
-    pub fn idle_until(&mut self, until: u64) -> Result<(), SimError> {
-        if self.zones.is_some() {
-            return Ok(());
-        }
-        let bg = self.cfg.gc.free_eus_background as usize;
-        for lane in 0..self.lanes {
-            loop {
-                if self.free[lane as usize].len() >= bg || self.victims.sealed(lane) == 0 {
-                    break;
-                }
-                let t = if self.timing.enabled() {
-                    let t = self.timing.all_idle_at().max(self.last_ns);
-                    if t >= until {
-                        break;
-                    }
-                    t
-                } else {
-                    until
-                };
-                let before = self.free[lane as usize].len();
-                self.gc_one(lane, t, true)?;
-                if self.free[lane as usize].len() <= before {
-                    break;
-                }
-            }
-        }
-        self.touch(until);
-        Ok(())
-    }
-
-    // ----------------------------------------------------------------- reports
-
-    pub fn wear(&self) -> WearReport {
-        let n = self.erase_count.len().max(1) as f64;
-        let mean = self.erase_count.iter().map(|&c| c as f64).sum::<f64>() / n;
-        let min = self.erase_count.iter().copied().min().unwrap_or(0);
-        let max = self.erase_count.iter().copied().max().unwrap_or(0);
-        let pe = self.cfg.wear.pe_limit;
-        let elapsed = self.last_ns;
-        let days = elapsed as f64 / 86_400e9;
-        let logical = self.cap.logical_bytes as f64;
-        let dwpd_observed = if days > 0.0 {
-            self.counters.host_write_bytes as f64 / logical / days
-        } else {
-            0.0
-        };
-        let lifetime_days_projected = if days > 0.0 && mean > 0.0 {
-            Some((pe as f64 - mean).max(0.0) / (mean / days))
-        } else {
-            None
-        };
-        let waf = self.counters.waf();
-        let dwpd_rated_5y =
-            pe as f64 * self.cap.physical_bytes as f64 / (waf * logical * 5.0 * 365.25);
-        WearReport {
-            pe_limit: pe,
-            erase_count_min: min,
-            erase_count_max: max,
-            erase_count_mean: mean,
-            life_used: mean / pe as f64,
-            elapsed_ns: elapsed,
-            dwpd_observed,
-            lifetime_days_projected,
-            dwpd_rated_5y,
-        }
-    }
-
-    /// Everything the device knows about itself, serialisable.
-    pub fn report(&self) -> Report {
-        Report {
-            capacity: self.cap.clone(),
-            counters: self.counters.clone(),
-            waf: self.counters.waf(),
-            handles: self.handle_stats.clone(),
-            wear: self.wear(),
-            read_latency: self.read_lat.summary(),
-            write_latency: self.write_lat.summary(),
-            fill: self.fill(),
-            free_eus: self.free_eus(),
-        }
-    }
-
-    /// Checks the FTL's invariants (mapping and reverse mapping agree, valid counts match the
-    /// bitmap). Expensive: for tests.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut counts = vec![0u32; self.eu_valid.len()];
-        for (lu, &pu) in self.map.iter().enumerate() {
-            if pu == NIL {
-                continue;
-            }
-            if !self.is_valid(pu) {
-                return Err(format!("lu {lu} maps to invalid pu {pu}"));
-            }
-            let owner = self.rev[pu as usize] == lu as u32
-                || self
-                    .shared
-                    .get(&pu)
-                    .is_some_and(|e| e.contains(&(lu as u32)));
-            if !owner {
-                return Err(format!("pu {pu} does not list lu {lu} as an owner"));
-            }
-        }
-        for pu in 0..(self.eu_valid.len() as u32 * self.eu_units) {
-            if self.is_valid(pu) {
-                counts[(pu / self.eu_units) as usize] += 1;
-                let lu = self.rev[pu as usize];
-                if self.map[lu as usize] != pu {
-                    return Err(format!("valid pu {pu} owned by lu {lu} mapped elsewhere"));
-                }
-            }
-        }
-        if counts != self.eu_valid {
-            return Err("per-EU valid counts disagree with the bitmap".into());
-        }
-        let mapped = self.map.iter().filter(|&&p| p != NIL).count() as u64;
-        if mapped != self.mapped_units {
-            return Err(format!("mapped_units {} != {}", self.mapped_units, mapped));
-        }
-        Ok(())
-    }
-
-    /// The GC unit in use (for tools that align to it).
-    pub fn gc_unit(&self) -> GcUnit {
-        self.cfg.gc.unit
     }
 }
 
