@@ -3,7 +3,8 @@
 //!
 //! Run: `cargo bench -p flashsim --bench sim_speed` (options: `-- --gib N --sf F --multiple M`).
 //! Preconditions with a sequential fill and 2 capacity-multiples of random writes, then times
-//! `--multiple` capacity-multiples of random writes on one thread.
+//! `--multiple` capacity-multiples of random writes on one thread, first through `write_batch`
+//! (the bulk path `wafer sim --no-timing` uses), then through one `write` call per command.
 
 use flashsim::{Ssd, SsdConfig};
 use rand::{Rng, SeedableRng};
@@ -63,7 +64,24 @@ fn main() {
     }
     let secs = t.elapsed().as_secs_f64();
     println!(
-        "sim_speed: {} random 4 KiB host writes in {:.2} s = {:.2} M writes/s (WAF {:.3}, {} GC runs)",
+        "sim_speed (write_batch): {} random 4 KiB host writes in {:.2} s = {:.2} M writes/s (WAF {:.3}, {} GC runs)",
+        n,
+        secs,
+        n as f64 / secs / 1e6,
+        ssd.counters().waf_since(&before),
+        ssd.counters().gc_runs - before.gc_runs
+    );
+    // The same with one `write` call per command (no look-ahead, so every mapping-table miss is
+    // paid in full).
+    let before = ssd.counters().clone();
+    let t = Instant::now();
+    for _ in 0..n {
+        let u = rng.random_range(0..units);
+        ssd.write(0, u * 4096, 4096, 0, None).expect("write");
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "sim_speed (write):       {} random 4 KiB host writes in {:.2} s = {:.2} M writes/s (WAF {:.3}, {} GC runs)",
         n,
         secs,
         n as f64 / secs / 1e6,

@@ -337,6 +337,9 @@ fn closed_loop(
         now_ns: start_ns,
         ..LoopState::default()
     };
+    if !drv.timing && drv.zoned.is_none() && drv.handles == 1 {
+        return batched_loop(drv, src, st, target_write_bytes, after);
+    }
     let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
         (0..qd).map(|c| Reverse((start_ns, c))).collect();
     while let Some(Reverse((t, client))) = heap.pop() {
@@ -359,6 +362,61 @@ fn closed_loop(
         st.now_ns = st.now_ns.max(done);
         after(drv, &st)?;
         heap.push(Reverse((done, client)));
+    }
+    Ok(st)
+}
+
+/// Commands per `write_batch` call on the untimed path.
+const BATCH_OPS: usize = 1024;
+
+/// The closed loop without timing: every command completes at its submit time, so the clients'
+/// order degenerates to one sequence. Runs of one-unit writes go to `Ssd::write_batch` (which
+/// prefetches mapping entries ahead); anything else is executed singly. Same commands in the same
+/// order as the timed loop, so the same device state; `after` is called once per batch.
+fn batched_loop(
+    drv: &mut Driver<'_>,
+    src: &mut dyn OpSource,
+    mut st: LoopState,
+    target_write_bytes: u64,
+    mut after: impl FnMut(&mut Driver<'_>, &LoopState) -> Result<(), RunError>,
+) -> Result<LoopState, RunError> {
+    let unit = drv.ssd.unit_bytes() as u64;
+    let at = st.now_ns;
+    let mut batch: Vec<u64> = Vec::with_capacity(BATCH_OPS);
+    while st.write_bytes < target_write_bytes {
+        batch.clear();
+        let mut single = None;
+        while batch.len() < BATCH_OPS
+            && st.write_bytes + (batch.len() as u64) * unit < target_write_bytes
+        {
+            let op = src.next_op();
+            if op.kind == OpKind::Write && op.len_bytes == unit {
+                batch.push(op.offset_bytes);
+            } else {
+                single = Some(op);
+                break;
+            }
+        }
+        if !batch.is_empty() {
+            drv.ssd.write_batch(at, &batch, unit, 0)?;
+            st.write_bytes += batch.len() as u64 * unit;
+            st.write_ops += batch.len() as u64;
+            after(drv, &st)?;
+        }
+        if let Some(op) = single {
+            drv.exec(op, at)?;
+            match op.kind {
+                OpKind::Write => {
+                    st.write_bytes += op.len_bytes;
+                    st.write_ops += 1;
+                }
+                OpKind::Read => {
+                    st.read_bytes += op.len_bytes;
+                    st.read_ops += 1;
+                }
+            }
+            after(drv, &st)?;
+        }
     }
     Ok(st)
 }

@@ -1,5 +1,6 @@
 //! The `wafer` command line: argument definitions and one module per subcommand.
 
+pub mod demo;
 pub mod human;
 pub mod sim;
 pub mod size;
@@ -44,6 +45,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Compare device configurations on the embedded simulated SSD (about two minutes)
+    Demo(demo::DemoArgs),
     /// Run a synthetic workload on a simulated flash SSD (flashsim) and report write
     /// amplification, GC, latency and wear
     Sim(Box<sim::SimArgs>),
@@ -53,5 +56,6 @@ pub enum Command {
 pub fn dispatch(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Sim(args) => sim::main(args),
+        Command::Demo(args) => demo::main(args),
     }
 }
