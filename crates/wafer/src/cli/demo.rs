@@ -73,21 +73,21 @@ fn cases() -> Vec<Case> {
         Case {
             name: "hotcold/greedy",
             what: "hot and cold mixed in one stream, greedy GC",
-            pattern: hotcold.clone(),
+            pattern: hotcold,
             policy: GcPolicy::Greedy,
             mode: Mode::Conventional,
         },
         Case {
             name: "hotcold/cost-benefit",
             what: "mixed stream, cost-benefit GC (age-aware)",
-            pattern: hotcold.clone(),
+            pattern: hotcold,
             policy: GcPolicy::CostBenefit,
             mode: Mode::Conventional,
         },
         Case {
             name: "hotcold/fdp",
             what: "FDP, 10 handles by address tenth: hot data on its own handle",
-            pattern: hotcold.clone(),
+            pattern: hotcold,
             policy: GcPolicy::Greedy,
             mode: Mode::Fdp(FdpConfig { handles: 10 }),
         },
@@ -160,7 +160,7 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
     for (i, case) in cases.iter().enumerate() {
         bar.set_message(case.name);
         let workload = Workload {
-            pattern: case.pattern.clone(),
+            pattern: case.pattern,
             seed: args.seed,
             ..Workload::default()
         };
