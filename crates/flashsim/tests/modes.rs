@@ -355,8 +355,9 @@ fn assert_handles_add_up(ssd: &Ssd) {
 // the placement ids differ. Both settings of separate_gc_frontier are checked. Without it, a
 // handle's GC survivors (the colder part of its data) share the handle's host frontier; with it
 // they get their own frontier (one more open RU per handle), which separates survivors from fresh
-// writes inside each handle too. Measured (1024 x 64-page RUs, sf 0.125, greedy): all on pid 0
-// 4.66 / 4.52, placed 3.42 (shared GC frontier) / 3.28 (separate GC frontier). Greedy does not
+// writes inside each handle too. Measured (1024 x 64-page RUs, sf 0.125, greedy, GC paced one
+// victim per RU the host opens): all on pid 0 6.53 / 4.52, placed 3.58 (shared GC frontier) / 3.28
+// (separate GC frontier). Greedy does not
 // reach the 2-3x of an optimal spare split between the pools: it collects whichever RU has the
 // fewest valid units, which drives both pools to the same victim validity, so milder skews
 // (90/10) gain only ~16%.
