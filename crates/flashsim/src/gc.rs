@@ -218,6 +218,9 @@ impl Ssd {
         }
         let bg = self.cfg.gc.free_eus_background as usize;
         for lane in 0..self.lanes {
+            // A victim relocated into a frontier that had to open a new unit gains nothing at
+            // once; the gain comes over the next victims. Give up only after many in a row.
+            let mut fruitless = 0usize;
             loop {
                 if self.free[lane as usize].len() >= bg || self.victims.sealed(lane) == 0 {
                     break;
@@ -234,7 +237,12 @@ impl Ssd {
                 let before = self.free[lane as usize].len();
                 self.gc_one(lane, t, true)?;
                 if self.free[lane as usize].len() <= before {
-                    break;
+                    fruitless += 1;
+                    if fruitless > self.victims.sealed(lane) + 2 {
+                        break;
+                    }
+                } else {
+                    fruitless = 0;
                 }
             }
         }
