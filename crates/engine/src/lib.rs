@@ -1,5 +1,13 @@
-//! wafer-engine: the embeddable transactional key-value store (devices, pages, buffer pool,
-//! B+tree, WAL, transactions, checkpoints, recovery and the write paths of docs/DESIGN).
+//! wafer-engine: the embeddable transactional key-value store.
 //!
-//! The engine is being built; today this crate only reserves its place in the workspace so the
-//! layering (flashsim below, workloads and the CLI above) is fixed from the start.
+//! Layers, bottom up: the device layer ([`device`], everything storage goes through the
+//! `BlockDevice` trait), the page format ([`page`]), the B+tree ([`btree`]), the write-ahead log
+//! ([`wal`]), and above them the buffer pool, transactions, checkpoints, recovery and the `Db` API.
+
+pub mod btree;
+pub mod device;
+pub mod error;
+pub mod page;
+pub mod wal;
+
+pub use error::{Error, Result};

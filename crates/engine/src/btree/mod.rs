@@ -1,0 +1,27 @@
+//! B+tree on slotted pages: node format (`node.rs`, pure functions on page bytes, also used by
+//! recovery to redo leaf records), tree algorithms (`tree.rs`) over any [`PageStore`], and
+//! overflow chains for large values (`overflow.rs`).
+//!
+//! The root page of a tree never moves: a root split copies the root's contents into two new
+//! children and turns the root into an internal node above them. Structure modifications are done
+//! in place through the store; the store records which pages an operation touched, and the engine
+//! turns that into one log record per operation.
+
+pub mod node;
+pub mod overflow;
+pub mod tree;
+
+use crate::error::Result;
+use crate::page::{PageId, PageType};
+
+/// What the tree needs from the buffer pool. Page accesses pin the page for the closure's
+/// duration; a mutable access marks it dirty and part of the current operation.
+pub trait PageStore {
+    fn page_size(&self) -> usize;
+    fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R>;
+    fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R>;
+    /// A new page, initialised as an empty page of `kind` (header written, body zero).
+    fn alloc_page(&mut self, kind: PageType) -> Result<PageId>;
+    /// Returns a page to the free list.
+    fn free_page(&mut self, pid: PageId) -> Result<()>;
+}

@@ -1,0 +1,60 @@
+//! An in-memory device: a byte vector. Writes are durable at once (flush is a no-op); wrap it in a
+//! `FaultDevice` to model volatile caches and power cuts.
+
+use super::{check_io, BlockDevice, DeviceError, DeviceStats};
+
+pub struct MemDevice {
+    data: Vec<u8>,
+    block: u32,
+    stats: DeviceStats,
+}
+
+impl MemDevice {
+    /// A zeroed device of `capacity_bytes` (a multiple of `block_bytes`).
+    pub fn new(capacity_bytes: u64, block_bytes: u32) -> MemDevice {
+        MemDevice {
+            data: vec![0; capacity_bytes as usize],
+            block: block_bytes,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    /// The raw contents (for tests that corrupt or inspect them).
+    pub fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.data
+    }
+}
+
+impl BlockDevice for MemDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+    fn block_bytes(&self) -> u32 {
+        self.block
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        check_io(offset, buf.len() as u64, self.capacity_bytes(), self.block)?;
+        buf.copy_from_slice(&self.data[offset as usize..offset as usize + buf.len()]);
+        self.stats.reads += 1;
+        self.stats.read_bytes += buf.len() as u64;
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        check_io(offset, data.len() as u64, self.capacity_bytes(), self.block)?;
+        self.data[offset as usize..offset as usize + data.len()].copy_from_slice(data);
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.stats.flushes += 1;
+        Ok(())
+    }
+    fn stats(&self) -> DeviceStats {
+        self.stats.clone()
+    }
+}

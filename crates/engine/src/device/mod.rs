@@ -1,0 +1,150 @@
+//! The device layer: everything the engine knows about storage goes through [`BlockDevice`].
+//!
+//! Implementations: [`MemDevice`] (in memory, for tests), [`FileDevice`] (a regular file or block
+//! device), [`SimDevice`] (a flashsim SSD in data mode, in virtual time), [`Partition`] (a byte range
+//! of a shared device, so one device can hold several roles), and [`FaultDevice`] (fault injection:
+//! power cut at the Nth command, lost unflushed writes, torn writes, I/O errors, misdirected writes).
+//!
+//! Semantics every implementation follows: a write is visible to later reads at once; it is
+//! durable only after a later `flush` returns (a power cut may lose or tear unflushed writes). I/O
+//! offsets and lengths should be multiples of `block_bytes()`; the write of one aligned block is
+//! atomic on power loss unless the device says otherwise.
+
+mod mem;
+
+pub use mem::MemDevice;
+
+/// Errors of a device. An error poisons nothing by itself; the engine decides.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceError {
+    #[error("I/O error: {0}")]
+    Io(String),
+    #[error("I/O out of range: offset {offset} + length {len} exceeds capacity {capacity}")]
+    OutOfRange {
+        offset: u64,
+        len: u64,
+        capacity: u64,
+    },
+    #[error(
+        "I/O not aligned to the device block of {block} bytes (offset {offset}, length {len})"
+    )]
+    Unaligned { offset: u64, len: u64, block: u32 },
+    #[error("device lost power")]
+    PowerCut,
+    #[error("{0} is not supported by this device")]
+    Unsupported(&'static str),
+    #[error("simulated device: {0}")]
+    Sim(String),
+}
+
+impl From<std::io::Error> for DeviceError {
+    fn from(e: std::io::Error) -> Self {
+        DeviceError::Io(e.to_string())
+    }
+}
+
+impl From<flashsim::SimError> for DeviceError {
+    fn from(e: flashsim::SimError) -> Self {
+        DeviceError::Sim(e.to_string())
+    }
+}
+
+/// What a device can do beyond read/write/flush.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Discard of ranges.
+    pub trim: bool,
+    /// Number of FDP placement ids (0 = none).
+    pub placement_ids: u32,
+    /// Zoned: zone size in bytes (None = conventional).
+    pub zone_bytes: Option<u64>,
+    /// Remap (copy by reference) of aligned ranges.
+    pub remap: bool,
+    /// The device's own GC unit in bytes, when known (superblock / reclaim unit).
+    pub gc_unit_bytes: Option<u64>,
+}
+
+/// Cumulative I/O statistics of a device as seen from the host (and the media, when known).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceStats {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    /// Bytes programmed into flash, for simulated SSDs (None elsewhere).
+    pub media_write_bytes: Option<u64>,
+}
+
+/// A block device. `Send` so a device can move to a background thread.
+pub trait BlockDevice: Send {
+    /// Bytes addressable.
+    fn capacity_bytes(&self) -> u64;
+    /// Alignment unit of I/O and the unit of atomic writes (e.g. 512 or 4096).
+    fn block_bytes(&self) -> u32;
+    /// Reads `buf.len()` bytes at `offset`.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError>;
+    /// Writes `data` at `offset`.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError>;
+    /// Makes every completed write durable.
+    fn flush(&mut self) -> Result<(), DeviceError>;
+    /// Discards a range (a no-op where unsupported).
+    fn trim(&mut self, _offset: u64, _len: u64) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    /// Capability queries.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+    /// I/O statistics.
+    fn stats(&self) -> DeviceStats;
+    /// A write carrying an FDP placement id (devices without FDP ignore it).
+    fn write_placed(&mut self, offset: u64, data: &[u8], _pid: u16) -> Result<(), DeviceError> {
+        self.write_at(offset, data)
+    }
+}
+
+/// Checks an I/O against a capacity and a block size.
+pub fn check_io(offset: u64, len: u64, capacity: u64, block: u32) -> Result<(), DeviceError> {
+    if offset.checked_add(len).is_none_or(|e| e > capacity) {
+        return Err(DeviceError::OutOfRange {
+            offset,
+            len,
+            capacity,
+        });
+    }
+    if !offset.is_multiple_of(block as u64) || !len.is_multiple_of(block as u64) {
+        return Err(DeviceError::Unaligned { offset, len, block });
+    }
+    Ok(())
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
+    fn capacity_bytes(&self) -> u64 {
+        (**self).capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        (**self).block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        (**self).read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        (**self).write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        (**self).flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        (**self).trim(offset, len)
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn stats(&self) -> DeviceStats {
+        (**self).stats()
+    }
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        (**self).write_placed(offset, data, pid)
+    }
+}

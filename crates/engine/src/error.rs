@@ -1,0 +1,40 @@
+//! Typed errors of the engine. Bad input and bad files give an error, never a panic.
+
+use crate::device::DeviceError;
+use crate::page::PageId;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("device error: {0}")]
+    Device(#[from] DeviceError),
+    #[error("page {pid} is corrupt: {reason}")]
+    CorruptPage { pid: PageId, reason: &'static str },
+    #[error("log is corrupt at LSN {lsn}: {reason}")]
+    CorruptLog { lsn: u64, reason: String },
+    #[error("not a wafer database: {0}")]
+    NotADatabase(String),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("transaction conflict on {what}: retry the transaction")]
+    Conflict { what: String },
+    #[error("the transaction is no longer active (committed, aborted or failed)")]
+    TxnNotActive,
+    #[error("tree '{0}' does not exist")]
+    NoSuchTree(String),
+    #[error("tree '{0}' already exists")]
+    TreeExists(String),
+    #[error("key of {len} bytes is too long (at most {max})")]
+    KeyTooLong { len: usize, max: usize },
+    #[error("value of {len} bytes is too long (at most {max})")]
+    ValueTooLong { len: usize, max: usize },
+    #[error("database is full: {0}")]
+    Full(String),
+    #[error("the log is full and no checkpoint can free space: {0}")]
+    LogFull(String),
+    #[error("the database handle is poisoned by an earlier I/O error: {0}")]
+    Poisoned(String),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}

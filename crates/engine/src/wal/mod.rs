@@ -1,0 +1,2 @@
+//! The write-ahead log (being built).
+pub mod record;

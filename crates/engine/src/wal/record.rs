@@ -1,0 +1,81 @@
+//! Log records: what the engine logs. Encoding (little-endian, CRC32C per record) lives in
+//! `wal/codec.rs`; its layout is documented in docs/format.md.
+
+use crate::page::{Lsn, PageId};
+
+pub type TxnId = u64;
+pub type TreeId = u32;
+
+/// How to redo a change to pages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Redo {
+    /// Insert or replace `key` with the inline `value` in leaf page `pid` (physiological: the page is
+    /// named, the slot is found by key). The change fit in the page without a split.
+    LeafPut {
+        pid: PageId,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    /// Remove `key` from leaf page `pid`.
+    LeafDel { pid: PageId, key: Vec<u8> },
+    /// After-images of every page a structure modification (split, merge, overflow chain, page
+    /// allocation, new tree) touched; applied atomically, as one record.
+    Images(Vec<(PageId, Vec<u8>)>),
+}
+
+/// How to undo a transaction's change, logically (through the tree, since pages may have split
+/// since): set `key` of `tree` back to `old` (None: delete it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undo {
+    pub tree: TreeId,
+    pub key: Vec<u8>,
+    pub old: Option<Vec<u8>>,
+}
+
+/// A fuzzy checkpoint: the dirty page table and the active transaction table at its time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointData {
+    /// (page, recLSN): the LSN of the oldest change not yet on the device.
+    pub dirty_pages: Vec<(PageId, Lsn)>,
+    /// (transaction, LSN of its last record, LSN of the next record to undo).
+    pub active_txns: Vec<(TxnId, Lsn, Lsn)>,
+    /// Next transaction id to hand out.
+    pub next_txn: TxnId,
+}
+
+/// The body of a log record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A change by a transaction: redo it forward, undo it logically on abort.
+    Update {
+        redo: Redo,
+        undo: Undo,
+    },
+    /// A compensation record written while undoing: redo-only; `undo_next` is the next record of
+    /// the transaction still to undo.
+    Clr {
+        redo: Redo,
+        undo_next: Lsn,
+    },
+    /// A redo-only change outside any transaction's undo scope (e.g. a split done for a
+    /// transaction: structure changes are never undone).
+    System {
+        redo: Redo,
+    },
+    Commit,
+    Abort,
+    /// The transaction is finished (after commit, or after its rollback completed).
+    End,
+    Checkpoint(CheckpointData),
+}
+
+/// A log record. `lsn` is the byte position of the record in the (unbounded) log stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    pub lsn: Lsn,
+    /// 0 for records of no transaction.
+    pub txn: TxnId,
+    /// The transaction's previous record (0 = none).
+    pub prev_lsn: Lsn,
+    pub body: Body,
+}
