@@ -11,6 +11,9 @@ pub mod node;
 pub mod overflow;
 pub mod tree;
 
+pub use node::{LeafValue, NodeKind, PutError, Search};
+pub use tree::{Outcome, TreeStats};
+
 use crate::error::Result;
 use crate::page::{PageId, PageType};
 

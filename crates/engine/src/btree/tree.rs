@@ -1,1 +1,695 @@
-//! (being built)
+//! B+tree algorithms over any [`PageStore`]: lookups, inserts with leaf and internal splits,
+//! deletes with merges and root collapse, bounded scans in both directions, an invariant checker,
+//! and freeing a whole tree.
+//!
+//! The root page id never changes. A root split moves the root's contents into two new pages and
+//! makes the root an internal node above them; when the root is internal with a single child,
+//! the child's contents are copied into the root and the child freed.
+//!
+//! Forward scans follow the leaves' right-sibling links. Reverse scans need no left links: after
+//! finishing a leaf they descend again from the root to the leaf holding the keys just below the
+//! current leaf's lower bound (the separator that led to it).
+//!
+//! Deletes merge a node that fell below a quarter full with an adjacent sibling under the same
+//! parent (left first, then right) when both fit in one page, recursively upward. There is no
+//! redistribution, so a node may stay under-full (even an internal node with a single child) when
+//! its siblings are too full; it merges later, once they shrink.
+
+use super::node::{self, LeafValue, NodeKind, PutError, Search};
+use super::overflow;
+use super::PageStore;
+use crate::error::{Error, Result};
+use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
+use std::collections::HashSet;
+use std::ops::Bound;
+
+/// Deepest tree accepted; deeper means a corrupt tree (e.g. a cycle of child links).
+const MAX_DEPTH: usize = 64;
+
+/// What `put` / `delete` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The previous value of the key.
+    pub old: Option<Vec<u8>>,
+    /// Set when the operation was a simple leaf change: exactly this leaf was modified in place,
+    /// with an inline value (old and new), and no other page was written, allocated or freed.
+    /// The engine can then log `Redo::LeafPut` / `Redo::LeafDel` on it instead of page images.
+    pub leaf: Option<PageId>,
+}
+
+/// Counts returned by [`check`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    pub keys: u64,
+    pub leaves: u64,
+    pub internals: u64,
+    pub overflow_pages: u64,
+    /// Levels: 1 for a tree that is a single leaf.
+    pub depth: u32,
+}
+
+/// A leaf value copied out of its page.
+#[derive(Debug, Clone)]
+enum Stored {
+    Inline(Vec<u8>),
+    Overflow { total_len: u32, first: PageId },
+}
+
+impl Stored {
+    fn from(v: LeafValue<'_>) -> Stored {
+        match v {
+            LeafValue::Inline(b) => Stored::Inline(b.to_vec()),
+            LeafValue::Overflow { total_len, first } => Stored::Overflow { total_len, first },
+        }
+    }
+    fn into_value<S: PageStore>(self, store: &mut S) -> Result<Vec<u8>> {
+        match self {
+            Stored::Inline(v) => Ok(v),
+            Stored::Overflow { total_len, first } => overflow::read_chain(store, first, total_len),
+        }
+    }
+    fn free<S: PageStore>(&self, store: &mut S) -> Result<()> {
+        match *self {
+            Stored::Inline(_) => Ok(()),
+            Stored::Overflow { total_len, first } => overflow::free_chain(store, first, total_len),
+        }
+    }
+}
+
+fn corrupt(pid: PageId, reason: &'static str) -> Error {
+    Error::CorruptPage { pid, reason }
+}
+
+fn read_copy<S: PageStore>(store: &mut S, pid: PageId) -> Result<Vec<u8>> {
+    store.read_page(pid, |p| p.to_vec())
+}
+
+/// Copies the node in `buf` (page type and body) into page `pid`, keeping its page header.
+fn write_body<S: PageStore>(store: &mut S, pid: PageId, buf: &[u8]) -> Result<()> {
+    let kind = node::kind(buf)?;
+    store.write_page(pid, |p| {
+        page::set_page_type(p, kind.page_type());
+        p[PAGE_HEADER_BYTES..].copy_from_slice(&buf[PAGE_HEADER_BYTES..]);
+    })
+}
+
+/// A scratch page for `pid`: page header set, body an empty node of `kind`.
+fn scratch(page_size: usize, pid: PageId, kind: NodeKind, link: PageId) -> Vec<u8> {
+    let mut v = vec![0; page_size];
+    page::init(&mut v, pid, kind.page_type());
+    node::init(&mut v, kind, link);
+    v
+}
+
+fn find_stored(page: &[u8], key: &[u8]) -> Result<Option<Stored>> {
+    match node::search(page, key)? {
+        Search::Found(i) => Ok(Some(Stored::from(node::leaf_cell_at(page, i)?.1))),
+        Search::NotFound(_) => Ok(None),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    First,
+    Last,
+    /// The leaf whose range holds the key.
+    Le(&'a [u8]),
+    /// The leaf holding the largest keys below the key.
+    Lt(&'a [u8]),
+}
+
+/// A root-to-leaf path.
+struct Path {
+    /// Root first, leaf last.
+    pids: Vec<PageId>,
+    /// `idx[i]`: index of the child of `pids[i]` that is `pids[i + 1]`.
+    idx: Vec<usize>,
+    /// The leaf's lower bound (the deepest separator left of the path), if tracked and any.
+    lower: Option<Vec<u8>>,
+}
+
+impl Path {
+    fn leaf(&self) -> PageId {
+        *self.pids.last().expect("a path holds the root")
+    }
+}
+
+/// One step down: (child index, child, the separator left of it if tracked).
+type Step = Option<(usize, PageId, Option<Vec<u8>>)>;
+
+fn descend<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    target: Target<'_>,
+    track_lower: bool,
+) -> Result<Path> {
+    let mut path = Path {
+        pids: vec![root],
+        idx: Vec::new(),
+        lower: None,
+    };
+    let mut pid = root;
+    loop {
+        let step = store.read_page(pid, |p| -> Result<Step> {
+            if node::kind(p)? == NodeKind::Leaf {
+                return Ok(None);
+            }
+            let c = match target {
+                Target::First => 0,
+                Target::Last => node::cell_count(p)?,
+                Target::Le(k) => node::child_index_le(p, k)?,
+                Target::Lt(k) => node::child_index_lt(p, k)?,
+            };
+            let lower = if track_lower && c > 0 {
+                Some(node::key_at(p, c - 1)?.to_vec())
+            } else {
+                None
+            };
+            Ok(Some((c, node::child_at(p, c)?, lower)))
+        })??;
+        let Some((c, child, lower)) = step else {
+            return Ok(path);
+        };
+        if path.pids.len() >= MAX_DEPTH || child == NO_PAGE {
+            return Err(corrupt(pid, "bad child link (tree too deep or child 0)"));
+        }
+        if lower.is_some() {
+            path.lower = lower;
+        }
+        path.idx.push(c);
+        path.pids.push(child);
+        pid = child;
+    }
+}
+
+fn check_key(page_size: usize, key: &[u8]) -> Result<()> {
+    let max = node::max_key_len(page_size);
+    if key.len() > max {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// Creates an empty tree (one empty leaf) and returns its root page id.
+pub fn create<S: PageStore>(store: &mut S) -> Result<PageId> {
+    node::check_page_size(store.page_size())?;
+    let pid = store.alloc_page(NodeKind::Leaf.page_type())?;
+    store.write_page(pid, |p| node::init(p, NodeKind::Leaf, NO_PAGE))?;
+    Ok(pid)
+}
+
+/// The value of `key`, if any.
+pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    if key.len() > node::max_key_len(store.page_size()) {
+        return Ok(None);
+    }
+    let leaf = descend(store, root, Target::Le(key), false)?.leaf();
+    match store.read_page(leaf, |p| find_stored(p, key))?? {
+        Some(s) => Ok(Some(s.into_value(store)?)),
+        None => Ok(None),
+    }
+}
+
+/// Sets `key` to `value`, returning the old value. Keys are at most page size / 8 bytes; values
+/// larger than the inline limit go to an overflow chain (a replaced chain is freed).
+pub fn put<S: PageStore>(store: &mut S, root: PageId, key: &[u8], value: &[u8]) -> Result<Outcome> {
+    let ps = store.page_size();
+    check_key(ps, key)?;
+    if value.len() > u32::MAX as usize {
+        return Err(Error::ValueTooLong {
+            len: value.len(),
+            max: u32::MAX as usize,
+        });
+    }
+    let path = descend(store, root, Target::Le(key), false)?;
+    let leaf = path.leaf();
+    let old = store.read_page(leaf, |p| find_stored(p, key))??;
+    let old_value = match &old {
+        Some(s) => Some(s.clone().into_value(store)?),
+        None => None,
+    };
+    let inline = value.len() <= node::max_inline_value(ps, key.len());
+    let val = if inline {
+        LeafValue::Inline(value)
+    } else {
+        LeafValue::Overflow {
+            total_len: value.len() as u32,
+            first: overflow::write_chain(store, value)?,
+        }
+    };
+    let mut simple = inline && !matches!(old, Some(Stored::Overflow { .. }));
+    if !PutError::no_space(store.write_page(leaf, |p| node::leaf_put(p, key, val))?)? {
+        simple = false;
+        let mut buf = read_copy(store, leaf)?;
+        node::leaf_del(&mut buf, key)?;
+        let level = path.pids.len() - 1;
+        insert_with_split(store, &path, level, buf, Pending::Leaf { key, val })?;
+    }
+    if let Some(s) = &old {
+        s.free(store)?;
+    }
+    Ok(Outcome {
+        old: old_value,
+        leaf: simple.then_some(leaf),
+    })
+}
+
+/// A cell waiting to be inserted into a full node.
+enum Pending<'a> {
+    Leaf { key: &'a [u8], val: LeafValue<'a> },
+    Internal { key: Vec<u8>, child: PageId },
+}
+
+impl Pending<'_> {
+    fn key(&self) -> &[u8] {
+        match self {
+            Pending::Leaf { key, .. } => key,
+            Pending::Internal { key, .. } => key,
+        }
+    }
+    fn insert_into(&self, page: &mut [u8]) -> std::result::Result<(), PutError> {
+        match self {
+            Pending::Leaf { key, val } => node::leaf_put(page, key, *val),
+            Pending::Internal { key, child } => node::internal_insert(page, key, *child),
+        }
+    }
+}
+
+/// Splits the full node `path.pids[level]` (its current contents in `buf`, without `pending`),
+/// inserts `pending` into the proper half and the new separator into the parent, splitting
+/// upward as needed. A root split keeps the root page id.
+fn insert_with_split<S: PageStore>(
+    store: &mut S,
+    path: &Path,
+    mut level: usize,
+    mut buf: Vec<u8>,
+    mut pending: Pending<'_>,
+) -> Result<()> {
+    let ps = store.page_size();
+    loop {
+        let pid = path.pids[level];
+        let kind = node::kind(&buf)?;
+        let is_root = level == 0;
+        let left_pid = if is_root {
+            store.alloc_page(kind.page_type())?
+        } else {
+            pid
+        };
+        let right_pid = store.alloc_page(kind.page_type())?;
+        let mut left = scratch(ps, left_pid, kind, NO_PAGE);
+        left[PAGE_HEADER_BYTES..].copy_from_slice(&buf[PAGE_HEADER_BYTES..]);
+        let mut right = scratch(ps, right_pid, kind, NO_PAGE);
+        let n = node::cell_count(&left)?;
+        // Appending past the last key of the rightmost leaf (sequential inserts): leave the
+        // left leaf full and start an empty right one.
+        let append = kind == NodeKind::Leaf
+            && n > 0
+            && node::right_sibling(&left)? == NO_PAGE
+            && node::search(&left, pending.key())? == Search::NotFound(n);
+        let sep = if append {
+            node::link_new_right_leaf(&mut left, &mut right)?;
+            node::shortest_separator(node::key_at(&left, n - 1)?, pending.key())
+        } else {
+            let at = node::split_point(&left)?;
+            node::split(&mut left, &mut right, at)?
+        };
+        let half = if pending.key() < sep.as_slice() {
+            &mut left
+        } else {
+            &mut right
+        };
+        if !PutError::no_space(pending.insert_into(half))? {
+            return Err(corrupt(pid, "no room for a cell after a split"));
+        }
+        write_body(store, left_pid, &left)?;
+        write_body(store, right_pid, &right)?;
+        if is_root {
+            let mut r = scratch(ps, pid, NodeKind::Internal, left_pid);
+            if !PutError::no_space(node::internal_insert(&mut r, &sep, right_pid))? {
+                return Err(corrupt(pid, "separator does not fit in a new root"));
+            }
+            return write_body(store, pid, &r);
+        }
+        let parent = path.pids[level - 1];
+        if PutError::no_space(
+            store.write_page(parent, |p| node::internal_insert(p, &sep, right_pid))?,
+        )? {
+            return Ok(());
+        }
+        buf = read_copy(store, parent)?;
+        pending = Pending::Internal {
+            key: sep,
+            child: right_pid,
+        };
+        level -= 1;
+    }
+}
+
+/// Removes `key`, returning its old value; merges under-full nodes and collapses the root.
+pub fn delete<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Outcome> {
+    if key.len() > node::max_key_len(store.page_size()) {
+        return Ok(Outcome::default());
+    }
+    let path = descend(store, root, Target::Le(key), false)?;
+    let leaf = path.leaf();
+    let Some(old) = store.read_page(leaf, |p| find_stored(p, key))?? else {
+        return Ok(Outcome::default());
+    };
+    let value = old.clone().into_value(store)?;
+    store.write_page(leaf, |p| node::leaf_del(p, key))??;
+    let mut simple = matches!(old, Stored::Inline(_));
+    old.free(store)?;
+    if rebalance(store, &path)? {
+        simple = false;
+    }
+    Ok(Outcome {
+        old: Some(value),
+        leaf: simple.then_some(leaf),
+    })
+}
+
+/// Merges under-full nodes on `path` bottom-up, then collapses the root. True if any page other
+/// than the leaf was changed.
+fn rebalance<S: PageStore>(store: &mut S, path: &Path) -> Result<bool> {
+    let mut changed = false;
+    for level in (1..path.pids.len()).rev() {
+        let pid = path.pids[level];
+        let buf = read_copy(store, pid)?;
+        if !node::is_underfull(&buf)? {
+            break;
+        }
+        let parent = path.pids[level - 1];
+        let pbuf = read_copy(store, parent)?;
+        let c = path.idx[level - 1];
+        let n = node::cell_count(&pbuf)?;
+        let mut merged = false;
+        if c > 0 {
+            let lpid = node::child_at(&pbuf, c - 1)?;
+            let mut lbuf = read_copy(store, lpid)?;
+            if PutError::no_space(node::merge(&mut lbuf, &buf, node::key_at(&pbuf, c - 1)?))? {
+                write_body(store, lpid, &lbuf)?;
+                store.write_page(parent, |p| node::remove_cell(p, c - 1))??;
+                store.free_page(pid)?;
+                merged = true;
+            }
+        }
+        if !merged && c < n {
+            let rpid = node::child_at(&pbuf, c + 1)?;
+            let rbuf = read_copy(store, rpid)?;
+            let mut nbuf = buf;
+            if PutError::no_space(node::merge(&mut nbuf, &rbuf, node::key_at(&pbuf, c)?))? {
+                write_body(store, pid, &nbuf)?;
+                store.write_page(parent, |p| node::remove_cell(p, c))??;
+                store.free_page(rpid)?;
+                merged = true;
+            }
+        }
+        if !merged {
+            break;
+        }
+        changed = true;
+    }
+    Ok(collapse_root(store, path.pids[0])? || changed)
+}
+
+/// While the root is internal with a single child, copies the child into the root.
+fn collapse_root<S: PageStore>(store: &mut S, root: PageId) -> Result<bool> {
+    for depth in 0..MAX_DEPTH {
+        let only_child = store.read_page(root, |p| -> Result<Option<PageId>> {
+            if node::kind(p)? == NodeKind::Internal && node::cell_count(p)? == 0 {
+                Ok(Some(node::child_at(p, 0)?))
+            } else {
+                Ok(None)
+            }
+        })??;
+        let Some(child) = only_child else {
+            return Ok(depth > 0);
+        };
+        if child == NO_PAGE || child == root {
+            return Err(corrupt(root, "bad child link"));
+        }
+        let cbuf = read_copy(store, child)?;
+        write_body(store, root, &cbuf)?;
+        store.free_page(child)?;
+    }
+    Err(corrupt(root, "tree too deep"))
+}
+
+/// The entries of a leaf within the bounds, with whether keys below `start` / above `end` exist
+/// in it, and its right sibling.
+type LeafSlice = (Vec<(Vec<u8>, Stored)>, bool, bool, PageId);
+
+fn leaf_slice(p: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<LeafSlice> {
+    let n = node::cell_count(p)?;
+    let first = match start {
+        Bound::Unbounded => 0,
+        Bound::Included(s) => match node::search(p, s)? {
+            Search::Found(i) | Search::NotFound(i) => i,
+        },
+        Bound::Excluded(s) => match node::search(p, s)? {
+            Search::Found(i) => i + 1,
+            Search::NotFound(i) => i,
+        },
+    };
+    let mut out = Vec::new();
+    let mut above = false;
+    for i in first..n {
+        let (k, v) = node::leaf_cell_at(p, i)?;
+        let beyond = match end {
+            Bound::Unbounded => false,
+            Bound::Included(e) => k > e,
+            Bound::Excluded(e) => k >= e,
+        };
+        if beyond {
+            above = true;
+            break;
+        }
+        out.push((k.to_vec(), Stored::from(v)));
+    }
+    Ok((out, first > 0, above, node::right_sibling(p)?))
+}
+
+/// Calls `f(key, value)` for the keys within `start..end` in ascending order (descending if
+/// `reverse`) until it returns false.
+pub fn scan<S, F>(
+    store: &mut S,
+    root: PageId,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    reverse: bool,
+    mut f: F,
+) -> Result<()>
+where
+    S: PageStore,
+    F: FnMut(&[u8], &[u8]) -> bool,
+{
+    if reverse {
+        let target = match end {
+            Bound::Unbounded => Target::Last,
+            Bound::Included(k) => Target::Le(k),
+            Bound::Excluded(k) => Target::Lt(k),
+        };
+        let mut path = descend(store, root, target, true)?;
+        loop {
+            let (entries, below, _, _) =
+                store.read_page(path.leaf(), |p| leaf_slice(p, start, end))??;
+            for (k, s) in entries.into_iter().rev() {
+                let v = s.into_value(store)?;
+                if !f(&k, &v) {
+                    return Ok(());
+                }
+            }
+            let Some(lower) = path.lower.take() else {
+                return Ok(());
+            };
+            let done = match start {
+                Bound::Included(s) | Bound::Excluded(s) => below || lower.as_slice() <= s,
+                Bound::Unbounded => false,
+            };
+            if done {
+                return Ok(());
+            }
+            path = descend(store, root, Target::Lt(&lower), true)?;
+            if path.lower.as_ref().is_some_and(|l| *l >= lower) {
+                return Err(corrupt(path.leaf(), "separators out of order"));
+            }
+        }
+    }
+    let target = match start {
+        Bound::Unbounded => Target::First,
+        Bound::Included(k) | Bound::Excluded(k) => Target::Le(k),
+    };
+    let mut pid = descend(store, root, target, false)?.leaf();
+    let mut last: Option<Vec<u8>> = None;
+    loop {
+        let (entries, _, above, next) = store.read_page(pid, |p| leaf_slice(p, start, end))??;
+        if let (Some(l), Some((k, _))) = (&last, entries.first()) {
+            if k <= l {
+                return Err(corrupt(pid, "leaf sibling chain out of key order"));
+            }
+        }
+        if let Some((k, _)) = entries.last() {
+            last = Some(k.clone());
+        }
+        for (k, s) in entries {
+            let v = s.into_value(store)?;
+            if !f(&k, &v) {
+                return Ok(());
+            }
+        }
+        if above || next == NO_PAGE {
+            return Ok(());
+        }
+        pid = next;
+    }
+}
+
+struct Checker {
+    page_size: usize,
+    stats: TreeStats,
+    seen: HashSet<PageId>,
+    leaf_depth: Option<u32>,
+    /// (leaf, its right sibling), in key order.
+    leaves: Vec<(PageId, PageId)>,
+}
+
+/// Verifies the tree's invariants: every node well formed, keys sorted within nodes and bounded
+/// by the separators above them, all leaves at the same depth, the sibling chain linking the
+/// leaves in key order, overflow chains well formed, no page reachable twice.
+pub fn check<S: PageStore>(store: &mut S, root: PageId) -> Result<TreeStats> {
+    let mut cx = Checker {
+        page_size: store.page_size(),
+        stats: TreeStats::default(),
+        seen: HashSet::new(),
+        leaf_depth: None,
+        leaves: Vec::new(),
+    };
+    check_node(store, root, None, None, 1, &mut cx)?;
+    for w in cx.leaves.windows(2) {
+        if w[0].1 != w[1].0 {
+            return Err(corrupt(w[0].0, "right sibling is not the next leaf"));
+        }
+    }
+    if let Some(&(pid, next)) = cx.leaves.last() {
+        if next != NO_PAGE {
+            return Err(corrupt(pid, "last leaf has a right sibling"));
+        }
+    }
+    cx.stats.depth = cx.leaf_depth.unwrap_or(0);
+    Ok(cx.stats)
+}
+
+fn check_node<S: PageStore>(
+    store: &mut S,
+    pid: PageId,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    depth: u32,
+    cx: &mut Checker,
+) -> Result<()> {
+    if depth as usize > MAX_DEPTH {
+        return Err(corrupt(pid, "tree too deep"));
+    }
+    if pid == NO_PAGE || !cx.seen.insert(pid) {
+        return Err(corrupt(pid, "page reachable twice (or page 0)"));
+    }
+    let buf = read_copy(store, pid)?;
+    if page::page_id(&buf) != pid {
+        return Err(corrupt(pid, "page id in the header does not match"));
+    }
+    node::validate(&buf)?;
+    let n = node::cell_count(&buf)?;
+    for i in 0..n {
+        let k = node::key_at(&buf, i)?;
+        if k.len() > node::max_key_len(cx.page_size) {
+            return Err(corrupt(pid, "key longer than the limit"));
+        }
+        if lo.is_some_and(|lo| k < lo) || hi.is_some_and(|hi| k >= hi) {
+            return Err(corrupt(pid, "key outside its parent's separators"));
+        }
+    }
+    match node::kind(&buf)? {
+        NodeKind::Leaf => {
+            if *cx.leaf_depth.get_or_insert(depth) != depth {
+                return Err(corrupt(pid, "leaves at different depths"));
+            }
+            for (k, v) in node::leaf_entries(&buf)? {
+                let max_inline = node::max_inline_value(cx.page_size, k.len());
+                match v {
+                    LeafValue::Inline(v) if v.len() > max_inline => {
+                        return Err(corrupt(pid, "inline value over the inline limit"));
+                    }
+                    LeafValue::Inline(_) => {}
+                    LeafValue::Overflow { total_len, first } => {
+                        if total_len as usize <= max_inline {
+                            return Err(corrupt(pid, "overflow value under the inline limit"));
+                        }
+                        for op in overflow::chain_pages(store, first, total_len)? {
+                            if !cx.seen.insert(op) {
+                                return Err(corrupt(op, "overflow page reachable twice"));
+                            }
+                            cx.stats.overflow_pages += 1;
+                        }
+                    }
+                }
+            }
+            cx.stats.leaves += 1;
+            cx.stats.keys += n as u64;
+            cx.leaves.push((pid, node::right_sibling(&buf)?));
+        }
+        NodeKind::Internal => {
+            if depth == 1 && n == 0 {
+                return Err(corrupt(pid, "root is internal with a single child"));
+            }
+            cx.stats.internals += 1;
+            let (leftmost, cells) = node::internal_entries(&buf)?;
+            let mut child_lo = lo;
+            let mut child = leftmost;
+            for &(key, next) in &cells {
+                check_node(store, child, child_lo, Some(key), depth + 1, cx)?;
+                child_lo = Some(key);
+                child = next;
+            }
+            check_node(store, child, child_lo, hi, depth + 1, cx)?;
+        }
+    }
+    Ok(())
+}
+
+/// Frees every page below `pid` (children and overflow chains), not `pid` itself.
+fn free_below<S: PageStore>(store: &mut S, pid: PageId, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(corrupt(pid, "tree too deep"));
+    }
+    let buf = read_copy(store, pid)?;
+    match node::kind(&buf)? {
+        NodeKind::Leaf => {
+            for (_, v) in node::leaf_entries(&buf)? {
+                Stored::from(v).free(store)?;
+            }
+        }
+        NodeKind::Internal => {
+            let (leftmost, cells) = node::internal_entries(&buf)?;
+            for child in std::iter::once(leftmost).chain(cells.iter().map(|c| c.1)) {
+                free_below(store, child, depth + 1)?;
+                store.free_page(child)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes every key: frees all pages but the root, which becomes an empty leaf.
+pub fn clear<S: PageStore>(store: &mut S, root: PageId) -> Result<()> {
+    free_below(store, root, 1)?;
+    store.write_page(root, |p| node::init(p, NodeKind::Leaf, NO_PAGE))
+}
+
+/// Frees every page of the tree, the root included.
+pub fn destroy<S: PageStore>(store: &mut S, root: PageId) -> Result<()> {
+    free_below(store, root, 1)?;
+    store.free_page(root)
+}

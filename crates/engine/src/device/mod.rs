@@ -10,9 +10,17 @@
 //! offsets and lengths should be multiples of `block_bytes()`; the write of one aligned block is
 //! atomic on power loss unless the device says otherwise.
 
+mod fault;
+mod file;
 mod mem;
+mod partition;
+mod sim;
 
+pub use fault::{CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite};
+pub use file::FileDevice;
 pub use mem::MemDevice;
+pub use partition::{Partition, SharedDevice};
+pub use sim::{SimDevice, VirtualClock};
 
 /// Errors of a device. An error poisons nothing by itself; the engine decides.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,6 +110,12 @@ pub trait BlockDevice: Send {
     fn write_placed(&mut self, offset: u64, data: &[u8], _pid: u16) -> Result<(), DeviceError> {
         self.write_at(offset, data)
     }
+    /// Makes `[dst, dst+len)` hold what `[src, src+len)` holds without moving the data (copy by
+    /// reference; both ranges refer to it afterwards). Only devices whose capabilities say
+    /// `remap` support it; the default returns [`DeviceError::Unsupported`].
+    fn remap(&mut self, _src: u64, _dst: u64, _len: u64) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported("remap"))
+    }
 }
 
 /// Checks an I/O against a capacity and a block size.
@@ -146,5 +160,8 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
         (**self).write_placed(offset, data, pid)
+    }
+    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        (**self).remap(src, dst, len)
     }
 }

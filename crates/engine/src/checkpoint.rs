@@ -1,0 +1,193 @@
+//! Fuzzy checkpoints and the page cleaner, as steppable work.
+//!
+//! A checkpoint (1) picks its candidates from the flush list (dirty pages, oldest modification
+//! first) through a [`CheckpointPolicy`], (2) writes them in batches, one batch per step, (3) makes
+//! them durable, logs a checkpoint record holding the dirty page table and the active transaction
+//! table, forces the log and (4) points the log master at it, which frees the log space before
+//! `min(oldest recLSN still dirty, oldest active transaction's first record, the checkpoint)`.
+//!
+//! Log-space rule (the policy may defer pages; the log must never overrun): when the log is more
+//! than [`FORCE_ALL_FILL`] full, every candidate is written regardless of the policy, and an
+//! operation that finds less than [`LOG_RESERVE_PAGES`] pages of log space left first runs a whole
+//! checkpoint; if that frees nothing (a transaction holds the log), it fails with `LogFull`.
+
+use crate::db::Core;
+use crate::error::{Error, Result};
+use crate::page::{Lsn, PageId};
+use crate::wal::record::{Body, CheckpointData};
+use crate::wal::{Master, Wal};
+use crate::writepath::WriteReason;
+
+/// Above this log fill, checkpoints write every candidate whatever the policy says.
+pub const FORCE_ALL_FILL: f64 = 0.85;
+/// Log space (in pages; at most a quarter of the log) an operation needs before it starts (a
+/// split logs several images).
+pub const LOG_RESERVE_PAGES: u64 = 32;
+
+/// Which dirty pages a checkpoint writes. The default writes all; hot-page-aware checkpointing
+/// (paper 000) defers some.
+pub trait CheckpointPolicy: Send {
+    /// From `candidates` (page, recLSN), oldest first, choose the pages to write in this
+    /// checkpoint. `log_fill` is the used fraction of the log space.
+    fn select(&mut self, candidates: &[(PageId, Lsn)], log_fill: f64) -> Vec<PageId>;
+    fn name(&self) -> &'static str;
+}
+
+/// Write every candidate (plain fuzzy checkpointing).
+pub struct WriteAll;
+
+impl CheckpointPolicy for WriteAll {
+    fn select(&mut self, candidates: &[(PageId, Lsn)], _log_fill: f64) -> Vec<PageId> {
+        candidates.iter().map(|&(p, _)| p).collect()
+    }
+    fn name(&self) -> &'static str {
+        "write-all"
+    }
+}
+
+/// A checkpoint in progress.
+pub(crate) struct InProgress {
+    pending: Vec<PageId>,
+}
+
+fn log_fill(wal: &Wal) -> f64 {
+    wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
+}
+
+fn force_fn(wal: &mut Wal) -> impl FnMut(Lsn) -> Result<()> + '_ {
+    move |lsn| wal.flush_to(lsn)
+}
+
+/// Starts a checkpoint: snapshots its candidates.
+pub(crate) fn begin(core: &mut Core, wal: &mut Wal) -> InProgress {
+    let target = wal.next_lsn();
+    let candidates: Vec<(PageId, Lsn)> = core
+        .pool
+        .dirty_pages()
+        .into_iter()
+        .filter(|&(_, l)| l < target)
+        .collect();
+    let fill = log_fill(wal);
+    let pending = if fill > FORCE_ALL_FILL {
+        candidates.iter().map(|&(p, _)| p).collect()
+    } else {
+        core.policy.select(&candidates, fill)
+    };
+    InProgress { pending }
+}
+
+/// Writes up to `budget` pages of a checkpoint in progress. Returns true when all are written.
+pub(crate) fn step(
+    core: &mut Core,
+    wal: &mut Wal,
+    ck: &mut InProgress,
+    budget: usize,
+) -> Result<bool> {
+    let n = budget.min(ck.pending.len());
+    let batch: Vec<PageId> = ck.pending.drain(..n).collect();
+    let mut force = force_fn(wal);
+    core.pool.write_batch(
+        &batch,
+        core.wp.as_mut(),
+        &mut force,
+        WriteReason::Checkpoint,
+    )?;
+    Ok(ck.pending.is_empty())
+}
+
+/// Completes a checkpoint: pages durable, record logged, log master moved.
+pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
+    core.wp.sync()?;
+    let dirty_pages = core.pool.dirty_pages();
+    let active_txns: Vec<(u64, Lsn, Lsn)> = core
+        .txns
+        .iter()
+        .filter(|(_, s)| s.last_lsn != 0)
+        .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
+        .collect();
+    let oldest_txn = core
+        .txns
+        .values()
+        .filter(|s| s.first_lsn != 0)
+        .map(|s| s.first_lsn)
+        .min();
+    let lsn = wal.append(
+        0,
+        0,
+        Body::Checkpoint(CheckpointData {
+            dirty_pages,
+            active_txns,
+            next_txn: core.next_txn,
+        }),
+    )?;
+    wal.flush_to(lsn)?;
+    let mut start = lsn;
+    if let Some(l) = core.pool.min_rec_lsn() {
+        start = start.min(l);
+    }
+    if let Some(l) = oldest_txn {
+        start = start.min(l);
+    }
+    wal.set_master(Master {
+        checkpoint_lsn: lsn,
+        start_lsn: start,
+    })?;
+    core.stats.checkpoints += 1;
+    Ok(())
+}
+
+/// A whole checkpoint, now.
+pub(crate) fn checkpoint(core: &mut Core, wal: &mut Wal) -> Result<()> {
+    let mut ck = begin(core, wal);
+    let batch = core.cfg.checkpoint_batch_pages;
+    while !step(core, wal, &mut ck, batch)? {}
+    finish(core, wal)
+}
+
+/// Makes sure an operation can log: checkpoints when the log passed its fill threshold, and
+/// fails with `LogFull` when even a checkpoint leaves too little space.
+pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal) -> Result<()> {
+    let reserve = (LOG_RESERVE_PAGES * core.cfg.page_size as u64).min(wal.capacity_bytes() / 4);
+    let threshold = core.cfg.checkpoint_log_fill;
+    if log_fill(wal) < threshold && wal.free_bytes() > reserve {
+        return Ok(());
+    }
+    checkpoint(core, wal)?;
+    if wal.free_bytes() <= reserve {
+        return Err(Error::LogFull(format!(
+            "{} of {} log bytes are held by active transactions; abort or commit them",
+            wal.used_bytes(),
+            wal.capacity_bytes()
+        )));
+    }
+    Ok(())
+}
+
+/// One step of background work: continue or start a checkpoint, and clean frames.
+pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
+    let mut ck = match core.checkpoint_in_progress.take() {
+        Some(ck) => Some(ck),
+        None if log_fill(wal) >= core.cfg.checkpoint_log_fill * 0.75 => Some(begin(core, wal)),
+        None => None,
+    };
+    if let Some(c) = ck.as_mut() {
+        let batch = core.cfg.checkpoint_batch_pages;
+        if step(core, wal, c, batch)? {
+            finish(core, wal)?;
+            ck = None;
+        }
+    }
+    core.checkpoint_in_progress = ck;
+    let want = (core.cfg.cleaner_clean_fraction * core.pool.frame_count() as f64) as usize;
+    if want > 0 && core.pool.clean_frames() < want {
+        let picks = core
+            .pool
+            .cleaner_candidates(core.cfg.checkpoint_batch_pages);
+        let mut force = force_fn(wal);
+        let n =
+            core.pool
+                .write_batch(&picks, core.wp.as_mut(), &mut force, WriteReason::Eviction)?;
+        core.stats.cleaner_writes += n as u64;
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Engine configuration: one typed struct passed to `Db::open`.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// How `Db::open` treats the devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpenMode {
+    /// Open an existing database; error if the devices hold none.
+    Open,
+    /// Format the devices (destroying what they hold).
+    Create,
+    /// Open if formatted, format if the data device is blank (all zero header); a foreign device
+    /// is an error either way.
+    OpenOrCreate,
+}
+
+/// Group commit: a commit waits up to `max_delay_us` for `min_batch` commits to share one log
+/// flush (paper 001 section 5.1 tunes both). `min_batch = 1` flushes at once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupCommitConfig {
+    pub max_delay_us: u64,
+    pub min_batch: u32,
+}
+
+/// Engine settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbConfig {
+    pub open_mode: OpenMode,
+    /// Page size in bytes: 4096, 8192 or 16384.
+    pub page_size: u32,
+    /// Buffer pool size in pages.
+    pub buffer_pages: usize,
+    /// Write every page through a doublewrite buffer first (repairs torn pages after a crash).
+    pub doublewrite: bool,
+    /// Pages in the doublewrite area (its batch size).
+    pub doublewrite_pages: u32,
+    /// Log space the engine may use before it must checkpoint; default (None): the buffer pool
+    /// size, as in paper 002. Bounded by the log device.
+    pub log_space_bytes: Option<u64>,
+    pub group_commit: GroupCommitConfig,
+    /// Start a checkpoint when this fraction of the log space is used.
+    pub checkpoint_log_fill: f64,
+    /// Pages the checkpointer writes per step (per `maintenance` call).
+    pub checkpoint_batch_pages: usize,
+    /// The page cleaner keeps at least this fraction of frames clean (0 disables it).
+    pub cleaner_clean_fraction: f64,
+}
+
+impl Default for DbConfig {
+    fn default() -> Self {
+        DbConfig {
+            open_mode: OpenMode::OpenOrCreate,
+            page_size: 4096,
+            buffer_pages: 4096,
+            doublewrite: true,
+            doublewrite_pages: 64,
+            log_space_bytes: None,
+            group_commit: GroupCommitConfig {
+                max_delay_us: 0,
+                min_batch: 1,
+            },
+            checkpoint_log_fill: 0.5,
+            checkpoint_batch_pages: 64,
+            cleaner_clean_fraction: 0.0,
+        }
+    }
+}
+
+impl DbConfig {
+    pub fn validate(&self) -> Result<()> {
+        if ![4096, 8192, 16384].contains(&self.page_size) {
+            return Err(Error::Config(format!(
+                "page_size {} must be 4096, 8192 or 16384",
+                self.page_size
+            )));
+        }
+        if self.buffer_pages < 16 {
+            return Err(Error::Config("buffer_pages must be at least 16".into()));
+        }
+        if !(0.05..=0.95).contains(&self.checkpoint_log_fill) {
+            return Err(Error::Config(
+                "checkpoint_log_fill must be in [0.05, 0.95]".into(),
+            ));
+        }
+        if self.doublewrite && self.doublewrite_pages == 0 {
+            return Err(Error::Config(
+                "doublewrite needs doublewrite_pages >= 1".into(),
+            ));
+        }
+        if self.checkpoint_batch_pages == 0 {
+            return Err(Error::Config("checkpoint_batch_pages must be >= 1".into()));
+        }
+        if !(0.0..0.9).contains(&self.cleaner_clean_fraction) {
+            return Err(Error::Config(
+                "cleaner_clean_fraction must be in [0, 0.9)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the buffer pool.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer_pages as u64 * self.page_size as u64
+    }
+}

@@ -1,0 +1,770 @@
+//! The public API: [`Db`], [`Tree`] handles and [`Txn`] transactions.
+//!
+//! ```
+//! use wafer_engine::{Db, DbConfig, Devices};
+//! let db = Db::open(Devices::memory(64 << 20, 16 << 20), DbConfig::default()).unwrap();
+//! let users = db.create_tree("users").unwrap();
+//! let mut txn = db.begin().unwrap();
+//! txn.put(&users, b"alice", b"42").unwrap();
+//! txn.commit().unwrap();
+//! let mut txn = db.begin().unwrap();
+//! assert_eq!(txn.get(&users, b"alice").unwrap().as_deref(), Some(&b"42"[..]));
+//! txn.commit().unwrap();
+//! ```
+//!
+//! Concurrency: a `Db` is `Send + Sync` and may be shared between threads; operations are
+//! serialised by one core latch (a B+tree operation at a time), while transactions interleave
+//! freely between operations and are isolated by record and tree locks (see `locks.rs`). A
+//! conflict fails fast with [`Error::Conflict`]: abort and retry.
+
+use crate::btree::{self, tree as bt};
+use crate::buffer::{BufferPool, PoolStats};
+use crate::checkpoint::{CheckpointPolicy, WriteAll};
+use crate::config::{DbConfig, OpenMode};
+use crate::device::{BlockDevice, MemDevice};
+use crate::error::{Error, Result};
+use crate::locks::{LockKey, LockManager, LockMode};
+use crate::meta::{self, META_PID};
+use crate::mtr::{LeafChange, Mtr};
+use crate::page::{Lsn, PageId};
+use crate::wal::record::{Body, TreeId, TxnId, Undo};
+use crate::wal::{SharedWal, Wal, WalConfig, WalStats};
+use crate::writepath::{InPlace, WriteCounters, WritePath};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The devices of a database: data pages and the write-ahead log.
+pub struct Devices {
+    pub data: Box<dyn BlockDevice>,
+    pub log: Box<dyn BlockDevice>,
+}
+
+impl Devices {
+    /// Two in-memory devices (tests, examples).
+    pub fn memory(data_bytes: u64, log_bytes: u64) -> Devices {
+        Devices {
+            data: Box::new(MemDevice::new(data_bytes, 4096)),
+            log: Box::new(MemDevice::new(log_bytes, 4096)),
+        }
+    }
+}
+
+/// A handle on a named tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub(crate) id: TreeId,
+    pub(crate) root: PageId,
+    name: String,
+}
+
+impl Tree {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn id(&self) -> TreeId {
+        self.id
+    }
+    /// Page id of the tree's root (it never moves), for tools and tests.
+    pub fn root_page(&self) -> PageId {
+        self.root
+    }
+}
+
+/// Per-transaction state kept by the engine.
+#[derive(Default)]
+pub(crate) struct TxnState {
+    pub first_lsn: Lsn,
+    pub last_lsn: Lsn,
+    /// (LSN of the update, how to undo it), oldest first.
+    pub undo: Vec<(Lsn, Undo)>,
+    pub locks: Vec<LockKey>,
+}
+
+/// Engine-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineStats {
+    pub commits: u64,
+    pub aborts: u64,
+    pub conflicts: u64,
+    pub checkpoints: u64,
+    pub cleaner_writes: u64,
+    pub ops: u64,
+}
+
+/// A snapshot of every counter, for reports and DB WAF.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DbStats {
+    pub engine: EngineStats,
+    pub pool: PoolStats,
+    pub writes: WriteCounters,
+    pub wal: WalStats,
+    pub data_device: crate::device::DeviceStats,
+    pub log_device: crate::device::DeviceStats,
+    pub recovery: Option<crate::recovery::RecoveryReport>,
+}
+
+impl DbStats {
+    /// DB WAF = DB-issued bytes / user bytes (DESIGN.md).
+    pub fn db_waf(&self) -> f64 {
+        self.writes.db_waf()
+    }
+}
+
+pub(crate) struct Core {
+    pub cfg: DbConfig,
+    pub pool: BufferPool,
+    pub wp: Box<dyn WritePath>,
+    pub trees: HashMap<String, Tree>,
+    pub locks: LockManager,
+    pub txns: HashMap<TxnId, TxnState>,
+    pub next_txn: TxnId,
+    pub stats: EngineStats,
+    pub poisoned: Option<String>,
+    pub policy: Box<dyn CheckpointPolicy>,
+    pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
+    pub recovery: Option<crate::recovery::RecoveryReport>,
+}
+
+pub(crate) struct Inner {
+    pub core: Mutex<Core>,
+    pub wal: SharedWal,
+}
+
+/// An open database. Cheap to clone (shared handle).
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    // A panic while holding the latch leaves the core in an unknown state; the next user sees
+    // the poison flag set below, so recovering the guard here is safe.
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => {
+            let mut g = p.into_inner();
+            g.poisoned
+                .get_or_insert_with(|| "a thread panicked inside the engine".into());
+            g
+        }
+    }
+}
+
+impl Core {
+    pub fn check(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    pub fn poison(&mut self, e: &Error) {
+        self.poisoned.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Runs one tree operation as a mini-transaction and logs it with `body_of(redo)`.
+    /// Returns the operation's result and the LSN of its record (0 if it changed nothing).
+    pub fn run_op<R>(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        prev_lsn: Lsn,
+        op: impl FnOnce(&mut Mtr<'_>) -> Result<(R, Option<LeafInfo>)>,
+        body_of: impl FnOnce(&R, crate::wal::record::Redo) -> Body,
+    ) -> Result<(R, Lsn)> {
+        let mut mtr = Mtr::new(&mut self.pool, self.wp.as_mut(), wal);
+        let res = op(&mut mtr);
+        match res {
+            Ok((r, leaf)) => {
+                let redo = mtr.redo(leaf.as_ref().map(|l| l.as_change()));
+                let body = redo.map(|redo| body_of(&r, redo));
+                match mtr.commit(txn, prev_lsn, body) {
+                    Ok(lsn) => Ok((r, lsn)),
+                    Err(e) => {
+                        self.poison(&e);
+                        Err(e)
+                    }
+                }
+            }
+            Err(e) => {
+                let touched = mtr.touched() > 0;
+                mtr.release();
+                if touched {
+                    self.poison(&e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Applies a logical change (put or delete) to a tree for transaction `txn` whose previous
+    /// record is `prev_lsn`; returns the old value and the LSN logged.
+    pub fn apply(
+        &mut self,
+        wal: &mut Wal,
+        (txn, prev_lsn): (TxnId, Lsn),
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+        body_of: impl FnOnce(&Option<Vec<u8>>, crate::wal::record::Redo) -> Body,
+    ) -> Result<(Option<Vec<u8>>, Lsn)> {
+        let root = tree.root;
+        self.run_op(
+            wal,
+            txn,
+            prev_lsn,
+            |m| match value {
+                Some(v) => {
+                    let out = bt::put(m, root, key, v)?;
+                    let leaf = out.leaf.map(|pid| LeafInfo::Put {
+                        pid,
+                        key: key.to_vec(),
+                        value: v.to_vec(),
+                    });
+                    Ok((out.old, leaf))
+                }
+                None => {
+                    let out = bt::delete(m, root, key)?;
+                    let leaf = out.leaf.map(|pid| LeafInfo::Del {
+                        pid,
+                        key: key.to_vec(),
+                    });
+                    Ok((out.old, leaf))
+                }
+            },
+            body_of,
+        )
+    }
+
+    /// A mini-transaction over this core's pool and write path.
+    pub fn mtr<'a>(&'a mut self, wal: &'a mut Wal) -> Mtr<'a> {
+        Mtr::new(&mut self.pool, self.wp.as_mut(), wal)
+    }
+
+    pub fn tree_by_id(&self, id: TreeId) -> Result<Tree> {
+        self.trees
+            .values()
+            .find(|t| t.id == id)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTree(format!("#{id}")))
+    }
+
+    /// Reloads the catalog from the meta page.
+    pub fn load_catalog(&mut self, wal: &mut Wal) -> Result<()> {
+        let mut mtr = Mtr::new(&mut self.pool, self.wp.as_mut(), wal);
+        let entries = btree::PageStore::read_page(&mut mtr, META_PID, meta::trees)?;
+        mtr.release();
+        self.trees = entries?
+            .into_iter()
+            .map(|e| {
+                (
+                    e.name.clone(),
+                    Tree {
+                        id: e.id,
+                        root: e.root,
+                        name: e.name,
+                    },
+                )
+            })
+            .collect();
+        Ok(())
+    }
+}
+
+/// What the tree reported about a plain leaf change (owned, for the log record).
+pub(crate) enum LeafInfo {
+    Put {
+        pid: PageId,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Del {
+        pid: PageId,
+        key: Vec<u8>,
+    },
+}
+
+impl LeafInfo {
+    fn as_change(&self) -> LeafChange<'_> {
+        match self {
+            LeafInfo::Put { pid, key, value } => LeafChange::Put {
+                pid: *pid,
+                key,
+                value,
+            },
+            LeafInfo::Del { pid, key } => LeafChange::Del { pid: *pid, key },
+        }
+    }
+}
+
+impl Db {
+    /// Opens (or creates, per `cfg.open_mode`) a database on `devices`, running crash recovery.
+    pub fn open(devices: Devices, cfg: DbConfig) -> Result<Db> {
+        cfg.validate()?;
+        let Devices { mut data, mut log } = devices;
+        let blank = {
+            let mut hdr = vec![0u8; data.block_bytes().max(512) as usize];
+            data.read_at(0, &mut hdr)?;
+            hdr.iter().all(|&b| b == 0)
+        };
+        let create = match cfg.open_mode {
+            OpenMode::Create => true,
+            OpenMode::Open => false,
+            OpenMode::OpenOrCreate => blank,
+        };
+        let log_space = cfg
+            .log_space_bytes
+            .unwrap_or(cfg.buffer_bytes())
+            .min(log.capacity_bytes());
+        let wal_cfg = WalConfig {
+            space_bytes: log_space,
+            group_commit: crate::wal::GroupCommit {
+                max_delay_us: cfg.group_commit.max_delay_us,
+                min_batch_records: cfg.group_commit.min_batch,
+            },
+        };
+        let (wp, wal, master): (Box<dyn WritePath>, Wal, Option<crate::wal::Master>) = if create {
+            let wp = InPlace::create(data, cfg.page_size, cfg.doublewrite_pages, cfg.doublewrite)?;
+            log.flush()?;
+            let wal = Wal::create(log, wal_cfg)?;
+            (Box::new(wp), wal, None)
+        } else {
+            let wp = InPlace::open(data, cfg.doublewrite)?;
+            if wp.layout().page_size != cfg.page_size {
+                return Err(Error::Config(format!(
+                    "the database has {}-byte pages, the config asks for {}",
+                    wp.layout().page_size,
+                    cfg.page_size
+                )));
+            }
+            let (wal, master) = Wal::open(log, wal_cfg)?;
+            (Box::new(wp), wal, Some(master))
+        };
+        let pool = BufferPool::new(cfg.buffer_pages, cfg.page_size as usize);
+        let core = Core {
+            cfg,
+            pool,
+            wp,
+            trees: HashMap::new(),
+            locks: LockManager::default(),
+            txns: HashMap::new(),
+            next_txn: 1,
+            stats: EngineStats::default(),
+            poisoned: None,
+            policy: Box::new(WriteAll),
+            checkpoint_in_progress: None,
+            recovery: None,
+        };
+        let db = Db {
+            inner: Arc::new(Inner {
+                core: Mutex::new(core),
+                wal: SharedWal::new(wal),
+            }),
+        };
+        {
+            let mut core = lock(&db.inner.core);
+            let mut wal = db.inner.wal.lock();
+            match master {
+                None => crate::recovery::format(&mut core, &mut wal)?,
+                Some(m) => crate::recovery::recover(&mut core, &mut wal, m)?,
+            }
+            core.load_catalog(&mut wal)?;
+        }
+        db.checkpoint()?;
+        Ok(db)
+    }
+
+    /// Creates a tree (committed at once). Error if the name exists.
+    pub fn create_tree(&self, name: &str) -> Result<Tree> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        if core.trees.contains_key(name) {
+            return Err(Error::TreeExists(name.into()));
+        }
+        if name.is_empty() || name.len() > meta::MAX_TREE_NAME {
+            return Err(Error::InvalidArgument(format!(
+                "tree name must be 1..={} bytes",
+                meta::MAX_TREE_NAME
+            )));
+        }
+        let mut wal = self.inner.wal.lock();
+        crate::checkpoint::ensure_log_space(&mut core, &mut wal)?;
+        let (id, lsn) = core.run_op(
+            &mut wal,
+            0,
+            0,
+            |m| {
+                let root = bt::create(m)?;
+                let id =
+                    btree::PageStore::write_page(m, META_PID, |p| meta::add_tree(p, name, root))??;
+                Ok(((id, root), None))
+            },
+            |_, redo| Body::System { redo },
+        )?;
+        wal.flush_to(lsn)?;
+        drop(wal);
+        let tree = Tree {
+            id: id.0,
+            root: id.1,
+            name: name.into(),
+        };
+        core.trees.insert(name.into(), tree.clone());
+        Ok(tree)
+    }
+
+    /// The tree called `name`.
+    pub fn open_tree(&self, name: &str) -> Result<Tree> {
+        let core = lock(&self.inner.core);
+        core.check()?;
+        core.trees
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTree(name.into()))
+    }
+
+    /// The tree called `name`, created if missing.
+    pub fn tree(&self, name: &str) -> Result<Tree> {
+        match self.open_tree(name) {
+            Err(Error::NoSuchTree(_)) => self.create_tree(name),
+            r => r,
+        }
+    }
+
+    /// Names of all trees.
+    pub fn tree_names(&self) -> Vec<String> {
+        let core = lock(&self.inner.core);
+        let mut v: Vec<String> = core.trees.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&self) -> Result<Txn> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        let id = core.next_txn;
+        core.next_txn += 1;
+        core.txns.insert(id, TxnState::default());
+        Ok(Txn {
+            db: self.clone(),
+            id,
+            done: false,
+        })
+    }
+
+    /// Runs a full checkpoint: writes every dirty page, logs a checkpoint record and frees the
+    /// log space behind it.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        let mut wal = self.inner.wal.lock();
+        let r = crate::checkpoint::checkpoint(&mut core, &mut wal);
+        if let Err(e) = &r {
+            core.poison(e);
+        }
+        r
+    }
+
+    /// Background work, one step: a checkpoint when the log is filling up, the page cleaner when
+    /// clean frames run short. Call it from a timer thread (wall clock) or the virtual-time
+    /// scheduler.
+    pub fn maintenance(&self) -> Result<()> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        let mut wal = self.inner.wal.lock();
+        let r = crate::checkpoint::maintenance(&mut core, &mut wal);
+        if let Err(e) = &r {
+            core.poison(e);
+        }
+        r
+    }
+
+    /// Replaces the checkpoint policy (which dirty pages a checkpoint writes).
+    pub fn set_checkpoint_policy(&self, policy: Box<dyn CheckpointPolicy>) {
+        lock(&self.inner.core).policy = policy;
+    }
+
+    /// All counters.
+    pub fn stats(&self) -> DbStats {
+        let core = lock(&self.inner.core);
+        let wal = self.inner.wal.lock();
+        DbStats {
+            engine: EngineStats {
+                conflicts: core.locks.conflicts,
+                ..core.stats.clone()
+            },
+            pool: core.pool.stats.clone(),
+            writes: core.wp.counters().clone(),
+            wal: wal.stats(),
+            data_device: core.wp.device_stats(),
+            log_device: wal.device_stats(),
+            recovery: core.recovery.clone(),
+        }
+    }
+
+    /// Verifies every tree's structure (keys ordered, separators, depth, checksums of the pages
+    /// read). Returns the number of keys per tree.
+    pub fn verify(&self) -> Result<Vec<(String, u64)>> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        let mut wal = self.inner.wal.lock();
+        let trees: Vec<Tree> = core.trees.values().cloned().collect();
+        let mut out = Vec::new();
+        for t in trees {
+            let mut mtr = core.mtr(&mut wal);
+            let r = bt::check(&mut mtr, t.root);
+            mtr.release();
+            out.push((t.name.clone(), r?.keys));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Checkpoints and makes everything durable. The handle stays usable.
+    pub fn close(&self) -> Result<()> {
+        self.checkpoint()
+    }
+}
+
+/// A transaction. Dropped without `commit`, it aborts.
+pub struct Txn {
+    db: Db,
+    id: TxnId,
+    done: bool,
+}
+
+impl Txn {
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    fn lock_pair(
+        core: &mut Core,
+        id: TxnId,
+        tree: &Tree,
+        key: Option<&[u8]>,
+        write: bool,
+    ) -> Result<()> {
+        let (tm, rm) = if write {
+            (LockMode::IX, LockMode::X)
+        } else {
+            (LockMode::IS, LockMode::S)
+        };
+        let mut new = Vec::new();
+        let tk = LockKey::Tree(tree.id);
+        match key {
+            Some(k) => {
+                if core.locks.acquire(id, &tk, tm)? {
+                    new.push(tk);
+                }
+                let rk = LockKey::Record(tree.id, k.to_vec());
+                let r = core.locks.acquire(id, &rk, rm);
+                if let Ok(true) = r {
+                    new.push(rk);
+                }
+                let st = core.txns.get_mut(&id).ok_or(Error::TxnNotActive)?;
+                st.locks.extend(new);
+                r.map(|_| ())
+            }
+            None => {
+                let m = if write { LockMode::X } else { LockMode::S };
+                if core.locks.acquire(id, &tk, m)? {
+                    core.txns
+                        .get_mut(&id)
+                        .ok_or(Error::TxnNotActive)?
+                        .locks
+                        .push(tk);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn check_sizes(core: &Core, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let max_key = core.cfg.page_size as usize / 8;
+        if key.len() > max_key {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: max_key,
+            });
+        }
+        if let Some(v) = value {
+            let max = u32::MAX as usize / 2;
+            if v.len() > max {
+                return Err(Error::ValueTooLong { len: v.len(), max });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `key`.
+    pub fn get(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut core = lock(&self.db.inner.core);
+        core.check()?;
+        if !core.txns.contains_key(&self.id) {
+            return Err(Error::TxnNotActive);
+        }
+        Self::lock_pair(&mut core, self.id, tree, Some(key), false)?;
+        core.stats.ops += 1;
+        let mut wal = self.db.inner.wal.lock();
+        let mut mtr = core.mtr(&mut wal);
+        let r = bt::get(&mut mtr, tree.root, key);
+        mtr.release();
+        r
+    }
+
+    /// Inserts or replaces `key`. Returns the previous value.
+    pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.write(tree, key, Some(value))
+    }
+
+    /// Deletes `key`. Returns the previous value.
+    pub fn delete(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.write(tree, key, None)
+    }
+
+    fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+        let mut core = lock(&self.db.inner.core);
+        core.check()?;
+        if !core.txns.contains_key(&self.id) {
+            return Err(Error::TxnNotActive);
+        }
+        Self::check_sizes(&core, key, value)?;
+        Self::lock_pair(&mut core, self.id, tree, Some(key), true)?;
+        core.stats.ops += 1;
+        let mut wal = self.db.inner.wal.lock();
+        crate::checkpoint::ensure_log_space(&mut core, &mut wal)?;
+        let prev = core.txns[&self.id].last_lsn;
+        let tree_id = tree.id;
+        let (old, lsn) = core.apply(&mut wal, (self.id, prev), tree, key, value, |old, redo| {
+            Body::Update {
+                redo,
+                undo: Undo {
+                    tree: tree_id,
+                    key: key.to_vec(),
+                    old: old.clone(),
+                },
+            }
+        })?;
+        if lsn != 0 {
+            let st = core.txns.get_mut(&self.id).expect("active");
+            if st.first_lsn == 0 {
+                st.first_lsn = lsn;
+            }
+            st.last_lsn = lsn;
+            st.undo.push((
+                lsn,
+                Undo {
+                    tree: tree_id,
+                    key: key.to_vec(),
+                    old: old.clone(),
+                },
+            ));
+        }
+        Ok(old)
+    }
+
+    /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most
+    /// `limit` of them. Locks the whole tree in shared mode until the transaction ends.
+    pub fn scan(
+        &mut self,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut core = lock(&self.db.inner.core);
+        core.check()?;
+        if !core.txns.contains_key(&self.id) {
+            return Err(Error::TxnNotActive);
+        }
+        Self::lock_pair(&mut core, self.id, tree, None, false)?;
+        core.stats.ops += 1;
+        let mut wal = self.db.inner.wal.lock();
+        let mut mtr = core.mtr(&mut wal);
+        let mut out = Vec::new();
+        let r = bt::scan(&mut mtr, tree.root, range.0, range.1, reverse, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            out.len() < limit
+        });
+        mtr.release();
+        r?;
+        Ok(out)
+    }
+
+    /// Commits: durable when this returns.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        let lsn = {
+            let mut core = lock(&self.db.inner.core);
+            core.check()?;
+            let st = core.txns.get(&self.id).ok_or(Error::TxnNotActive)?;
+            if st.last_lsn == 0 {
+                0
+            } else {
+                let prev = st.last_lsn;
+                let mut wal = self.db.inner.wal.lock();
+                let r = wal.append(self.id, prev, Body::Commit);
+                match r {
+                    Ok(l) => l,
+                    Err(e) => {
+                        core.poison(&e);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        if lsn != 0 {
+            if let Err(e) = self.db.inner.wal.commit_wait(lsn) {
+                lock(&self.db.inner.core).poison(&e);
+                return Err(e);
+            }
+        }
+        let mut core = lock(&self.db.inner.core);
+        if lsn != 0 {
+            let mut wal = self.db.inner.wal.lock();
+            wal.append(self.id, lsn, Body::End)?;
+        }
+        let st = core.txns.remove(&self.id).ok_or(Error::TxnNotActive)?;
+        core.locks.release_all(self.id, &st.locks);
+        core.stats.commits += 1;
+        Ok(())
+    }
+
+    /// Rolls back every change of the transaction.
+    pub fn abort(mut self) -> Result<()> {
+        self.done = true;
+        self.rollback()
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        let mut core = lock(&self.db.inner.core);
+        let st = match core.txns.remove(&self.id) {
+            Some(s) => s,
+            None => return Err(Error::TxnNotActive),
+        };
+        let r = if core.poisoned.is_some() {
+            // Nothing more may be written; recovery will roll this transaction back.
+            Ok(())
+        } else {
+            let mut wal = self.db.inner.wal.lock();
+            crate::recovery::rollback(&mut core, &mut wal, self.id, st.last_lsn, &st.undo)
+        };
+        core.locks.release_all(self.id, &st.locks);
+        core.stats.aborts += 1;
+        if let Err(e) = &r {
+            core.poison(e);
+        }
+        r
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.rollback();
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! A regular file or a block device as a [`BlockDevice`].
+//!
+//! The file is opened with `O_DIRECT` (bypassing the page cache, as a database should) when the
+//! filesystem accepts it, and with buffered I/O otherwise (tmpfs, some overlay and network
+//! filesystems refuse `O_DIRECT` with `EINVAL`); [`FileDevice::direct_io`] says which. `O_DIRECT`
+//! needs aligned memory: callers' buffers that are not 4096-byte aligned go through an internal
+//! aligned bounce buffer. `flush` is `fdatasync`; `trim` punches a hole in a regular file.
+
+use std::alloc::{self, Layout};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+
+/// The I/O block and the alignment of memory used for direct I/O.
+const BLOCK_BYTES: u32 = 4096;
+const ALIGN: usize = 4096;
+/// Largest bounce buffer; larger unaligned I/Os are split into chunks of this size.
+const BOUNCE_MAX_BYTES: usize = 1 << 20;
+
+/// A heap buffer aligned to [`ALIGN`] bytes.
+struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: AlignedBuf exclusively owns its allocation (like a Box<[u8]>), so it may move between
+// threads.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes (`len` > 0, a multiple of ALIGN).
+    fn new(len: usize) -> AlignedBuf {
+        debug_assert!(len > 0 && len.is_multiple_of(ALIGN));
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len }
+    }
+
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(len, ALIGN).expect("bounce buffer layout")
+    }
+
+    #[cfg(test)]
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr points to `len` initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr points to `len` initialised (zeroed at allocation) bytes owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with exactly this layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) }
+    }
+}
+
+/// A regular file or block device as a block device with 4096-byte blocks.
+pub struct FileDevice {
+    file: File,
+    path: PathBuf,
+    capacity: u64,
+    direct: bool,
+    block_device: bool,
+    /// Hole punching works (cleared the first time the filesystem says EOPNOTSUPP).
+    punch_hole: bool,
+    bounce: Option<AlignedBuf>,
+    stats: DeviceStats,
+}
+
+fn io_err(path: &Path, what: &str, e: io::Error) -> DeviceError {
+    DeviceError::Io(format!("{}: {what}: {e}", path.display()))
+}
+
+fn is_einval(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINVAL)
+}
+
+fn open_file(path: &Path, create: bool, direct: bool) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create(create);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+impl FileDevice {
+    /// Opens (or, with `create`, creates) the file or block device at `path`.
+    ///
+    /// The capacity is `capacity_bytes` when given (a multiple of 4096; a shorter regular file is
+    /// extended with `set_len`, a block device must be at least that large) and otherwise the
+    /// file's length rounded down to 4096 bytes.
+    pub fn open(
+        path: impl AsRef<Path>,
+        capacity_bytes: Option<u64>,
+        create: bool,
+    ) -> Result<FileDevice, DeviceError> {
+        Self::open_with(path.as_ref(), capacity_bytes, create, true)
+    }
+
+    /// Like [`FileDevice::open`], but never tries `O_DIRECT`: I/O goes through the page cache
+    /// (for tests and tools where that is wanted; `flush` still makes writes durable).
+    pub fn open_buffered(
+        path: impl AsRef<Path>,
+        capacity_bytes: Option<u64>,
+        create: bool,
+    ) -> Result<FileDevice, DeviceError> {
+        Self::open_with(path.as_ref(), capacity_bytes, create, false)
+    }
+
+    fn open_with(
+        path: &Path,
+        capacity_bytes: Option<u64>,
+        create: bool,
+        try_direct: bool,
+    ) -> Result<FileDevice, DeviceError> {
+        let path = path.to_path_buf();
+        if let Some(c) = capacity_bytes {
+            if !c.is_multiple_of(BLOCK_BYTES as u64) {
+                return Err(DeviceError::Unaligned {
+                    offset: 0,
+                    len: c,
+                    block: BLOCK_BYTES,
+                });
+            }
+        }
+        let first = if try_direct {
+            open_file(&path, create, true)
+        } else {
+            Err(io::Error::from_raw_os_error(libc::EINVAL))
+        };
+        let (file, direct) = match first {
+            Ok(f) => (f, true),
+            Err(e) if is_einval(&e) => (
+                open_file(&path, create, false).map_err(|e| io_err(&path, "open", e))?,
+                false,
+            ),
+            Err(e) => return Err(io_err(&path, "open", e)),
+        };
+        let meta = file.metadata().map_err(|e| io_err(&path, "stat", e))?;
+        let block_device = meta.file_type().is_block_device();
+        let size = if block_device {
+            (&file)
+                .seek(SeekFrom::End(0))
+                .map_err(|e| io_err(&path, "size", e))?
+        } else {
+            meta.len()
+        };
+        let capacity = match capacity_bytes {
+            Some(c) if c > size => {
+                if block_device {
+                    return Err(DeviceError::OutOfRange {
+                        offset: 0,
+                        len: c,
+                        capacity: size,
+                    });
+                }
+                file.set_len(c).map_err(|e| io_err(&path, "set_len", e))?;
+                c
+            }
+            Some(c) => c,
+            None => size - size % BLOCK_BYTES as u64,
+        };
+        let mut dev = FileDevice {
+            file,
+            path,
+            capacity,
+            direct,
+            block_device,
+            punch_hole: !block_device,
+            bounce: None,
+            stats: DeviceStats::default(),
+        };
+        if dev.direct && dev.capacity > 0 {
+            // Some filesystems accept O_DIRECT at open and refuse the I/O: probe with one read.
+            let mut probe = AlignedBuf::new(BLOCK_BYTES as usize);
+            if let Err(e) = dev.file.read_exact_at(probe.as_mut_slice(), 0) {
+                if is_einval(&e) {
+                    dev.reopen_buffered()?;
+                } else {
+                    return Err(io_err(&dev.path, "read", e));
+                }
+            }
+        }
+        Ok(dev)
+    }
+
+    /// Whether I/O bypasses the page cache (`O_DIRECT` was accepted).
+    pub fn direct_io(&self) -> bool {
+        self.direct
+    }
+
+    /// Whether the device is a block device (rather than a regular file).
+    pub fn is_block_device(&self) -> bool {
+        self.block_device
+    }
+
+    /// The path the device was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Drops `O_DIRECT` (after the filesystem refused a direct I/O with EINVAL).
+    fn reopen_buffered(&mut self) -> Result<(), DeviceError> {
+        self.file =
+            open_file(&self.path, false, false).map_err(|e| io_err(&self.path, "open", e))?;
+        self.direct = false;
+        self.bounce = None;
+        Ok(())
+    }
+
+    /// Takes the bounce buffer out of `self`, at least `len` bytes (len <= BOUNCE_MAX_BYTES);
+    /// give it back with `self.bounce = Some(..)`.
+    fn take_bounce(&mut self, len: usize) -> AlignedBuf {
+        match self.bounce.take() {
+            Some(b) if b.len >= len => b,
+            _ => AlignedBuf::new(len.next_power_of_two().clamp(ALIGN, BOUNCE_MAX_BYTES)),
+        }
+    }
+
+    fn needs_bounce(&self, ptr: *const u8) -> bool {
+        self.direct && !(ptr as usize).is_multiple_of(ALIGN)
+    }
+
+    fn read_raw(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if !self.needs_bounce(buf.as_ptr()) {
+            return self.file.read_exact_at(buf, offset);
+        }
+        let mut bounce = self.take_bounce(buf.len().min(BOUNCE_MAX_BYTES));
+        let mut r = Ok(());
+        for (i, chunk) in buf.chunks_mut(BOUNCE_MAX_BYTES).enumerate() {
+            let at = offset + (i * BOUNCE_MAX_BYTES) as u64;
+            let b = &mut bounce.as_mut_slice()[..chunk.len()];
+            r = self.file.read_exact_at(b, at);
+            if r.is_err() {
+                break;
+            }
+            chunk.copy_from_slice(b);
+        }
+        self.bounce = Some(bounce);
+        r
+    }
+
+    fn write_raw(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        if !self.needs_bounce(data.as_ptr()) {
+            return self.file.write_all_at(data, offset);
+        }
+        let mut bounce = self.take_bounce(data.len().min(BOUNCE_MAX_BYTES));
+        let mut r = Ok(());
+        for (i, chunk) in data.chunks(BOUNCE_MAX_BYTES).enumerate() {
+            let at = offset + (i * BOUNCE_MAX_BYTES) as u64;
+            let b = &mut bounce.as_mut_slice()[..chunk.len()];
+            b.copy_from_slice(chunk);
+            r = self.file.write_all_at(b, at);
+            if r.is_err() {
+                break;
+            }
+        }
+        self.bounce = Some(bounce);
+        r
+    }
+}
+
+impl BlockDevice for FileDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+
+    fn block_bytes(&self) -> u32 {
+        BLOCK_BYTES
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        check_io(offset, buf.len() as u64, self.capacity, BLOCK_BYTES)?;
+        let mut r = self.read_raw(offset, buf);
+        if matches!(&r, Err(e) if self.direct && is_einval(e)) {
+            self.reopen_buffered()?;
+            r = self.read_raw(offset, buf);
+        }
+        r.map_err(|e| io_err(&self.path, "read", e))?;
+        self.stats.reads += 1;
+        self.stats.read_bytes += buf.len() as u64;
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        check_io(offset, data.len() as u64, self.capacity, BLOCK_BYTES)?;
+        let mut r = self.write_raw(offset, data);
+        if matches!(&r, Err(e) if self.direct && is_einval(e)) {
+            self.reopen_buffered()?;
+            r = self.write_raw(offset, data);
+        }
+        r.map_err(|e| io_err(&self.path, "write", e))?;
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.file
+            .sync_data()
+            .map_err(|e| io_err(&self.path, "fdatasync", e))?;
+        self.stats.flushes += 1;
+        Ok(())
+    }
+
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        check_io(offset, len, self.capacity, BLOCK_BYTES)?;
+        if !self.punch_hole || len == 0 {
+            return Ok(());
+        }
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Err(DeviceError::OutOfRange {
+                offset,
+                len,
+                capacity: self.capacity,
+            });
+        };
+        // SAFETY: fallocate on a file descriptor we own; no memory is passed.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                n,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                self.punch_hole = false;
+                return Ok(());
+            }
+            return Err(io_err(&self.path, "punch hole", e));
+        }
+        Ok(())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            trim: self.punch_hole,
+            ..Capabilities::default()
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    fn roundtrip(dir: &Path, direct: bool) {
+        let path = dir.join("dev");
+        let mut d = if direct {
+            FileDevice::open(&path, Some(1 << 20), true).unwrap()
+        } else {
+            let d = FileDevice::open_buffered(&path, Some(1 << 20), true).unwrap();
+            assert!(!d.direct_io());
+            d
+        };
+        assert_eq!(d.capacity_bytes(), 1 << 20);
+        assert_eq!(d.block_bytes(), 4096);
+        // A Vec is rarely 4096-aligned; an offset slice certainly is not.
+        let mut big = pattern(3 * 4096 + 1, 5);
+        let data = &big[1..];
+        d.write_at(8192, data).unwrap();
+        let mut back = vec![0u8; 3 * 4096 + 3];
+        d.read_at(8192, &mut back[3..]).unwrap();
+        assert_eq!(&back[3..], data);
+        // An aligned buffer takes the direct path.
+        let mut ab = AlignedBuf::new(4096);
+        ab.as_mut_slice().copy_from_slice(&pattern(4096, 9));
+        d.write_at(0, ab.as_slice()).unwrap();
+        d.flush().unwrap();
+        let s = d.stats();
+        assert_eq!((s.writes, s.reads, s.flushes), (2, 1, 1));
+        assert_eq!(s.write_bytes, 4 * 4096);
+        assert_eq!(s.media_write_bytes, None);
+        big.clear();
+        drop(d);
+
+        // Reopen: the capacity comes from the file length and the data persisted.
+        let mut d = FileDevice::open(&path, None, false).unwrap();
+        assert_eq!(d.capacity_bytes(), 1 << 20);
+        let mut b = vec![0u8; 4096];
+        d.read_at(0, &mut b).unwrap();
+        assert_eq!(b, pattern(4096, 9));
+        d.read_at(8192, &mut b).unwrap();
+        assert_eq!(b, pattern(3 * 4096 + 1, 5)[1..4097]);
+
+        // Trim punches a hole where the filesystem can.
+        d.trim(8192, 4096).unwrap();
+        if d.capabilities().trim {
+            d.read_at(8192, &mut b).unwrap();
+            assert_eq!(b, vec![0u8; 4096]);
+        }
+        d.read_at(12288, &mut b).unwrap();
+        assert_eq!(b, pattern(3 * 4096 + 1, 5)[4097..8193]);
+    }
+
+    #[test]
+    fn roundtrip_in_tempdir() {
+        let dir = tempfile::tempdir().unwrap();
+        // Works whether or not the filesystem accepts O_DIRECT.
+        roundtrip(dir.path(), true);
+    }
+
+    #[test]
+    fn roundtrip_buffered() {
+        let dir = tempfile::tempdir().unwrap();
+        roundtrip(dir.path(), false);
+    }
+
+    #[test]
+    fn roundtrip_on_tmpfs() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            return;
+        }
+        let Ok(dir) = tempfile::tempdir_in(shm) else {
+            return;
+        };
+        // Older tmpfs refuses O_DIRECT (newer kernels accept it); either way the device works.
+        roundtrip(dir.path(), true);
+    }
+
+    #[test]
+    fn large_unaligned_io_is_chunked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = FileDevice::open(dir.path().join("dev"), Some(4 << 20), true).unwrap();
+        let n = BOUNCE_MAX_BYTES + 2 * 4096;
+        let src = pattern(n + 1, 3);
+        d.write_at(4096, &src[1..]).unwrap();
+        let mut back = vec![0u8; n + 1];
+        d.read_at(4096, &mut back[1..]).unwrap();
+        assert_eq!(back[1..], src[1..]);
+    }
+
+    #[test]
+    fn errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev");
+        assert!(matches!(
+            FileDevice::open(&path, Some(4096), false),
+            Err(DeviceError::Io(_))
+        ));
+        assert!(matches!(
+            FileDevice::open(&path, Some(1000), true),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        let mut d = FileDevice::open(&path, Some(64 * 1024), true).unwrap();
+        let mut b = vec![0u8; 4096];
+        assert!(matches!(
+            d.read_at(64 * 1024, &mut b),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            d.write_at(60 * 1024, &[0u8; 8192]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            d.write_at(512, &b),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert!(matches!(
+            d.read_at(0, &mut b[..100]),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert!(matches!(
+            d.trim(4096, 100),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert_eq!(d.stats(), DeviceStats::default());
+    }
+
+    #[test]
+    fn capacity_prefix_of_larger_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev");
+        drop(FileDevice::open(&path, Some(1 << 20), true).unwrap());
+        let d = FileDevice::open(&path, Some(64 * 1024), false).unwrap();
+        assert_eq!(d.capacity_bytes(), 64 * 1024);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+    }
+}

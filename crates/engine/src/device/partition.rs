@@ -1,0 +1,272 @@
+//! One device, several roles: a [`SharedDevice`] is a device behind a mutex that several
+//! [`Partition`]s (byte ranges of it) use at once, e.g. data and log on one SSD.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+
+/// A block device shared between owners (partitions, or a partition and a test inspecting the
+/// device). Cloning shares the same device. It is itself a [`BlockDevice`] over the whole device.
+#[derive(Clone)]
+pub struct SharedDevice(Arc<Mutex<Box<dyn BlockDevice>>>);
+
+impl SharedDevice {
+    /// Shares `dev`.
+    pub fn new(dev: impl BlockDevice + 'static) -> SharedDevice {
+        SharedDevice::from_box(Box::new(dev))
+    }
+
+    /// Shares an already boxed device.
+    pub fn from_box(dev: Box<dyn BlockDevice>) -> SharedDevice {
+        SharedDevice(Arc::new(Mutex::new(dev)))
+    }
+
+    /// Locks the device. A panic in another holder does not make the device unusable: the
+    /// device's own state is consistent between calls, so a poisoned lock is taken over.
+    pub fn lock(&self) -> MutexGuard<'_, Box<dyn BlockDevice>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A partition of `len` bytes at byte `base` (both multiples of the block size).
+    pub fn partition(&self, base: u64, len: u64) -> Result<Partition, DeviceError> {
+        Partition::new(self.clone(), base, len)
+    }
+
+    /// Splits the device from offset 0 into consecutive partitions of the given lengths.
+    pub fn split(&self, lens: &[u64]) -> Result<Vec<Partition>, DeviceError> {
+        let mut base = 0u64;
+        let mut parts = Vec::with_capacity(lens.len());
+        for &len in lens {
+            parts.push(self.partition(base, len)?);
+            base += len;
+        }
+        Ok(parts)
+    }
+
+    /// The device back, if this is the last handle to it.
+    pub fn try_into_inner(self) -> Result<Box<dyn BlockDevice>, SharedDevice> {
+        match Arc::try_unwrap(self.0) {
+            Ok(m) => Ok(m.into_inner().unwrap_or_else(|e| e.into_inner())),
+            Err(arc) => Err(SharedDevice(arc)),
+        }
+    }
+}
+
+impl BlockDevice for SharedDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.lock().capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.lock().block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.lock().read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.lock().write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.lock().flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        self.lock().trim(offset, len)
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.lock().capabilities()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.lock().stats()
+    }
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        self.lock().write_placed(offset, data, pid)
+    }
+    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        self.lock().remap(src, dst, len)
+    }
+}
+
+/// The byte range `[base, base+len)` of a shared device, addressed from 0.
+///
+/// I/O outside the range is rejected with [`DeviceError::OutOfRange`]. `flush` flushes the whole
+/// underlying device. Statistics count only this partition's commands (no media bytes: those
+/// cannot be attributed to a range). Capabilities are the device's, without zones.
+pub struct Partition {
+    dev: SharedDevice,
+    base: u64,
+    len: u64,
+    block: u32,
+    stats: DeviceStats,
+}
+
+impl Partition {
+    /// A partition of `len` bytes at `base` on `dev`; both must be multiples of the block size
+    /// and the range must lie within the device.
+    pub fn new(dev: SharedDevice, base: u64, len: u64) -> Result<Partition, DeviceError> {
+        let (capacity, block) = {
+            let d = dev.lock();
+            (d.capacity_bytes(), d.block_bytes())
+        };
+        check_io(base, len, capacity, block)?;
+        Ok(Partition {
+            dev,
+            base,
+            len,
+            block,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// Byte offset of the partition on the device.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Length of the partition in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the partition has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The shared device underneath.
+    pub fn device(&self) -> &SharedDevice {
+        &self.dev
+    }
+
+    fn check(&self, offset: u64, len: u64) -> Result<u64, DeviceError> {
+        check_io(offset, len, self.len, self.block)?;
+        Ok(self.base + offset)
+    }
+}
+
+impl BlockDevice for Partition {
+    fn capacity_bytes(&self) -> u64 {
+        self.len
+    }
+
+    fn block_bytes(&self) -> u32 {
+        self.block
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        let at = self.check(offset, buf.len() as u64)?;
+        self.dev.lock().read_at(at, buf)?;
+        self.stats.reads += 1;
+        self.stats.read_bytes += buf.len() as u64;
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        let at = self.check(offset, data.len() as u64)?;
+        self.dev.lock().write_at(at, data)?;
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        let at = self.check(offset, data.len() as u64)?;
+        self.dev.lock().write_placed(at, data, pid)?;
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.dev.lock().flush()?;
+        self.stats.flushes += 1;
+        Ok(())
+    }
+
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        let at = self.check(offset, len)?;
+        self.dev.lock().trim(at, len)
+    }
+
+    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        let s = self.check(src, len)?;
+        let d = self.check(dst, len)?;
+        self.dev.lock().remap(s, d, len)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            zone_bytes: None,
+            ..self.dev.lock().capabilities()
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemDevice;
+
+    #[test]
+    fn partitions_isolate_ranges() {
+        let shared = SharedDevice::new(MemDevice::new(64 * 1024, 4096));
+        let mut parts = shared.split(&[16 * 1024, 48 * 1024]).unwrap();
+        let (mut a, mut b) = {
+            let b = parts.pop().unwrap();
+            (parts.pop().unwrap(), b)
+        };
+        assert_eq!((a.base(), a.len()), (0, 16 * 1024));
+        assert_eq!((b.base(), b.capacity_bytes()), (16 * 1024, 48 * 1024));
+        a.write_at(0, &[1u8; 4096]).unwrap();
+        b.write_at(0, &[2u8; 4096]).unwrap();
+        let mut buf = vec![0u8; 4096];
+        a.read_at(0, &mut buf).unwrap();
+        assert_eq!(buf, vec![1u8; 4096]);
+        b.read_at(0, &mut buf).unwrap();
+        assert_eq!(buf, vec![2u8; 4096]);
+        // b's offset 0 is the device's offset 16 KiB.
+        shared.lock().read_at(16 * 1024, &mut buf).unwrap();
+        assert_eq!(buf, vec![2u8; 4096]);
+        a.flush().unwrap();
+        assert_eq!(a.stats().writes, 1);
+        assert_eq!(a.stats().reads, 1);
+        assert_eq!(a.stats().flushes, 1);
+        assert_eq!(b.stats().write_bytes, 4096);
+        assert_eq!(shared.lock().stats().writes, 2);
+    }
+
+    #[test]
+    fn rejects_out_of_range_and_bad_geometry() {
+        let shared = SharedDevice::new(MemDevice::new(64 * 1024, 4096));
+        let mut a = shared.partition(8192, 8192).unwrap();
+        assert!(matches!(
+            a.write_at(8192, &[0u8; 4096]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            a.write_at(4096, &[0u8; 8192]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            a.read_at(100, &mut [0u8; 4096]),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert!(matches!(
+            shared.partition(60 * 1024, 8192),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            shared.partition(512, 4096),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert_eq!(a.stats(), DeviceStats::default());
+        assert!(matches!(
+            a.remap(0, 4096, 4096),
+            Err(DeviceError::Unsupported(_))
+        ));
+        drop(a);
+        assert!(shared.try_into_inner().is_ok());
+    }
+}

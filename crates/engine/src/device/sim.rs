@@ -1,0 +1,318 @@
+//! A simulated flash SSD as a [`BlockDevice`]: a [`flashsim::Ssd`] keeping data (in memory or in a
+//! backing file) driven in virtual time through a shared [`VirtualClock`].
+//!
+//! Every I/O is synchronous in virtual time: it is submitted at `clock.now()` and the clock
+//! advances to the completion time flashsim returns. Several devices (data, log, ...) may share
+//! one clock, so the time spent waiting on each adds up as it would for a single-threaded client.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, RemapOp, Ssd, SsdConfig};
+
+use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+
+/// A shared virtual time in nanoseconds. Cheap to share through an `Arc`; all operations are
+/// atomic, so it may be read from any thread.
+#[derive(Debug, Default)]
+pub struct VirtualClock {
+    now_ns: AtomicU64,
+}
+
+impl VirtualClock {
+    /// A clock at time 0.
+    pub fn new() -> VirtualClock {
+        VirtualClock::default()
+    }
+
+    /// A clock at time 0, already in an `Arc` for sharing between devices.
+    pub fn shared() -> Arc<VirtualClock> {
+        Arc::new(VirtualClock::new())
+    }
+
+    /// The current virtual time in ns.
+    pub fn now(&self) -> u64 {
+        self.now_ns.load(Ordering::Acquire)
+    }
+
+    /// Sets the time to `t_ns` (may move it backwards; a scheduler switching between clients
+    /// uses this).
+    pub fn set(&self, t_ns: u64) {
+        self.now_ns.store(t_ns, Ordering::Release);
+    }
+
+    /// Moves the time forward to `t_ns` if it is later than now; returns the new time.
+    pub fn advance_to(&self, t_ns: u64) -> u64 {
+        self.now_ns.fetch_max(t_ns, Ordering::AcqRel).max(t_ns)
+    }
+
+    /// Moves the time forward by `d_ns`; returns the new time.
+    pub fn advance_by(&self, d_ns: u64) -> u64 {
+        self.now_ns.fetch_add(d_ns, Ordering::AcqRel) + d_ns
+    }
+}
+
+/// A flashsim SSD as a block device in virtual time.
+///
+/// The block size is the SSD's mapping unit, the capacity its logical capacity. Statistics come
+/// from the flashsim counters, so `media_write_bytes` (NAND bytes programmed, including GC) is
+/// known and SSD WAF = media / host bytes written.
+pub struct SimDevice {
+    ssd: Ssd,
+    clock: Arc<VirtualClock>,
+}
+
+impl SimDevice {
+    /// Builds an SSD from `cfg` driven by `clock`. A WAF-only configuration is switched to
+    /// [`DataMode::Memory`], since an engine must read back what it wrote.
+    pub fn new(mut cfg: SsdConfig, clock: Arc<VirtualClock>) -> Result<SimDevice, DeviceError> {
+        if matches!(cfg.data, DataMode::WafOnly) {
+            cfg.data = DataMode::Memory;
+        }
+        let ssd = Ssd::new(cfg)?;
+        Ok(SimDevice { ssd, clock })
+    }
+
+    /// Wraps an existing SSD as is (an SSD in WAF-only mode reads back zeros).
+    pub fn from_ssd(ssd: Ssd, clock: Arc<VirtualClock>) -> SimDevice {
+        SimDevice { ssd, clock }
+    }
+
+    /// The simulated SSD (counters, configuration, latency histograms, zone reports, ...).
+    pub fn ssd(&self) -> &Ssd {
+        &self.ssd
+    }
+
+    /// The simulated SSD, mutably (for commands the trait does not carry, e.g. zone management;
+    /// such calls should be given `clock().now()` and advance the clock themselves).
+    pub fn ssd_mut(&mut self) -> &mut Ssd {
+        &mut self.ssd
+    }
+
+    /// The clock this device advances.
+    pub fn clock(&self) -> &Arc<VirtualClock> {
+        &self.clock
+    }
+
+    /// Unwraps the SSD.
+    pub fn into_inner(self) -> Ssd {
+        self.ssd
+    }
+
+    /// Cuts power to the SSD: its volatile write cache is destaged (power-loss protection) or
+    /// lost. Returns flashsim's report.
+    pub fn power_cut(&mut self) -> Result<PowerCutReport, DeviceError> {
+        Ok(self.ssd.power_cut()?)
+    }
+
+    fn check(&self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        check_io(offset, len, self.capacity_bytes(), self.block_bytes())
+    }
+
+    fn is_zoned(&self) -> bool {
+        matches!(self.ssd.config().mode, Mode::Zns(_))
+    }
+}
+
+impl BlockDevice for SimDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.ssd.capacity().logical_bytes
+    }
+
+    fn block_bytes(&self) -> u32 {
+        self.ssd.unit_bytes()
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.check(offset, buf.len() as u64)?;
+        let done = self
+            .ssd
+            .read(self.clock.now(), offset, buf.len() as u64, Some(buf))?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.write_placed(offset, data, 0)
+    }
+
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        self.check(offset, data.len() as u64)?;
+        let done = self
+            .ssd
+            .write(self.clock.now(), offset, data.len() as u64, pid, Some(data))?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        let done = self.ssd.flush(self.clock.now())?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        self.check(offset, len)?;
+        if self.is_zoned() {
+            return Err(DeviceError::Unsupported("trim on a zoned device"));
+        }
+        let done = self.ssd.trim(self.clock.now(), offset, len)?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        self.check(src, len)?;
+        self.check(dst, len)?;
+        if self.is_zoned() {
+            return Err(DeviceError::Unsupported("remap on a zoned device"));
+        }
+        let op = RemapOp {
+            src,
+            dst,
+            len,
+            kind: RemapKind::Share,
+        };
+        let done = self.ssd.remap(self.clock.now(), &[op])?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let cfg = self.ssd.config();
+        let zoned = self.is_zoned();
+        Capabilities {
+            trim: !zoned,
+            placement_ids: match &cfg.mode {
+                Mode::Fdp(f) => f.handles,
+                _ => 0,
+            },
+            zone_bytes: zoned.then(|| self.ssd.zone_size_bytes()),
+            remap: !zoned,
+            gc_unit_bytes: Some(cfg.eu_bytes()),
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        let c = self.ssd.counters();
+        DeviceStats {
+            read_bytes: c.host_read_bytes,
+            write_bytes: c.host_write_bytes,
+            reads: c.host_read_cmds,
+            writes: c.host_write_cmds,
+            flushes: c.flushes,
+            media_write_bytes: Some(c.media_write_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashsim::FdpConfig;
+
+    fn cfg() -> SsdConfig {
+        SsdConfig::small(8 << 20, 0.2)
+    }
+
+    #[test]
+    fn clock_advances_only_forward() {
+        let c = VirtualClock::new();
+        assert_eq!(c.advance_to(100), 100);
+        assert_eq!(c.advance_to(50), 100);
+        assert_eq!(c.advance_by(5), 105);
+        c.set(7);
+        assert_eq!(c.now(), 7);
+    }
+
+    #[test]
+    fn io_advances_clock_and_reads_back() {
+        let clock = VirtualClock::shared();
+        let mut d = SimDevice::new(cfg(), clock.clone()).unwrap();
+        assert_eq!(d.block_bytes(), 4096);
+        assert_eq!(d.capacity_bytes(), 8 << 20);
+        let data: Vec<u8> = (0..8192).map(|i| (i % 251) as u8).collect();
+        d.write_at(4096, &data).unwrap();
+        let t1 = clock.now();
+        assert!(t1 > 0, "a timed write takes virtual time");
+        d.flush().unwrap();
+        let mut back = vec![0u8; 8192];
+        d.read_at(4096, &mut back).unwrap();
+        assert!(clock.now() > t1);
+        assert_eq!(back, data);
+        let s = d.stats();
+        assert_eq!(s.write_bytes, 8192);
+        assert_eq!(s.read_bytes, 8192);
+        assert_eq!(s.writes, 1);
+        assert_eq!(s.flushes, 1);
+        assert!(s.media_write_bytes.unwrap() >= 8192);
+    }
+
+    #[test]
+    fn errors_and_capabilities() {
+        let mut c = cfg();
+        c.timing.enabled = false;
+        let mut d = SimDevice::new(c, VirtualClock::shared()).unwrap();
+        let cap = d.capacity_bytes();
+        assert!(matches!(
+            d.write_at(cap, &[0u8; 4096]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            d.write_at(100, &[0u8; 4096]),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        let caps = d.capabilities();
+        assert!(caps.trim && caps.remap);
+        assert_eq!(caps.placement_ids, 0);
+        assert_eq!(caps.zone_bytes, None);
+        assert_eq!(caps.gc_unit_bytes, Some(d.ssd().config().eu_bytes()));
+        // Untimed: the clock stays put.
+        d.write_at(0, &[1u8; 4096]).unwrap();
+        assert_eq!(d.clock().now(), 0);
+    }
+
+    #[test]
+    fn remap_and_trim() {
+        let mut d = SimDevice::new(cfg(), VirtualClock::shared()).unwrap();
+        d.write_at(0, &[7u8; 4096]).unwrap();
+        d.remap(0, 8192, 4096).unwrap();
+        let mut b = vec![0u8; 4096];
+        d.read_at(8192, &mut b).unwrap();
+        assert_eq!(b, vec![7u8; 4096]);
+        d.trim(0, 4096).unwrap();
+        d.read_at(0, &mut b).unwrap();
+        assert_eq!(b, vec![0u8; 4096]);
+    }
+
+    #[test]
+    fn fdp_placement_ids() {
+        let mut c = cfg();
+        c.mode = Mode::Fdp(FdpConfig { handles: 4 });
+        c.fit_reserve();
+        let mut d = SimDevice::new(c, VirtualClock::shared()).unwrap();
+        assert_eq!(d.capabilities().placement_ids, 4);
+        d.write_placed(0, &[1u8; 4096], 3).unwrap();
+        assert!(matches!(
+            d.write_placed(0, &[1u8; 4096], 4),
+            Err(DeviceError::Sim(_))
+        ));
+        assert_eq!(d.ssd().handle_stats()[3].host_write_bytes, 4096);
+    }
+
+    #[test]
+    fn power_cut_without_plp_loses_cache() {
+        let mut c = cfg();
+        c.write_cache_bytes = 64 * 4096;
+        c.power_loss_protection = false;
+        let mut d = SimDevice::new(c, VirtualClock::shared()).unwrap();
+        d.write_at(0, &[1u8; 4096]).unwrap();
+        d.flush().unwrap();
+        d.write_at(0, &[2u8; 4096]).unwrap();
+        let r = d.power_cut().unwrap();
+        assert_eq!(r.lost_units, 1);
+        let mut b = vec![0u8; 4096];
+        d.read_at(0, &mut b).unwrap();
+        assert_eq!(b, vec![1u8; 4096]);
+    }
+}

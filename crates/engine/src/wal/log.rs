@@ -1,0 +1,723 @@
+//! [`Wal`]: a circular write-ahead log on a dedicated block device.
+//!
+//! Layout of the log device (`B` = the device block size):
+//!
+//! | offset | size | contents |
+//! |---|---|---|
+//! | 0 | B | master copy A (written when the master sequence number is even), see `master.rs` |
+//! | B | B | master copy B (sequence number odd) |
+//! | 2B | C | circular data area of C bytes (a multiple of B): log records, back to back |
+//!
+//! An LSN is a byte offset in the unbounded log stream; the byte with LSN `l` lives at device
+//! offset `2B + (l mod C)`, so a record may wrap around the end of the data area. A new log starts
+//! at LSN `B` (nonzero, so 0 can mean "none"); a log formatted over an older wafer log starts past
+//! every LSN the older log could have used, so no stale record can pass for a new one.
+//!
+//! The log stream is written in whole blocks: the tail block is rewritten, padded with zeros, each
+//! time more records are flushed; its image always carries the earlier (already durable) records
+//! of that block, so a rewrite never destroys them provided a one-block write is atomic (the
+//! device contract). The valid log ends at the first record that is zeroed, fails its checksum, or
+//! whose `lsn` field is not its position (stale data from an earlier lap).
+//!
+//! Space: the records from the master's start LSN to the end are live. An append fails with
+//! [`Error::LogFull`] if its last block would overwrite the block holding the start LSN; the engine
+//! then checkpoints and advances the start with [`Wal::set_master`].
+//!
+//! At most `buffer_bytes` (1/16 of the log space, at most 1 MiB) are written between two device
+//! flushes. After a crash, bytes written but not flushed can therefore only lie within
+//! `buffer_bytes` past the last completed flush, which is in the block of the valid end or inside
+//! the torn record there. [`Wal::set_end`] durably zeroes that window before new records go there,
+//! so stale records of the same lap can never resurface behind new ones.
+
+use std::borrow::Borrow;
+
+use crate::device::{BlockDevice, DeviceError};
+use crate::error::{Error, Result};
+use crate::page::Lsn;
+use crate::wal::codec::{self, HEADER_BYTES};
+use crate::wal::group::GroupCommit;
+use crate::wal::master::{Master, MasterBlock, MasterCopy, MASTER_BYTES};
+use crate::wal::reader::LogReader;
+use crate::wal::record::{Body, LogRecord, TxnId};
+
+/// Smallest data area, in blocks.
+const MIN_DATA_BLOCKS: u64 = 4;
+/// Largest LSN a master may carry (keeps all LSN arithmetic far from overflow).
+const MAX_SANE_LSN: Lsn = 1 << 62;
+
+/// Configuration of the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WalConfig {
+    /// Bytes of log space (the circular data area) wanted at create: rounded down to the block
+    /// size and bounded by the device (its capacity less the two master blocks); 0 = as much as
+    /// the device holds. Ignored at open: the formatted size stays.
+    pub space_bytes: u64,
+    /// Group commit policy (used by [`crate::wal::SharedWal`]).
+    pub group_commit: GroupCommit,
+}
+
+/// Largest log buffer: pending bytes beyond it are written out by `append`.
+const MAX_BUFFER_BYTES: u64 = 1 << 20;
+
+/// Cumulative counters of a log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WalStats {
+    /// Records appended.
+    pub records: u64,
+    /// Encoded bytes of the appended records.
+    pub appended_bytes: u64,
+    /// Flushes that made new records durable.
+    pub flushes: u64,
+    /// Device flush commands issued (a large flush issues one per `buffer_bytes`).
+    pub device_flushes: u64,
+    /// Bytes written to the log device: records, tail-block rewrites and padding, master copies,
+    /// zeroing after recovery.
+    pub bytes_written: u64,
+    /// Master copies written.
+    pub master_writes: u64,
+    /// `commit_wait` calls (group commit).
+    pub commits: u64,
+    /// Flushes done by a group-commit leader.
+    pub commit_flushes: u64,
+    /// Flushes forced by a full log buffer.
+    pub buffer_full_flushes: u64,
+}
+
+impl WalStats {
+    /// Commits per group-commit flush (the batch size).
+    pub fn avg_batch_commits(&self) -> f64 {
+        self.commits as f64 / self.commit_flushes.max(1) as f64
+    }
+    /// Records made durable per flush.
+    pub fn avg_batch_records(&self) -> f64 {
+        self.records as f64 / self.flushes.max(1) as f64
+    }
+}
+
+fn align_down(x: u64, b: u64) -> u64 {
+    x - x % b
+}
+
+fn align_up(x: u64, b: u64) -> u64 {
+    x.div_ceil(b) * b
+}
+
+/// Where the circular data area is on the device.
+#[derive(Clone, Copy, Debug)]
+struct Area {
+    block: u64,
+    start: u64,
+    capacity: u64,
+}
+
+impl Area {
+    /// Writes block-aligned log bytes starting at block-aligned `lsn`, wrapping as needed.
+    fn write(&self, dev: &mut dyn BlockDevice, lsn: Lsn, data: &[u8]) -> Result<(), DeviceError> {
+        debug_assert!(
+            lsn.is_multiple_of(self.block) && (data.len() as u64).is_multiple_of(self.block)
+        );
+        let mut done = 0usize;
+        while done < data.len() {
+            let off = (lsn + done as u64) % self.capacity;
+            let n = (data.len() - done).min((self.capacity - off) as usize);
+            dev.write_at(self.start + off, &data[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads block-aligned log bytes starting at block-aligned `lsn`, wrapping as needed.
+    fn read(&self, dev: &mut dyn BlockDevice, lsn: Lsn, buf: &mut [u8]) -> Result<(), DeviceError> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let off = (lsn + done as u64) % self.capacity;
+            let n = (buf.len() - done).min((self.capacity - off) as usize);
+            dev.read_at(self.start + off, &mut buf[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// The in-memory end of the log: the bytes from the start of the tail block to the next LSN.
+#[derive(Debug)]
+struct Tail {
+    /// LSN of `buf[0]`, block-aligned.
+    buf_start: Lsn,
+    buf: Vec<u8>,
+    /// Everything below this LSN is durable.
+    durable: Lsn,
+}
+
+impl Tail {
+    fn next(&self) -> Lsn {
+        self.buf_start + self.buf.len() as u64
+    }
+}
+
+/// A circular write-ahead log. See the module documentation for the layout.
+pub struct Wal {
+    dev: Box<dyn BlockDevice>,
+    cfg: WalConfig,
+    area: Area,
+    buffer_bytes: u64,
+    master: Master,
+    sequence: u64,
+    /// None after `open` until `set_end`.
+    tail: Option<Tail>,
+    poisoned: Option<String>,
+    stats: WalStats,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("area", &self.area)
+            .field("master", &self.master)
+            .field("sequence", &self.sequence)
+            .field("next_lsn", &self.next_lsn())
+            .field("durable_lsn", &self.durable_lsn())
+            .field("poisoned", &self.poisoned)
+            .finish()
+    }
+}
+
+/// Reads both master copies: (copy in block 0, copy in block 1).
+fn read_masters(dev: &mut dyn BlockDevice) -> Result<[MasterCopy; 2]> {
+    let block = dev.block_bytes() as usize;
+    if block < MASTER_BYTES || dev.capacity_bytes() < 2 * block as u64 {
+        return Ok([MasterCopy::NoMagic, MasterCopy::NoMagic]);
+    }
+    let mut buf = vec![0u8; 2 * block];
+    dev.read_at(0, &mut buf)?;
+    Ok([
+        MasterBlock::decode(&buf[..block]),
+        MasterBlock::decode(&buf[block..]),
+    ])
+}
+
+/// The valid master copy with the highest sequence number.
+fn newest(copies: &[MasterCopy; 2]) -> Option<MasterBlock> {
+    copies
+        .iter()
+        .filter_map(|c| match c {
+            MasterCopy::Valid(m) => Some(*m),
+            _ => None,
+        })
+        .max_by_key(|m| m.sequence)
+}
+
+impl Wal {
+    fn new(dev: Box<dyn BlockDevice>, cfg: WalConfig, area: Area, mb: MasterBlock) -> Wal {
+        // The log buffer: 1/16 of the log space, at least a block, at most 1 MiB.
+        let buffer_bytes =
+            align_down((area.capacity / 16).min(MAX_BUFFER_BYTES), area.block).max(area.block);
+        Wal {
+            dev,
+            cfg,
+            area,
+            buffer_bytes,
+            master: mb.master,
+            sequence: mb.sequence,
+            tail: None,
+            poisoned: None,
+            stats: WalStats::default(),
+        }
+    }
+
+    /// Formats `dev` as an empty log and returns it ready to append.
+    pub fn create(mut dev: Box<dyn BlockDevice>, cfg: WalConfig) -> Result<Wal> {
+        let block = dev.block_bytes() as u64;
+        if block < MASTER_BYTES as u64 {
+            return Err(Error::Config(format!(
+                "log device block of {block} bytes is smaller than the {MASTER_BYTES}-byte master"
+            )));
+        }
+        let data_start = 2 * block;
+        let room = dev.capacity_bytes().saturating_sub(data_start);
+        let want = if cfg.space_bytes == 0 {
+            room
+        } else {
+            cfg.space_bytes.min(room)
+        };
+        let capacity = align_down(want, block);
+        if capacity < MIN_DATA_BLOCKS * block {
+            return Err(Error::Config(format!(
+                "log space of {capacity} bytes is too small: it needs at least {MIN_DATA_BLOCKS} \
+                 blocks of {block} bytes (and the device two more for the master)"
+            )));
+        }
+        // Start past every LSN an older wafer log on this device could have written.
+        let first = match newest(&read_masters(dev.as_mut())?) {
+            Some(old) => align_up(
+                old.master
+                    .start_lsn
+                    .saturating_add(old.data_capacity)
+                    .max(block),
+                block,
+            ),
+            None => block,
+        };
+        if first > MAX_SANE_LSN {
+            return Err(Error::CorruptLog {
+                lsn: first,
+                reason: "the old log on this device has an implausible start LSN".into(),
+            });
+        }
+        let area = Area {
+            block,
+            start: data_start,
+            capacity,
+        };
+        let mb = MasterBlock {
+            block_bytes: block as u32,
+            data_start,
+            data_capacity: capacity,
+            sequence: 1,
+            master: Master {
+                checkpoint_lsn: 0,
+                start_lsn: first,
+            },
+        };
+        let mut img = vec![0u8; 2 * block as usize];
+        MasterBlock { sequence: 0, ..mb }.encode(&mut img[..block as usize]);
+        mb.encode(&mut img[block as usize..]);
+        dev.write_at(0, &img)?;
+        dev.flush()?;
+        let mut wal = Wal::new(dev, cfg, area, mb);
+        wal.stats.bytes_written += img.len() as u64;
+        wal.stats.master_writes += 2;
+        wal.stats.device_flushes += 1;
+        wal.tail = Some(Tail {
+            buf_start: first,
+            buf: Vec::new(),
+            durable: first,
+        });
+        Ok(wal)
+    }
+
+    /// Opens an existing log and returns it with its master. Recovery then scans with
+    /// [`Wal::scan_from`] and calls [`Wal::set_end`] with the end of the valid log before
+    /// appending.
+    pub fn open(mut dev: Box<dyn BlockDevice>, cfg: WalConfig) -> Result<(Wal, Master)> {
+        let block = dev.block_bytes() as u64;
+        let copies = read_masters(dev.as_mut())?;
+        if copies.iter().all(|c| *c == MasterCopy::NoMagic) {
+            return Err(Error::NotADatabase(
+                "the log device has no WAFERLOG master block".into(),
+            ));
+        }
+        for c in &copies {
+            if let MasterCopy::UnknownVersion(v) = c {
+                return Err(Error::NotADatabase(format!(
+                    "the log has format version {v}; this build reads version {}",
+                    crate::wal::master::FORMAT_VERSION
+                )));
+            }
+        }
+        let mb = newest(&copies).ok_or_else(|| Error::CorruptLog {
+            lsn: 0,
+            reason: "both master copies are corrupt".into(),
+        })?;
+        if mb.block_bytes as u64 != block {
+            return Err(Error::Config(format!(
+                "the log was formatted for {}-byte blocks but the device has {block}-byte blocks",
+                mb.block_bytes
+            )));
+        }
+        let corrupt = |why: &str| Error::CorruptLog {
+            lsn: 0,
+            reason: format!("master: {why}"),
+        };
+        if mb.data_start != 2 * block {
+            return Err(corrupt("data area start is not two blocks"));
+        }
+        if !mb.data_capacity.is_multiple_of(block) || mb.data_capacity < MIN_DATA_BLOCKS * block {
+            return Err(corrupt("bad data area capacity"));
+        }
+        let total = mb.data_start.saturating_add(mb.data_capacity);
+        if total > dev.capacity_bytes() {
+            return Err(Error::Config(format!(
+                "the log occupies {total} bytes but the device has only {}",
+                dev.capacity_bytes()
+            )));
+        }
+        let m = mb.master;
+        if m.start_lsn == 0 || m.start_lsn > MAX_SANE_LSN {
+            return Err(corrupt("bad start LSN"));
+        }
+        if m.checkpoint_lsn != 0
+            && (m.checkpoint_lsn < m.start_lsn || m.checkpoint_lsn > MAX_SANE_LSN)
+        {
+            return Err(corrupt("checkpoint LSN outside the live log"));
+        }
+        let area = Area {
+            block,
+            start: mb.data_start,
+            capacity: mb.data_capacity,
+        };
+        Ok((Wal::new(dev, cfg, area, mb), m))
+    }
+
+    /// Sets the end of the log after recovery: records are appended from `end` on (normally the
+    /// scan's [`LogReader::end_lsn`]). Durably zeroes the window past `end` that unflushed writes
+    /// before the crash could have reached. On a log that already has an end this only accepts
+    /// that same end.
+    pub fn set_end(&mut self, end: Lsn) -> Result<()> {
+        self.check_ok()?;
+        if let Some(t) = &self.tail {
+            if t.next() == end {
+                return Ok(());
+            }
+            return Err(Error::InvalidArgument(format!(
+                "set_end({end}) on a log whose end is already {}",
+                t.next()
+            )));
+        }
+        let limit = self.space_limit();
+        if end < self.master.start_lsn || end > limit {
+            return Err(Error::InvalidArgument(format!(
+                "log end {end} outside the live log [{}, {limit}]",
+                self.master.start_lsn
+            )));
+        }
+        let block = self.area.block;
+        let a = align_down(end, block);
+        let prefix = self.read_range(a, (end - a) as usize)?;
+        // Unflushed writes start at a block boundary `p` (everything before it was flushed) and
+        // reach at most `buffer_bytes` past it. Either `p` is at or after `end`'s block, or the
+        // torn record at `end` straddles `p`: then its header is durable and `p` lies before
+        // the record's end, which the header tells.
+        let mut torn_end = end;
+        if limit - end >= HEADER_BYTES as u64 {
+            let head = self.read_range(end, HEADER_BYTES)?;
+            if head[8..16] == end.to_le_bytes() {
+                let claimed = codec::record_len(&head).unwrap_or(0) as u64;
+                torn_end = end + claimed.min(limit - end);
+            }
+        }
+        let zero_end = (a + self.buffer_bytes + block)
+            .max(align_up(torn_end, block) + self.buffer_bytes)
+            .min(limit);
+        if zero_end > a {
+            let mut img = vec![0u8; (zero_end - a) as usize];
+            img[..prefix.len()].copy_from_slice(&prefix);
+            self.write_and_flush(a, &img)?;
+        }
+        self.tail = Some(Tail {
+            buf_start: a,
+            buf: prefix,
+            durable: end,
+        });
+        Ok(())
+    }
+
+    /// Appends a record of transaction `txn` (0 = none) whose previous record is `prev_lsn`
+    /// (0 = none) to the log buffer and returns its LSN. Not durable until [`Wal::flush_to`].
+    /// Fails with [`Error::LogFull`] if the log has no room before the start LSN.
+    pub fn append(&mut self, txn: TxnId, prev_lsn: Lsn, body: impl Borrow<Body>) -> Result<Lsn> {
+        self.check_ok()?;
+        let body = body.borrow();
+        let limit = self.space_limit();
+        let capacity = self.area.capacity;
+        let Some(tail) = self.tail.as_mut() else {
+            return Err(not_ready());
+        };
+        let lsn = tail.next();
+        debug_assert!(prev_lsn < lsn, "prev_lsn {prev_lsn} not before lsn {lsn}");
+        let before = tail.buf.len();
+        let len = codec::encode_parts(lsn, txn, prev_lsn, body, &mut tail.buf)? as u64;
+        if len > capacity || lsn + len > limit {
+            tail.buf.truncate(before);
+            if len > capacity {
+                return Err(Error::InvalidArgument(format!(
+                    "log record of {len} bytes is larger than the whole log ({capacity} bytes)"
+                )));
+            }
+            return Err(Error::LogFull(format!(
+                "a {len}-byte record at LSN {lsn} needs the space up to LSN {}, but the log \
+                 start LSN {} is still needed; checkpoint to advance it",
+                lsn + len,
+                self.master.start_lsn
+            )));
+        }
+        let pending = tail.next() - tail.durable;
+        self.stats.records += 1;
+        self.stats.appended_bytes += len;
+        if pending >= self.buffer_bytes {
+            self.stats.buffer_full_flushes += 1;
+            self.flush()?;
+        }
+        Ok(lsn)
+    }
+
+    /// Makes the record starting at `lsn` (and everything before it) durable. Writes every
+    /// buffered record, not only those up to `lsn`.
+    pub fn flush_to(&mut self, lsn: Lsn) -> Result<()> {
+        self.check_ok()?;
+        match &self.tail {
+            Some(t) if lsn >= t.durable => self.flush(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes and flushes every buffered record.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_ok()?;
+        let Some(mut tail) = self.tail.take() else {
+            return Ok(());
+        };
+        let r = self.write_tail(&mut tail);
+        self.tail = Some(tail);
+        r
+    }
+
+    fn write_tail(&mut self, tail: &mut Tail) -> Result<()> {
+        let next = tail.next();
+        if tail.durable >= next {
+            return Ok(());
+        }
+        let block = self.area.block as usize;
+        let chunk = self.buffer_bytes as usize;
+        let mut off = 0usize;
+        while off < tail.buf.len() {
+            let end = (off + chunk).min(tail.buf.len());
+            let lsn = tail.buf_start + off as u64;
+            if end.is_multiple_of(block) {
+                self.write_and_flush(lsn, &tail.buf[off..end])?;
+            } else {
+                let mut img = vec![0u8; align_up((end - off) as u64, block as u64) as usize];
+                img[..end - off].copy_from_slice(&tail.buf[off..end]);
+                self.write_and_flush(lsn, &img)?;
+            }
+            off = end;
+        }
+        self.stats.flushes += 1;
+        tail.durable = next;
+        let keep = align_down(next, block as u64);
+        tail.buf.drain(..(keep - tail.buf_start) as usize);
+        tail.buf_start = keep;
+        Ok(())
+    }
+
+    /// Writes block-aligned bytes at block-aligned `lsn` and flushes the device; an error poisons
+    /// the log.
+    fn write_and_flush(&mut self, lsn: Lsn, data: &[u8]) -> Result<()> {
+        let r = self
+            .area
+            .write(self.dev.as_mut(), lsn, data)
+            .and_then(|_| self.dev.flush());
+        self.stats.bytes_written += data.len() as u64;
+        self.stats.device_flushes += 1;
+        r.map_err(|e| self.poison(e))
+    }
+
+    fn poison(&mut self, e: DeviceError) -> Error {
+        self.poisoned = Some(e.to_string());
+        Error::Device(e)
+    }
+
+    /// Fails with [`Error::Poisoned`] once a write to the log device failed.
+    pub fn check_ok(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(p) => Err(Error::Poisoned(format!("log device: {p}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Persists a new master (after flushing the log). `start_lsn` may only move forward, up to
+    /// the checkpoint LSN when there is one; the space before it becomes reusable.
+    pub fn set_master(&mut self, m: Master) -> Result<()> {
+        self.check_ok()?;
+        let next = self.tail.as_ref().ok_or_else(not_ready)?.next();
+        if m.start_lsn < self.master.start_lsn || m.start_lsn > next {
+            return Err(Error::InvalidArgument(format!(
+                "new log start LSN {} outside [{}, {next}]",
+                m.start_lsn, self.master.start_lsn
+            )));
+        }
+        if m.checkpoint_lsn != 0 && (m.checkpoint_lsn < m.start_lsn || m.checkpoint_lsn >= next) {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint LSN {} outside [{}, {next})",
+                m.checkpoint_lsn, m.start_lsn
+            )));
+        }
+        self.flush()?;
+        let sequence = self.sequence + 1;
+        let block = self.area.block;
+        let mut img = vec![0u8; block as usize];
+        MasterBlock {
+            block_bytes: block as u32,
+            data_start: self.area.start,
+            data_capacity: self.area.capacity,
+            sequence,
+            master: m,
+        }
+        .encode(&mut img);
+        let r = self
+            .dev
+            .write_at((sequence % 2) * block, &img)
+            .and_then(|_| self.dev.flush());
+        self.stats.bytes_written += block;
+        self.stats.master_writes += 1;
+        self.stats.device_flushes += 1;
+        r.map_err(|e| self.poison(e))?;
+        self.sequence = sequence;
+        self.master = m;
+        Ok(())
+    }
+
+    /// Iterates the records from `lsn` to the end of the valid log (see [`LogReader`]).
+    pub fn scan_from(&mut self, lsn: Lsn) -> Result<LogReader<'_>> {
+        let limit = self.read_limit();
+        if lsn < self.master.start_lsn || lsn > limit {
+            return Err(Error::InvalidArgument(format!(
+                "scan from LSN {lsn} outside the live log [{}, {limit}]",
+                self.master.start_lsn
+            )));
+        }
+        Ok(LogReader::new(self, lsn, limit))
+    }
+
+    /// Reads the record at `lsn` (from the buffer if it is not written yet).
+    pub fn read_record(&mut self, lsn: Lsn) -> Result<LogRecord> {
+        let limit = self.read_limit();
+        if lsn < self.master.start_lsn || lsn >= limit {
+            return Err(Error::InvalidArgument(format!(
+                "no record at LSN {lsn}: outside the live log [{}, {limit})",
+                self.master.start_lsn
+            )));
+        }
+        let corrupt = |reason: String| Error::CorruptLog { lsn, reason };
+        if limit - lsn < HEADER_BYTES as u64 {
+            return Err(corrupt("record header runs past the end of the log".into()));
+        }
+        let head = self.read_range(lsn, HEADER_BYTES)?;
+        let total = codec::record_len(&head).unwrap_or(0) as u64;
+        if total < HEADER_BYTES as u64 || total > limit - lsn {
+            return Err(corrupt(format!("bad record length {total}")));
+        }
+        let bytes = self.read_range(lsn, total as usize)?;
+        let rec = codec::decode(&bytes, lsn)?;
+        if rec.lsn != lsn {
+            return Err(corrupt(format!("the record there has LSN {}", rec.lsn)));
+        }
+        Ok(rec)
+    }
+
+    /// Log bytes `[lsn, lsn + len)`: from the device below the buffered tail, from the buffer
+    /// above, zeros past the end. `len` must not exceed the capacity.
+    pub(crate) fn read_range(&mut self, lsn: Lsn, len: usize) -> Result<Vec<u8>> {
+        debug_assert!(len as u64 <= self.area.capacity + self.area.block);
+        let mut out = vec![0u8; len];
+        let end = lsn + len as u64;
+        let dev_end = self
+            .tail
+            .as_ref()
+            .map_or(u64::MAX, |t| t.buf_start)
+            .min(end);
+        let block = self.area.block;
+        if lsn < dev_end {
+            let a = align_down(lsn, block);
+            let mut tmp = vec![0u8; (align_up(dev_end, block) - a) as usize];
+            self.area.read(self.dev.as_mut(), a, &mut tmp)?;
+            out[..(dev_end - lsn) as usize]
+                .copy_from_slice(&tmp[(lsn - a) as usize..(dev_end - a) as usize]);
+        }
+        if let Some(t) = &self.tail {
+            let s = lsn.max(t.buf_start);
+            let e = end.min(t.next());
+            if s < e {
+                out[(s - lsn) as usize..(e - lsn) as usize].copy_from_slice(
+                    &t.buf[(s - t.buf_start) as usize..(e - t.buf_start) as usize],
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where valid records can end: the next LSN, or before `set_end` the end of the space.
+    pub(crate) fn read_limit(&self) -> Lsn {
+        self.tail.as_ref().map_or(self.space_limit(), Tail::next)
+    }
+
+    /// The first LSN an append may not reach: the block holding the start LSN, one lap later.
+    fn space_limit(&self) -> Lsn {
+        align_down(self.master.start_lsn, self.area.block) + self.area.capacity
+    }
+
+    /// The LSN the next record will get (0 after `open` until `set_end`).
+    pub fn next_lsn(&self) -> Lsn {
+        self.tail.as_ref().map_or(0, Tail::next)
+    }
+
+    /// Every record starting below this LSN is durable (0 after `open` until `set_end`).
+    pub fn durable_lsn(&self) -> Lsn {
+        self.tail.as_ref().map_or(0, |t| t.durable)
+    }
+
+    /// Bytes of the circular data area.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.area.capacity
+    }
+
+    /// Live log bytes: from the start LSN to the next LSN.
+    pub fn used_bytes(&self) -> u64 {
+        self.next_lsn().saturating_sub(self.master.start_lsn)
+    }
+
+    /// Bytes that can still be appended before the log is full.
+    pub fn free_bytes(&self) -> u64 {
+        match &self.tail {
+            Some(t) => self.space_limit().saturating_sub(t.next()),
+            None => 0,
+        }
+    }
+
+    /// Bytes of the log buffer: pending bytes beyond it are written out by `append`, and at most
+    /// this much is written between two device flushes.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer_bytes
+    }
+
+    /// The master as last persisted.
+    pub fn master(&self) -> Master {
+        self.master
+    }
+
+    /// Sequence number of the current master copy.
+    pub fn master_sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    /// The device block size.
+    pub fn block_bytes(&self) -> u64 {
+        self.area.block
+    }
+
+    pub fn config(&self) -> &WalConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> WalStats {
+        self.stats.clone()
+    }
+
+    pub(crate) fn stats_mut(&mut self) -> &mut WalStats {
+        &mut self.stats
+    }
+
+    /// Statistics of the log device.
+    pub fn device_stats(&self) -> crate::device::DeviceStats {
+        self.dev.stats()
+    }
+
+    /// Gives the device back (unflushed records are lost).
+    pub fn into_device(self) -> Box<dyn BlockDevice> {
+        self.dev
+    }
+}
+
+fn not_ready() -> Error {
+    Error::InvalidArgument("the log was opened but its end is not set yet (call set_end)".into())
+}

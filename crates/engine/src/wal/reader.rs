@@ -1,0 +1,150 @@
+//! [`LogReader`]: forward iteration over the log from an LSN to the end of the valid log.
+//!
+//! The valid log ends at the first position holding a zeroed header, a length that does not fit,
+//! a record whose `lsn` field is not its position (stale data of an earlier lap), or a record
+//! whose checksum fails (a torn or lost write). That is the normal end after a crash, not an
+//! error: the reader stops there and tells where and why ([`LogReader::end_lsn`],
+//! [`LogReader::stop`]). Errors are device errors, and a record whose checksum matches but whose
+//! contents do not parse (a bug or a foreign format, never a torn write).
+
+use crate::error::{Error, Result};
+use crate::page::Lsn;
+use crate::wal::codec::{self, Fault, HEADER_BYTES};
+use crate::wal::log::Wal;
+use crate::wal::record::LogRecord;
+
+/// Bytes read from the device at a time while scanning.
+const WINDOW_BYTES: u64 = 64 * 1024;
+
+/// Why a scan stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanStop {
+    /// Reached the end of the appended log (or, before `set_end`, the end of the log space).
+    Limit,
+    /// The next header is all zeros: never written, or zeroed after a recovery.
+    Zeroed,
+    /// The length field is shorter than a header or runs past the log space.
+    BadLength(u32),
+    /// The `lsn` field is not the record's position: stale data or garbage.
+    LsnMismatch { found: Lsn },
+    /// The checksum does not match: a torn or lost write.
+    BadChecksum,
+}
+
+/// Iterates records; see the module documentation. Borrows the log for its lifetime.
+pub struct LogReader<'a> {
+    wal: &'a mut Wal,
+    pos: Lsn,
+    limit: Lsn,
+    win_start: Lsn,
+    window: Vec<u8>,
+    stop: Option<ScanStop>,
+    failed: bool,
+}
+
+impl<'a> LogReader<'a> {
+    pub(crate) fn new(wal: &'a mut Wal, from: Lsn, limit: Lsn) -> LogReader<'a> {
+        LogReader {
+            wal,
+            pos: from,
+            limit,
+            win_start: 0,
+            window: Vec::new(),
+            stop: None,
+            failed: false,
+        }
+    }
+
+    /// The LSN after the last record returned (where the next one would start).
+    pub fn position(&self) -> Lsn {
+        self.pos
+    }
+
+    /// Where the valid log ends, once the scan stopped ([`LogReader::stop`] is Some): the
+    /// position, i.e. the LSN after the last valid record.
+    pub fn end_lsn(&self) -> Lsn {
+        self.pos
+    }
+
+    /// Why the scan stopped (None while it goes on, or after an error).
+    pub fn stop(&self) -> Option<&ScanStop> {
+        self.stop.as_ref()
+    }
+
+    /// Log bytes `[lsn, lsn + n)`, through a read-ahead window.
+    fn get(&mut self, lsn: Lsn, n: usize) -> Result<&[u8]> {
+        let end = lsn + n as u64;
+        let have = lsn >= self.win_start && end <= self.win_start + self.window.len() as u64;
+        if !have {
+            let block = self.wal.block_bytes();
+            let a = lsn - lsn % block;
+            let room = self.limit.div_ceil(block) * block - a;
+            let want = (end - a).max(WINDOW_BYTES.min(room));
+            self.window = self.wal.read_range(a, want as usize)?;
+            self.win_start = a;
+        }
+        let off = (lsn - self.win_start) as usize;
+        Ok(&self.window[off..off + n])
+    }
+
+    fn end(&mut self, why: ScanStop) -> Result<Option<LogRecord>> {
+        self.stop = Some(why);
+        Ok(None)
+    }
+
+    /// The next record, or None at the end of the valid log.
+    pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
+        if self.stop.is_some() || self.failed {
+            return Ok(None);
+        }
+        let pos = self.pos;
+        let left = self.limit - pos;
+        if left < HEADER_BYTES as u64 {
+            return self.end(ScanStop::Limit);
+        }
+        let head = self.get(pos, HEADER_BYTES)?;
+        if head.iter().all(|&b| b == 0) {
+            return self.end(ScanStop::Zeroed);
+        }
+        let total = codec::record_len(head).unwrap_or(0);
+        let mut found = [0u8; 8];
+        found.copy_from_slice(&head[8..16]);
+        let found = u64::from_le_bytes(found);
+        if found != pos {
+            return self.end(ScanStop::LsnMismatch { found });
+        }
+        if (total as usize) < HEADER_BYTES || total as u64 > left {
+            return self.end(ScanStop::BadLength(total));
+        }
+        let bytes = self.get(pos, total as usize)?;
+        match codec::decode_raw(bytes) {
+            Ok(rec) => {
+                self.pos += total as u64;
+                Ok(Some(rec))
+            }
+            Err(Fault::BadChecksum) => self.end(ScanStop::BadChecksum),
+            Err(f) => {
+                self.failed = true;
+                Err(Error::CorruptLog {
+                    lsn: pos,
+                    reason: f.describe(),
+                })
+            }
+        }
+    }
+}
+
+impl Iterator for LogReader<'_> {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_record() {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

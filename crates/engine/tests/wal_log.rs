@@ -1,0 +1,443 @@
+//! The circular log on a memory device: append/flush/reopen/scan, wrap-around with truncation,
+//! a full log, torn tails, torn masters, foreign devices, reformatting, I/O errors.
+
+mod wal_support;
+
+use rand::Rng;
+use wafer_engine::wal::{Body, LogRecord, Master, ScanStop, Wal, WalConfig};
+use wafer_engine::Error;
+use wal_support::{body, rng, Held, Volatile};
+
+const BLOCK: u32 = 512;
+
+fn cfg(space_bytes: u64) -> WalConfig {
+    WalConfig {
+        space_bytes,
+        ..WalConfig::default()
+    }
+}
+
+/// Opens the log on `dev`, scans from the master's start and sets the end; returns the records.
+fn reopen(dev: &Held) -> (Wal, Master, Vec<LogRecord>, ScanStop) {
+    let (mut wal, master) = Wal::open(dev.boxed(), cfg(0)).unwrap();
+    let (recs, end, stop) = scan(&mut wal, master.start_lsn);
+    wal.set_end(end).unwrap();
+    (wal, master, recs, stop)
+}
+
+fn scan(wal: &mut Wal, from: u64) -> (Vec<LogRecord>, u64, ScanStop) {
+    let mut r = wal.scan_from(from).unwrap();
+    let recs: Vec<LogRecord> = r.by_ref().map(|x| x.unwrap()).collect();
+    (recs, r.end_lsn(), r.stop().cloned().unwrap())
+}
+
+/// Byte offset on the device of log byte `lsn`.
+fn phys(wal: &Wal, lsn: u64) -> usize {
+    (2 * wal.block_bytes() + lsn % wal.capacity_bytes()) as usize
+}
+
+#[test]
+fn wal_append_flush_reopen_scan() {
+    let dev = Held::new(256 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let first = wal.next_lsn();
+    assert!(first > 0);
+    assert_eq!(wal.master().start_lsn, first);
+    let mut g = rng(1);
+    let mut recs = Vec::new();
+    let mut prev = 0;
+    for i in 0..300u64 {
+        let b = body(&mut g, if i % 50 == 0 { 3000 } else { 100 });
+        let lsn = wal.append(7, prev, &b).unwrap();
+        recs.push(LogRecord {
+            lsn,
+            txn: 7,
+            prev_lsn: prev,
+            body: b,
+        });
+        prev = lsn;
+        if i % 7 == 0 {
+            wal.flush_to(lsn).unwrap();
+            assert!(wal.durable_lsn() > lsn);
+        }
+        // Records can be read back whether buffered or written.
+        if i % 13 == 0 {
+            let k = (i as usize) / 2;
+            assert_eq!(wal.read_record(recs[k].lsn).unwrap(), recs[k]);
+            assert_eq!(wal.read_record(lsn).unwrap(), recs[i as usize]);
+        }
+    }
+    wal.flush_to(wal.next_lsn()).unwrap();
+    let end = wal.next_lsn();
+    assert_eq!(wal.durable_lsn(), end);
+    // The live log scans the same records too.
+    let (live, live_end, stop) = scan(&mut wal, first);
+    assert_eq!(live, recs);
+    assert_eq!((live_end, stop), (end, ScanStop::Limit));
+    drop(wal);
+
+    let (mut wal, master, got, stop) = reopen(&dev);
+    assert_eq!(
+        master,
+        Master {
+            checkpoint_lsn: 0,
+            start_lsn: first
+        }
+    );
+    assert_eq!(got, recs);
+    assert_eq!(stop, ScanStop::Zeroed);
+    assert_eq!(wal.next_lsn(), end);
+    for r in recs.iter().step_by(17) {
+        assert_eq!(&wal.read_record(r.lsn).unwrap(), r);
+    }
+    // Appending after reopen continues the stream.
+    let l = wal.append(8, 0, Body::Commit).unwrap();
+    assert_eq!(l, end);
+    wal.flush_to(l).unwrap();
+    let (_, _, got, _) = reopen(&dev);
+    assert_eq!(got.len(), recs.len() + 1);
+    assert_eq!(got.last().unwrap().lsn, end);
+}
+
+#[test]
+fn wal_unflushed_records_are_not_on_the_device() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let a = wal.append(1, 0, Body::Commit).unwrap();
+    wal.flush_to(a).unwrap();
+    wal.append(2, 0, Body::Commit).unwrap();
+    drop(wal);
+    let (_, _, got, _) = reopen(&dev);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].lsn, a);
+}
+
+#[test]
+fn wal_wrap_around_with_truncation() {
+    let dev = Held::new(2 * 512 + 16 * 512, BLOCK); // 8 KiB of log space
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let cap = wal.capacity_bytes();
+    assert_eq!(cap, 8192);
+    let first = wal.next_lsn();
+    let mut g = rng(2);
+    let mut all: Vec<LogRecord> = Vec::new();
+    let mut masters = 0;
+    while wal.next_lsn() < first + 6 * cap {
+        let b = body(&mut g, 300);
+        let lsn = match wal.append(1, 0, &b) {
+            Ok(l) => l,
+            Err(Error::LogFull(_)) => {
+                // Checkpoint: keep the last few records, free the rest.
+                let keep = all[all.len().saturating_sub(3)].lsn;
+                wal.set_master(Master {
+                    checkpoint_lsn: keep,
+                    start_lsn: keep,
+                })
+                .unwrap();
+                masters += 1;
+                assert!(wal.used_bytes() <= cap);
+                wal.append(1, 0, &b).unwrap()
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert!(wal.used_bytes() <= cap);
+        all.push(LogRecord {
+            lsn,
+            txn: 1,
+            prev_lsn: 0,
+            body: b,
+        });
+        if g.random_ratio(1, 3) {
+            wal.flush_to(lsn).unwrap();
+        }
+    }
+    assert!(masters >= 5, "{masters} truncations");
+    wal.flush_to(wal.next_lsn()).unwrap();
+    let end = wal.next_lsn();
+    drop(wal);
+    let (mut wal, master, got, _) = reopen(&dev);
+    let from = all.iter().position(|r| r.lsn == master.start_lsn).unwrap();
+    assert_eq!(got, all[from..].to_vec());
+    assert_eq!(wal.next_lsn(), end);
+    // Records still live can be read by LSN; truncated ones cannot.
+    assert_eq!(wal.read_record(all[from].lsn).unwrap(), all[from]);
+    assert!(wal.read_record(all[0].lsn).is_err());
+    assert!(wal.scan_from(all[0].lsn).is_err());
+}
+
+#[test]
+fn wal_log_full_until_start_advances() {
+    let dev = Held::new(2 * 512 + 8 * 512, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let first = wal.next_lsn();
+    let big = Body::System {
+        redo: wafer_engine::wal::Redo::LeafPut {
+            pid: 1,
+            key: vec![1; 10],
+            value: vec![2; 400],
+        },
+    };
+    let mut lsns = Vec::new();
+    let err = loop {
+        match wal.append(0, 0, &big) {
+            Ok(l) => lsns.push(l),
+            Err(e) => break e,
+        }
+        assert!(lsns.len() < 100);
+    };
+    assert!(matches!(err, Error::LogFull(_)), "{err}");
+    assert!(wal.free_bytes() < 450);
+    assert_eq!(wal.used_bytes(), wal.next_lsn() - first);
+    // Still full after a flush: only moving the start frees space.
+    wal.flush_to(wal.next_lsn()).unwrap();
+    assert!(matches!(wal.append(0, 0, &big), Err(Error::LogFull(_))));
+    // The start may not move backwards nor past the end.
+    assert!(wal
+        .set_master(Master {
+            checkpoint_lsn: 0,
+            start_lsn: first - 1
+        })
+        .is_err());
+    assert!(wal
+        .set_master(Master {
+            checkpoint_lsn: 0,
+            start_lsn: wal.next_lsn() + 1
+        })
+        .is_err());
+    wal.set_master(Master {
+        checkpoint_lsn: lsns[3],
+        start_lsn: lsns[3],
+    })
+    .unwrap();
+    assert!(wal.free_bytes() >= 3 * 400);
+    wal.append(0, 0, &big).unwrap();
+    // A record larger than the whole log never fits.
+    let huge = Body::System {
+        redo: wafer_engine::wal::Redo::Images(vec![(1, vec![0; 8192])]),
+    };
+    assert!(matches!(
+        wal.append(0, 0, &huge),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Nothing was corrupted by the refused appends.
+    wal.flush_to(wal.next_lsn()).unwrap();
+    drop(wal);
+    let (_, master, got, _) = reopen(&dev);
+    assert_eq!(master.start_lsn, lsns[3]);
+    assert_eq!(got.len(), lsns.len() - 3 + 1);
+}
+
+#[test]
+fn wal_torn_tail_ends_the_scan_at_the_previous_record() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let mut g = rng(3);
+    let mut recs = Vec::new();
+    for _ in 0..40 {
+        let b = body(&mut g, 200);
+        let lsn = wal.append(1, 0, &b).unwrap();
+        recs.push((lsn, b));
+    }
+    wal.flush_to(wal.next_lsn()).unwrap();
+    let (last, _) = recs.last().unwrap().clone();
+    let at = phys(&wal, last) + 20;
+    drop(wal);
+    // Tear the last record: flip a byte in its middle.
+    dev.with_bytes(|b| b[at] ^= 0x40);
+    let (mut wal, _, got, stop) = reopen(&dev);
+    assert_eq!(got.len(), recs.len() - 1);
+    assert_eq!(stop, ScanStop::BadChecksum);
+    assert_eq!(wal.next_lsn(), last);
+    // The log goes on from there, and the new records replace the torn one.
+    let l = wal.append(9, 0, Body::Abort).unwrap();
+    assert_eq!(l, last);
+    wal.flush_to(l).unwrap();
+    drop(wal);
+    let (_, _, got, stop) = reopen(&dev);
+    assert_eq!(got.len(), recs.len());
+    assert_eq!(got.last().unwrap().body, Body::Abort);
+    assert_eq!(stop, ScanStop::Zeroed);
+}
+
+#[test]
+fn wal_torn_master_falls_back_to_the_other_copy() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let mut lsns = Vec::new();
+    for _ in 0..10 {
+        lsns.push(wal.append(0, 0, Body::Commit).unwrap());
+    }
+    let m1 = Master {
+        checkpoint_lsn: lsns[2],
+        start_lsn: lsns[1],
+    };
+    wal.set_master(m1).unwrap();
+    let m2 = Master {
+        checkpoint_lsn: lsns[5],
+        start_lsn: lsns[4],
+    };
+    wal.set_master(m2).unwrap();
+    let seq = wal.master_sequence();
+    drop(wal);
+    assert_eq!(Wal::open(dev.boxed(), cfg(0)).unwrap().1, m2);
+    // Tear the newest copy: the older one is used.
+    let newest = (seq % 2) as usize * 512;
+    dev.with_bytes(|b| b[newest + 45] ^= 1);
+    let (wal, m) = Wal::open(dev.boxed(), cfg(0)).unwrap();
+    assert_eq!(m, m1);
+    assert_eq!(wal.master_sequence(), seq - 1);
+    drop(wal);
+    // Both torn: a clear error.
+    let other = 512 - newest;
+    dev.with_bytes(|b| b[other + 50] ^= 1);
+    match Wal::open(dev.boxed(), cfg(0)) {
+        Err(Error::CorruptLog { reason, .. }) => assert!(reason.contains("master")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn wal_next_master_write_goes_to_the_older_copy() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let a = wal.append(0, 0, Body::Commit).unwrap();
+    let before = dev.with_bytes(|b| b[..1024].to_vec());
+    wal.set_master(Master {
+        checkpoint_lsn: a,
+        start_lsn: a,
+    })
+    .unwrap();
+    let after = dev.with_bytes(|b| b[..1024].to_vec());
+    // Exactly one copy changed; the other still holds the previous master.
+    let changed: Vec<bool> = (0..2)
+        .map(|i| before[i * 512..(i + 1) * 512] != after[i * 512..(i + 1) * 512])
+        .collect();
+    assert_eq!(changed.iter().filter(|c| **c).count(), 1);
+}
+
+#[test]
+fn wal_foreign_device_and_mismatches_are_clear_errors() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    match Wal::open(dev.boxed(), cfg(0)) {
+        Err(Error::NotADatabase(_)) => {}
+        other => panic!("{other:?}"),
+    }
+    dev.with_bytes(|b| b[..4096].fill(0xA5));
+    assert!(matches!(
+        Wal::open(dev.boxed(), cfg(0)),
+        Err(Error::NotADatabase(_))
+    ));
+
+    let dev = Held::new(64 * 1024, BLOCK);
+    drop(Wal::create(dev.boxed(), cfg(0)).unwrap());
+    // Same bytes on a device with bigger blocks.
+    let big = Held::new(64 * 1024, 4096);
+    let img = dev.with_bytes(|b| b.to_vec());
+    big.with_bytes(|b| b.copy_from_slice(&img));
+    match Wal::open(big.boxed(), cfg(0)) {
+        Err(Error::Config(m)) => assert!(m.contains("512"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // A device too small for the formatted log.
+    let small = Held::new(32 * 1024, BLOCK);
+    small.with_bytes(|b| b.copy_from_slice(&img[..32 * 1024]));
+    assert!(matches!(
+        Wal::open(small.boxed(), cfg(0)),
+        Err(Error::Config(_))
+    ));
+    // A newer format version (checksum recomputed, so only the version is wrong).
+    let v2 = Held::new(64 * 1024, BLOCK);
+    v2.with_bytes(|b| {
+        b.copy_from_slice(&img);
+        for copy in [0usize, 512] {
+            b[copy + 8..copy + 12].copy_from_slice(&2u32.to_le_bytes());
+            let crc = crc32c::crc32c(&b[copy..copy + 56]);
+            b[copy + 56..copy + 60].copy_from_slice(&crc.to_le_bytes());
+        }
+    });
+    match Wal::open(v2.boxed(), cfg(0)) {
+        Err(Error::NotADatabase(m)) => assert!(m.contains("version 2"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Too small to format.
+    let tiny = Held::new(4 * 512, BLOCK);
+    assert!(matches!(
+        Wal::create(tiny.boxed(), cfg(0)),
+        Err(Error::Config(_))
+    ));
+}
+
+#[test]
+fn wal_space_bytes_bounds_the_log() {
+    let dev = Held::new(1 << 20, BLOCK);
+    let wal = Wal::create(dev.boxed(), cfg(100_000)).unwrap();
+    assert_eq!(wal.capacity_bytes(), 100_000 / 512 * 512);
+    drop(wal);
+    // Open keeps the formatted size whatever the config says.
+    let (wal, _) = Wal::open(dev.boxed(), cfg(5_000_000)).unwrap();
+    assert_eq!(wal.capacity_bytes(), 100_000 / 512 * 512);
+}
+
+#[test]
+fn wal_reformat_never_resurrects_old_records() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    for _ in 0..50 {
+        wal.append(1, 0, Body::Commit).unwrap();
+    }
+    wal.flush_to(wal.next_lsn()).unwrap();
+    let old_first = wal.master().start_lsn;
+    drop(wal);
+    let wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    assert!(wal.next_lsn() > old_first);
+    drop(wal);
+    let (_, _, got, _) = reopen(&dev);
+    assert!(got.is_empty(), "{} stale records", got.len());
+}
+
+#[test]
+fn wal_append_before_set_end_is_refused() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    drop(Wal::create(dev.boxed(), cfg(0)).unwrap());
+    let (mut wal, m) = Wal::open(dev.boxed(), cfg(0)).unwrap();
+    assert!(matches!(
+        wal.append(1, 0, Body::Commit),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(wal.set_end(m.start_lsn - 1).is_err());
+    wal.set_end(m.start_lsn).unwrap();
+    wal.append(1, 0, Body::Commit).unwrap();
+}
+
+#[test]
+fn wal_write_error_poisons_the_log() {
+    let dev = Volatile::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let a = wal.append(1, 0, Body::Commit).unwrap();
+    dev.0.lock().unwrap().fail_writes = true;
+    assert!(matches!(wal.flush_to(a), Err(Error::Device(_))));
+    dev.0.lock().unwrap().fail_writes = false;
+    assert!(matches!(
+        wal.append(1, 0, Body::Commit),
+        Err(Error::Poisoned(_))
+    ));
+    assert!(matches!(wal.flush_to(a), Err(Error::Poisoned(_))));
+}
+
+#[test]
+fn wal_a_full_buffer_is_written_out() {
+    let dev = Held::new(1 << 20, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let buf = wal.buffer_bytes();
+    let b = Body::System {
+        redo: wafer_engine::wal::Redo::LeafDel {
+            pid: 1,
+            key: vec![0; 200],
+        },
+    };
+    while wal.durable_lsn() == wal.master().start_lsn {
+        wal.append(0, 0, &b).unwrap();
+        assert!(wal.next_lsn() - wal.durable_lsn() <= buf + 300);
+    }
+    assert_eq!(wal.stats().buffer_full_flushes, 1);
+}
