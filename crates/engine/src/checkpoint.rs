@@ -102,13 +102,13 @@ pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
     let active_txns: Vec<(u64, Lsn, Lsn)> = core
         .txns
         .iter()
-        .filter(|(_, s)| s.last_lsn != 0)
+        .filter(|(_, s)| s.last_lsn != 0 && !s.committing)
         .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
         .collect();
     let oldest_txn = core
         .txns
         .values()
-        .filter(|s| s.first_lsn != 0)
+        .filter(|s| s.first_lsn != 0 && !s.committing)
         .map(|s| s.first_lsn)
         .min();
     let lsn = wal.append(
@@ -133,6 +133,7 @@ pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
         start_lsn: start,
     })?;
     core.stats.checkpoints += 1;
+    core.last_checkpoint_ns = core.clock.now_ns();
     Ok(())
 }
 
@@ -163,11 +164,18 @@ pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal) -> Result<()> {
     Ok(())
 }
 
-/// One step of background work: continue or start a checkpoint, and clean frames.
+/// One step of background work: continue or start a checkpoint (started when the log reaches 3/4
+/// of its fill threshold, so it usually completes before operations must force one, or when the
+/// checkpoint interval has passed), and clean frames.
 pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
+    let interval_ns = core.cfg.checkpoint_interval_ms * 1_000_000;
+    let interval_due =
+        interval_ns > 0 && core.clock.now_ns() >= core.last_checkpoint_ns + interval_ns;
     let mut ck = match core.checkpoint_in_progress.take() {
         Some(ck) => Some(ck),
-        None if log_fill(wal) >= core.cfg.checkpoint_log_fill * 0.75 => Some(begin(core, wal)),
+        None if interval_due || log_fill(wal) >= core.cfg.checkpoint_log_fill * 0.75 => {
+            Some(begin(core, wal))
+        }
         None => None,
     };
     if let Some(c) = ck.as_mut() {

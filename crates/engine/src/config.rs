@@ -41,6 +41,9 @@ pub struct DbConfig {
     pub group_commit: GroupCommitConfig,
     /// Start a checkpoint when this fraction of the log space is used.
     pub checkpoint_log_fill: f64,
+    /// Also start one when this long has passed since the last (0: only by log fill). Measured
+    /// on the database's clock: wall time, or virtual time on simulated devices.
+    pub checkpoint_interval_ms: u64,
     /// Pages the checkpointer writes per step (per `maintenance` call).
     pub checkpoint_batch_pages: usize,
     /// The page cleaner keeps at least this fraction of frames clean (0 disables it).
@@ -61,6 +64,7 @@ impl Default for DbConfig {
                 min_batch: 1,
             },
             checkpoint_log_fill: 0.5,
+            checkpoint_interval_ms: 0,
             checkpoint_batch_pages: 64,
             cleaner_clean_fraction: 0.0,
         }

@@ -21,7 +21,7 @@ use crate::btree::{self, tree as bt};
 use crate::buffer::{BufferPool, PoolStats};
 use crate::checkpoint::{CheckpointPolicy, WriteAll};
 use crate::config::{DbConfig, OpenMode};
-use crate::device::{BlockDevice, MemDevice};
+use crate::device::{BlockDevice, FileDevice, MemDevice, SharedDevice};
 use crate::error::{Error, Result};
 use crate::locks::{LockKey, LockManager, LockMode};
 use crate::meta::{self, META_PID};
@@ -48,6 +48,64 @@ impl Devices {
             data: Box::new(MemDevice::new(data_bytes, 4096)),
             log: Box::new(MemDevice::new(log_bytes, 4096)),
         }
+    }
+
+    /// Data and log on one device: the log takes its last `log_bytes`.
+    pub fn one_device(dev: Box<dyn BlockDevice>, log_bytes: u64) -> Result<Devices> {
+        let cap = dev.capacity_bytes();
+        if log_bytes == 0 || log_bytes >= cap {
+            return Err(Error::Config(format!(
+                "log of {log_bytes} bytes does not fit a device of {cap} bytes"
+            )));
+        }
+        let shared = SharedDevice::from_box(dev);
+        let data = shared.partition(0, cap - log_bytes)?;
+        let log = shared.partition(cap - log_bytes, log_bytes)?;
+        Ok(Devices {
+            data: Box::new(data),
+            log: Box::new(log),
+        })
+    }
+
+    /// Files `data.wafer` and `log.wafer` in `dir` (created with the given sizes if missing).
+    pub fn files(dir: &std::path::Path, data_bytes: u64, log_bytes: u64) -> Result<Devices> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
+        let data = FileDevice::open(&dir.join("data.wafer"), Some(data_bytes), true)?;
+        let log = FileDevice::open(&dir.join("log.wafer"), Some(log_bytes), true)?;
+        Ok(Devices {
+            data: Box::new(data),
+            log: Box::new(log),
+        })
+    }
+}
+
+/// Background maintenance running on its own thread (wall-clock mode); stops when dropped.
+pub struct Background {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Background {
+    /// Stops the thread and returns the first error it met, if any.
+    pub fn stop(mut self) -> Result<()> {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> Result<()> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(Error::Poisoned("background thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.halt();
     }
 }
 
@@ -80,6 +138,9 @@ pub(crate) struct TxnState {
     /// (LSN of the update, how to undo it), oldest first.
     pub undo: Vec<(Lsn, Undo)>,
     pub locks: Vec<LockKey>,
+    /// The commit record is in the log: the transaction is no longer a candidate for undo
+    /// (a checkpoint taken before its end must not list it as active).
+    pub committing: bool,
 }
 
 /// Engine-wide counters.
@@ -125,6 +186,23 @@ pub(crate) struct Core {
     pub policy: Box<dyn CheckpointPolicy>,
     pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
+    pub clock: Clock,
+    pub last_checkpoint_ns: u64,
+}
+
+/// The database's clock: wall time since open, or a simulation's virtual time.
+pub(crate) enum Clock {
+    Wall(std::time::Instant),
+    Virtual(Arc<crate::device::VirtualClock>),
+}
+
+impl Clock {
+    pub fn now_ns(&self) -> u64 {
+        match self {
+            Clock::Wall(t) => t.elapsed().as_nanos() as u64,
+            Clock::Virtual(c) => c.now(),
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -356,6 +434,8 @@ impl Db {
             policy: Box::new(WriteAll),
             checkpoint_in_progress: None,
             recovery: None,
+            clock: Clock::Wall(std::time::Instant::now()),
+            last_checkpoint_ns: 0,
         };
         let db = Db {
             inner: Arc::new(Inner {
@@ -479,6 +559,33 @@ impl Db {
             core.poison(e);
         }
         r
+    }
+
+    /// Runs [`Db::maintenance`] every `every` on a background thread (the wall-clock driver of
+    /// the steppable background work; in virtual time the scheduler calls `maintenance` itself).
+    pub fn start_background(&self, every: std::time::Duration) -> Background {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let db = self.clone();
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                db.maintenance()?;
+                std::thread::sleep(every);
+            }
+            Ok(())
+        });
+        Background {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Measures checkpoint intervals on `clock` (virtual time of simulated devices) instead of
+    /// the wall clock.
+    pub fn use_virtual_clock(&self, clock: Arc<crate::device::VirtualClock>) {
+        let mut core = lock(&self.inner.core);
+        core.last_checkpoint_ns = clock.now();
+        core.clock = Clock::Virtual(clock);
     }
 
     /// Replaces the checkpoint policy (which dirty pages a checkpoint writes).
@@ -707,8 +814,12 @@ impl Txn {
                 let prev = st.last_lsn;
                 let mut wal = self.db.inner.wal.lock();
                 let r = wal.append(self.id, prev, Body::Commit);
+                drop(wal);
                 match r {
-                    Ok(l) => l,
+                    Ok(l) => {
+                        core.txns.get_mut(&self.id).expect("active").committing = true;
+                        l
+                    }
                     Err(e) => {
                         core.poison(&e);
                         return Err(e);

@@ -31,5 +31,5 @@ pub mod writepath;
 
 pub use checkpoint::{CheckpointPolicy, WriteAll};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
-pub use db::{Db, DbStats, Devices, EngineStats, Tree, Txn};
+pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree, Txn};
 pub use error::{Error, Result};

@@ -1,0 +1,183 @@
+//! The public API in its other configurations: threads committing concurrently through group
+//! commit with background maintenance, 8 and 16 KiB pages, one device for data and log, file
+//! devices, and a truncated log device.
+
+mod common;
+
+use common::{key, value, MemPair};
+use std::time::Duration;
+use wafer_engine::device::MemDevice;
+use wafer_engine::{Db, DbConfig, Devices, Error, GroupCommitConfig};
+
+#[test]
+fn concurrent_threads_commit_with_group_commit_and_background_work() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 128,
+        group_commit: GroupCommitConfig {
+            max_delay_us: 2000,
+            min_batch: 4,
+        },
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let bg = db.start_background(Duration::from_millis(2));
+    let threads: Vec<_> = (0..4u64)
+        .map(|th| {
+            let db = db.clone();
+            let t = t.clone();
+            std::thread::spawn(move || {
+                for i in 0..150u64 {
+                    let k = key(th * 1000 + i, 16);
+                    // Keys are disjoint per thread, so record locks never conflict.
+                    let mut x = db.begin().unwrap();
+                    x.put(&t, &k, &value(i, 64)).unwrap();
+                    x.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    bg.stop().unwrap();
+    let s = db.stats();
+    assert_eq!(s.engine.commits, 600);
+    assert!(
+        s.wal.commit_flushes < s.engine.commits,
+        "group commit should share flushes: {} flushes for {} commits",
+        s.wal.commit_flushes,
+        s.engine.commits
+    );
+    drop(db);
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 600)]);
+}
+
+#[test]
+fn larger_pages_work() {
+    for page_size in [8192u32, 16384] {
+        let pair = MemPair::new();
+        let cfg = DbConfig {
+            page_size,
+            buffer_pages: 64,
+            ..DbConfig::default()
+        };
+        let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        // Transactions of 100 rows: the log space (the buffer pool size) bounds a transaction.
+        for c in 0..20u64 {
+            let mut x = db.begin().unwrap();
+            for i in c * 100..(c + 1) * 100 {
+                x.put(&t, &key(i, 30), &value(i, 200)).unwrap();
+            }
+            x.commit().unwrap();
+        }
+        drop(db);
+        let db = Db::open(pair.devices(), cfg).unwrap();
+        assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 2000)]);
+        // Opening with another page size is a clear error.
+        drop(db);
+        let other = DbConfig {
+            page_size: 4096,
+            ..DbConfig::default()
+        };
+        assert!(matches!(
+            Db::open(pair.devices(), other),
+            Err(Error::Config(_))
+        ));
+    }
+}
+
+#[test]
+fn one_device_for_data_and_log_and_file_devices() {
+    let dev = Box::new(MemDevice::new(48 << 20, 4096));
+    let db = Db::open(
+        Devices::one_device(dev, 8 << 20).unwrap(),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"a", b"1").unwrap();
+    x.commit().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    {
+        let db = Db::open(
+            Devices::files(dir.path(), 16 << 20, 4 << 20).unwrap(),
+            cfg.clone(),
+        )
+        .unwrap();
+        let t = db.create_tree("t").unwrap();
+        for c in 0..5u64 {
+            let mut x = db.begin().unwrap();
+            for i in c * 100..(c + 1) * 100 {
+                x.put(&t, &key(i, 16), &value(i, 50)).unwrap();
+            }
+            x.commit().unwrap();
+        }
+    }
+    let db = Db::open(Devices::files(dir.path(), 16 << 20, 4 << 20).unwrap(), cfg).unwrap();
+    assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 500)]);
+}
+
+#[test]
+fn truncated_log_device_is_a_typed_error() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    db.create_tree("t").unwrap();
+    drop(db);
+    // Reopen with the log partition cut to a quarter of its size.
+    let mut parts = pair
+        .shared
+        .split(&[common::DATA_BYTES, common::LOG_BYTES / 4])
+        .unwrap();
+    let log = parts.pop().unwrap();
+    let data = parts.pop().unwrap();
+    let r = Db::open(
+        Devices {
+            data: Box::new(data),
+            log: Box::new(log),
+        },
+        DbConfig::default(),
+    );
+    assert!(
+        matches!(
+            r,
+            Err(Error::Config(_)) | Err(Error::NotADatabase(_)) | Err(Error::CorruptLog { .. })
+        ),
+        "got {:?}",
+        r.err()
+    );
+}
+
+#[test]
+fn checkpoints_follow_the_interval_on_the_virtual_clock() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        checkpoint_interval_ms: 10,
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let clock = wafer_engine::device::VirtualClock::shared();
+    db.use_virtual_clock(clock.clone());
+    let t = db.create_tree("t").unwrap();
+    let base = db.stats().engine.checkpoints;
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"k", b"v").unwrap();
+    x.commit().unwrap();
+    clock.advance_by(5_000_000);
+    db.maintenance().unwrap();
+    assert_eq!(db.stats().engine.checkpoints, base, "not due after 5 ms");
+    clock.advance_by(6_000_000);
+    for _ in 0..4 {
+        db.maintenance().unwrap();
+    }
+    assert_eq!(db.stats().engine.checkpoints, base + 1, "due after 11 ms");
+}
