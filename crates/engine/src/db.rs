@@ -71,8 +71,8 @@ impl Devices {
     pub fn files(dir: &std::path::Path, data_bytes: u64, log_bytes: u64) -> Result<Devices> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
-        let data = FileDevice::open(&dir.join("data.wafer"), Some(data_bytes), true)?;
-        let log = FileDevice::open(&dir.join("log.wafer"), Some(log_bytes), true)?;
+        let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
+        let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
         Ok(Devices {
             data: Box::new(data),
             log: Box::new(log),
