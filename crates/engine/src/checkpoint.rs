@@ -59,7 +59,7 @@ fn force_fn(wal: &mut Wal) -> impl FnMut(Lsn) -> Result<()> + '_ {
 }
 
 /// Starts a checkpoint: snapshots its candidates.
-pub(crate) fn begin(core: &mut Core, wal: &mut Wal) -> InProgress {
+pub(crate) fn begin(core: &mut Core, wal: &mut Wal, force_all: bool) -> InProgress {
     let target = wal.next_lsn();
     let candidates: Vec<(PageId, Lsn)> = core
         .pool
@@ -68,7 +68,8 @@ pub(crate) fn begin(core: &mut Core, wal: &mut Wal) -> InProgress {
         .filter(|&(_, l)| l < target)
         .collect();
     let fill = log_fill(wal);
-    let pending = if fill > FORCE_ALL_FILL {
+    let low_space = wal.free_bytes() <= 2 * op_reserve(core, wal) + core.log_reserved;
+    let pending = if force_all || fill > FORCE_ALL_FILL || low_space {
         candidates.iter().map(|&(p, _)| p).collect()
     } else {
         core.policy.select(&candidates, fill)
@@ -137,28 +138,57 @@ pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
     Ok(())
 }
 
-/// A whole checkpoint, now.
+/// A whole checkpoint, now (the policy decides which pages it writes).
 pub(crate) fn checkpoint(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    let mut ck = begin(core, wal);
+    checkpoint_with(core, wal, false)
+}
+
+/// A whole checkpoint; `force_all` writes every dirty page whatever the policy says.
+pub(crate) fn checkpoint_with(core: &mut Core, wal: &mut Wal, force_all: bool) -> Result<()> {
+    let mut ck = begin(core, wal, force_all);
     let batch = core.cfg.checkpoint_batch_pages;
     while !step(core, wal, &mut ck, batch)? {}
     finish(core, wal)
 }
 
-/// Makes sure an operation can log: checkpoints when the log passed its fill threshold, and
-/// fails with `LogFull` when even a checkpoint leaves too little space.
-pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    let reserve = (LOG_RESERVE_PAGES * core.cfg.page_size as u64).min(wal.capacity_bytes() / 4);
+/// Log space kept free for the next operation's record: 32 pages, at most a quarter of the log.
+fn op_reserve(core: &Core, wal: &Wal) -> u64 {
+    (LOG_RESERVE_PAGES * core.cfg.page_size as u64).min(wal.capacity_bytes() / 4)
+}
+
+/// Log space a transaction keeps reserved to roll back an update whose record took
+/// `record_bytes`: its compensation record mirrors it (the inverse leaf change, or images of a
+/// structure change of the same extent).
+pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
+    record_bytes + 128
+}
+
+/// Log bytes a transaction reserves once, from its first update on: its Abort and End records
+/// and room for a few structure changes its rollback may cause by itself (a re-inserted key
+/// splitting a leaf that other transactions filled meanwhile).
+pub(crate) fn txn_reserve(page_size: u32) -> u64 {
+    256 + 4 * page_size as u64
+}
+
+/// Makes sure an operation that may log about `need` bytes (its record and, later, its undo)
+/// can run: checkpoints when the log passed its fill threshold or space runs short, and fails
+/// with `LogFull` when even a checkpoint that writes every dirty page leaves too little space
+/// beyond what live transactions have reserved for their rollback.
+pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal, need: u64) -> Result<()> {
+    let want = op_reserve(core, wal).max(need) + core.log_reserved;
     let threshold = core.cfg.checkpoint_log_fill;
-    if log_fill(wal) < threshold && wal.free_bytes() > reserve {
+    if log_fill(wal) < threshold && wal.free_bytes() > want {
         return Ok(());
     }
-    checkpoint(core, wal)?;
-    if wal.free_bytes() <= reserve {
+    let force_all = wal.free_bytes() <= want;
+    checkpoint_with(core, wal, force_all)?;
+    if wal.free_bytes() <= want {
         return Err(Error::LogFull(format!(
-            "{} of {} log bytes are held by active transactions; abort or commit them",
+            "{} of {} log bytes are in use or reserved for the rollback of live transactions \
+             ({} reserved); abort or commit them",
             wal.used_bytes(),
-            wal.capacity_bytes()
+            wal.capacity_bytes(),
+            core.log_reserved
         )));
     }
     Ok(())
@@ -174,7 +204,7 @@ pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
     let mut ck = match core.checkpoint_in_progress.take() {
         Some(ck) => Some(ck),
         None if interval_due || log_fill(wal) >= core.cfg.checkpoint_log_fill * 0.75 => {
-            Some(begin(core, wal))
+            Some(begin(core, wal, false))
         }
         None => None,
     };

@@ -141,6 +141,8 @@ pub(crate) struct TxnState {
     /// The commit record is in the log: the transaction is no longer a candidate for undo
     /// (a checkpoint taken before its end must not list it as active).
     pub committing: bool,
+    /// Log bytes reserved for this transaction's rollback (part of `Core::log_reserved`).
+    pub reserved: u64,
 }
 
 /// Engine-wide counters.
@@ -184,6 +186,8 @@ pub(crate) struct Core {
     pub stats: EngineStats,
     pub poisoned: Option<String>,
     pub policy: Box<dyn CheckpointPolicy>,
+    /// Log bytes reserved by live transactions for their rollback.
+    pub log_reserved: u64,
     pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
     pub clock: Clock,
@@ -242,6 +246,16 @@ impl Core {
         self.poisoned.get_or_insert_with(|| e.to_string());
     }
 
+    /// Passes a result through, poisoning the handle on a device error: after a failed write or
+    /// flush the device may hold anything (a failed fsync may even have dropped earlier writes),
+    /// so only recovery can tell what is durable.
+    pub fn guard<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e @ Error::Device(_)) = &r {
+            self.poison(e);
+        }
+        r
+    }
+
     /// Runs one tree operation as a mini-transaction and logs it with `body_of(redo)`.
     /// Returns the operation's result and the LSN of its record (0 if it changed nothing).
     pub fn run_op<R>(
@@ -258,18 +272,23 @@ impl Core {
             Ok((r, leaf)) => {
                 let redo = mtr.redo(leaf.as_ref().map(|l| l.as_change()));
                 let body = redo.map(|redo| body_of(&r, redo));
-                match mtr.commit(txn, prev_lsn, body) {
+                match mtr.append(txn, prev_lsn, body) {
                     Ok(lsn) => Ok((r, lsn)),
-                    Err(e) => {
-                        self.poison(&e);
+                    Err((mtr, e)) => {
+                        // Not logged (e.g. the log is full): undo the change in memory.
+                        mtr.release();
+                        if matches!(e, Error::Device(_)) {
+                            self.poison(&e);
+                        }
                         Err(e)
                     }
                 }
             }
             Err(e) => {
-                let touched = mtr.touched() > 0;
+                // Pages are restored to their state before the operation: only a device error
+                // (the device may hold anything now) poisons the handle.
                 mtr.release();
-                if touched {
+                if matches!(e, Error::Device(_)) {
                     self.poison(&e);
                 }
                 Err(e)
@@ -432,6 +451,7 @@ impl Db {
             stats: EngineStats::default(),
             poisoned: None,
             policy: Box::new(WriteAll),
+            log_reserved: 0,
             checkpoint_in_progress: None,
             recovery: None,
             clock: Clock::Wall(std::time::Instant::now()),
@@ -453,6 +473,11 @@ impl Db {
             core.load_catalog(&mut wal)?;
         }
         db.checkpoint()?;
+        if create {
+            let mut core = lock(&db.inner.core);
+            let r = core.wp.finish_format();
+            core.guard(r)?;
+        }
         Ok(db)
     }
 
@@ -470,7 +495,9 @@ impl Db {
             )));
         }
         let mut wal = self.inner.wal.lock();
-        crate::checkpoint::ensure_log_space(&mut core, &mut wal)?;
+        let need = 8 * core.cfg.page_size as u64;
+        let r = crate::checkpoint::ensure_log_space(&mut core, &mut wal, need);
+        core.guard(r)?;
         let (id, lsn) = core.run_op(
             &mut wal,
             0,
@@ -483,8 +510,9 @@ impl Db {
             },
             |_, redo| Body::System { redo },
         )?;
-        wal.flush_to(lsn)?;
+        let r = wal.flush_to(lsn);
         drop(wal);
+        core.guard(r)?;
         let tree = Tree {
             id: id.0,
             root: id.1,
@@ -629,6 +657,24 @@ impl Db {
         Ok(out)
     }
 
+    /// Pages ever allocated (the high-water mark; freed pages are reused first) and the page
+    /// capacity of the data device.
+    pub fn page_usage(&self) -> Result<(u64, u64)> {
+        let mut core = lock(&self.inner.core);
+        core.check()?;
+        let mut wal = self.inner.wal.lock();
+        let cap = core.wp.page_capacity();
+        let mut mtr = core.mtr(&mut wal);
+        let used = btree::PageStore::read_page(&mut mtr, META_PID, meta::next_pid);
+        mtr.release();
+        Ok((used?, cap))
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> u32 {
+        lock(&self.inner.core).cfg.page_size
+    }
+
     /// Checkpoints and makes everything durable. The handle stays usable.
     pub fn close(&self) -> Result<()> {
         self.checkpoint()
@@ -719,7 +765,7 @@ impl Txn {
         let mut mtr = core.mtr(&mut wal);
         let r = bt::get(&mut mtr, tree.root, key);
         mtr.release();
-        r
+        core.guard(r)
     }
 
     /// Inserts or replaces `key`. Returns the previous value.
@@ -742,7 +788,13 @@ impl Txn {
         Self::lock_pair(&mut core, self.id, tree, Some(key), true)?;
         core.stats.ops += 1;
         let mut wal = self.db.inner.wal.lock();
-        crate::checkpoint::ensure_log_space(&mut core, &mut wal)?;
+        let ps = core.cfg.page_size as u64;
+        let vlen = value.map_or(0, |v| v.len() as u64);
+        // This record (leaf change or images) and its future compensation record.
+        let need =
+            2 * (key.len() as u64 + vlen + 4 * ps) + crate::checkpoint::txn_reserve(ps as u32);
+        let r = crate::checkpoint::ensure_log_space(&mut core, &mut wal, need);
+        core.guard(r)?;
         let prev = core.txns[&self.id].last_lsn;
         let tree_id = tree.id;
         let (old, lsn) = core.apply(&mut wal, (self.id, prev), tree, key, value, |old, redo| {
@@ -756,10 +808,17 @@ impl Txn {
             }
         })?;
         if lsn != 0 {
+            let record = wal.next_lsn().saturating_sub(lsn);
+            let mut add = crate::checkpoint::undo_reserve(record);
+            let txn_reserve = crate::checkpoint::txn_reserve(core.cfg.page_size);
             let st = core.txns.get_mut(&self.id).expect("active");
             if st.first_lsn == 0 {
                 st.first_lsn = lsn;
+                add += txn_reserve;
             }
+            st.reserved += add;
+            core.log_reserved += add;
+            let st = core.txns.get_mut(&self.id).expect("active");
             st.last_lsn = lsn;
             st.undo.push((
                 lsn,
@@ -789,6 +848,9 @@ impl Txn {
         }
         Self::lock_pair(&mut core, self.id, tree, None, false)?;
         core.stats.ops += 1;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut wal = self.db.inner.wal.lock();
         let mut mtr = core.mtr(&mut wal);
         let mut out = Vec::new();
@@ -797,7 +859,7 @@ impl Txn {
             out.len() < limit
         });
         mtr.release();
-        r?;
+        core.guard(r)?;
         Ok(out)
     }
 
@@ -821,8 +883,11 @@ impl Txn {
                         l
                     }
                     Err(e) => {
-                        core.poison(&e);
-                        return Err(e);
+                        // Not committed: the drop of `self` rolls the transaction back.
+                        self.done = false;
+                        drop(core);
+                        let mut core = lock(&self.db.inner.core);
+                        return core.guard(Err(e));
                     }
                 }
             }
@@ -835,10 +900,13 @@ impl Txn {
         }
         let mut core = lock(&self.db.inner.core);
         if lsn != 0 {
-            let mut wal = self.db.inner.wal.lock();
-            wal.append(self.id, lsn, Body::End)?;
+            // The commit is durable: failing to log its end only leaves recovery one record
+            // more to look at, so it does not fail the commit.
+            let r = self.db.inner.wal.lock().append(self.id, lsn, Body::End);
+            let _ = core.guard(r);
         }
         let st = core.txns.remove(&self.id).ok_or(Error::TxnNotActive)?;
+        core.log_reserved -= st.reserved;
         core.locks.release_all(self.id, &st.locks);
         core.stats.commits += 1;
         Ok(())
@@ -863,6 +931,7 @@ impl Txn {
             let mut wal = self.db.inner.wal.lock();
             crate::recovery::rollback(&mut core, &mut wal, self.id, st.last_lsn, &st.undo)
         };
+        core.log_reserved -= st.reserved;
         core.locks.release_all(self.id, &st.locks);
         core.stats.aborts += 1;
         if let Err(e) = &r {

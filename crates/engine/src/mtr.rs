@@ -19,6 +19,9 @@ pub struct Mtr<'a> {
     pub wal: &'a mut Wal,
     /// Pages written by this operation, with their frames (pinned).
     touched: Vec<(PageId, u32)>,
+    /// Contents of each touched page before the operation (None: created by it), so a failed
+    /// operation can be undone in memory instead of poisoning the database.
+    before: Vec<Option<Box<[u8]>>>,
 }
 
 impl<'a> Mtr<'a> {
@@ -28,6 +31,7 @@ impl<'a> Mtr<'a> {
             wp,
             wal,
             touched: Vec::new(),
+            before: Vec::new(),
         }
     }
 
@@ -37,15 +41,16 @@ impl<'a> Mtr<'a> {
         self.pool.fetch(pid, self.wp, &mut force)
     }
 
-    fn touch(&mut self, pid: PageId, f: u32) {
+    fn touch(&mut self, pid: PageId, f: u32, created: bool) {
         if !self.touched.iter().any(|(p, _)| *p == pid) {
             self.pool.pin(f);
             self.touched.push((pid, f));
+            self.before.push(if created {
+                None
+            } else {
+                Some(self.pool.data(f).into())
+            });
         }
-    }
-
-    pub fn touched(&self) -> usize {
-        self.touched.len()
     }
 
     /// The redo of what this operation did: physiological if `leaf` names the only page touched
@@ -68,17 +73,22 @@ impl<'a> Mtr<'a> {
     }
 
     /// Appends the operation's record and stamps its LSN on every touched page (marking them
-    /// dirty), then unpins them. Returns the LSN (0 if nothing was touched).
-    pub fn commit(
+    /// dirty), then unpins them. Returns the LSN (0 if nothing was logged). If the append fails,
+    /// the mini-transaction comes back with the error so the caller can `release` it.
+    pub fn append(
         mut self,
         txn: TxnId,
         prev_lsn: Lsn,
         body: Option<crate::wal::record::Body>,
-    ) -> Result<Lsn> {
+    ) -> std::result::Result<Lsn, (Self, Error)> {
         let lsn = match body {
-            Some(b) => self.wal.append(txn, prev_lsn, b)?,
+            Some(b) => match self.wal.append(txn, prev_lsn, b) {
+                Ok(l) => l,
+                Err(e) => return Err((self, e)),
+            },
             None => 0,
         };
+        self.before.clear();
         for (_, f) in std::mem::take(&mut self.touched) {
             if lsn != 0 {
                 page::set_page_lsn(self.pool.data_mut(f), lsn);
@@ -89,10 +99,14 @@ impl<'a> Mtr<'a> {
         Ok(lsn)
     }
 
-    /// Unpins without logging (the operation failed; the caller poisons the database if pages
-    /// were touched).
+    /// Unpins without logging. For a failed operation: every page it changed gets its
+    /// contents from before the operation back (pages it created stay unused).
     pub fn release(mut self) {
-        for (_, f) in std::mem::take(&mut self.touched) {
+        let before = std::mem::take(&mut self.before);
+        for ((_, f), img) in std::mem::take(&mut self.touched).into_iter().zip(before) {
+            if let Some(img) = img {
+                self.pool.data_mut(f).copy_from_slice(&img);
+            }
             self.pool.unpin(f);
         }
     }
@@ -151,7 +165,7 @@ impl PageStore for Mtr<'_> {
 
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let fr = self.frame(pid)?;
-        self.touch(pid, fr);
+        self.touch(pid, fr, false);
         Ok(f(self.pool.data_mut(fr)))
     }
 
@@ -175,7 +189,7 @@ impl PageStore for Mtr<'_> {
         let wal = &mut *self.wal;
         let mut force = |lsn: Lsn| wal.flush_to(lsn);
         let fr = self.pool.create(pid, self.wp, &mut force)?;
-        self.touch(pid, fr);
+        self.touch(pid, fr, true);
         page::init(self.pool.data_mut(fr), pid, kind);
         Ok(pid)
     }

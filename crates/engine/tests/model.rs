@@ -17,6 +17,8 @@ fn config(buffer_pages: usize, doublewrite: bool) -> DbConfig {
     DbConfig {
         buffer_pages,
         doublewrite,
+        // At least 1 MiB of log: a 24-page pool would otherwise bound transactions to ~96 KiB.
+        log_space_bytes: Some((buffer_pages as u64 * 4096).max(1 << 20)),
         ..DbConfig::default()
     }
 }

@@ -5,11 +5,18 @@
 //! - [`simrun`]: drives a [`flashsim::Ssd`] with a synthetic workload in virtual time and reports
 //!   write amplification, wear and latency per interval and at the end.
 //! - [`zoned`]: the log-structured zone writer `simrun` uses on ZNS devices.
+//! - [`ycsb`]: the YCSB core workloads (A-F, write-only) as a stream of key-value operations.
+//! - [`values`]: value bytes whose 4 KiB pages LZ4-compress to a chosen ratio.
+//! - [`zipf`]: scrambled Zipfian key choice shared by `synthetic` and `ycsb`.
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod simrun;
 pub mod synthetic;
+pub mod values;
+pub mod ycsb;
+pub mod zipf;
 pub mod zoned;
 
 pub use simrun::{
@@ -17,4 +24,9 @@ pub use simrun::{
     RunParams, RunSummary,
 };
 pub use synthetic::{Generator, Op, OpKind, Pattern, Workload, WorkloadError};
+pub use values::ValueGen;
+pub use ycsb::{
+    KeyDist, LoadOrder, OpMix, YcsbConfig, YcsbError, YcsbGenerator, YcsbOp, YcsbOpKind,
+    YcsbWorkload,
+};
 pub use zoned::ZoneWriter;

@@ -30,6 +30,9 @@ use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
 
+/// The permutation that spreads zipf ranks (shared with [`crate::ycsb`]).
+pub use crate::zipf::Scrambler;
+
 /// Offsets and write sizes are multiples of this many bytes (one sector).
 pub const SECTOR_BYTES: u64 = 512;
 
@@ -310,58 +313,6 @@ pub struct Op {
     pub offset_bytes: u64,
     /// Length in bytes (the request size).
     pub len_bytes: u64,
-}
-
-/// A fixed bijection of `0..n` that spreads neighbouring inputs over the whole range: a
-/// multiply-xorshift permutation of the enclosing power of two, with cycle walking to stay below
-/// `n` (fewer than two rounds on average).
-#[derive(Clone, Debug)]
-pub struct Scrambler {
-    n: u64,
-    bits: u32,
-    mask: u64,
-}
-
-impl Scrambler {
-    /// A permutation of `0..n` (`n >= 1`).
-    pub fn new(n: u64) -> Scrambler {
-        let n = n.max(1);
-        let bits = 64 - (n - 1).leading_zeros();
-        let mask = if bits == 64 {
-            u64::MAX
-        } else {
-            (1u64 << bits) - 1
-        };
-        Scrambler { n, bits, mask }
-    }
-
-    /// A bijection of `0..2^bits`: every step (odd multiply, add, right xorshift) is invertible
-    /// modulo a power of two.
-    fn round(&self, mut x: u64) -> u64 {
-        if self.bits == 0 {
-            return 0;
-        }
-        let m = self.mask;
-        x = x
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(0x632B_E59B_D9B4_E019)
-            & m;
-        x ^= x >> (self.bits / 2 + 1);
-        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & m;
-        x ^= x >> (self.bits / 3 + 1);
-        x = x.wrapping_mul(0x94D0_49BB_1331_11EB) & m;
-        x
-    }
-
-    /// The image of `x` (`x < n`).
-    pub fn apply(&self, x: u64) -> u64 {
-        debug_assert!(x < self.n);
-        let mut y = self.round(x);
-        while y >= self.n {
-            y = self.round(y);
-        }
-        y
-    }
 }
 
 /// Per-pattern sampling state.

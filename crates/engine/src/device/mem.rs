@@ -1,7 +1,7 @@
 //! An in-memory device: a byte vector. Writes are durable at once (flush is a no-op); wrap it in a
 //! `FaultDevice` to model volatile caches and power cuts.
 
-use super::{check_io, BlockDevice, DeviceError, DeviceStats};
+use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
 
 pub struct MemDevice {
     data: Vec<u8>,
@@ -53,6 +53,18 @@ impl BlockDevice for MemDevice {
     fn flush(&mut self) -> Result<(), DeviceError> {
         self.stats.flushes += 1;
         Ok(())
+    }
+    /// Trimmed blocks read as zeros.
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        check_io(offset, len, self.capacity_bytes(), self.block)?;
+        self.data[offset as usize..(offset + len) as usize].fill(0);
+        Ok(())
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            trim: true,
+            ..Capabilities::default()
+        }
     }
     fn stats(&self) -> DeviceStats {
         self.stats.clone()

@@ -12,12 +12,14 @@
 
 mod fault;
 mod file;
+mod handle;
 mod mem;
 mod partition;
 mod sim;
 
 pub use fault::{CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite};
 pub use file::FileDevice;
+pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};
 pub use sim::{SimDevice, VirtualClock};

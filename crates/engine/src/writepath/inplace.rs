@@ -46,12 +46,14 @@ pub struct InPlace {
     /// overwritten before they are durable).
     homes_pending: bool,
     counters: WriteCounters,
+    /// Set by the first device error: the device's state is unknown from then on.
+    failed: Option<String>,
 }
 
 impl InPlace {
     /// Formats a new data device.
     pub fn create(
-        mut dev: Box<dyn BlockDevice>,
+        dev: Box<dyn BlockDevice>,
         page_size: u32,
         dw_pages: u32,
         doublewrite: bool,
@@ -72,27 +74,86 @@ impl InPlace {
                 dev.capacity_bytes()
             )));
         }
-        let mut hdr = vec![0u8; page_size as usize];
-        hdr[..8].copy_from_slice(DB_MAGIC);
-        put_u32(&mut hdr, 8, DB_FORMAT_VERSION);
-        put_u32(&mut hdr, 12, page_size);
-        put_u32(&mut hdr, 16, dw_pages);
-        let c = crc32c::crc32c(&hdr[..60]);
-        put_u32(&mut hdr, 60, c);
-        // Zero the doublewrite area so stale bytes from an earlier use are never "repaired" in.
-        let zero = vec![0u8; page_size as usize];
-        for i in 0..dw_pages {
-            dev.write_at(layout.dw_slot(i), &zero)?;
-        }
-        dev.write_at(0, &hdr)?;
-        dev.flush()?;
-        Ok(InPlace {
+        let mut wp = InPlace {
             dev,
             layout,
             doublewrite,
             homes_pending: false,
             counters: WriteCounters::default(),
-        })
+            failed: None,
+        };
+        // Nothing of an earlier database on this device may survive: stale pages could carry
+        // LSNs above the new log's and hide its records from redo, and stale doublewrite copies
+        // could be "repaired" in. The header is written last (`finish_format`), so a power cut
+        // during creation leaves a blank device that the next open formats again.
+        wp.dev.write_at(0, &vec![0u8; page_size as usize])?;
+        wp.zero_doublewrite_area()?;
+        let homes = wp.layout.home(0);
+        let len = wp.dev.capacity_bytes() - homes;
+        wp.clear(homes, len)?;
+        wp.dev.flush()?;
+        Ok(wp)
+    }
+
+    /// Zeroes a byte range: a trim where the device reads trimmed blocks as zeros, else writes.
+    fn clear(&mut self, offset: u64, len: u64) -> Result<()> {
+        if self.dev.capabilities().trim {
+            self.dev.trim(offset, len)?;
+            let mut probe = vec![0u8; self.dev.block_bytes() as usize];
+            self.dev.read_at(offset, &mut probe)?;
+            if page::is_zeroed(&probe) {
+                return Ok(());
+            }
+        }
+        let chunk = vec![0u8; 1 << 20];
+        let mut at = offset;
+        while at < offset + len {
+            let n = (offset + len - at).min(chunk.len() as u64);
+            self.dev.write_at(at, &chunk[..n as usize])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn zero_doublewrite_area(&mut self) -> Result<()> {
+        let zero = vec![0u8; self.layout.page_size as usize * self.layout.dw_pages.max(1) as usize];
+        if self.layout.dw_pages > 0 {
+            self.dev.write_at(self.layout.dw_slot(0), &zero)?;
+            self.dev.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the database header: the device is a database from now on.
+    fn write_header(&mut self) -> Result<()> {
+        let page_size = self.layout.page_size;
+        let mut hdr = vec![0u8; page_size as usize];
+        hdr[..8].copy_from_slice(DB_MAGIC);
+        put_u32(&mut hdr, 8, DB_FORMAT_VERSION);
+        put_u32(&mut hdr, 12, page_size);
+        put_u32(&mut hdr, 16, self.layout.dw_pages);
+        let c = crc32c::crc32c(&hdr[..60]);
+        put_u32(&mut hdr, 60, c);
+        self.dev.flush()?;
+        self.dev.write_at(0, &hdr)?;
+        self.dev.flush()?;
+        Ok(())
+    }
+
+    fn fail_check(&self) -> Result<()> {
+        match &self.failed {
+            Some(why) => Err(Error::Poisoned(format!(
+                "data device failed earlier: {why}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(Error::Device(e)) = &r {
+            self.failed.get_or_insert_with(|| e.to_string());
+        }
+        r
     }
 
     /// Opens a formatted data device and repairs torn pages from the doublewrite area.
@@ -137,8 +198,14 @@ impl InPlace {
             doublewrite,
             homes_pending: false,
             counters: WriteCounters::default(),
+            failed: None,
         };
         wp.repair_from_doublewrite()?;
+        if !doublewrite {
+            // Copies left from a run with doublewrite on would never be refreshed now; an old
+            // copy must not "repair" a page torn in a later run.
+            wp.zero_doublewrite_area()?;
+        }
         Ok(wp)
     }
 
@@ -198,6 +265,46 @@ impl InPlace {
 
 impl WritePath for InPlace {
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        self.fail_check()?;
+        let r = self.read_page_inner(pid, buf);
+        self.note(r)
+    }
+
+    fn write_pages(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
+        self.fail_check()?;
+        let r = self.write_pages_inner(pages, reason);
+        self.note(r)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.fail_check()?;
+        let r = self.dev.flush().map_err(Error::from);
+        self.homes_pending = false;
+        self.note(r)
+    }
+
+    fn finish_format(&mut self) -> Result<()> {
+        self.fail_check()?;
+        let r = self.write_header();
+        self.note(r)
+    }
+
+    fn page_capacity(&self) -> u64 {
+        let ps = self.layout.page_size as u64;
+        (self.dev.capacity_bytes() / ps).saturating_sub(1 + self.layout.dw_pages as u64)
+    }
+
+    fn counters(&self) -> &WriteCounters {
+        &self.counters
+    }
+
+    fn device_stats(&self) -> DeviceStats {
+        self.dev.stats()
+    }
+}
+
+impl InPlace {
+    fn read_page_inner(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         if pid >= self.page_capacity() {
             return Err(Error::Full(format!("page {pid} is beyond the data device")));
         }
@@ -210,7 +317,7 @@ impl WritePath for InPlace {
         page::verify(buf, Some(pid))
     }
 
-    fn write_pages(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
+    fn write_pages_inner(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
         let ps = self.layout.page_size as u64;
         for (pid, data) in pages {
             debug_assert_eq!(data.len() as u64, ps);
@@ -250,25 +357,6 @@ impl WritePath for InPlace {
         }
         Ok(())
     }
-
-    fn sync(&mut self) -> Result<()> {
-        self.dev.flush()?;
-        self.homes_pending = false;
-        Ok(())
-    }
-
-    fn page_capacity(&self) -> u64 {
-        let ps = self.layout.page_size as u64;
-        (self.dev.capacity_bytes() / ps).saturating_sub(1 + self.layout.dw_pages as u64)
-    }
-
-    fn counters(&self) -> &WriteCounters {
-        &self.counters
-    }
-
-    fn device_stats(&self) -> DeviceStats {
-        self.dev.stats()
-    }
 }
 
 #[cfg(test)]
@@ -290,6 +378,7 @@ mod tests {
     fn doublewrite_doubles_bytes_and_reads_back() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
+        wp.finish_format().unwrap();
         let a = page(3, 10, 1);
         let b = page(4, 11, 2);
         wp.write_pages(&[(3, &a), (4, &b)], WriteReason::Checkpoint)
@@ -306,6 +395,7 @@ mod tests {
     fn torn_home_is_repaired_from_the_doublewrite_copy() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
+        wp.finish_format().unwrap();
         let a = page(3, 10, 1);
         wp.write_pages(&[(3, &a)], WriteReason::Eviction).unwrap();
         wp.sync().unwrap();
@@ -326,6 +416,7 @@ mod tests {
     fn without_doublewrite_a_torn_page_is_detected() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, false).unwrap();
+        wp.finish_format().unwrap();
         let a = page(3, 10, 1);
         wp.write_pages(&[(3, &a)], WriteReason::Eviction).unwrap();
         assert_eq!(wp.counters().db_waf(), 1.0);

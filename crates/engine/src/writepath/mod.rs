@@ -62,6 +62,11 @@ pub trait WritePath: Send {
     fn write_pages(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()>;
     /// Makes every page written so far durable.
     fn sync(&mut self) -> Result<()>;
+    /// Completes the formatting of a new data device once the rest of the new database (log,
+    /// meta page, first checkpoint) is durable: until then the device opens as blank.
+    fn finish_format(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;
     fn counters(&self) -> &WriteCounters;

@@ -1,7 +1,10 @@
 //! The `wafer` command line: argument definitions and one module per subcommand.
 
+pub mod bench;
 pub mod demo;
+pub mod device;
 pub mod human;
+pub mod report;
 pub mod sim;
 pub mod size;
 
@@ -45,11 +48,17 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Compare device configurations on the embedded simulated SSD (about two minutes)
+    /// Compare every write path of the engine on YCSB-A over a simulated SSD (about two minutes)
     Demo(demo::DemoArgs),
+    /// Benchmarks: YCSB on the engine (virtual time), wall-clock engine throughput, device-only
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Run a synthetic workload on a simulated flash SSD (flashsim) and report write
     /// amplification, GC, latency and wear
     Sim(Box<sim::SimArgs>),
+    /// Render benchmark results (the JSON of `wafer bench`) as one self-contained HTML page with
+    /// comparison tables and charts
+    Report(report::ReportArgs),
 }
 
 /// Runs the parsed command line.
@@ -57,5 +66,7 @@ pub fn dispatch(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Sim(args) => sim::main(args),
         Command::Demo(args) => demo::main(args),
+        Command::Report(args) => report::main(args),
+        Command::Bench(cmd) => bench::main(cmd),
     }
 }

@@ -1,0 +1,58 @@
+//! A device shared between the engine and its owner: the owner keeps a clone of the handle to
+//! read the concrete device's own state (e.g. a simulated SSD's counters) while the engine uses it.
+
+use super::{BlockDevice, Capabilities, DeviceError, DeviceStats};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An `Arc<Mutex<D>>` that is itself a [`BlockDevice`].
+pub struct Handle<D: BlockDevice>(Arc<Mutex<D>>);
+
+impl<D: BlockDevice> Clone for Handle<D> {
+    fn clone(&self) -> Self {
+        Handle(self.0.clone())
+    }
+}
+
+impl<D: BlockDevice> Handle<D> {
+    pub fn new(dev: D) -> Handle<D> {
+        Handle(Arc::new(Mutex::new(dev)))
+    }
+
+    /// The device itself (still usable if a thread panicked while holding it).
+    pub fn lock(&self) -> MutexGuard<'_, D> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<D: BlockDevice> BlockDevice for Handle<D> {
+    fn capacity_bytes(&self) -> u64 {
+        self.lock().capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.lock().block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.lock().read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.lock().write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.lock().flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        self.lock().trim(offset, len)
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.lock().capabilities()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.lock().stats()
+    }
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        self.lock().write_placed(offset, data, pid)
+    }
+    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        self.lock().remap(src, dst, len)
+    }
+}

@@ -1,0 +1,207 @@
+//! Review: bad input must give a clear error and leave the handle usable (DESIGN.md: "bad input
+//! gets a clear error, never a panic; an I/O error poisons the handle"). Each test here feeds
+//! one kind of oversized input and then checks that the database still works.
+
+mod common;
+
+use common::{key, value, MemPair};
+use wafer_engine::{Db, DbConfig, Error};
+
+fn still_usable(db: &Db) {
+    let t = db.tree("after").expect("the handle must stay usable");
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"k", b"v").unwrap();
+    x.commit().unwrap();
+    db.verify().unwrap();
+}
+
+/// The catalog lives in the meta page, so the number of trees is bounded. Creating one tree too
+/// many must fail with a typed error, not poison the database.
+#[test]
+fn review_too_many_trees_is_a_clean_error() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let mut created = 0;
+    let err = loop {
+        let name = format!("{:0>64}", created);
+        match db.create_tree(&name) {
+            Ok(_) => created += 1,
+            Err(e) => break e,
+        }
+        assert!(created < 10_000, "the catalog never filled up");
+    };
+    assert!(
+        !matches!(err, Error::Poisoned(_)),
+        "first error after {created} trees was already Poisoned"
+    );
+    // The trees created so far, and the handle, must still work.
+    let r = db.begin();
+    assert!(
+        r.is_ok(),
+        "after '{err}' ({created} trees) the handle is unusable: {:?}",
+        r.err()
+    );
+    drop(r);
+    still_usable(&db);
+}
+
+/// A value whose log record cannot fit in the log: a clear error (ValueTooLong / LogFull), and
+/// the database stays usable.
+#[test]
+fn review_value_larger_than_the_log_is_a_clean_error() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 1024,
+        log_space_bytes: Some(1 << 20),
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    let r = x.put(&t, b"big", &value(1, 2 << 20));
+    let e = r.expect_err("a 2 MiB value cannot be logged in a 1 MiB log");
+    drop(x);
+    assert!(
+        db.begin().is_ok(),
+        "a too-large value ({e}) poisoned the database"
+    );
+    still_usable(&db);
+}
+
+/// A value that would fit in the log space as a whole but not in what is left of it.
+#[test]
+fn review_value_larger_than_the_free_log_is_a_clean_error() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 1024,
+        log_space_bytes: Some(1 << 20),
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    // Fill the log up to just below the checkpoint threshold (0.5) with committed rows.
+    let mut i = 0u64;
+    while db.stats().wal.appended_bytes < 400 << 10 {
+        let mut x = db.begin().unwrap();
+        for _ in 0..20 {
+            x.put(&t, &key(i, 16), &value(i, 200)).unwrap();
+            i += 1;
+        }
+        x.commit().unwrap();
+    }
+    let mut x = db.begin().unwrap();
+    let r = x.put(&t, b"big", &value(2, 700 << 10));
+    if let Err(e) = &r {
+        drop(x);
+        assert!(
+            db.begin().is_ok(),
+            "a value too large for the free log ({e}) poisoned the database"
+        );
+    } else {
+        x.commit().unwrap();
+    }
+    still_usable(&db);
+}
+
+/// A value whose overflow chain needs more frames than the buffer pool has (all pages an
+/// operation touches stay pinned until it is logged).
+#[test]
+fn review_value_larger_than_the_buffer_pool_is_a_clean_error() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 32,
+        log_space_bytes: Some(4 << 20),
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    let r = x.put(&t, b"big", &value(3, 200 << 10));
+    if let Err(e) = &r {
+        drop(x);
+        assert!(
+            db.begin().is_ok(),
+            "a value larger than the buffer pool ({e}) poisoned the database"
+        );
+    } else {
+        x.commit().unwrap();
+    }
+    still_usable(&db);
+}
+
+/// Keys at the limit and values at the inline limit boundary round-trip; a key one byte over
+/// the limit is rejected without harm.
+#[test]
+fn review_key_and_value_limits() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let max_key = 4096 / 8;
+    let mut x = db.begin().unwrap();
+    let k = vec![b'k'; max_key];
+    for len in [0usize, 1, 400, 480, 500, 1000, 1006, 1007, 4036, 4037, 9000] {
+        let v = value(len as u64, len);
+        x.put(&t, &k, &v).unwrap();
+        assert_eq!(x.get(&t, &k).unwrap(), Some(v));
+    }
+    assert!(matches!(
+        x.put(&t, &vec![b'k'; max_key + 1], b"v"),
+        Err(Error::KeyTooLong { .. })
+    ));
+    assert_eq!(x.get(&t, &vec![b'k'; max_key + 1]).unwrap(), None);
+    x.put(&t, b"", b"empty key").unwrap();
+    assert_eq!(x.get(&t, b"").unwrap().as_deref(), Some(&b"empty key"[..]));
+    x.commit().unwrap();
+    still_usable(&db);
+}
+
+/// A full data device is an expected condition ("full log or device" are typed errors): the
+/// insert that does not fit fails with `Full`, and the database stays usable so the caller can
+/// delete rows to make room.
+#[test]
+fn review_full_data_device_is_a_clean_error() {
+    // 100-byte values: the last insert needs pages for a split; 6000-byte values: a two-page
+    // overflow chain whose second page does not fit.
+    for len in [100usize, 3000, 6000] {
+        full_device_once(len);
+    }
+}
+
+fn full_device_once(len: usize) {
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        log_space_bytes: Some(2 << 20),
+        ..DbConfig::default()
+    };
+    // 1 header + 64 doublewrite + 192 pages.
+    let db = Db::open(wafer_engine::Devices::memory(257 * 4096, 4 << 20), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut i = 0u64;
+    let err = loop {
+        let mut x = db.begin().unwrap();
+        let r = x.put(&t, &key(i, 16), &value(i, len));
+        match r {
+            Ok(_) => x.commit().unwrap(),
+            Err(e) => break e,
+        }
+        i += 1;
+        assert!(i < 100_000, "the device never filled up");
+    };
+    assert!(matches!(err, Error::Full(_)), "unexpected error {err}");
+    let r = db.begin();
+    assert!(
+        r.is_ok(),
+        "value length {len}: after '{err}' ({i} rows) the handle is unusable: {:?}",
+        r.err()
+    );
+    drop(r);
+    // Deletes in transactions of 20: a transaction is bounded by the log space.
+    for c in 0..(i / 2).div_ceil(20) {
+        let mut x = db.begin().unwrap();
+        for j in c * 20..((c + 1) * 20).min(i / 2) {
+            x.delete(&t, &key(j, 16)).unwrap();
+        }
+        x.commit().unwrap();
+    }
+    still_usable(&db);
+}

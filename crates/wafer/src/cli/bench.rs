@@ -1,0 +1,302 @@
+//! `wafer bench`: benchmarks. `ycsb` runs YCSB on the engine over simulated SSDs in virtual time
+//! for several write-path configurations side by side (same workload, same seed) and prints a
+//! table in the shape of paper 002 Table 1; `wall` measures the engine's own wall-clock
+//! throughput in memory; `device` compares device configurations without the engine.
+
+use super::size::parse_size;
+use super::CliError;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use wafer_workloads::bench::vtime::{self, BenchObserver};
+use wafer_workloads::bench::wall::{self, WallConfig};
+use wafer_workloads::bench::{BenchConfig, BenchReport, BenchSummary, Preset};
+use wafer_workloads::ycsb::{KeyDist, YcsbConfig, YcsbWorkload};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchCommand {
+    /// YCSB on the engine over simulated SSDs, in virtual time, one run per configuration
+    Ycsb(Box<YcsbArgs>),
+    /// Wall-clock throughput of the engine in memory (whole data set cached)
+    Wall(WallArgs),
+    /// Device-level comparison of flashsim configurations (no engine)
+    Device(super::device::DeviceArgs),
+}
+
+/// Options of `wafer bench ycsb` (and of `wafer demo`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct YcsbArgs {
+    /// Write-path configurations to compare, comma separated (in-place, in-place-nodw).
+    #[arg(long, default_value = "in-place,in-place-nodw", value_delimiter = ',')]
+    pub configs: Vec<Preset>,
+    /// YCSB workload: a, b, c, d, e, f or wo (write-only).
+    #[arg(long, default_value = "a")]
+    pub workload: YcsbWorkload,
+    /// Zipf skew of key popularity (scrambled); 0 means uniform.
+    #[arg(long, default_value_t = 0.8)]
+    pub theta: f64,
+    /// Logical size of the simulated data SSD (e.g. 256MiB, 4GiB).
+    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    pub data_size: u64,
+    /// Spare factor of the data SSD: (physical - logical) / physical.
+    #[arg(long, default_value_t = 0.10)]
+    pub sf: f64,
+    /// Fraction of the data device the load fills.
+    #[arg(long, default_value_t = 0.9)]
+    pub fill: f64,
+    /// Buffer pool size as a fraction of the loaded data.
+    #[arg(long, default_value_t = 0.1)]
+    pub buffer: f64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 1000)]
+    pub value_size: usize,
+    /// Closed-loop clients.
+    #[arg(long, default_value_t = 16)]
+    pub clients: u32,
+    /// Stop when DB-issued writes reach this multiple of the data device capacity.
+    #[arg(long, default_value_t = 4.0)]
+    pub capacity_multiple: f64,
+    /// Or stop after this many operations.
+    #[arg(long)]
+    pub max_ops: Option<u64>,
+    /// Seed of the workload (the same for every configuration).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print the summaries as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the JSON report (input of `wafer report`) here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl YcsbArgs {
+    fn config(&self, preset: Preset) -> Result<BenchConfig, CliError> {
+        let ycsb = YcsbConfig {
+            workload: self.workload,
+            // D reads the latest inserts (YCSB's standard); the others follow --theta.
+            dist: if self.workload == YcsbWorkload::D {
+                KeyDist::Standard
+            } else if self.theta > 0.0 {
+                KeyDist::Zipf { theta: self.theta }
+            } else {
+                KeyDist::Uniform
+            },
+            value_bytes: self.value_size,
+            seed: self.seed,
+            ..YcsbConfig::default()
+        };
+        let mut cfg = BenchConfig::new(preset, self.data_size, self.sf, ycsb);
+        cfg.fill = self.fill;
+        cfg.buffer_fraction = self.buffer;
+        cfg.clients = self.clients;
+        cfg.capacity_multiple = self.capacity_multiple;
+        cfg.max_ops = self.max_ops;
+        cfg.validate().map_err(CliError::Usage)?;
+        Ok(cfg)
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "YCSB-{} (zipf {}), {} data SSD at {:.0}% fill, buffer {:.0}% of the data, {} clients, seed {}",
+            self.workload,
+            self.theta,
+            super::size::format_bytes(self.data_size),
+            self.fill * 100.0,
+            self.buffer * 100.0,
+            self.clients,
+            self.seed
+        )
+    }
+}
+
+/// Options of `wafer bench wall`.
+#[derive(clap::Args, Debug)]
+pub struct WallArgs {
+    /// YCSB workloads to run, comma separated.
+    #[arg(long, default_value = "c,a", value_delimiter = ',')]
+    pub workloads: Vec<YcsbWorkload>,
+    /// Thread counts to run, comma separated.
+    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    pub threads: Vec<u32>,
+    /// Records loaded (all cached).
+    #[arg(long, default_value_t = 100_000)]
+    pub records: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Bar {
+    bar: ProgressBar,
+    label: String,
+}
+
+impl BenchObserver for Bar {
+    fn phase(&mut self, name: &str) {
+        self.bar.set_message(format!("{} {name}", self.label));
+        self.bar.set_position(0);
+    }
+    fn progress(&mut self, done: f64) {
+        self.bar.set_position((done * 1000.0) as u64);
+    }
+}
+
+fn bar(show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template("{msg:28} [{bar:30}] {percent:>3}% ETA {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    b
+}
+
+/// Runs every configuration of `args`; returns the report.
+pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, CliError> {
+    let configs: Vec<(Preset, BenchConfig)> = args
+        .configs
+        .iter()
+        .map(|&p| args.config(p).map(|c| (p, c)))
+        .collect::<Result<_, _>>()?;
+    let mut runs: Vec<BenchSummary> = Vec::new();
+    for (preset, cfg) in configs {
+        let mut obs = Bar {
+            bar: bar(show_progress),
+            label: preset.name().to_string(),
+        };
+        let s = vtime::run(preset.name(), &cfg, &mut obs)
+            .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())))?;
+        obs.bar.finish_and_clear();
+        runs.push(s);
+    }
+    Ok(BenchReport {
+        title: args.title(),
+        runs,
+    })
+}
+
+/// The side-by-side table (paper 002 Table 1 shape), steady-state window.
+pub fn print_table(r: &BenchReport) {
+    println!("{}\n", r.title);
+    println!(
+        "{:<16} {:>10} {:>8} {:>8} {:>9} {:>12} {:>13} {:>9}",
+        "configuration",
+        "OPS",
+        "DB WAF",
+        "SSD WAF",
+        "total WAF",
+        "logical B/op",
+        "physical B/op",
+        "hit ratio"
+    );
+    for s in &r.runs {
+        let w = &s.steady;
+        println!(
+            "{:<16} {:>10.0} {:>8.2} {:>8.2} {:>9.2} {:>12.0} {:>13.0} {:>9.3}",
+            s.name,
+            w.ops_per_s,
+            w.db_waf,
+            w.ssd_waf,
+            w.total_waf,
+            w.logical_bytes_per_op,
+            w.physical_bytes_per_op,
+            w.hit_ratio
+        );
+    }
+    println!(
+        "\nsteady state = the last interval of each run; OPS in virtual time (flashsim timing model)."
+    );
+    for s in &r.runs {
+        println!(
+            "  {:<16} {}: {} records ({:.0}% fill), {} ops, p99 latency {:.0} us",
+            s.name,
+            s.description,
+            s.records,
+            s.fill_achieved * 100.0,
+            s.run.ops,
+            s.latency.p99_ns as f64 / 1e3
+        );
+    }
+}
+
+fn write_json(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Run(format!("cannot create {}: {e}", dir.display())))?;
+        }
+    }
+    let json = serde_json::to_string_pretty(r).map_err(|e| CliError::Run(e.to_string()))?;
+    std::fs::write(path, format!("{json}\n"))
+        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))
+}
+
+pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
+    match cmd {
+        BenchCommand::Ycsb(args) => {
+            let show = std::io::stderr().is_terminal() && !args.json;
+            let r = run_ycsb(args, show)?;
+            if let Some(p) = &args.out {
+                write_json(p, &r)?;
+            }
+            if args.json {
+                let json =
+                    serde_json::to_string_pretty(&r).map_err(|e| CliError::Run(e.to_string()))?;
+                super::human::print_stdout(&json);
+            } else {
+                print_table(&r);
+            }
+            Ok(())
+        }
+        BenchCommand::Wall(args) => {
+            let mut results = Vec::new();
+            for &w in &args.workloads {
+                for &threads in &args.threads {
+                    let cfg = WallConfig {
+                        ycsb: YcsbConfig {
+                            workload: w,
+                            record_count: args.records,
+                            value_bytes: args.value_size,
+                            seed: args.seed,
+                            ..YcsbConfig::default()
+                        },
+                        threads,
+                        duration_ms: (args.seconds * 1000.0) as u64,
+                    };
+                    let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
+                    if !args.json {
+                        println!(
+                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts)",
+                            r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts
+                        );
+                    }
+                    results.push(r);
+                }
+            }
+            if args.json {
+                let json = serde_json::to_string_pretty(&results)
+                    .map_err(|e| CliError::Run(e.to_string()))?;
+                super::human::print_stdout(&json);
+            }
+            Ok(())
+        }
+        BenchCommand::Device(args) => super::device::main(args),
+    }
+}
+
+/// Writes the report JSON (for `wafer demo`).
+pub fn save(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
+    write_json(path, r)
+}

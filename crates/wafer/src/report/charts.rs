@@ -1,0 +1,421 @@
+//! SVG charts for the HTML report, drawn with plotters' SVG backend.
+//!
+//! The SVG backend writes text as plain `<text>` elements (the browser picks the font), so no font
+//! files are read here. Legends are drawn by the page in HTML, next to each chart, so they never
+//! cover data; a chart only draws axes, grid, lines and bars. Points that are not finite are
+//! dropped, and a chart without any data still renders (axes and a "no data" note).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Font family of every label (the browser resolves it).
+const FONT: &str = "sans-serif";
+/// Font sizes in plotters units (the SVG backend writes `size / 1.24` px).
+const TICK_FONT: f64 = 19.0;
+const DESC_FONT: f64 = 20.0;
+const CAPTION_FONT: f64 = 21.0;
+
+/// Run colours: the Okabe-Ito palette (readable by most colour-blind readers) without its yellow,
+/// which is too light on white, plus a purple and a dark grey.
+pub const RUN_COLORS: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(106, 61, 154),  // purple
+    RGBColor(80, 80, 80),    // dark grey
+];
+
+/// The colour of run `i` (repeats after eight runs).
+pub fn run_color(i: usize) -> RGBColor {
+    RUN_COLORS[i % RUN_COLORS.len()]
+}
+
+/// `#rrggbb` of a colour, for the HTML legends.
+pub fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// One line of a line chart.
+pub struct Line {
+    pub color: RGBColor,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A panel of a line chart: axes descriptions and lines.
+pub struct LinePanel<'a> {
+    /// Drawn above the plot when set (used when several panels share one SVG).
+    pub caption: Option<&'a str>,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub lines: &'a [Line],
+}
+
+/// One category of a stacked bar.
+pub struct Segment {
+    pub label: &'static str,
+    pub color: RGBColor,
+}
+
+/// One stacked bar: a value per segment, in the order of the segments.
+pub struct Bar {
+    pub label: String,
+    pub values: Vec<f64>,
+}
+
+type DrawResult<T> = Result<T, String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    format!("drawing a chart failed: {e}")
+}
+
+/// A number as an axis tick label: at most three significant decimals, no trailing zeros.
+pub fn tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let a = v.abs();
+    let s = if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
+}
+
+/// Axis range `[lo, hi)` covering `values` and zero, with headroom above; never empty.
+fn range_from_zero(values: impl Iterator<Item = f64>, headroom: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if hi - lo < 1e-9 {
+        return (lo, lo + 1.0);
+    }
+    (lo, hi + (hi - lo) * headroom)
+}
+
+/// A line chart with one panel.
+pub fn line_chart(panel: &LinePanel<'_>, size: (u32, u32)) -> DrawResult<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw_line_panel(&root, panel)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Line charts side by side in one SVG (one row, a panel each).
+pub fn line_panels(panels: &[LinePanel<'_>], size: (u32, u32)) -> DrawResult<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let areas = root.split_evenly((1, panels.len().max(1)));
+        for (area, panel) in areas.iter().zip(panels) {
+            draw_line_panel(area, panel)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn draw_line_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &LinePanel<'_>,
+) -> DrawResult<()> {
+    let lines: Vec<(RGBColor, Vec<(f64, f64)>)> = panel
+        .lines
+        .iter()
+        .map(|l| (l.color, finite(&l.points)))
+        .collect();
+    let (x0, x1) = range_from_zero(lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)), 0.02);
+    let (y0, y1) = range_from_zero(lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)), 0.08);
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin_top(14)
+        .margin_right(24)
+        .margin_left(6)
+        .margin_bottom(6)
+        .x_label_area_size(50)
+        .y_label_area_size(76);
+    if let Some(caption) = panel.caption {
+        builder.caption(
+            caption,
+            (FONT, CAPTION_FONT).into_font().style(FontStyle::Bold),
+        );
+    }
+    let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
+    let fmt = |v: &f64| tick(*v);
+    chart
+        .configure_mesh()
+        .x_desc(panel.x_desc)
+        .y_desc(panel.y_desc)
+        .x_labels(8)
+        .y_labels(7)
+        .x_label_formatter(&fmt)
+        .y_label_formatter(&fmt)
+        .label_style((FONT, TICK_FONT).into_font().color(&RGBColor(40, 40, 40)))
+        .axis_desc_style((FONT, DESC_FONT).into_font().color(&BLACK))
+        .bold_line_style(RGBColor(224, 224, 224).stroke_width(1))
+        .max_light_lines(0)
+        .axis_style(RGBColor(90, 90, 90).stroke_width(1))
+        .draw()
+        .map_err(err)?;
+    let mut any = false;
+    for (color, points) in &lines {
+        if points.is_empty() {
+            continue;
+        }
+        any = true;
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?;
+        // Markers show where the samples are when there are few of them.
+        if points.len() <= 60 {
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+        }
+    }
+    if !any {
+        no_data(area)?;
+    }
+    Ok(())
+}
+
+fn no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> DrawResult<()> {
+    let (w, h) = area.dim_in_pixel();
+    let style = (FONT, DESC_FONT)
+        .into_font()
+        .color(&RGBColor(120, 120, 120))
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    area.draw(&Text::new(
+        "no data",
+        ((w / 2) as i32, (h / 2) as i32),
+        style,
+    ))
+    .map_err(err)
+}
+
+/// Horizontal stacked bars, one per entry of `bars`, first bar on top; the total of each bar is
+/// written at its end and its label left of the axis.
+///
+/// The bar axis is continuous (bar `i` of `n` spans `n - 1 - i .. n - i`) and the labels are
+/// placed in pixels, so no discrete coordinate or tick computation is involved.
+pub fn stacked_bars(
+    segments: &[Segment],
+    bars: &[Bar],
+    x_desc: &str,
+    width: u32,
+) -> DrawResult<String> {
+    let n = bars.len().max(1);
+    let height = 100 + 60 * n as u32;
+    let totals: Vec<f64> = bars
+        .iter()
+        .map(|b| b.values.iter().filter(|v| v.is_finite() && **v > 0.0).sum())
+        .collect();
+    let (_, x1) = range_from_zero(totals.iter().copied(), 0.14);
+    let longest = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(4);
+    // About 8.5 px per character at the tick font size, within sane bounds; longer labels are
+    // shortened below.
+    const MAX_LABEL_AREA: u32 = 300;
+    let wanted = longest as u32 * 17 / 2 + 24;
+    let label_area = wanted.clamp(80, MAX_LABEL_AREA);
+    let max_chars = if wanted <= MAX_LABEL_AREA {
+        longest
+    } else {
+        ((MAX_LABEL_AREA - 24) * 2 / 17) as usize
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin_top(14)
+            .margin_right(24)
+            .margin_left(6)
+            .margin_bottom(6)
+            .x_label_area_size(50)
+            .y_label_area_size(label_area)
+            .build_cartesian_2d(0.0..x1, 0.0..n as f64)
+            .map_err(err)?;
+        let fmt = |v: &f64| tick(*v);
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_desc(x_desc)
+            .x_labels(10)
+            .x_label_formatter(&fmt)
+            .label_style((FONT, TICK_FONT).into_font().color(&RGBColor(40, 40, 40)))
+            .axis_desc_style((FONT, DESC_FONT).into_font().color(&BLACK))
+            .bold_line_style(RGBColor(224, 224, 224).stroke_width(1))
+            .max_light_lines(0)
+            .axis_style(RGBColor(90, 90, 90).stroke_width(1))
+            .draw()
+            .map_err(err)?;
+        let label_style = (FONT, TICK_FONT)
+            .into_font()
+            .color(&RGBColor(40, 40, 40))
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        let total_style = (FONT, TICK_FONT)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, bar) in bars.iter().enumerate() {
+            let bottom = (n - 1 - i) as f64;
+            let (lo, hi, mid) = (bottom + 0.2, bottom + 0.8, bottom + 0.5);
+            let mut left = 0.0;
+            for (seg, v) in segments.iter().zip(&bar.values) {
+                if !(v.is_finite() && *v > 0.0) {
+                    continue;
+                }
+                let right = left + v;
+                // A thin white outline keeps neighbouring segments apart.
+                chart
+                    .draw_series([
+                        Rectangle::new([(left, lo), (right, hi)], seg.color.filled()),
+                        Rectangle::new([(left, lo), (right, hi)], WHITE.stroke_width(1)),
+                    ])
+                    .map_err(err)?;
+                left = right;
+            }
+            let text = if totals[i] > 0.0 {
+                format!("{:.2}", totals[i])
+            } else {
+                "no user writes".to_string()
+            };
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((left, mid)) + Text::new(text, (6, 0), total_style.clone()),
+                ))
+                .map_err(err)?;
+            let (px, py) = chart.backend_coord(&(0.0, mid));
+            root.draw(&Text::new(
+                shorten(&bar.label, max_chars),
+                (px - 8, py),
+                label_style.clone(),
+            ))
+            .map_err(err)?;
+        }
+        if bars.is_empty() {
+            no_data(&root)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// `s` cut to `max` characters with an ellipsis (the page's tables carry the full name).
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_short() {
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(1200.0), "1200");
+        assert_eq!(tick(12.5), "12.5");
+        assert_eq!(tick(2.0), "2");
+        assert_eq!(tick(1.25), "1.25");
+        assert_eq!(tick(0.125), "0.125");
+        assert_eq!(tick(f64::NAN), "");
+    }
+
+    #[test]
+    fn ranges_never_empty() {
+        assert_eq!(range_from_zero(std::iter::empty(), 0.1), (0.0, 1.0));
+        assert_eq!(range_from_zero([f64::NAN].into_iter(), 0.1), (0.0, 1.0));
+        let (lo, hi) = range_from_zero([2.0, 4.0].into_iter(), 0.5);
+        assert_eq!((lo, hi), (0.0, 6.0));
+    }
+
+    #[test]
+    fn empty_charts_render() {
+        let svg = line_chart(
+            &LinePanel {
+                caption: None,
+                x_desc: "x",
+                y_desc: "y",
+                lines: &[Line {
+                    color: run_color(0),
+                    points: vec![(f64::NAN, 1.0)],
+                }],
+            },
+            (400, 300),
+        )
+        .unwrap();
+        assert!(svg.contains("no data"));
+        assert!(!svg.contains("NaN"));
+        let svg = stacked_bars(&[], &[], "x", 400).unwrap();
+        assert!(svg.contains("no data"));
+        for n in 1..=9 {
+            let bars: Vec<Bar> = (0..n)
+                .map(|i| Bar {
+                    label: format!("run {i}"),
+                    values: vec![1.0, i as f64],
+                })
+                .collect();
+            let segments = [
+                Segment {
+                    label: "a",
+                    color: RUN_COLORS[0],
+                },
+                Segment {
+                    label: "b",
+                    color: RUN_COLORS[1],
+                },
+            ];
+            let svg = stacked_bars(&segments, &bars, "x", 600).unwrap();
+            assert!(svg.contains(&format!("run {}", n - 1)));
+        }
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abc", 4), "abc");
+    }
+}

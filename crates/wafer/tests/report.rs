@@ -1,0 +1,315 @@
+//! `wafer report`: renders synthetic benchmark results and checks the page, and rejects bad input
+//! with a clear message and exit code 2.
+
+use flashsim::{LatencySummary, WearReport};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use wafer_workloads::bench::{
+    BenchConfig, BenchReport, BenchSummary, Breakdown, Preset, SeriesRow, Window,
+};
+use wafer_workloads::YcsbConfig;
+
+const MIB: u64 = 1 << 20;
+
+fn window(ops: u64, secs: f64, db_waf: f64, ssd_waf: f64, user_bytes: u64) -> Window {
+    let issued = (user_bytes as f64 * db_waf) as u64;
+    let media = (issued as f64 * ssd_waf) as u64;
+    Window {
+        ops,
+        txns: ops,
+        virtual_s: secs,
+        ops_per_s: ops as f64 / secs,
+        db_waf,
+        ssd_waf,
+        total_waf: db_waf * ssd_waf,
+        user_bytes,
+        db_issued_bytes: issued,
+        ssd_host_bytes: issued,
+        ssd_media_bytes: media,
+        logical_bytes_per_op: issued as f64 / ops as f64,
+        physical_bytes_per_op: media as f64 / ops as f64,
+        wal_bytes_per_op: 180.0,
+        hit_ratio: 0.87,
+        page_reads_per_op: 0.4,
+        checkpoint_flush_share: 0.3,
+    }
+}
+
+fn series(rows: usize, ops_per_s: f64, db_waf: f64, ssd_waf: f64) -> Vec<SeriesRow> {
+    (1..=rows)
+        .map(|i| {
+            let t = i as f64 * 2.5;
+            let ops = (t * ops_per_s) as u64;
+            SeriesRow {
+                virtual_s: t,
+                ops,
+                txns: ops,
+                ops_per_s: ops_per_s * (1.0 - 0.05 * i as f64),
+                hit_ratio: 0.85,
+                read_mb: 10.0,
+                write_mb: 16.0,
+                eviction_mb: 6.0,
+                checkpoint_mb: 2.0,
+                doublewrite_mb: 8.0,
+                db_gc_mb: 0.0,
+                wal_mb: 1.0,
+                db_waf,
+                ssd_waf: ssd_waf + 0.1 * i as f64,
+                db_waf_cumulative: db_waf,
+                ssd_waf_cumulative: ssd_waf,
+                media_mb_cumulative: i as f64 * 16.0 * db_waf * ssd_waf,
+            }
+        })
+        .collect()
+}
+
+fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchSummary {
+    let dw = preset.doublewrite();
+    let db_waf = if dw { 2.0 } else { 1.0 };
+    let ssd_waf = if dw { 1.6 } else { 1.9 };
+    let ops_per_s = if dw { 41_000.0 } else { 63_000.0 };
+    let user = 64 * MIB;
+    let config = BenchConfig::new(preset, 64 * MIB, 0.12, YcsbConfig::default());
+    let run = window(500_000, 10.0, db_waf, ssd_waf, user);
+    BenchSummary {
+        name: name.to_string(),
+        description: description.to_string(),
+        config,
+        records: 50_000,
+        fill_achieved: 0.89,
+        load: window(50_000, 1.0, 1.0, 1.0, 16 * MIB),
+        steady: window(50_000, 1.2, db_waf, ssd_waf + 0.05, 8 * MIB),
+        bytes: Breakdown {
+            user_bytes: user,
+            doublewrite_bytes: if dw { user } else { 0 },
+            db_gc_bytes: 0,
+            compensation_bytes: 0,
+            padding_bytes: 0,
+            db_issued_bytes: run.db_issued_bytes,
+            ssd_gc_bytes: run.ssd_media_bytes - run.ssd_host_bytes,
+            ssd_media_bytes: run.ssd_media_bytes,
+            wal_bytes: 90 * MIB,
+        },
+        run,
+        aborts: 3,
+        latency: LatencySummary {
+            count: 500_000,
+            mean_ns: 350_000.0,
+            p50_ns: 300_000,
+            p99_ns: 1_200_000,
+            p999_ns: 2_500_000,
+            p9999_ns: 4_000_000,
+            max_ns: 9_000_000,
+        },
+        ssd_gc_runs: 120,
+        ssd_erases: 480,
+        wear: WearReport {
+            pe_limit: 3000,
+            life_used: 0.0004,
+            ..WearReport::default()
+        },
+        series: series(rows, ops_per_s, db_waf, ssd_waf),
+    }
+}
+
+fn two_runs() -> BenchReport {
+    BenchReport {
+        title: "YCSB-A <zipf 0.99> & friends".to_string(),
+        runs: vec![
+            summary(
+                "in-place",
+                "fixed homes, doublewrite <b>buffer</b>",
+                Preset::InPlace,
+                4,
+            ),
+            summary(
+                "in-place-nodw",
+                "fixed homes, no doublewrite",
+                Preset::InPlaceNoDw,
+                3,
+            ),
+        ],
+    }
+}
+
+fn write_json(dir: &Path, name: &str, report: &BenchReport) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(report).unwrap()).unwrap();
+    path
+}
+
+fn wafer(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .arg("report")
+        .args(args)
+        .output()
+        .expect("run wafer")
+}
+
+fn render(inputs: &[PathBuf], out: &Path) -> String {
+    let mut args: Vec<&std::ffi::OsStr> = inputs.iter().map(|p| p.as_os_str()).collect();
+    args.push("-o".as_ref());
+    args.push(out.as_os_str());
+    let o = wafer(&args);
+    assert!(
+        o.status.success(),
+        "wafer report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::read_to_string(out).expect("report written")
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// `word` occurs as a whole word (not inside another word such as "information").
+fn has_word(hay: &str, word: &str) -> bool {
+    hay.match_indices(word).any(|(i, _)| {
+        let before = hay[..i].chars().next_back();
+        let after = hay[i + word.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
+    })
+}
+
+/// Checks that hold for every page.
+fn check_page(html: &str, charts: usize) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+    assert_eq!(count(html, "<svg "), charts, "one <svg> per chart");
+    assert_eq!(count(html, "</svg>"), charts, "balanced <svg>");
+    for (open, close) in [
+        ("<table>", "</table>"),
+        ("<tr>", "</tr>"),
+        ("<figure ", "</figure>"),
+        ("<details>", "</details>"),
+        ("<text ", "</text>"),
+    ] {
+        assert_eq!(count(html, open), count(html, close), "balanced {open}");
+    }
+    for bad in ["NaN", "inf", "Infinity", "undefined"] {
+        assert!(!has_word(html, bad), "page contains {bad:?}");
+    }
+    assert!(!html.contains("<script"), "no scripts");
+    assert!(!html.contains("src="), "no external resources");
+    assert!(!html.contains("<link"), "no external stylesheets");
+}
+
+#[test]
+fn renders_tables_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_json(dir.path(), "bench.json", &two_runs());
+    let out = dir.path().join("out/report.html");
+    let html = render(&[input], &out);
+    check_page(&html, 4);
+
+    // Header: the title and the descriptions, escaped.
+    assert!(html.contains("<title>YCSB-A &lt;zipf 0.99&gt; &amp; friends</title>"));
+    assert!(html.contains("fixed homes, doublewrite &lt;b&gt;buffer&lt;/b&gt;"));
+    assert!(!html.contains("<b>buffer"));
+    // Key config: device size, fill, buffer, workload, clients, seed.
+    assert!(html.contains("64 MiB"));
+    assert!(html.contains("90.0% / 89.0%"));
+    assert!(html.contains("10.0% of data"));
+    assert!(html.contains("YCSB-A, zipf:0.99"));
+    assert!(html.contains("<td>16 (8)</td>"));
+    assert!(html.contains("<td>42</td>"));
+
+    // The comparison table: a row per run with the steady window's numbers.
+    let row = |name: &str| -> String {
+        let start = html
+            .find(&format!("</span>{name}</td><td>"))
+            .unwrap_or_else(|| panic!("row of {name}"));
+        html[start..start + html[start..].find("</tr>").unwrap()].to_string()
+    };
+    let a = row("in-place");
+    assert!(a.contains("41,667"), "steady OPS: {a}");
+    assert!(a.contains("<td>2.00</td>"), "DB WAF: {a}");
+    assert!(a.contains("<td class=\"best\">1.65</td>"), "SSD WAF: {a}");
+    assert!(a.contains("<td>3.30</td>"), "total WAF: {a}");
+    assert!(a.contains("<td>87.0%</td>"), "hit ratio: {a}");
+    let b = row("in-place-nodw");
+    assert!(
+        b.contains("<td class=\"best\">1.00</td>"),
+        "best DB WAF: {b}"
+    );
+
+    // The breakdown: user 1 + doublewrite 1 + SSD GC 1.2 = total WAF 3.2 for the first run.
+    assert!(html.contains(
+        "<td>1.000</td><td>1.000</td><td>0.000</td><td>0.000</td><td>1.200</td><td>3.200</td>"
+    ));
+    // Bar labels are whole run names.
+    let bars = &html[html.find("id=\"fig-breakdown\"").unwrap()..];
+    let bars = &bars[..bars.find("</svg>").unwrap()];
+    assert!(bars.contains(">\nin-place-nodw\n</text>"), "bar label");
+    // The figures and their axes.
+    for id in ["fig-breakdown", "fig-throughput", "fig-media", "fig-waf"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "figure {id}");
+    }
+    for axis in [
+        "bytes written per user byte",
+        "throughput per interval (kops/s)",
+        "virtual time since the run started (s)",
+        "transactions (thousands)",
+        "cumulative flash (media) writes (MB)",
+        "DB WAF per interval",
+        "SSD WAF per interval",
+    ] {
+        assert!(html.contains(axis), "axis {axis:?}");
+    }
+    assert!(!html.contains("no data"));
+}
+
+#[test]
+fn empty_series_and_many_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut one = two_runs();
+    for r in &mut one.runs {
+        r.series.clear();
+    }
+    let a = write_json(dir.path(), "a.json", &one);
+    let html = render(std::slice::from_ref(&a), &dir.path().join("empty.html"));
+    check_page(&html, 4);
+    assert!(html.contains("no data"));
+    assert!(html.contains("(no series data)"));
+
+    // Eight runs from four files, with repeated names: labels are made unique.
+    let b = write_json(dir.path(), "b.json", &two_runs());
+    let c = write_json(dir.path(), "c.json", &two_runs());
+    let d = write_json(dir.path(), "d.json", &two_runs());
+    let html = render(&[a, b, c, d], &dir.path().join("many.html"));
+    check_page(&html, 4);
+    assert!(html.contains("in-place-nodw #4"));
+    assert!(html.contains("d.json"));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    let check = |input: &Path, expect: &str| {
+        let o = wafer(&[input.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "exit code for {expect}: {err}");
+        assert!(err.contains(expect), "expected {expect:?} in {err:?}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "no page written on error");
+    };
+    check(&dir.path().join("missing.json"), "cannot read");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"title\": \"x\", \"runs\": [").unwrap();
+    check(&bad, "is not valid JSON");
+    let wrong = dir.path().join("wrong.json");
+    std::fs::write(&wrong, "{\"title\": \"x\", \"rows\": []}").unwrap();
+    check(&wrong, "is not a wafer benchmark result");
+    let none = dir.path().join("none.json");
+    std::fs::write(&none, "{\"title\": \"x\", \"runs\": []}").unwrap();
+    check(&none, "no benchmark runs");
+
+    // No input at all is a usage error too.
+    let o = Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .arg("report")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

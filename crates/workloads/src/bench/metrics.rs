@@ -1,0 +1,224 @@
+//! Metrics of a benchmark run, computed only from raw counters: the engine's (`DbStats`) and the
+//! data SSD's (`flashsim::Counters`). Two snapshots give a window; nothing is kept on the side.
+//!
+//! Definitions (DESIGN.md, after paper 002 section 7.1):
+//! * user bytes: pages written for eviction or checkpointing, one page each;
+//! * DB-issued bytes: everything the engine wrote to the data device;
+//! * DB WAF = DB-issued / user; SSD WAF = media / host bytes of the data SSD;
+//! * total WAF = DB WAF x SSD WAF (= media / user when the SSD saw exactly the DB-issued bytes).
+//!
+//! Field names carry their units (`_bytes`, `_mb`, `_s`, `_per_op`); docs/metrics.md defines each.
+
+#![allow(missing_docs)]
+
+use super::BenchConfig;
+use flashsim::{Counters, LatencySummary, WearReport};
+use serde::{Deserialize, Serialize};
+use wafer_engine::DbStats;
+
+/// Counters at one instant of a run.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub ops: u64,
+    pub txns: u64,
+    pub t_ns: u64,
+    pub db: DbStats,
+    pub ssd: Counters,
+}
+
+/// Metrics over a window between two snapshots.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub ops: u64,
+    pub txns: u64,
+    pub virtual_s: f64,
+    pub ops_per_s: f64,
+    pub db_waf: f64,
+    pub ssd_waf: f64,
+    pub total_waf: f64,
+    pub user_bytes: u64,
+    pub db_issued_bytes: u64,
+    pub ssd_host_bytes: u64,
+    pub ssd_media_bytes: u64,
+    pub logical_bytes_per_op: f64,
+    pub physical_bytes_per_op: f64,
+    pub wal_bytes_per_op: f64,
+    pub hit_ratio: f64,
+    pub page_reads_per_op: f64,
+    /// Share of page writes done by the checkpointer (the rest: eviction and cleaner).
+    pub checkpoint_flush_share: f64,
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// The window between `a` (earlier) and `b`.
+pub fn window(a: &Snapshot, b: &Snapshot) -> Window {
+    let wa = &a.db.writes;
+    let wb = &b.db.writes;
+    let user = wb.user_write_bytes - wa.user_write_bytes;
+    let issued = wb.db_write_bytes - wa.db_write_bytes;
+    let host = b.ssd.host_write_bytes - a.ssd.host_write_bytes;
+    let media = b.ssd.media_write_bytes - a.ssd.media_write_bytes;
+    let ops = b.ops - a.ops;
+    let dt = b.t_ns.saturating_sub(a.t_ns);
+    let db_waf = if user == 0 { 1.0 } else { ratio(issued, user) };
+    let ssd_waf = if host == 0 { 1.0 } else { ratio(media, host) };
+    let hits = b.db.pool.hits - a.db.pool.hits;
+    let misses = b.db.pool.misses - a.db.pool.misses;
+    let ck = wb.checkpoint_writes - wa.checkpoint_writes;
+    let ev = (wb.eviction_writes - wa.eviction_writes) + (wb.shutdown_writes - wa.shutdown_writes);
+    let wal = b.db.wal.bytes_written - a.db.wal.bytes_written;
+    Window {
+        ops,
+        txns: b.txns - a.txns,
+        virtual_s: dt as f64 / 1e9,
+        ops_per_s: if dt == 0 {
+            0.0
+        } else {
+            ops as f64 * 1e9 / dt as f64
+        },
+        db_waf,
+        ssd_waf,
+        total_waf: db_waf * ssd_waf,
+        user_bytes: user,
+        db_issued_bytes: issued,
+        ssd_host_bytes: host,
+        ssd_media_bytes: media,
+        logical_bytes_per_op: ratio(issued, ops),
+        physical_bytes_per_op: ratio(media, ops),
+        wal_bytes_per_op: ratio(wal, ops),
+        hit_ratio: if hits + misses == 0 {
+            1.0
+        } else {
+            ratio(hits, hits + misses)
+        },
+        page_reads_per_op: ratio(misses, ops),
+        checkpoint_flush_share: ratio(ck, ck + ev),
+    }
+}
+
+/// Where the bytes went (run phase), paper 002 Figure 13b style.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// User writes as stored (uncompressed pages today).
+    pub user_bytes: u64,
+    pub doublewrite_bytes: u64,
+    /// DB garbage collection copies (out-of-place write paths).
+    pub db_gc_bytes: u64,
+    /// NoWA compensation writes.
+    pub compensation_bytes: u64,
+    pub padding_bytes: u64,
+    pub db_issued_bytes: u64,
+    /// Bytes the data SSD's GC relocated.
+    pub ssd_gc_bytes: u64,
+    pub ssd_media_bytes: u64,
+    /// Bytes written to the log device.
+    pub wal_bytes: u64,
+}
+
+pub fn breakdown(a: &Snapshot, b: &Snapshot) -> Breakdown {
+    let wa = &a.db.writes;
+    let wb = &b.db.writes;
+    let dw = wb.doublewrite_bytes - wa.doublewrite_bytes;
+    let issued = wb.db_write_bytes - wa.db_write_bytes;
+    Breakdown {
+        user_bytes: issued - dw,
+        doublewrite_bytes: dw,
+        db_gc_bytes: 0,
+        compensation_bytes: 0,
+        padding_bytes: 0,
+        db_issued_bytes: issued,
+        ssd_gc_bytes: b.ssd.gc_write_bytes - a.ssd.gc_write_bytes,
+        ssd_media_bytes: b.ssd.media_write_bytes - a.ssd.media_write_bytes,
+        wal_bytes: b.db.wal.bytes_written - a.db.wal.bytes_written,
+    }
+}
+
+/// One row of the per-interval series.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesRow {
+    pub virtual_s: f64,
+    pub ops: u64,
+    pub txns: u64,
+    pub ops_per_s: f64,
+    pub hit_ratio: f64,
+    pub read_mb: f64,
+    pub write_mb: f64,
+    pub eviction_mb: f64,
+    pub checkpoint_mb: f64,
+    pub doublewrite_mb: f64,
+    pub db_gc_mb: f64,
+    pub wal_mb: f64,
+    pub db_waf: f64,
+    pub ssd_waf: f64,
+    pub db_waf_cumulative: f64,
+    pub ssd_waf_cumulative: f64,
+    /// Media bytes written by the data SSD since the run started, cumulative.
+    pub media_mb_cumulative: f64,
+}
+
+const MB: f64 = 1e6;
+
+pub fn series_row(start: &Snapshot, a: &Snapshot, b: &Snapshot, page_size: u32) -> SeriesRow {
+    let w = window(a, b);
+    let c = window(start, b);
+    let wa = &a.db.writes;
+    let wb = &b.db.writes;
+    let ps = page_size as f64;
+    SeriesRow {
+        virtual_s: (b.t_ns - start.t_ns) as f64 / 1e9,
+        ops: b.ops - start.ops,
+        txns: b.txns - start.txns,
+        ops_per_s: w.ops_per_s,
+        hit_ratio: w.hit_ratio,
+        read_mb: (wb.read_bytes - wa.read_bytes) as f64 / MB,
+        write_mb: w.db_issued_bytes as f64 / MB,
+        eviction_mb: (wb.eviction_writes - wa.eviction_writes) as f64 * ps / MB,
+        checkpoint_mb: (wb.checkpoint_writes - wa.checkpoint_writes) as f64 * ps / MB,
+        doublewrite_mb: (wb.doublewrite_bytes - wa.doublewrite_bytes) as f64 / MB,
+        db_gc_mb: 0.0,
+        wal_mb: (b.db.wal.bytes_written - a.db.wal.bytes_written) as f64 / MB,
+        db_waf: w.db_waf,
+        ssd_waf: w.ssd_waf,
+        db_waf_cumulative: c.db_waf,
+        ssd_waf_cumulative: c.ssd_waf,
+        media_mb_cumulative: c.ssd_media_bytes as f64 / MB,
+    }
+}
+
+/// The result of one benchmark run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchSummary {
+    pub name: String,
+    pub description: String,
+    pub config: BenchConfig,
+    /// Records loaded and the fill of the data device they reached.
+    pub records: u64,
+    pub fill_achieved: f64,
+    pub load: Window,
+    /// The whole measured run.
+    pub run: Window,
+    /// The last interval of the run (steady state).
+    pub steady: Window,
+    pub bytes: Breakdown,
+    pub aborts: u64,
+    pub latency: LatencySummary,
+    pub ssd_gc_runs: u64,
+    pub ssd_erases: u64,
+    pub wear: WearReport,
+    pub series: Vec<SeriesRow>,
+}
+
+/// The output file of `wafer bench`: every run of one command, compared side by side.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// What was run (workload and shared settings), for titles.
+    pub title: String,
+    pub runs: Vec<BenchSummary>,
+}

@@ -1,0 +1,162 @@
+//! Engine benchmarks: YCSB on the wafer engine over simulated SSDs, in virtual time
+//! ([`vtime`]) or on real threads ([`wall`]), with the metrics of DESIGN.md computed from the raw
+//! engine and device counters ([`metrics`]).
+//!
+//! A run loads the database to a target fill of the data device, then runs the workload until the
+//! DB-issued writes reach a multiple of the data device's capacity (steady state), recording a
+//! series of interval rows and a final summary. Everything a run depends on is in its
+//! [`BenchConfig`], which the summary carries; the same config gives the same summary.
+
+pub mod metrics;
+pub mod vtime;
+pub mod wall;
+
+use crate::ycsb::YcsbConfig;
+use flashsim::{Geometry, SsdConfig};
+use serde::{Deserialize, Serialize};
+
+/// A write-path configuration of the engine (the rows of paper 002 Table 1 as they land).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// In-place writes with the doublewrite buffer (the baseline of every paper here).
+    InPlace,
+    /// In-place writes without the doublewrite buffer (torn pages are only detected).
+    InPlaceNoDw,
+}
+
+impl Preset {
+    /// Every configuration, in the order of paper 002 Table 1.
+    pub const ALL: [Preset; 2] = [Preset::InPlace, Preset::InPlaceNoDw];
+
+    /// The configuration's name on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::InPlace => "in-place",
+            Preset::InPlaceNoDw => "in-place-nodw",
+        }
+    }
+
+    /// One line describing it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Preset::InPlace => "fixed homes, doublewrite buffer",
+            Preset::InPlaceNoDw => "fixed homes, no doublewrite",
+        }
+    }
+
+    /// Whether the engine runs with the doublewrite buffer.
+    pub fn doublewrite(self) -> bool {
+        matches!(self, Preset::InPlace)
+    }
+}
+
+impl std::str::FromStr for Preset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Preset, String> {
+        Preset::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown configuration '{s}' (known: {})", names.join(", "))
+            })
+    }
+}
+
+/// Everything a benchmark run depends on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    /// The write-path configuration.
+    pub preset: Preset,
+    /// The data SSD (flashsim, data mode). Its logical capacity is the data device.
+    pub data_ssd: SsdConfig,
+    /// The log SSD (a separate device, as in every paper here).
+    pub log_ssd: SsdConfig,
+    /// Engine page size in bytes.
+    pub page_size: u32,
+    /// Fraction of the data device the load fills (paper 002: 0.9).
+    pub fill: f64,
+    /// Buffer pool size as a fraction of the loaded data (paper 002's OOM setting: 0.1).
+    pub buffer_fraction: f64,
+    /// The workload (its record count is set by the load).
+    pub ycsb: YcsbConfig,
+    /// Closed-loop clients (each runs one transaction at a time).
+    pub clients: u32,
+    /// Simulated CPU cores shared by the clients.
+    pub cores: u32,
+    /// CPU time of one operation, virtual ns.
+    pub cpu_ns_per_op: u64,
+    /// Stop when DB-issued writes since the load reach this multiple of the data capacity.
+    pub capacity_multiple: f64,
+    /// Or stop after this many operations (whichever comes first).
+    pub max_ops: Option<u64>,
+    /// A series row each time DB-issued writes grow by this fraction of the data capacity.
+    pub interval_fraction: f64,
+    /// Background maintenance (checkpointer, page cleaner) runs every this many virtual us.
+    pub maintenance_every_us: u64,
+}
+
+impl BenchConfig {
+    /// The paper 002 setting, scaled down: a `data_bytes` data SSD with `spare_factor`, 90% fill,
+    /// buffer pool of 10% of the data, YCSB as given.
+    pub fn new(preset: Preset, data_bytes: u64, spare_factor: f64, ycsb: YcsbConfig) -> Self {
+        BenchConfig {
+            preset,
+            data_ssd: bench_ssd(data_bytes, spare_factor),
+            log_ssd: bench_ssd((data_bytes / 8).max(32 << 20), 0.2),
+            page_size: 4096,
+            fill: 0.9,
+            buffer_fraction: 0.1,
+            ycsb,
+            clients: 16,
+            cores: 8,
+            cpu_ns_per_op: 5_000,
+            capacity_multiple: 4.0,
+            max_ops: None,
+            interval_fraction: 0.25,
+            maintenance_every_us: 1_000,
+        }
+    }
+
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), String> {
+        self.data_ssd.validate().map_err(|e| e.to_string())?;
+        self.log_ssd.validate().map_err(|e| e.to_string())?;
+        if !(0.05..=0.98).contains(&self.fill) {
+            return Err("fill must be in [0.05, 0.98]".into());
+        }
+        if !(0.001..=2.0).contains(&self.buffer_fraction) {
+            return Err("buffer_fraction must be in [0.001, 2]".into());
+        }
+        if self.clients == 0 || self.cores == 0 {
+            return Err("clients and cores must be at least 1".into());
+        }
+        if self.capacity_multiple.is_nan() || self.capacity_multiple <= 0.0 {
+            return Err("capacity_multiple must be positive".into());
+        }
+        if self.interval_fraction.is_nan() || self.interval_fraction <= 0.0 {
+            return Err("interval_fraction must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// A simulated SSD for engine benchmarks: 4 channels x 2 dies, 16 KiB pages, 32 pages per block
+/// (4 MiB superblocks), so small devices still have dozens of GC units; data kept in memory.
+pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
+    let g = Geometry {
+        channels: 4,
+        dies_per_channel: 2,
+        planes_per_die: 1,
+        blocks_per_plane: 1,
+        pages_per_block: 32,
+        page_size_bytes: 16 * 1024,
+    };
+    let mut cfg = SsdConfig::sized(g, logical_bytes, spare_factor);
+    cfg.data = flashsim::DataMode::Memory;
+    cfg
+}
+
+pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, Window};

@@ -1,0 +1,130 @@
+//! The wall-clock driver: real threads running YCSB on the engine over in-memory devices, with the
+//! whole data set cached; measures the engine's own throughput (CPU and latching), not a device.
+
+use super::vtime::BenchError;
+use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+use wafer_engine::{Db, DbConfig, Devices, Error};
+
+/// Settings of a wall-clock run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WallConfig {
+    /// The workload; `record_count` records are loaded.
+    pub ycsb: YcsbConfig,
+    /// Client threads.
+    pub threads: u32,
+    /// Length of the measured run.
+    pub duration_ms: u64,
+}
+
+/// Result of a wall-clock run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct WallResult {
+    pub config: WallConfig,
+    pub ops: u64,
+    pub aborts: u64,
+    pub seconds: f64,
+    pub ops_per_s: f64,
+    pub hit_ratio: f64,
+}
+
+/// Loads `cfg.ycsb.record_count` records into an in-memory database sized to cache them all,
+/// then runs `threads` threads for `duration_ms`.
+pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
+    let n = cfg.ycsb.record_count;
+    let bytes_per_record = (cfg.ycsb.key_bytes + cfg.ycsb.value_bytes) as u64 + 16;
+    let data_bytes = (n * bytes_per_record * 3).max(64 << 20);
+    let db_cfg = DbConfig {
+        buffer_pages: (data_bytes / 4096) as usize,
+        ..DbConfig::default()
+    };
+    let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
+    let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;
+    let tree = db.create_tree("usertable")?;
+    let gen = YcsbGenerator::new(&cfg.ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+    let mut i = 0;
+    while i < n {
+        let mut t = db.begin()?;
+        for _ in 0..100.min(n - i) {
+            t.put(&tree, &gen.load_key(i), &gen.load_value(i))?;
+            i += 1;
+        }
+        t.commit()?;
+    }
+    db.checkpoint()?;
+    let before = db.stats();
+    let deadline = Instant::now() + Duration::from_millis(cfg.duration_ms);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..cfg.threads)
+        .map(|th| {
+            let db = db.clone();
+            let tree = tree.clone();
+            let mut ycsb = cfg.ycsb.clone();
+            ycsb.seed = ycsb.seed.wrapping_add(th as u64 * 0x9E37_79B9);
+            std::thread::spawn(move || -> Result<(u64, u64), BenchError> {
+                let mut gen =
+                    YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+                let (mut ops, mut aborts) = (0u64, 0u64);
+                while Instant::now() < deadline {
+                    for _ in 0..64 {
+                        let op = gen.next_op();
+                        let mut t = db.begin()?;
+                        let r = match &op {
+                            YcsbOp::Read { key } => t.get(&tree, key).map(|_| ()),
+                            YcsbOp::Update { key, value }
+                            | YcsbOp::Insert { key, value }
+                            | YcsbOp::ReadModifyWrite { key, value } => {
+                                t.put(&tree, key, value).map(|_| ())
+                            }
+                            YcsbOp::Scan { start_key, len } => t
+                                .scan(
+                                    &tree,
+                                    (
+                                        std::ops::Bound::Included(&start_key[..]),
+                                        std::ops::Bound::Unbounded,
+                                    ),
+                                    false,
+                                    *len,
+                                )
+                                .map(|_| ()),
+                        };
+                        match r {
+                            Ok(()) => {
+                                t.commit()?;
+                                ops += 1;
+                            }
+                            Err(Error::Conflict { .. }) => {
+                                t.abort()?;
+                                aborts += 1;
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                Ok((ops, aborts))
+            })
+        })
+        .collect();
+    let (mut ops, mut aborts) = (0, 0);
+    for h in handles {
+        let (o, a) = h
+            .join()
+            .map_err(|_| BenchError::Config("a benchmark thread panicked".into()))??;
+        ops += o;
+        aborts += a;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let after = db.stats();
+    let hits = after.pool.hits - before.pool.hits;
+    let misses = after.pool.misses - before.pool.misses;
+    Ok(WallResult {
+        config: cfg.clone(),
+        ops,
+        aborts,
+        seconds,
+        ops_per_s: ops as f64 / seconds,
+        hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+    })
+}
