@@ -68,10 +68,30 @@ pub struct YcsbArgs {
     /// Write the JSON report (input of `wafer report`) here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write the per-interval series of every run here, one JSON object per line.
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+    /// A TOML file holding a full benchmark configuration (`wafer bench ycsb --dump-config`
+    /// prints one). It replaces the defaults and the workload/device flags; the preset of each
+    /// run still comes from --configs.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the configuration of the first run as TOML and exit.
+    #[arg(long)]
+    pub dump_config: bool,
 }
 
 impl YcsbArgs {
     fn config(&self, preset: Preset) -> Result<BenchConfig, CliError> {
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+            let mut cfg: BenchConfig = toml::from_str(&text)
+                .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))?;
+            cfg.preset = preset;
+            cfg.validate().map_err(CliError::Usage)?;
+            return Ok(cfg);
+        }
         let ycsb = YcsbConfig {
             workload: self.workload,
             // D reads the latest inserts (YCSB's standard); the others follow --theta.
@@ -246,10 +266,20 @@ fn write_json(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
 pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Ycsb(args) => {
+            if args.dump_config {
+                let preset = args.configs.first().copied().unwrap_or(Preset::InPlace);
+                let cfg = args.config(preset)?;
+                let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
+                super::human::print_stdout(text.trim_end());
+                return Ok(());
+            }
             let show = std::io::stderr().is_terminal() && !args.json;
             let r = run_ycsb(args, show)?;
             if let Some(p) = &args.out {
                 write_json(p, &r)?;
+            }
+            if let Some(p) = &args.series {
+                write_series(p, &r)?;
             }
             if args.json {
                 let json =
@@ -294,6 +324,23 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         }
         BenchCommand::Device(args) => super::device::main(args),
     }
+}
+
+/// Writes every run's series as JSON lines: `{"run": name, ...row}`.
+fn write_series(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
+    let mut out = String::new();
+    for run in &r.runs {
+        for row in &run.series {
+            let mut v = serde_json::to_value(row).map_err(|e| CliError::Run(e.to_string()))?;
+            if let serde_json::Value::Object(m) = &mut v {
+                m.insert("run".into(), serde_json::Value::String(run.name.clone()));
+            }
+            out.push_str(&v.to_string());
+            out.push('\n');
+        }
+    }
+    std::fs::write(path, out)
+        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Writes the report JSON (for `wafer demo`).

@@ -13,7 +13,7 @@ use wafer_workloads::bench::Preset;
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Logical size of the simulated data SSD.
-    #[arg(long, default_value = "256MiB", value_parser = super::size::parse_size)]
+    #[arg(long, default_value = "1GiB", value_parser = super::size::parse_size)]
     pub data_size: u64,
     /// Host writes to run after the load, as a multiple of the data device (steady state).
     #[arg(long, default_value_t = 4.0)]
@@ -43,6 +43,9 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         seed: args.seed,
         json: false,
         out: None,
+        series: None,
+        config: None,
+        dump_config: false,
     };
     println!(
         "wafer demo: every write-path configuration on the same YCSB-A workload, in virtual time\n"

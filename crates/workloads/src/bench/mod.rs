@@ -143,15 +143,16 @@ impl BenchConfig {
     }
 }
 
-/// A simulated SSD for engine benchmarks: 4 channels x 2 dies, 16 KiB pages, 32 pages per block
-/// (4 MiB superblocks), so small devices still have dozens of GC units; data kept in memory.
+/// A simulated SSD for engine benchmarks: 8 channels x 4 dies (the parallelism of a datacenter
+/// drive), 16 KiB pages, 8 pages per block, so a superblock is 4 MiB and small devices still have
+/// dozens of GC units; data kept in memory; default TLC timing.
 pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
     let g = Geometry {
-        channels: 4,
-        dies_per_channel: 2,
+        channels: 8,
+        dies_per_channel: 4,
         planes_per_die: 1,
         blocks_per_plane: 1,
-        pages_per_block: 32,
+        pages_per_block: 8,
         page_size_bytes: 16 * 1024,
     };
     let mut cfg = SsdConfig::sized(g, logical_bytes, spare_factor);
