@@ -152,8 +152,8 @@ fn btree_node_split_and_merge_roundtrip() {
 #[test]
 fn btree_node_limits_and_separators() {
     assert_eq!(node::max_key_len(4096), 512);
-    assert_eq!(node::max_leaf_cell_bytes(4096), 1006);
-    assert_eq!(node::max_inline_value(4096, 10), 1006 - 17);
+    assert_eq!(node::max_leaf_cell_bytes(4096), 1342);
+    assert_eq!(node::max_inline_value(4096, 10), 1342 - 17);
     assert_eq!(node::shortest_separator(b"abc", b"abd"), b"abd");
     assert_eq!(node::shortest_separator(b"abc", b"b"), b"b");
     assert_eq!(node::shortest_separator(b"ab", b"abcd"), b"abc");

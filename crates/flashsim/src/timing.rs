@@ -139,6 +139,12 @@ impl LatencyHistogram {
         self.h.reset();
     }
 
+    /// Adds another histogram's samples.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.h.add(&other.h);
+    }
+
     pub fn summary(&self) -> LatencySummary {
         if self.h.is_empty() {
             return LatencySummary::default();

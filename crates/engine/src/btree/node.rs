@@ -34,9 +34,9 @@
 //! node's first key that is greater than the left node's last key.
 //!
 //! Limits (for a page of `P` bytes, `U = P - 64` usable bytes): keys are at most `P / 8` bytes; a
-//! leaf cell plus its slot is at most `U / 4` bytes, so a value is inline iff
-//! `7 + k + v <= U / 4 - 2`, else it goes to an overflow chain. A leaf therefore always has room
-//! for at least 4 cells, and a split always leaves room for the cell being inserted.
+//! leaf cell plus its slot is at most `U / 3` bytes, so a value is inline iff
+//! `7 + k + v <= U / 3 - 2`, else it goes to an overflow chain. A leaf therefore always has room
+//! for at least 3 cells, and a split always leaves room for the cell being inserted.
 //! Page sizes from 512 to 65536 bytes are supported.
 
 use crate::error::{Error, Result};
@@ -130,7 +130,7 @@ pub fn max_key_len(page_size: usize) -> usize {
 }
 /// Largest leaf cell (without its slot).
 pub fn max_leaf_cell_bytes(page_size: usize) -> usize {
-    (usable_bytes(page_size) / 4).saturating_sub(SLOT_BYTES)
+    (usable_bytes(page_size) / 3).saturating_sub(SLOT_BYTES)
 }
 /// Largest value stored inline next to a key of `key_len` bytes.
 pub fn max_inline_value(page_size: usize, key_len: usize) -> usize {

@@ -299,9 +299,12 @@ fn insert_with_split<S: PageStore>(
             pid
         };
         let right_pid = store.alloc_page(kind.page_type())?;
-        let mut left = scratch(ps, left_pid, kind, NO_PAGE);
-        left[PAGE_HEADER_BYTES..].copy_from_slice(&buf[PAGE_HEADER_BYTES..]);
-        let mut right = scratch(ps, right_pid, kind, NO_PAGE);
+        let fresh = |buf: &[u8]| {
+            let mut left = scratch(ps, left_pid, kind, NO_PAGE);
+            left[PAGE_HEADER_BYTES..].copy_from_slice(&buf[PAGE_HEADER_BYTES..]);
+            (left, scratch(ps, right_pid, kind, NO_PAGE))
+        };
+        let (mut left, mut right) = fresh(&buf);
         let n = node::cell_count(&left)?;
         // Appending past the last key of the rightmost leaf (sequential inserts): leave the
         // left leaf full and start an empty right one.
@@ -311,19 +314,48 @@ fn insert_with_split<S: PageStore>(
             && node::search(&left, pending.key())? == Search::NotFound(n);
         let sep = if append {
             node::link_new_right_leaf(&mut left, &mut right)?;
-            node::shortest_separator(node::key_at(&left, n - 1)?, pending.key())
+            let sep = node::shortest_separator(node::key_at(&left, n - 1)?, pending.key());
+            if !PutError::no_space(pending.insert_into(&mut right))? {
+                return Err(corrupt(pid, "no room for a cell after a split"));
+            }
+            sep
         } else {
-            let at = node::split_point(&left)?;
-            node::split(&mut left, &mut right, at)?
+            // The byte-balanced split point first, then its neighbours, until the pending cell
+            // fits in its half (large cells can make the balanced point the wrong one).
+            let base = node::split_point(&left)?;
+            let (lo, hi) = match kind {
+                NodeKind::Leaf => (1, n.saturating_sub(1)),
+                NodeKind::Internal => (1, n.saturating_sub(2)),
+            };
+            let mut found = None;
+            'search: for d in 0..n.max(1) {
+                for at in [base.checked_sub(d), base.checked_add(d)] {
+                    let Some(at) = at.filter(|a| (lo..=hi).contains(a)) else {
+                        continue;
+                    };
+                    if d == 0 && at != base {
+                        continue;
+                    }
+                    let (mut l, mut r) = fresh(&buf);
+                    let sep = node::split(&mut l, &mut r, at)?;
+                    let half = if pending.key() < sep.as_slice() {
+                        &mut l
+                    } else {
+                        &mut r
+                    };
+                    if PutError::no_space(pending.insert_into(half))? {
+                        found = Some((l, r, sep));
+                        break 'search;
+                    }
+                }
+            }
+            let Some((l, r, sep)) = found else {
+                return Err(corrupt(pid, "no room for a cell after a split"));
+            };
+            left = l;
+            right = r;
+            sep
         };
-        let half = if pending.key() < sep.as_slice() {
-            &mut left
-        } else {
-            &mut right
-        };
-        if !PutError::no_space(pending.insert_into(half))? {
-            return Err(corrupt(pid, "no room for a cell after a split"));
-        }
         write_body(store, left_pid, &left)?;
         write_body(store, right_pid, &right)?;
         if is_root {

@@ -59,6 +59,9 @@ pub struct YcsbArgs {
     /// Or stop after this many operations.
     #[arg(long)]
     pub max_ops: Option<u64>,
+    /// Or stop after this many seconds of virtual time.
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
     /// Seed of the workload (the same for every configuration).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -112,6 +115,7 @@ impl YcsbArgs {
         cfg.clients = self.clients;
         cfg.capacity_multiple = self.capacity_multiple;
         cfg.max_ops = self.max_ops;
+        cfg.max_virtual_s = self.max_seconds;
         cfg.validate().map_err(CliError::Usage)?;
         Ok(cfg)
     }
@@ -150,6 +154,9 @@ pub struct WallArgs {
     pub seconds: f64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Put the database in files in this directory (default: in memory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -302,14 +309,16 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                             seed: args.seed,
                             ..YcsbConfig::default()
                         },
+                        dir: args.dir.clone(),
                         threads,
                         duration_ms: (args.seconds * 1000.0) as u64,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
                         println!(
-                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts)",
-                            r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts
+                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us",
+                            r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
+                            r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3
                         );
                     }
                     results.push(r);

@@ -40,6 +40,7 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         clients: 16,
         capacity_multiple: args.capacity_multiple,
         max_ops: None,
+        max_seconds: None,
         seed: args.seed,
         json: false,
         out: None,

@@ -73,7 +73,8 @@ pub fn window(a: &Snapshot, b: &Snapshot) -> Window {
     let misses = b.db.pool.misses - a.db.pool.misses;
     let ck = wb.checkpoint_writes - wa.checkpoint_writes;
     let ev = (wb.eviction_writes - wa.eviction_writes) + (wb.shutdown_writes - wa.shutdown_writes);
-    let wal = b.db.wal.bytes_written - a.db.wal.bytes_written;
+    // Log record bytes (the log device writes whole blocks, so it sees more: `Breakdown::wal_bytes`).
+    let wal = b.db.wal.appended_bytes - a.db.wal.appended_bytes;
     Window {
         ops,
         txns: b.txns - a.txns,
@@ -118,7 +119,7 @@ pub struct Breakdown {
     /// Bytes the data SSD's GC relocated.
     pub ssd_gc_bytes: u64,
     pub ssd_media_bytes: u64,
-    /// Bytes written to the log device.
+    /// Bytes written to the log device (whole blocks: a commit rewrites the log's tail block).
     pub wal_bytes: u64,
 }
 

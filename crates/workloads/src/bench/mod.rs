@@ -92,6 +92,9 @@ pub struct BenchConfig {
     pub capacity_multiple: f64,
     /// Or stop after this many operations (whichever comes first).
     pub max_ops: Option<u64>,
+    /// Or after this much virtual time of the run phase, in seconds.
+    #[serde(default)]
+    pub max_virtual_s: Option<f64>,
     /// A series row each time DB-issued writes grow by this fraction of the data capacity.
     pub interval_fraction: f64,
     /// Background maintenance (checkpointer, page cleaner) runs every this many virtual us.
@@ -115,6 +118,7 @@ impl BenchConfig {
             cpu_ns_per_op: 5_000,
             capacity_multiple: 4.0,
             max_ops: None,
+            max_virtual_s: None,
             interval_fraction: 0.25,
             maintenance_every_us: 1_000,
         }

@@ -229,7 +229,10 @@ pub fn run(
             let now = rig.snapshot(ops, txns);
             let issued = now.db.writes.db_write_bytes - start.db.writes.db_write_bytes;
             obs.progress((issued as f64 / stop_bytes as f64).min(1.0));
-            let finished = issued >= stop_bytes || cfg.max_ops.is_some_and(|m| ops >= m);
+            let elapsed_s = (now.t_ns - start.t_ns) as f64 / 1e9;
+            let finished = issued >= stop_bytes
+                || cfg.max_ops.is_some_and(|m| ops >= m)
+                || cfg.max_virtual_s.is_some_and(|m| elapsed_s >= m);
             if issued >= next_row || finished {
                 let row = metrics::series_row(&start, &last_row, &now, cfg.page_size);
                 obs.row(&row);

@@ -1,8 +1,9 @@
-//! The wall-clock driver: real threads running YCSB on the engine over in-memory devices, with the
-//! whole data set cached; measures the engine's own throughput (CPU and latching), not a device.
+//! The wall-clock driver: real threads running YCSB on the engine, over in-memory devices (the
+//! engine's own throughput: CPU and latching) or files, with the whole data set cached.
 
 use super::vtime::BenchError;
 use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
+use flashsim::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 use wafer_engine::{Db, DbConfig, Devices, Error};
@@ -12,6 +13,8 @@ use wafer_engine::{Db, DbConfig, Devices, Error};
 pub struct WallConfig {
     /// The workload; `record_count` records are loaded.
     pub ycsb: YcsbConfig,
+    /// Directory for file devices (data.wafer, log.wafer); None: in-memory devices.
+    pub dir: Option<std::path::PathBuf>,
     /// Client threads.
     pub threads: u32,
     /// Length of the measured run.
@@ -28,6 +31,8 @@ pub struct WallResult {
     pub seconds: f64,
     pub ops_per_s: f64,
     pub hit_ratio: f64,
+    /// Per-operation latency (wall clock), transaction begin to commit.
+    pub latency: flashsim::LatencySummary,
 }
 
 /// Loads `cfg.ycsb.record_count` records into an in-memory database sized to cache them all,
@@ -38,10 +43,16 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let data_bytes = (n * bytes_per_record * 3).max(64 << 20);
     let db_cfg = DbConfig {
         buffer_pages: (data_bytes / 4096) as usize,
+        // A fresh database every run, also when the files exist.
+        open_mode: wafer_engine::OpenMode::Create,
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
-    let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;
+    let devices = match &cfg.dir {
+        Some(dir) => Devices::files(dir, data_bytes, log_bytes)?,
+        None => Devices::memory(data_bytes, log_bytes),
+    };
+    let db = Db::open(devices, db_cfg)?;
     let tree = db.create_tree("usertable")?;
     let gen = YcsbGenerator::new(&cfg.ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
     let mut i = 0;
@@ -63,57 +74,64 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
             let tree = tree.clone();
             let mut ycsb = cfg.ycsb.clone();
             ycsb.seed = ycsb.seed.wrapping_add(th as u64 * 0x9E37_79B9);
-            std::thread::spawn(move || -> Result<(u64, u64), BenchError> {
-                let mut gen =
-                    YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
-                let (mut ops, mut aborts) = (0u64, 0u64);
-                while Instant::now() < deadline {
-                    for _ in 0..64 {
-                        let op = gen.next_op();
-                        let mut t = db.begin()?;
-                        let r = match &op {
-                            YcsbOp::Read { key } => t.get(&tree, key).map(|_| ()),
-                            YcsbOp::Update { key, value }
-                            | YcsbOp::Insert { key, value }
-                            | YcsbOp::ReadModifyWrite { key, value } => {
-                                t.put(&tree, key, value).map(|_| ())
+            std::thread::spawn(
+                move || -> Result<(u64, u64, LatencyHistogram), BenchError> {
+                    let mut gen =
+                        YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+                    let (mut ops, mut aborts) = (0u64, 0u64);
+                    let mut lat = LatencyHistogram::new();
+                    while Instant::now() < deadline {
+                        for _ in 0..64 {
+                            let op = gen.next_op();
+                            let t0 = Instant::now();
+                            let mut t = db.begin()?;
+                            let r = match &op {
+                                YcsbOp::Read { key } => t.get(&tree, key).map(|_| ()),
+                                YcsbOp::Update { key, value }
+                                | YcsbOp::Insert { key, value }
+                                | YcsbOp::ReadModifyWrite { key, value } => {
+                                    t.put(&tree, key, value).map(|_| ())
+                                }
+                                YcsbOp::Scan { start_key, len } => t
+                                    .scan(
+                                        &tree,
+                                        (
+                                            std::ops::Bound::Included(&start_key[..]),
+                                            std::ops::Bound::Unbounded,
+                                        ),
+                                        false,
+                                        *len,
+                                    )
+                                    .map(|_| ()),
+                            };
+                            match r {
+                                Ok(()) => {
+                                    t.commit()?;
+                                    ops += 1;
+                                    lat.record(t0.elapsed().as_nanos() as u64);
+                                }
+                                Err(Error::Conflict { .. }) => {
+                                    t.abort()?;
+                                    aborts += 1;
+                                }
+                                Err(e) => return Err(e.into()),
                             }
-                            YcsbOp::Scan { start_key, len } => t
-                                .scan(
-                                    &tree,
-                                    (
-                                        std::ops::Bound::Included(&start_key[..]),
-                                        std::ops::Bound::Unbounded,
-                                    ),
-                                    false,
-                                    *len,
-                                )
-                                .map(|_| ()),
-                        };
-                        match r {
-                            Ok(()) => {
-                                t.commit()?;
-                                ops += 1;
-                            }
-                            Err(Error::Conflict { .. }) => {
-                                t.abort()?;
-                                aborts += 1;
-                            }
-                            Err(e) => return Err(e.into()),
                         }
                     }
-                }
-                Ok((ops, aborts))
-            })
+                    Ok((ops, aborts, lat))
+                },
+            )
         })
         .collect();
     let (mut ops, mut aborts) = (0, 0);
+    let mut latency = LatencyHistogram::new();
     for h in handles {
-        let (o, a) = h
+        let (o, a, l) = h
             .join()
             .map_err(|_| BenchError::Config("a benchmark thread panicked".into()))??;
         ops += o;
         aborts += a;
+        latency.merge(&l);
     }
     let seconds = started.elapsed().as_secs_f64();
     let after = db.stats();
@@ -126,5 +144,6 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         seconds,
         ops_per_s: ops as f64 / seconds,
         hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+        latency: latency.summary(),
     })
 }
