@@ -112,10 +112,10 @@ impl YcsbArgs {
         let mut cfg = BenchConfig::new(preset, self.data_size, self.sf, ycsb);
         cfg.fill = self.fill;
         cfg.buffer_fraction = self.buffer;
-        cfg.clients = self.clients;
-        cfg.capacity_multiple = self.capacity_multiple;
-        cfg.max_ops = self.max_ops;
-        cfg.max_virtual_s = self.max_seconds;
+        cfg.run.clients = self.clients;
+        cfg.run.capacity_multiple = self.capacity_multiple;
+        cfg.run.max_ops = self.max_ops;
+        cfg.run.max_virtual_s = self.max_seconds;
         cfg.validate().map_err(CliError::Usage)?;
         Ok(cfg)
     }

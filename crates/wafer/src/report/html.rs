@@ -264,8 +264,8 @@ fn config_table(out: &mut String, views: &[RunView<'_>], several_inputs: bool) {
             reached = percent(v.run.fill_achieved),
             buf = percent(c.buffer_fraction),
             wl = esc(&workload(v.run)),
-            clients = c.clients,
-            cores = c.cores,
+            clients = c.run.clients,
+            cores = c.run.cores,
             seed = c.ycsb.seed,
             records = grouped(v.run.records as f64),
         );

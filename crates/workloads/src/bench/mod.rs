@@ -65,7 +65,60 @@ impl std::str::FromStr for Preset {
     }
 }
 
-/// Everything a benchmark run depends on.
+/// How the closed loop of clients runs and when it stops (shared by every engine workload).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoopConfig {
+    /// Closed-loop clients (each runs one transaction at a time).
+    pub clients: u32,
+    /// Simulated CPU cores shared by the clients.
+    pub cores: u32,
+    /// CPU time of one transaction, virtual ns.
+    pub cpu_ns_per_op: u64,
+    /// Stop when DB-issued writes since the load reach this multiple of the data capacity.
+    pub capacity_multiple: f64,
+    /// Or stop after this many transactions (whichever comes first).
+    pub max_ops: Option<u64>,
+    /// Or after this much virtual time of the run phase, in seconds.
+    #[serde(default)]
+    pub max_virtual_s: Option<f64>,
+    /// A series row each time DB-issued writes grow by this fraction of the data capacity.
+    pub interval_fraction: f64,
+    /// Background maintenance (checkpointer, page cleaner) runs every this many virtual us.
+    pub maintenance_every_us: u64,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            clients: 16,
+            cores: 8,
+            cpu_ns_per_op: 5_000,
+            capacity_multiple: 4.0,
+            max_ops: None,
+            max_virtual_s: None,
+            interval_fraction: 0.25,
+            maintenance_every_us: 1_000,
+        }
+    }
+}
+
+impl LoopConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.clients == 0 || self.cores == 0 {
+            return Err("clients and cores must be at least 1".into());
+        }
+        if self.capacity_multiple.is_nan() || self.capacity_multiple <= 0.0 {
+            return Err("capacity_multiple must be positive".into());
+        }
+        if self.interval_fraction.is_nan() || self.interval_fraction <= 0.0 {
+            return Err("interval_fraction must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// Everything a YCSB benchmark run depends on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchConfig {
     /// The write-path configuration.
@@ -82,23 +135,9 @@ pub struct BenchConfig {
     pub buffer_fraction: f64,
     /// The workload (its record count is set by the load).
     pub ycsb: YcsbConfig,
-    /// Closed-loop clients (each runs one transaction at a time).
-    pub clients: u32,
-    /// Simulated CPU cores shared by the clients.
-    pub cores: u32,
-    /// CPU time of one operation, virtual ns.
-    pub cpu_ns_per_op: u64,
-    /// Stop when DB-issued writes since the load reach this multiple of the data capacity.
-    pub capacity_multiple: f64,
-    /// Or stop after this many operations (whichever comes first).
-    pub max_ops: Option<u64>,
-    /// Or after this much virtual time of the run phase, in seconds.
-    #[serde(default)]
-    pub max_virtual_s: Option<f64>,
-    /// A series row each time DB-issued writes grow by this fraction of the data capacity.
-    pub interval_fraction: f64,
-    /// Background maintenance (checkpointer, page cleaner) runs every this many virtual us.
-    pub maintenance_every_us: u64,
+    /// Clients, CPU model and stop rule.
+    #[serde(flatten)]
+    pub run: LoopConfig,
 }
 
 impl BenchConfig {
@@ -113,14 +152,7 @@ impl BenchConfig {
             fill: 0.9,
             buffer_fraction: 0.1,
             ycsb,
-            clients: 16,
-            cores: 8,
-            cpu_ns_per_op: 5_000,
-            capacity_multiple: 4.0,
-            max_ops: None,
-            max_virtual_s: None,
-            interval_fraction: 0.25,
-            maintenance_every_us: 1_000,
+            run: LoopConfig::default(),
         }
     }
 
@@ -134,16 +166,13 @@ impl BenchConfig {
         if !(0.001..=2.0).contains(&self.buffer_fraction) {
             return Err("buffer_fraction must be in [0.001, 2]".into());
         }
-        if self.clients == 0 || self.cores == 0 {
-            return Err("clients and cores must be at least 1".into());
-        }
-        if self.capacity_multiple.is_nan() || self.capacity_multiple <= 0.0 {
-            return Err("capacity_multiple must be positive".into());
-        }
-        if self.interval_fraction.is_nan() || self.interval_fraction <= 0.0 {
-            return Err("interval_fraction must be positive".into());
-        }
-        Ok(())
+        self.run.validate()
+    }
+
+    /// Buffer pool pages for this configuration.
+    pub fn buffer_pages(&self) -> usize {
+        let data_bytes = self.data_ssd.logical_bytes as f64;
+        ((self.buffer_fraction * self.fill * data_bytes) / self.page_size as f64) as usize
     }
 }
 

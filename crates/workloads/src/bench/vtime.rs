@@ -52,8 +52,8 @@ pub enum BenchError {
 pub struct Rig {
     /// The database.
     pub db: Db,
-    /// The YCSB table.
-    pub tree: Tree,
+    /// The workload's main table (YCSB's "usertable"); None until the workload creates it.
+    pub tree: Option<Tree>,
     /// The virtual clock both SSDs and the database share.
     pub clock: Arc<VirtualClock>,
     /// The data SSD.
@@ -63,21 +63,33 @@ pub struct Rig {
 }
 
 impl Rig {
-    /// Builds the devices and opens an empty database on them.
+    /// Builds the devices and opens an empty database on them, with the YCSB table.
     pub fn open(cfg: &BenchConfig) -> Result<Rig, BenchError> {
         cfg.validate().map_err(BenchError::Config)?;
+        let mut rig = Rig::open_devices(
+            &cfg.data_ssd,
+            &cfg.log_ssd,
+            DbConfig {
+                page_size: cfg.page_size,
+                buffer_pages: cfg.buffer_pages().max(64),
+                doublewrite: cfg.preset.doublewrite(),
+                ..DbConfig::default()
+            },
+        )?;
+        rig.tree = Some(rig.db.create_tree("usertable")?);
+        Ok(rig)
+    }
+
+    /// Builds a data and a log SSD sharing one virtual clock and opens a database on them with
+    /// `db_cfg` (`tree` is None: the caller creates its tables).
+    pub fn open_devices(
+        data_ssd: &flashsim::SsdConfig,
+        log_ssd: &flashsim::SsdConfig,
+        db_cfg: DbConfig,
+    ) -> Result<Rig, BenchError> {
         let clock = VirtualClock::shared();
-        let data = Handle::new(SimDevice::new(cfg.data_ssd.clone(), clock.clone())?);
-        let log = Handle::new(SimDevice::new(cfg.log_ssd.clone(), clock.clone())?);
-        let data_bytes = cfg.data_ssd.logical_bytes as f64;
-        let buffer_pages =
-            ((cfg.buffer_fraction * cfg.fill * data_bytes) / cfg.page_size as f64) as usize;
-        let db_cfg = DbConfig {
-            page_size: cfg.page_size,
-            buffer_pages: buffer_pages.max(64),
-            doublewrite: cfg.preset.doublewrite(),
-            ..DbConfig::default()
-        };
+        let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
+        let log = Handle::new(SimDevice::new(log_ssd.clone(), clock.clone())?);
         let db = Db::open(
             Devices {
                 data: Box::new(data.clone()),
@@ -86,14 +98,40 @@ impl Rig {
             db_cfg,
         )?;
         db.use_virtual_clock(clock.clone());
-        let tree = db.create_tree("usertable")?;
         Ok(Rig {
             db,
-            tree,
+            tree: None,
             clock,
             data,
             log,
         })
+    }
+
+    /// Closes the database and opens it again on the same devices with `db_cfg` (e.g. another
+    /// buffer pool size after a load); recovery finds a clean log.
+    pub fn reopen(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
+        self.db.close()?;
+        let db = Db::open(
+            Devices {
+                data: Box::new(self.data.clone()),
+                log: Box::new(self.log.clone()),
+            },
+            wafer_engine::DbConfig {
+                open_mode: wafer_engine::OpenMode::Open,
+                ..db_cfg
+            },
+        )?;
+        db.use_virtual_clock(self.clock.clone());
+        if let Some(t) = &self.tree {
+            self.tree = Some(db.open_tree(t.name())?);
+        }
+        self.db = db;
+        Ok(())
+    }
+
+    /// The main table (panics if the workload has not created one: a bug in the driver).
+    pub fn table(&self) -> &Tree {
+        self.tree.as_ref().expect("the workload created its table")
     }
 
     /// The raw counters now.
@@ -118,7 +156,7 @@ fn load(rig: &Rig, cfg: &BenchConfig, obs: &mut dyn BenchObserver) -> Result<u64
     loop {
         let mut t = rig.db.begin()?;
         for _ in 0..100 {
-            t.put(&rig.tree, &gen.load_key(n), &gen.load_value(n))?;
+            t.put(rig.table(), &gen.load_key(n), &gen.load_value(n))?;
             n += 1;
         }
         t.commit()?;
@@ -139,16 +177,16 @@ fn load(rig: &Rig, cfg: &BenchConfig, obs: &mut dyn BenchObserver) -> Result<u64
 fn run_op(rig: &Rig, op: &YcsbOp) -> Result<bool, BenchError> {
     let mut t = rig.db.begin()?;
     let r = match op {
-        YcsbOp::Read { key } => t.get(&rig.tree, key).map(|_| ()),
+        YcsbOp::Read { key } => t.get(rig.table(), key).map(|_| ()),
         YcsbOp::Update { key, value } | YcsbOp::Insert { key, value } => {
-            t.put(&rig.tree, key, value).map(|_| ())
+            t.put(rig.table(), key, value).map(|_| ())
         }
         YcsbOp::ReadModifyWrite { key, value } => t
-            .get(&rig.tree, key)
-            .and_then(|_| t.put(&rig.tree, key, value).map(|_| ())),
+            .get(rig.table(), key)
+            .and_then(|_| t.put(rig.table(), key, value).map(|_| ())),
         YcsbOp::Scan { start_key, len } => t
             .scan(
-                &rig.tree,
+                rig.table(),
                 (
                     std::ops::Bound::Included(&start_key[..]),
                     std::ops::Bound::Unbounded,
@@ -171,23 +209,43 @@ fn run_op(rig: &Rig, op: &YcsbOp) -> Result<bool, BenchError> {
     }
 }
 
-/// Runs a whole benchmark in virtual time.
-pub fn run(
-    name: &str,
-    cfg: &BenchConfig,
-    obs: &mut dyn BenchObserver,
-) -> Result<BenchSummary, BenchError> {
-    let rig = Rig::open(cfg)?;
-    let before_load = rig.snapshot(0, 0);
-    let records = load(&rig, cfg, obs)?;
-    let after_load = rig.snapshot(0, 0);
-    let (used, capacity) = rig.db.page_usage()?;
-    let mut ycsb = cfg.ycsb.clone();
-    ycsb.record_count = records;
-    let mut gen = YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+/// One client step: runs one transaction. Returns true if it committed, false if it aborted
+/// (a conflict; the client simply goes on).
+pub trait ClientWork {
+    /// Runs client `client`'s next transaction on `rig.db`.
+    fn step(&mut self, client: u32, rig: &Rig) -> Result<bool, BenchError>;
+}
 
-    obs.phase("run");
-    let data_capacity = cfg.data_ssd.logical_bytes;
+/// What a closed loop measured.
+pub struct LoopResult {
+    /// Committed transactions.
+    pub txns: u64,
+    /// Aborted transactions.
+    pub aborts: u64,
+    /// Latency of every transaction (committed or not), virtual ns.
+    pub latency: LatencyHistogram,
+    /// Counters when the loop started.
+    pub start: Snapshot,
+    /// Counters when it ended.
+    pub end: Snapshot,
+    /// Counters at the next-to-last series row (start of the steady window).
+    pub prev_row: Snapshot,
+    /// Counters at the last series row (end of the steady window).
+    pub last_row: Snapshot,
+    /// One row per interval.
+    pub series: Vec<metrics::SeriesRow>,
+}
+
+/// Runs `cfg.clients` closed-loop clients and the maintenance task in virtual time until the
+/// stop rule of `cfg` holds.
+pub fn closed_loop(
+    rig: &Rig,
+    cfg: &super::LoopConfig,
+    page_size: u32,
+    work: &mut dyn ClientWork,
+    obs: &mut dyn BenchObserver,
+) -> Result<LoopResult, BenchError> {
+    let data_capacity = rig.data.lock().ssd().capacity().logical_bytes;
     let stop_bytes = (cfg.capacity_multiple * data_capacity as f64) as u64;
     let interval_bytes = ((cfg.interval_fraction * data_capacity as f64) as u64).max(1);
     let maint_id = cfg.clients;
@@ -196,12 +254,13 @@ pub fn run(
         (0..=cfg.clients).map(|c| Reverse((t0, c))).collect();
     let mut cores: BinaryHeap<Reverse<u64>> = (0..cfg.cores).map(|_| Reverse(t0)).collect();
     let mut latency = LatencyHistogram::new();
-    let (mut ops, mut txns, mut aborts) = (0u64, 0u64, 0u64);
+    let (mut txns, mut aborts) = (0u64, 0u64);
     let start = rig.snapshot(0, 0);
     let mut last_row = start.clone();
     let mut prev_row = start.clone();
     let mut next_row = interval_bytes;
     let mut series = Vec::new();
+    let mut steps = 0u64;
     while let Some(Reverse((t, id))) = tasks.pop() {
         if id == maint_id {
             rig.clock.set(t);
@@ -215,26 +274,30 @@ pub fn run(
         let cpu_done = begin + cfg.cpu_ns_per_op;
         cores.push(Reverse(cpu_done));
         rig.clock.set(cpu_done);
-        let op = gen.next_op();
-        if run_op(&rig, &op)? {
-            ops += 1;
+        if work.step(id, rig)? {
             txns += 1;
         } else {
             aborts += 1;
         }
+        steps += 1;
         let done = rig.clock.now().max(cpu_done);
         latency.record(done - t);
         tasks.push(Reverse((done, id)));
-        if ops % 64 == 0 {
-            let now = rig.snapshot(ops, txns);
+        if steps % 64 == 0 {
+            let now = rig.snapshot(txns, txns);
             let issued = now.db.writes.db_write_bytes - start.db.writes.db_write_bytes;
-            obs.progress((issued as f64 / stop_bytes as f64).min(1.0));
             let elapsed_s = (now.t_ns - start.t_ns) as f64 / 1e9;
-            let finished = issued >= stop_bytes
-                || cfg.max_ops.is_some_and(|m| ops >= m)
-                || cfg.max_virtual_s.is_some_and(|m| elapsed_s >= m);
+            let mut done_frac = issued as f64 / stop_bytes as f64;
+            if let Some(m) = cfg.max_ops {
+                done_frac = done_frac.max(txns as f64 / m as f64);
+            }
+            if let Some(m) = cfg.max_virtual_s {
+                done_frac = done_frac.max(elapsed_s / m);
+            }
+            obs.progress(done_frac.min(1.0));
+            let finished = done_frac >= 1.0;
             if issued >= next_row || finished {
-                let row = metrics::series_row(&start, &last_row, &now, cfg.page_size);
+                let row = metrics::series_row(&start, &last_row, &now, page_size);
                 obs.row(&row);
                 series.push(row);
                 prev_row = std::mem::replace(&mut last_row, now);
@@ -247,7 +310,47 @@ pub fn run(
             }
         }
     }
-    let end = rig.snapshot(ops, txns);
+    let end = rig.snapshot(txns, txns);
+    Ok(LoopResult {
+        txns,
+        aborts,
+        latency,
+        start,
+        end,
+        prev_row,
+        last_row,
+        series,
+    })
+}
+
+/// YCSB clients: one generator shared by all clients (one op per transaction).
+struct YcsbWork {
+    gen: YcsbGenerator,
+}
+
+impl ClientWork for YcsbWork {
+    fn step(&mut self, _client: u32, rig: &Rig) -> Result<bool, BenchError> {
+        let op = self.gen.next_op();
+        run_op(rig, &op)
+    }
+}
+
+/// Runs a whole YCSB benchmark in virtual time.
+pub fn run(
+    name: &str,
+    cfg: &BenchConfig,
+    obs: &mut dyn BenchObserver,
+) -> Result<BenchSummary, BenchError> {
+    let rig = Rig::open(cfg)?;
+    let before_load = rig.snapshot(0, 0);
+    let records = load(&rig, cfg, obs)?;
+    let after_load = rig.snapshot(0, 0);
+    let (used, capacity) = rig.db.page_usage()?;
+    let mut ycsb = cfg.ycsb.clone();
+    ycsb.record_count = records;
+    let gen = YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+    obs.phase("run");
+    let r = closed_loop(&rig, &cfg.run, cfg.page_size, &mut YcsbWork { gen }, obs)?;
     let ssd_end = rig.data.lock().ssd().report();
     Ok(BenchSummary {
         name: name.to_string(),
@@ -256,14 +359,14 @@ pub fn run(
         records,
         fill_achieved: used as f64 / capacity as f64,
         load: metrics::window(&before_load, &after_load),
-        run: metrics::window(&start, &end),
-        steady: metrics::window(&prev_row, &last_row),
-        bytes: metrics::breakdown(&start, &end),
-        aborts,
-        latency: latency.summary(),
-        ssd_gc_runs: end.ssd.gc_runs - start.ssd.gc_runs,
-        ssd_erases: end.ssd.eu_erases - start.ssd.eu_erases,
+        run: metrics::window(&r.start, &r.end),
+        steady: metrics::window(&r.prev_row, &r.last_row),
+        bytes: metrics::breakdown(&r.start, &r.end),
+        aborts: r.aborts,
+        latency: r.latency.summary(),
+        ssd_gc_runs: r.end.ssd.gc_runs - r.start.ssd.gc_runs,
+        ssd_erases: r.end.ssd.eu_erases - r.start.ssd.eu_erases,
         wear: ssd_end.wear,
-        series,
+        series: r.series,
     })
 }
