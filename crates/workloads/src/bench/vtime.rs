@@ -283,7 +283,7 @@ pub fn closed_loop(
         let done = rig.clock.now().max(cpu_done);
         latency.record(done - t);
         tasks.push(Reverse((done, id)));
-        if steps % 64 == 0 {
+        if steps.is_multiple_of(64) {
             let now = rig.snapshot(txns, txns);
             let issued = now.db.writes.db_write_bytes - start.db.writes.db_write_bytes;
             let elapsed_s = (now.t_ns - start.t_ns) as f64 / 1e9;
