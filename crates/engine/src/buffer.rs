@@ -21,6 +21,9 @@ struct Frame {
     rec_lsn: Lsn,
     pins: u32,
     referenced: bool,
+    /// Consecutive checkpoints that selected this page and deferred its write (paper 000's
+    /// `checkpoint_count`); reset whenever the page is written or evicted.
+    ckpt_count: u32,
 }
 
 /// Buffer pool counters.
@@ -67,6 +70,7 @@ impl BufferPool {
                     rec_lsn: 0,
                     pins: 0,
                     referenced: false,
+                    ckpt_count: 0,
                 })
                 .collect(),
             table: HashMap::new(),
@@ -191,6 +195,7 @@ impl BufferPool {
             self.table.remove(&pid);
             self.stats.evictions += 1;
             self.frames[chosen as usize].pid = None;
+            self.frames[chosen as usize].ckpt_count = 0;
         }
         Ok(chosen)
     }
@@ -227,6 +232,7 @@ impl BufferPool {
         self.flush_list.remove(&(fr.rec_lsn, pid));
         fr.dirty = false;
         fr.rec_lsn = 0;
+        fr.ckpt_count = 0;
         Ok(())
     }
 
@@ -271,8 +277,28 @@ impl BufferPool {
             self.flush_list.remove(&(fr.rec_lsn, pid));
             fr.dirty = false;
             fr.rec_lsn = 0;
+            fr.ckpt_count = 0;
         }
         Ok(frames.len())
+    }
+
+    /// How many consecutive checkpoints deferred `pid` (0 if not cached).
+    pub fn ckpt_count(&self, pid: PageId) -> u32 {
+        self.table
+            .get(&pid)
+            .map_or(0, |&f| self.frames[f as usize].ckpt_count)
+    }
+
+    /// Records that a checkpoint selected `pid` and deferred it. Returns the new count.
+    pub fn defer(&mut self, pid: PageId) -> u32 {
+        match self.table.get(&pid) {
+            Some(&f) => {
+                let fr = &mut self.frames[f as usize];
+                fr.ckpt_count += 1;
+                fr.ckpt_count
+            }
+            None => 0,
+        }
     }
 
     /// Dirty pages with their recLSN, oldest modification first.

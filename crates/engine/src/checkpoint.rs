@@ -24,12 +24,24 @@ pub const FORCE_ALL_FILL: f64 = 0.85;
 /// split logs several images).
 pub const LOG_RESERVE_PAGES: u64 = 32;
 
+/// A dirty page a checkpoint may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub pid: PageId,
+    /// LSN of its oldest change not on the device.
+    pub rec_lsn: Lsn,
+    /// Consecutive earlier checkpoints that selected and deferred it (reset when the page is
+    /// written or evicted by any path).
+    pub deferrals: u32,
+}
+
 /// Which dirty pages a checkpoint writes. The default writes all; hot-page-aware checkpointing
-/// (paper 000) defers some.
+/// (paper 000) defers some. Candidates a policy does not return are deferred: their count goes
+/// up by one.
 pub trait CheckpointPolicy: Send {
-    /// From `candidates` (page, recLSN), oldest first, choose the pages to write in this
+    /// From `candidates` (oldest modification first) choose the pages to write in this
     /// checkpoint. `log_fill` is the used fraction of the log space.
-    fn select(&mut self, candidates: &[(PageId, Lsn)], log_fill: f64) -> Vec<PageId>;
+    fn select(&mut self, candidates: &[Candidate], log_fill: f64) -> Vec<PageId>;
     fn name(&self) -> &'static str;
 }
 
@@ -37,11 +49,32 @@ pub trait CheckpointPolicy: Send {
 pub struct WriteAll;
 
 impl CheckpointPolicy for WriteAll {
-    fn select(&mut self, candidates: &[(PageId, Lsn)], _log_fill: f64) -> Vec<PageId> {
-        candidates.iter().map(|&(p, _)| p).collect()
+    fn select(&mut self, candidates: &[Candidate], _log_fill: f64) -> Vec<PageId> {
+        candidates.iter().map(|c| c.pid).collect()
     }
     fn name(&self) -> &'static str {
         "write-all"
+    }
+}
+
+/// Hot-page-aware checkpointing (paper 000, Algorithm 1): a selected page whose count of
+/// consecutive deferrals is below `max_checkpoint_count` is skipped (its count goes up); at the
+/// maximum it is written (and its count reset). Pages that stay dirty across checkpoints are the
+/// hot ones, so their redundant writes are saved; eviction and the page cleaner are unaffected.
+pub struct HotPageAware {
+    pub max_checkpoint_count: u32,
+}
+
+impl CheckpointPolicy for HotPageAware {
+    fn select(&mut self, candidates: &[Candidate], _log_fill: f64) -> Vec<PageId> {
+        candidates
+            .iter()
+            .filter(|c| c.deferrals >= self.max_checkpoint_count)
+            .map(|c| c.pid)
+            .collect()
+    }
+    fn name(&self) -> &'static str {
+        "hot-page-aware"
     }
 }
 
@@ -61,6 +94,7 @@ fn force_fn(wal: &mut Wal) -> impl FnMut(Lsn) -> Result<()> + '_ {
 /// Starts a checkpoint: snapshots its candidates.
 pub(crate) fn begin(core: &mut Core, wal: &mut Wal, force_all: bool) -> InProgress {
     let target = wal.next_lsn();
+    core.last_checkpoint_begin_lsn = target;
     let candidates: Vec<(PageId, Lsn)> = core
         .pool
         .dirty_pages()
@@ -69,10 +103,27 @@ pub(crate) fn begin(core: &mut Core, wal: &mut Wal, force_all: bool) -> InProgre
         .collect();
     let fill = log_fill(wal);
     let low_space = wal.free_bytes() <= 2 * op_reserve(core, wal) + core.log_reserved;
-    let pending = if force_all || fill > FORCE_ALL_FILL || low_space {
+    let pending: Vec<PageId> = if force_all || fill > FORCE_ALL_FILL || low_space {
         candidates.iter().map(|&(p, _)| p).collect()
     } else {
-        core.policy.select(&candidates, fill)
+        let cands: Vec<Candidate> = candidates
+            .iter()
+            .map(|&(pid, rec_lsn)| Candidate {
+                pid,
+                rec_lsn,
+                deferrals: core.pool.ckpt_count(pid),
+            })
+            .collect();
+        let chosen = core.policy.select(&cands, fill);
+        let chosen_set: std::collections::HashSet<PageId> = chosen.iter().copied().collect();
+        for c in &cands {
+            if !chosen_set.contains(&c.pid) {
+                let n = core.pool.defer(c.pid);
+                core.stats.checkpoint_deferrals += 1;
+                core.stats.max_consecutive_deferrals = core.stats.max_consecutive_deferrals.max(n);
+            }
+        }
+        chosen
     };
     InProgress { pending }
 }
@@ -176,12 +227,14 @@ pub(crate) fn txn_reserve(page_size: u32) -> u64 {
 /// beyond what live transactions have reserved for their rollback.
 pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal, need: u64) -> Result<()> {
     let want = op_reserve(core, wal).max(need) + core.log_reserved;
-    let threshold = core.cfg.checkpoint_log_fill;
-    if log_fill(wal) < threshold && wal.free_bytes() > want {
-        return Ok(());
+    let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
+    if short {
+        // Space is short: a checkpoint that writes every dirty page, whatever the policy.
+        checkpoint_with(core, wal, true)?;
+    } else if log_growth(core, wal) >= cadence(core, wal) && core.checkpoint_in_progress.is_none() {
+        // The log grew by a checkpoint interval and no background checkpoint is under way.
+        checkpoint_with(core, wal, false)?;
     }
-    let force_all = wal.free_bytes() <= want;
-    checkpoint_with(core, wal, force_all)?;
     if wal.free_bytes() <= want {
         return Err(Error::LogFull(format!(
             "{} of {} log bytes are in use or reserved for the rollback of live transactions \
@@ -194,16 +247,28 @@ pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal, need: u64) -> Res
     Ok(())
 }
 
-/// One step of background work: continue or start a checkpoint (started when the log reaches 3/4
-/// of its fill threshold, so it usually completes before operations must force one, or when the
-/// checkpoint interval has passed), and clean frames.
+/// Log bytes between two checkpoints: `checkpoint_log_fill` of the log space.
+fn cadence(core: &Core, wal: &Wal) -> u64 {
+    (core.cfg.checkpoint_log_fill * wal.capacity_bytes() as f64) as u64
+}
+
+/// Log bytes written since the last checkpoint began.
+fn log_growth(core: &Core, wal: &Wal) -> u64 {
+    wal.next_lsn()
+        .saturating_sub(core.last_checkpoint_begin_lsn)
+}
+
+/// One step of background work: continue or start a checkpoint (started when the log has grown
+/// by 3/4 of a checkpoint interval since the last one began, so it usually completes before an
+/// operation would run one itself, or when the time interval has passed), and clean frames.
 pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
     let interval_ns = core.cfg.checkpoint_interval_ms * 1_000_000;
     let interval_due =
         interval_ns > 0 && core.clock.now_ns() >= core.last_checkpoint_ns + interval_ns;
+    let growth_due = log_growth(core, wal) * 4 >= cadence(core, wal) * 3;
     let mut ck = match core.checkpoint_in_progress.take() {
         Some(ck) => Some(ck),
-        None if interval_due || log_fill(wal) >= core.cfg.checkpoint_log_fill * 0.75 => {
+        None if interval_due || growth_due || log_fill(wal) > FORCE_ALL_FILL => {
             Some(begin(core, wal, false))
         }
         None => None,

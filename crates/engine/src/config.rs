@@ -39,7 +39,9 @@ pub struct DbConfig {
     /// size, as in paper 002. Bounded by the log device.
     pub log_space_bytes: Option<u64>,
     pub group_commit: GroupCommitConfig,
-    /// Start a checkpoint when this fraction of the log space is used.
+    /// Checkpoint interval in log volume: a checkpoint starts each time the log has grown by
+    /// this fraction of the log space since the last one began (and always when the log is
+    /// more than 85% full).
     pub checkpoint_log_fill: f64,
     /// Also start one when this long has passed since the last (0: only by log fill). Measured
     /// on the database's clock: wall time, or virtual time on simulated devices.
@@ -48,6 +50,10 @@ pub struct DbConfig {
     pub checkpoint_batch_pages: usize,
     /// The page cleaner keeps at least this fraction of frames clean (0 disables it).
     pub cleaner_clean_fraction: f64,
+    /// Hot-page-aware checkpointing (paper 000): a checkpoint defers a page it selects until it
+    /// has been deferred this many consecutive times (0: plain checkpoints, write everything).
+    #[serde(default)]
+    pub max_checkpoint_count: u32,
 }
 
 impl Default for DbConfig {
@@ -67,6 +73,7 @@ impl Default for DbConfig {
             checkpoint_interval_ms: 0,
             checkpoint_batch_pages: 64,
             cleaner_clean_fraction: 0.0,
+            max_checkpoint_count: 0,
         }
     }
 }

@@ -154,6 +154,10 @@ pub struct EngineStats {
     pub checkpoints: u64,
     pub cleaner_writes: u64,
     pub ops: u64,
+    /// Checkpoint selections deferred by the checkpoint policy.
+    pub checkpoint_deferrals: u64,
+    /// The most consecutive deferrals any page reached.
+    pub max_consecutive_deferrals: u32,
 }
 
 /// A snapshot of every counter, for reports and DB WAF.
@@ -166,6 +170,9 @@ pub struct DbStats {
     pub data_device: crate::device::DeviceStats,
     pub log_device: crate::device::DeviceStats,
     pub recovery: Option<crate::recovery::RecoveryReport>,
+    /// LSN of the last complete checkpoint and the oldest LSN the log still keeps.
+    pub checkpoint_lsn: Lsn,
+    pub log_start_lsn: Lsn,
 }
 
 impl DbStats {
@@ -188,6 +195,9 @@ pub(crate) struct Core {
     pub policy: Box<dyn CheckpointPolicy>,
     /// Log bytes reserved by live transactions for their rollback.
     pub log_reserved: u64,
+    /// End of the log when the last checkpoint began (checkpoints run every
+    /// `checkpoint_log_fill` x log space of log growth).
+    pub last_checkpoint_begin_lsn: Lsn,
     pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
     pub clock: Clock,
@@ -440,6 +450,13 @@ impl Db {
             (Box::new(wp), wal, Some(master))
         };
         let pool = BufferPool::new(cfg.buffer_pages, cfg.page_size as usize);
+        let policy: Box<dyn CheckpointPolicy> = if cfg.max_checkpoint_count > 0 {
+            Box::new(crate::checkpoint::HotPageAware {
+                max_checkpoint_count: cfg.max_checkpoint_count,
+            })
+        } else {
+            Box::new(WriteAll)
+        };
         let core = Core {
             cfg,
             pool,
@@ -450,8 +467,9 @@ impl Db {
             next_txn: 1,
             stats: EngineStats::default(),
             poisoned: None,
-            policy: Box::new(WriteAll),
+            policy,
             log_reserved: 0,
+            last_checkpoint_begin_lsn: 0,
             checkpoint_in_progress: None,
             recovery: None,
             clock: Clock::Wall(std::time::Instant::now()),
@@ -636,6 +654,8 @@ impl Db {
             data_device: core.wp.device_stats(),
             log_device: wal.device_stats(),
             recovery: core.recovery.clone(),
+            checkpoint_lsn: wal.master().checkpoint_lsn,
+            log_start_lsn: wal.master().start_lsn,
         }
     }
 

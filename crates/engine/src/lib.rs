@@ -29,7 +29,7 @@ pub mod recovery;
 pub mod wal;
 pub mod writepath;
 
-pub use checkpoint::{CheckpointPolicy, WriteAll};
+pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
 pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree, Txn};
 pub use error::{Error, Result};

@@ -18,9 +18,14 @@ use wafer_engine::{Db, DbConfig, Error, Tree};
 const TREES: [&str; 2] = ["orders", "stock"];
 
 fn config(doublewrite: bool) -> DbConfig {
+    config_with(doublewrite, 0)
+}
+
+fn config_with(doublewrite: bool, max_checkpoint_count: u32) -> DbConfig {
     DbConfig {
         buffer_pages: 32,
         doublewrite,
+        max_checkpoint_count,
         checkpoint_log_fill: 0.3,
         log_space_bytes: Some(1 << 20),
         ..DbConfig::default()
@@ -95,6 +100,10 @@ fn state(db: &Db) -> Oracle {
 }
 
 fn crash_once(seed: u64, cut_after: u64, doublewrite: bool) {
+    crash_once_with(seed, cut_after, config(doublewrite));
+}
+
+fn crash_once_with(seed: u64, cut_after: u64, cfg: DbConfig) {
     let rig = CrashRig::new(FaultConfig {
         seed,
         power_cut_after: None,
@@ -102,7 +111,7 @@ fn crash_once(seed: u64, cut_after: u64, doublewrite: bool) {
         lose_unflushed: true,
         ..FaultConfig::default()
     });
-    let db = Db::open(rig.devices(), config(doublewrite)).unwrap();
+    let db = Db::open(rig.devices(), cfg.clone()).unwrap();
     for n in TREES {
         db.create_tree(n).unwrap();
     }
@@ -118,7 +127,7 @@ fn crash_once(seed: u64, cut_after: u64, doublewrite: bool) {
     drop(db);
     let report = rig.fault.0.lock().unwrap().crash();
     assert!(report.was_powered_off);
-    let db = match Db::open(rig.devices(), config(doublewrite)) {
+    let db = match Db::open(rig.devices(), cfg) {
         Ok(db) => db,
         Err(e) => panic!("seed {seed} cut {cut_after}: reopen failed: {e} ({report:?})"),
     };
@@ -152,6 +161,15 @@ fn power_cut_at_many_points_recovers_committed_state() {
     for seed in 0..12u64 {
         for cut in [5u64, 37, 150, 420, 999, 2500] {
             crash_once(seed * 7 + 1, cut + seed * 13, true);
+        }
+    }
+}
+
+#[test]
+fn power_cut_with_hot_page_aware_checkpointing_recovers_committed_state() {
+    for seed in 0..8u64 {
+        for cut in [60u64, 400, 1500] {
+            crash_once_with(seed * 11 + 3, cut + seed * 17, config_with(true, 8));
         }
     }
 }

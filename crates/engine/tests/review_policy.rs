@@ -7,12 +7,12 @@ mod common;
 use common::{key, value, MemPair};
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use wafer_engine::{CheckpointPolicy, Db, DbConfig};
+use wafer_engine::{Candidate, CheckpointPolicy, Db, DbConfig};
 
 struct DeferAll;
 
 impl CheckpointPolicy for DeferAll {
-    fn select(&mut self, _candidates: &[(u64, u64)], _log_fill: f64) -> Vec<u64> {
+    fn select(&mut self, _candidates: &[Candidate], _log_fill: f64) -> Vec<u64> {
         Vec::new()
     }
     fn name(&self) -> &'static str {

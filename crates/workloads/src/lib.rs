@@ -8,12 +8,15 @@
 //! - [`ycsb`]: the YCSB core workloads (A-F, write-only) as a stream of key-value operations.
 //! - [`values`]: value bytes whose 4 KiB pages LZ4-compress to a chosen ratio.
 //! - [`zipf`]: scrambled Zipfian key choice shared by `synthetic` and `ycsb`.
+//! - [`tpcc`]: TPC-C on the engine: schema, loader, the five transactions, consistency checks,
+//!   virtual-time and wall-clock drivers.
 
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod simrun;
 pub mod synthetic;
+pub mod tpcc;
 pub mod values;
 pub mod ycsb;
 pub mod zipf;

@@ -1,0 +1,402 @@
+//! The virtual-time TPC-C driver: builds a data and a log SSD (flashsim) and the engine with a
+//! write-path configuration, loads W warehouses, reopens the engine with a buffer pool of
+//! `buffer_fraction` x the pages the load used, runs the terminals as the closed-loop clients of
+//! the benchmark harness ([`closed_loop`]; terminal = client, home warehouse = client mod W + 1;
+//! think and keying times zero) until the harness's stop rule holds, then checks the consistency
+//! conditions. The result is a [`TpccSummary`]: the harness's [`BenchSummary`] (every metric of
+//! DESIGN.md, so `wafer report` reads it) plus tpmC, per-type counts, the measured mix, bytes per
+//! New-Order and the series of cumulative media writes against New-Orders (paper 002 Figure 16).
+
+use super::check::{check, CheckReport};
+use super::input::Terminal;
+use super::load::{load, LoadStats};
+use super::schema::Tables;
+use super::txns::TxnCounts;
+use super::{Counts, TpccConfig, TpccError};
+use crate::bench::metrics::{self, SeriesRow, Snapshot};
+use crate::bench::vtime::{closed_loop, BenchError, BenchObserver, ClientWork, Rig};
+use crate::bench::{bench_ssd, BenchConfig, BenchSummary, LoopConfig, Preset};
+use crate::ycsb::YcsbConfig;
+use flashsim::SsdConfig;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wafer_engine::DbConfig;
+
+pub use super::wall::{run_wall, TpccWallConfig, TpccWallResult};
+
+/// Everything a virtual-time TPC-C run depends on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TpccBenchConfig {
+    /// The write-path configuration.
+    pub preset: Preset,
+    /// Warehouses, scale, size mode, seed.
+    pub tpcc: TpccConfig,
+    /// The data SSD (flashsim, data mode).
+    pub data_ssd: SsdConfig,
+    /// The log SSD.
+    pub log_ssd: SsdConfig,
+    /// Engine settings (page size, checkpoint and cleaner settings, log space, group commit);
+    /// the buffer pool size and the doublewrite switch are set by the run from
+    /// `buffer_fraction` and the preset.
+    pub engine: DbConfig,
+    /// Buffer pool of the run as a fraction of the pages the load used (paper 000: 0.5, paper
+    /// 002: about 0.1).
+    pub buffer_fraction: f64,
+    /// Buffer pool pages during the load (None: a quarter of the data device, at most 256 MiB).
+    pub load_buffer_pages: Option<usize>,
+    /// Clients (terminals), CPU model and stop rule.
+    pub run: LoopConfig,
+    /// Check the consistency conditions after the load and after the run.
+    pub check: bool,
+}
+
+impl TpccBenchConfig {
+    /// A run of `tpcc` on a `data_bytes` data SSD with `spare_factor`, buffer pool 10% of the
+    /// loaded data, 16 terminals on 8 cores with 50 us of CPU per transaction, stop at 2 x the
+    /// device capacity of DB-issued writes, series rows every 5% of it.
+    pub fn new(preset: Preset, tpcc: TpccConfig, data_bytes: u64, spare_factor: f64) -> Self {
+        TpccBenchConfig {
+            preset,
+            tpcc,
+            data_ssd: bench_ssd(data_bytes, spare_factor),
+            log_ssd: bench_ssd((data_bytes / 8).max(32 << 20), 0.2),
+            engine: DbConfig::default(),
+            buffer_fraction: 0.1,
+            load_buffer_pages: None,
+            run: LoopConfig {
+                cpu_ns_per_op: 50_000,
+                capacity_multiple: 2.0,
+                interval_fraction: 0.05,
+                ..LoopConfig::default()
+            },
+            check: true,
+        }
+    }
+
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), TpccError> {
+        self.tpcc.validate()?;
+        self.data_ssd
+            .validate()
+            .map_err(|e| TpccError::Config(e.to_string()))?;
+        self.log_ssd
+            .validate()
+            .map_err(|e| TpccError::Config(e.to_string()))?;
+        if !(0.001..=2.0).contains(&self.buffer_fraction) {
+            return Err(TpccError::Config(
+                "buffer_fraction must be in [0.001, 2]".into(),
+            ));
+        }
+        self.run.validate().map_err(TpccError::Config)?;
+        self.engine_config(1024).validate()?;
+        Ok(())
+    }
+
+    /// The engine configuration with `buffer_pages` frames.
+    pub fn engine_config(&self, buffer_pages: usize) -> DbConfig {
+        DbConfig {
+            buffer_pages,
+            doublewrite: self.preset.doublewrite(),
+            ..self.engine.clone()
+        }
+    }
+
+    fn load_buffer(&self) -> usize {
+        self.load_buffer_pages.unwrap_or_else(|| {
+            let pages = self.data_ssd.logical_bytes / self.engine.page_size as u64;
+            let cap = (256u64 << 20) / self.engine.page_size as u64;
+            (pages / 4).min(cap).max(256) as usize
+        })
+    }
+}
+
+/// One point of the cumulative-writes series (taken at each series row of the run).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TpccSeriesPoint {
+    /// Virtual seconds since the run started.
+    pub virtual_s: f64,
+    /// Transactions completed.
+    pub txns: u64,
+    /// New-Orders completed.
+    pub new_orders: u64,
+    /// Media (NAND) bytes the data SSD programmed since the run started, MB.
+    pub media_mb_cumulative: f64,
+    /// DB-issued bytes since the run started, MB.
+    pub db_issued_mb_cumulative: f64,
+    /// User bytes (pages written for eviction and checkpoints) since the run started, MB.
+    pub user_mb_cumulative: f64,
+    /// Pages allocated in the database (high-water mark).
+    pub pages_used: u64,
+}
+
+/// The result of one virtual-time TPC-C run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TpccSummary {
+    /// The harness's summary: every DESIGN.md metric (what `wafer report` reads).
+    pub bench: BenchSummary,
+    /// The configuration of the run.
+    pub config: TpccBenchConfig,
+    /// Populations at the run's scale.
+    pub counts: Counts,
+    /// Rows the load wrote.
+    pub load: LoadStats,
+    /// Transactions of the run by type.
+    pub txns: TxnCounts,
+    /// Measured mix in percent (New-Order, Payment, Order-Status, Delivery, Stock-Level).
+    pub mix_percent: [f64; 5],
+    /// New-Orders completed in the run.
+    pub new_orders: u64,
+    /// New-Orders per virtual minute over the whole run.
+    pub tpmc: f64,
+    /// New-Orders per virtual minute over the steady window (the last series interval).
+    pub tpmc_steady: f64,
+    /// User, DB-issued and media bytes per New-Order over the run.
+    pub user_bytes_per_new_order: f64,
+    /// DB-issued bytes per New-Order.
+    pub db_issued_bytes_per_new_order: f64,
+    /// Media bytes per New-Order.
+    pub media_bytes_per_new_order: f64,
+    /// Pages allocated after the load and at the end, and the device's page capacity.
+    pub pages_after_load: u64,
+    /// Pages allocated at the end of the run.
+    pub pages_at_end: u64,
+    /// Page capacity of the data device.
+    pub capacity_pages: u64,
+    /// Cumulative writes against New-Orders, one point per series row (first point: 0).
+    pub series: Vec<TpccSeriesPoint>,
+    /// Consistency after the load.
+    pub check_after_load: Option<CheckReport>,
+    /// Consistency after the run.
+    pub check_after_run: Option<CheckReport>,
+}
+
+/// The terminals as the harness's clients.
+struct TpccWork {
+    terminals: Vec<Terminal>,
+    tables: Tables,
+    counts: Rc<RefCell<TxnCounts>>,
+    failure: Option<TpccError>,
+}
+
+impl ClientWork for TpccWork {
+    fn step(&mut self, client: u32, rig: &Rig) -> Result<bool, BenchError> {
+        let now = rig.clock.now().max(1);
+        let term = &mut self.terminals[client as usize];
+        match term.step(&rig.db, &self.tables, now) {
+            Ok(out) => {
+                self.counts.borrow_mut().record(out.kind, out.exec.as_ref());
+                Ok(out.exec.is_some())
+            }
+            Err(TpccError::Engine(e)) => Err(BenchError::Engine(e)),
+            Err(e) => {
+                let msg = e.to_string();
+                self.failure = Some(e);
+                Err(BenchError::Config(msg))
+            }
+        }
+    }
+}
+
+/// Passes progress on and records a series point at each series row.
+struct SeriesObs<'a> {
+    rig: &'a Rig,
+    start: Snapshot,
+    counts: Rc<RefCell<TxnCounts>>,
+    points: Vec<TpccSeriesPoint>,
+    inner: &'a mut dyn BenchObserver,
+}
+
+impl SeriesObs<'_> {
+    fn point(&mut self) -> Result<(), TpccError> {
+        let now = self.rig.snapshot(0, 0);
+        let c = self.counts.borrow();
+        let (a, b) = (&self.start, &now);
+        const MB: f64 = 1e6;
+        self.points.push(TpccSeriesPoint {
+            virtual_s: (b.t_ns - a.t_ns) as f64 / 1e9,
+            txns: c.total(),
+            new_orders: c.new_orders(),
+            media_mb_cumulative: (b.ssd.media_write_bytes - a.ssd.media_write_bytes) as f64 / MB,
+            db_issued_mb_cumulative: (b.db.writes.db_write_bytes - a.db.writes.db_write_bytes)
+                as f64
+                / MB,
+            user_mb_cumulative: (b.db.writes.user_write_bytes - a.db.writes.user_write_bytes)
+                as f64
+                / MB,
+            pages_used: self.rig.db.page_usage()?.0,
+        });
+        Ok(())
+    }
+}
+
+impl BenchObserver for SeriesObs<'_> {
+    fn phase(&mut self, name: &str) {
+        self.inner.phase(name);
+    }
+    fn progress(&mut self, done: f64) {
+        self.inner.progress(done);
+    }
+    fn row(&mut self, row: &SeriesRow) {
+        // page_usage only fails on a poisoned handle, which the loop reports itself.
+        let _ = self.point();
+        self.inner.row(row);
+    }
+}
+
+fn per(bytes: u64, n: u64) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        bytes as f64 / n as f64
+    }
+}
+
+/// Runs one TPC-C benchmark in virtual time; `name` names the run (the preset's name in tables).
+pub fn run_vtime(
+    name: &str,
+    cfg: &TpccBenchConfig,
+    obs: &mut dyn BenchObserver,
+) -> Result<TpccSummary, TpccError> {
+    cfg.validate()?;
+    let mut rig = Rig::open_devices(
+        &cfg.data_ssd,
+        &cfg.log_ssd,
+        cfg.engine_config(cfg.load_buffer()),
+    )?;
+    obs.phase("load");
+    let before_load = rig.snapshot(0, 0);
+    let (tables, load_stats) = load(&rig.db, &cfg.tpcc, &mut |f| obs.progress(f))?;
+    rig.db.checkpoint()?;
+    let after_load = rig.snapshot(0, 0);
+    let check_after_load = match cfg.check {
+        true => Some(check(&rig.db, &tables, &cfg.tpcc)?),
+        false => None,
+    };
+    drop(tables);
+    let (pages_after_load, capacity_pages) = rig.db.page_usage()?;
+    let buffer_pages = ((cfg.buffer_fraction * pages_after_load as f64) as usize).max(256);
+    rig.reopen(cfg.engine_config(buffer_pages))?;
+    let tables = Tables::open(&rig.db)?;
+
+    obs.phase("run");
+    let counts = Rc::new(RefCell::new(TxnCounts::default()));
+    let mut work = TpccWork {
+        terminals: (0..cfg.run.clients)
+            .map(|c| Terminal::new(&cfg.tpcc, c))
+            .collect(),
+        tables,
+        counts: counts.clone(),
+        failure: None,
+    };
+    let mut sobs = SeriesObs {
+        rig: &rig,
+        start: rig.snapshot(0, 0),
+        counts: counts.clone(),
+        points: Vec::new(),
+        inner: obs,
+    };
+    sobs.point()?;
+    let page_size = cfg.engine.page_size;
+    let r = match closed_loop(&rig, &cfg.run, page_size, &mut work, &mut sobs) {
+        Ok(r) => r,
+        Err(e) => return Err(work.failure.take().unwrap_or(TpccError::Bench(e))),
+    };
+    let series = std::mem::take(&mut sobs.points);
+    drop(sobs);
+    let txns = counts.borrow().clone();
+    let pages_at_end = rig.db.page_usage()?.0;
+    let check_after_run = match cfg.check {
+        true => Some(check(&rig.db, &work.tables, &cfg.tpcc)?),
+        false => None,
+    };
+    let ssd_end = rig.data.lock().ssd().report();
+    let run = metrics::window(&r.start, &r.end);
+    let new_orders = txns.new_orders();
+    let tpmc = new_orders as f64 * 60.0 / run.virtual_s.max(1e-9);
+    // The steady window spans the last two series points (the harness's last interval).
+    let tpmc_steady = match series.len() {
+        n if n >= 2 => {
+            let (a, b) = (&series[n - 2], &series[n - 1]);
+            let dt = b.virtual_s - a.virtual_s;
+            if dt > 0.0 {
+                (b.new_orders - a.new_orders) as f64 * 60.0 / dt
+            } else {
+                0.0
+            }
+        }
+        _ => tpmc,
+    };
+    let fill = pages_after_load as f64 / capacity_pages.max(1) as f64;
+    let bench_cfg = BenchConfig {
+        preset: cfg.preset,
+        data_ssd: cfg.data_ssd.clone(),
+        log_ssd: cfg.log_ssd.clone(),
+        page_size,
+        fill: fill.clamp(0.05, 0.98),
+        buffer_fraction: cfg.buffer_fraction,
+        ycsb: YcsbConfig {
+            record_count: load_stats.rows,
+            seed: cfg.tpcc.seed,
+            ..YcsbConfig::default()
+        },
+        run: cfg.run.clone(),
+    };
+    let bench = BenchSummary {
+        name: name.to_string(),
+        description: format!(
+            "{}; TPC-C, {} warehouse(s) at scale {}, {:?} size",
+            cfg.preset.describe(),
+            cfg.tpcc.warehouses,
+            cfg.tpcc.scale,
+            cfg.tpcc.mode
+        ),
+        config: bench_cfg,
+        records: load_stats.rows,
+        fill_achieved: fill,
+        load: metrics::window(&before_load, &after_load),
+        run: run.clone(),
+        steady: metrics::window(&r.prev_row, &r.last_row),
+        bytes: metrics::breakdown(&r.start, &r.end),
+        aborts: r.aborts,
+        latency: r.latency.summary(),
+        ssd_gc_runs: r.end.ssd.gc_runs - r.start.ssd.gc_runs,
+        ssd_erases: r.end.ssd.eu_erases - r.start.ssd.eu_erases,
+        wear: ssd_end.wear,
+        series: r.series,
+    };
+    Ok(TpccSummary {
+        mix_percent: txns.mix_percent(),
+        new_orders,
+        tpmc,
+        tpmc_steady,
+        user_bytes_per_new_order: per(run.user_bytes, new_orders),
+        db_issued_bytes_per_new_order: per(run.db_issued_bytes, new_orders),
+        media_bytes_per_new_order: per(run.ssd_media_bytes, new_orders),
+        pages_after_load,
+        pages_at_end,
+        capacity_pages,
+        series,
+        check_after_load,
+        check_after_run,
+        counts: cfg.tpcc.counts(),
+        load: load_stats,
+        txns,
+        config: cfg.clone(),
+        bench,
+    })
+}
+
+/// Rough bytes of B+tree pages the load of `tpcc` needs (for sizing a device), calibrated on
+/// this engine's 4 KiB pages.
+pub fn estimate_load_bytes(tpcc: &TpccConfig) -> u64 {
+    let c = tpcc.counts();
+    let w = tpcc.warehouses as u64;
+    let per_district = c.customers as u64 * (700 + 60 + 60 + 10)
+        + c.orders as u64 * (40 + 20 + 10 * 75)
+        + c.new_orders as u64 * 12;
+    let per_warehouse = c.items as u64 * 320 + 10 * per_district;
+    let bytes = c.items as u64 * 90 + w * per_warehouse;
+    // Leaves are about two-thirds full after splits.
+    bytes * 3 / 2
+}

@@ -1,0 +1,116 @@
+//! The wall-clock TPC-C driver: T threads (one terminal each) on in-memory devices with the whole
+//! database cached, for a duration. Measures the engine's own TPC-C throughput (CPU, latching,
+//! lock conflicts) in New-Orders per minute; a conflict aborts the transaction and the terminal
+//! retries it.
+
+use super::check::{check, CheckReport};
+use super::input::Terminal;
+use super::load::load;
+use super::txns::TxnCounts;
+use super::{TpccConfig, TpccError};
+use flashsim::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+use wafer_engine::{Db, DbConfig, Devices};
+
+/// Settings of a wall-clock run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TpccWallConfig {
+    /// The database and workload.
+    pub tpcc: TpccConfig,
+    /// Threads, one terminal each (terminal id = thread index).
+    pub threads: u32,
+    /// Length of the measured run.
+    pub duration_ms: u64,
+    /// Write pages through the doublewrite buffer.
+    pub doublewrite: bool,
+}
+
+/// Result of a wall-clock run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TpccWallResult {
+    /// The settings.
+    pub config: TpccWallConfig,
+    /// Transactions by type.
+    pub txns: TxnCounts,
+    /// Measured mix in percent.
+    pub mix_percent: [f64; 5],
+    /// Wall seconds of the run.
+    pub seconds: f64,
+    /// New-Orders per minute.
+    pub tpmc: f64,
+    /// Transactions of every type per second.
+    pub txns_per_s: f64,
+    /// Per-transaction latency (wall clock), committed or rolled back.
+    pub latency: flashsim::LatencySummary,
+    /// Consistency after the run.
+    pub check: CheckReport,
+}
+
+/// Loads `cfg.tpcc` into an in-memory database sized to cache it, then runs `cfg.threads`
+/// terminals for `cfg.duration_ms`, then checks consistency.
+pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
+    cfg.tpcc.validate()?;
+    if cfg.threads == 0 {
+        return Err(TpccError::Config("threads must be at least 1".into()));
+    }
+    let load_bytes = super::driver::estimate_load_bytes(&cfg.tpcc);
+    // Room for the run's growth (the growing mode adds about 1 KiB per New-Order).
+    let data_bytes = (load_bytes * 3).max(256 << 20);
+    let db_cfg = DbConfig {
+        buffer_pages: (data_bytes / 4096) as usize,
+        doublewrite: cfg.doublewrite,
+        open_mode: wafer_engine::OpenMode::Create,
+        ..DbConfig::default()
+    };
+    let log_bytes = (db_cfg.buffer_bytes() / 4 + (8 << 20)).min(1 << 30);
+    let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;
+    let (tables, _) = load(&db, &cfg.tpcc, &mut |_| {})?;
+    db.checkpoint()?;
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(cfg.duration_ms);
+    let handles: Vec<_> = (0..cfg.threads)
+        .map(|th| {
+            let db = db.clone();
+            let tables = tables.clone();
+            let mut term = Terminal::new(&cfg.tpcc, th);
+            std::thread::spawn(
+                move || -> Result<(TxnCounts, LatencyHistogram), TpccError> {
+                    let mut counts = TxnCounts::default();
+                    let mut lat = LatencyHistogram::new();
+                    while Instant::now() < deadline {
+                        let t0 = Instant::now();
+                        let now = started.elapsed().as_micros() as u64 + 1;
+                        let out = term.step(&db, &tables, now)?;
+                        if out.exec.is_some() {
+                            lat.record(t0.elapsed().as_nanos() as u64);
+                        }
+                        counts.record(out.kind, out.exec.as_ref());
+                    }
+                    Ok((counts, lat))
+                },
+            )
+        })
+        .collect();
+    let mut txns = TxnCounts::default();
+    let mut latency = LatencyHistogram::new();
+    for h in handles {
+        let (c, l) = h
+            .join()
+            .map_err(|_| TpccError::Config("a terminal thread panicked".into()))??;
+        txns.add(&c);
+        latency.merge(&l);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let check = check(&db, &tables, &cfg.tpcc)?;
+    Ok(TpccWallResult {
+        config: cfg.clone(),
+        mix_percent: txns.mix_percent(),
+        seconds,
+        tpmc: txns.new_orders() as f64 * 60.0 / seconds,
+        txns_per_s: txns.total() as f64 / seconds,
+        latency: latency.summary(),
+        check,
+        txns,
+    })
+}
