@@ -65,6 +65,10 @@ pub struct YcsbArgs {
     /// Seed of the workload (the same for every configuration).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Hot-page-aware checkpointing: defer a checkpointed page up to N consecutive times
+    /// (paper 000; 0 = plain checkpoints).
+    #[arg(long, default_value_t = 0)]
+    pub max_checkpoint_count: u32,
     /// Print the summaries as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -112,6 +116,7 @@ impl YcsbArgs {
         let mut cfg = BenchConfig::new(preset, self.data_size, self.sf, ycsb);
         cfg.fill = self.fill;
         cfg.buffer_fraction = self.buffer;
+        cfg.max_checkpoint_count = self.max_checkpoint_count;
         cfg.run.clients = self.clients;
         cfg.run.capacity_multiple = self.capacity_multiple;
         cfg.run.max_ops = self.max_ops;

@@ -42,6 +42,7 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         max_ops: None,
         max_seconds: None,
         seed: args.seed,
+        max_checkpoint_count: 0,
         json: false,
         out: None,
         series: None,

@@ -42,6 +42,14 @@ pub struct Window {
     pub ssd_media_bytes: u64,
     pub logical_bytes_per_op: f64,
     pub physical_bytes_per_op: f64,
+    /// Page bytes read from the data device per operation.
+    #[serde(default)]
+    pub read_bytes_per_op: f64,
+    /// Data device write and read rates (host side), MB per virtual second.
+    #[serde(default)]
+    pub write_mb_s: f64,
+    #[serde(default)]
+    pub read_mb_s: f64,
     pub wal_bytes_per_op: f64,
     pub hit_ratio: f64,
     pub page_reads_per_op: f64,
@@ -93,6 +101,17 @@ pub fn window(a: &Snapshot, b: &Snapshot) -> Window {
         ssd_media_bytes: media,
         logical_bytes_per_op: ratio(issued, ops),
         physical_bytes_per_op: ratio(media, ops),
+        read_bytes_per_op: ratio(wb.read_bytes - wa.read_bytes, ops),
+        write_mb_s: if dt == 0 {
+            0.0
+        } else {
+            issued as f64 * 1e3 / dt as f64
+        },
+        read_mb_s: if dt == 0 {
+            0.0
+        } else {
+            (wb.read_bytes - wa.read_bytes) as f64 * 1e3 / dt as f64
+        },
         wal_bytes_per_op: ratio(wal, ops),
         hit_ratio: if hits + misses == 0 {
             1.0

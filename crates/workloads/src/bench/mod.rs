@@ -135,6 +135,10 @@ pub struct BenchConfig {
     pub buffer_fraction: f64,
     /// The workload (its record count is set by the load).
     pub ycsb: YcsbConfig,
+    /// Hot-page-aware checkpointing: checkpoints defer a page up to this many consecutive
+    /// times (0: plain checkpoints). Paper 000.
+    #[serde(default)]
+    pub max_checkpoint_count: u32,
     /// Clients, CPU model and stop rule.
     #[serde(flatten)]
     pub run: LoopConfig,
@@ -152,6 +156,7 @@ impl BenchConfig {
             fill: 0.9,
             buffer_fraction: 0.1,
             ycsb,
+            max_checkpoint_count: 0,
             run: LoopConfig::default(),
         }
     }

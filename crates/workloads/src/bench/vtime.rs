@@ -73,6 +73,7 @@ impl Rig {
                 page_size: cfg.page_size,
                 buffer_pages: cfg.buffer_pages().max(64),
                 doublewrite: cfg.preset.doublewrite(),
+                max_checkpoint_count: cfg.max_checkpoint_count,
                 ..DbConfig::default()
             },
         )?;
