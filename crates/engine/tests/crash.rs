@@ -120,12 +120,12 @@ fn crash_once_with(seed: u64, cut_after: u64, cfg: DbConfig) {
         .map(|n| (n.to_string(), BTreeMap::new()))
         .collect();
     {
-        let f = rig.fault.0.lock().unwrap();
+        let f = rig.fault.lock();
         f.handle().cut_power_at(Some(f.commands() + cut_after));
     }
     let maybe = workload(&db, seed, &mut oracle);
     drop(db);
-    let report = rig.fault.0.lock().unwrap().crash();
+    let report = rig.fault.lock().crash();
     assert!(report.was_powered_off);
     let db = match Db::open(rig.devices(), cfg) {
         Ok(db) => db,
@@ -195,13 +195,13 @@ fn power_cut_without_doublewrite_recovers_or_reports_a_torn_page() {
             .map(|n| (n.to_string(), BTreeMap::new()))
             .collect();
         {
-            let f = rig.fault.0.lock().unwrap();
+            let f = rig.fault.lock();
             f.handle()
                 .cut_power_at(Some(f.commands() + 300 + seed * 41));
         }
         let maybe = workload(&db, seed, &mut oracle);
         drop(db);
-        rig.fault.0.lock().unwrap().crash();
+        rig.fault.lock().crash();
         match Db::open(rig.devices(), config(false)) {
             Ok(db) => {
                 db.verify().unwrap();

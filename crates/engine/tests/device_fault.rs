@@ -157,7 +157,7 @@ fn device_fault_over_sim_partition() {
     let mut cfg = flashsim::SsdConfig::small(4 << 20, 0.2);
     cfg.timing.enabled = true;
     let sim = SimDevice::new(cfg, clock.clone()).unwrap();
-    let shared = SharedDevice::new(sim);
+    let shared = SharedDevice::shared(sim);
     let mut parts = shared.split(&[1 << 20, 3 << 20]).unwrap();
     let data = parts.pop().unwrap();
     let mut log = parts.pop().unwrap();

@@ -80,7 +80,7 @@ fn review_stale_doublewrite_copy_is_not_restored_after_switching_doublewrite_off
 fn review_create_over_an_old_database_with_a_new_log_does_not_resurrect_old_pages() {
     use wafer_engine::device::{MemDevice, SharedDevice};
     use wafer_engine::Devices;
-    let data = SharedDevice::new(MemDevice::new(16 << 20, 4096));
+    let data = SharedDevice::shared(MemDevice::new(16 << 20, 4096));
     let part = |d: &SharedDevice| d.partition(0, 16 << 20).unwrap();
     // The old database: many rows, so its pages carry large LSNs.
     {
@@ -105,7 +105,7 @@ fn review_create_over_an_old_database_with_a_new_log_does_not_resurrect_old_page
         db.close().unwrap();
     }
     // A new database on the same data device, with a new (blank) log device.
-    let log = SharedDevice::new(MemDevice::new(8 << 20, 4096));
+    let log = SharedDevice::shared(MemDevice::new(8 << 20, 4096));
     let devices = |log: &SharedDevice| Devices {
         data: Box::new(part(&data)),
         log: Box::new(log.partition(0, 8 << 20).unwrap()),

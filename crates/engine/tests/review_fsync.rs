@@ -10,7 +10,7 @@ mod common;
 
 use common::Held;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use wafer_engine::device::{BlockDevice, DeviceError, DeviceStats, MemDevice};
 use wafer_engine::{Db, DbConfig, Devices, Error};
 
@@ -57,12 +57,12 @@ impl BlockDevice for FsyncGate {
 #[test]
 fn review_failed_data_flush_in_a_forced_checkpoint_is_not_ignored() {
     let fail = Arc::new(AtomicBool::new(false));
-    let data = Held(Arc::new(Mutex::new(FsyncGate {
+    let data = Held::new(FsyncGate {
         inner: MemDevice::new(16 << 20, 4096),
         unflushed: Vec::new(),
         fail_next_flush: fail.clone(),
-    })));
-    let log = Held(Arc::new(Mutex::new(MemDevice::new(4 << 20, 4096))));
+    });
+    let log = Held::new(MemDevice::new(4 << 20, 4096));
     let devices = || Devices {
         data: Box::new(data.clone()),
         log: Box::new(log.clone()),

@@ -56,3 +56,43 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
         self.lock().remap(src, dst, len)
     }
 }
+
+/// A block device shared between owners (partitions, or a partition and a test inspecting the
+/// device). Cloning shares the same device. It is itself a [`BlockDevice`] over the whole device.
+pub type SharedDevice = Handle<Box<dyn BlockDevice>>;
+
+impl Handle<Box<dyn BlockDevice>> {
+    /// Shares `dev`.
+    pub fn shared(dev: impl BlockDevice + 'static) -> SharedDevice {
+        Handle::new(Box::new(dev) as Box<dyn BlockDevice>)
+    }
+
+    /// Shares an already boxed device.
+    pub fn from_box(dev: Box<dyn BlockDevice>) -> SharedDevice {
+        Handle::new(dev)
+    }
+
+    /// A partition of `len` bytes at byte `base` (both multiples of the block size).
+    pub fn partition(&self, base: u64, len: u64) -> Result<super::Partition, DeviceError> {
+        super::Partition::new(self.clone(), base, len)
+    }
+
+    /// Splits the device from offset 0 into consecutive partitions of the given lengths.
+    pub fn split(&self, lens: &[u64]) -> Result<Vec<super::Partition>, DeviceError> {
+        let mut base = 0u64;
+        let mut parts = Vec::with_capacity(lens.len());
+        for &len in lens {
+            parts.push(self.partition(base, len)?);
+            base += len;
+        }
+        Ok(parts)
+    }
+
+    /// The device back, if this is the last handle to it.
+    pub fn try_into_inner(self) -> Result<Box<dyn BlockDevice>, SharedDevice> {
+        match Arc::try_unwrap(self.0) {
+            Ok(m) => Ok(m.into_inner().unwrap_or_else(|e| e.into_inner())),
+            Err(arc) => Err(Handle(arc)),
+        }
+    }
+}

@@ -1,89 +1,9 @@
 //! One device, several roles: a [`SharedDevice`] is a device behind a mutex that several
 //! [`Partition`]s (byte ranges of it) use at once, e.g. data and log on one SSD.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
 
-/// A block device shared between owners (partitions, or a partition and a test inspecting the
-/// device). Cloning shares the same device. It is itself a [`BlockDevice`] over the whole device.
-#[derive(Clone)]
-pub struct SharedDevice(Arc<Mutex<Box<dyn BlockDevice>>>);
-
-impl SharedDevice {
-    /// Shares `dev`.
-    pub fn new(dev: impl BlockDevice + 'static) -> SharedDevice {
-        SharedDevice::from_box(Box::new(dev))
-    }
-
-    /// Shares an already boxed device.
-    pub fn from_box(dev: Box<dyn BlockDevice>) -> SharedDevice {
-        SharedDevice(Arc::new(Mutex::new(dev)))
-    }
-
-    /// Locks the device. A panic in another holder does not make the device unusable: the
-    /// device's own state is consistent between calls, so a poisoned lock is taken over.
-    pub fn lock(&self) -> MutexGuard<'_, Box<dyn BlockDevice>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A partition of `len` bytes at byte `base` (both multiples of the block size).
-    pub fn partition(&self, base: u64, len: u64) -> Result<Partition, DeviceError> {
-        Partition::new(self.clone(), base, len)
-    }
-
-    /// Splits the device from offset 0 into consecutive partitions of the given lengths.
-    pub fn split(&self, lens: &[u64]) -> Result<Vec<Partition>, DeviceError> {
-        let mut base = 0u64;
-        let mut parts = Vec::with_capacity(lens.len());
-        for &len in lens {
-            parts.push(self.partition(base, len)?);
-            base += len;
-        }
-        Ok(parts)
-    }
-
-    /// The device back, if this is the last handle to it.
-    pub fn try_into_inner(self) -> Result<Box<dyn BlockDevice>, SharedDevice> {
-        match Arc::try_unwrap(self.0) {
-            Ok(m) => Ok(m.into_inner().unwrap_or_else(|e| e.into_inner())),
-            Err(arc) => Err(SharedDevice(arc)),
-        }
-    }
-}
-
-impl BlockDevice for SharedDevice {
-    fn capacity_bytes(&self) -> u64 {
-        self.lock().capacity_bytes()
-    }
-    fn block_bytes(&self) -> u32 {
-        self.lock().block_bytes()
-    }
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-        self.lock().read_at(offset, buf)
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.lock().write_at(offset, data)
-    }
-    fn flush(&mut self) -> Result<(), DeviceError> {
-        self.lock().flush()
-    }
-    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
-        self.lock().trim(offset, len)
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.lock().capabilities()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.lock().stats()
-    }
-    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
-        self.lock().write_placed(offset, data, pid)
-    }
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        self.lock().remap(src, dst, len)
-    }
-}
+pub use super::handle::SharedDevice;
 
 /// The byte range `[base, base+len)` of a shared device, addressed from 0.
 ///
@@ -211,7 +131,7 @@ mod tests {
 
     #[test]
     fn partitions_isolate_ranges() {
-        let shared = SharedDevice::new(MemDevice::new(64 * 1024, 4096));
+        let shared = SharedDevice::shared(MemDevice::new(64 * 1024, 4096));
         let mut parts = shared.split(&[16 * 1024, 48 * 1024]).unwrap();
         let (mut a, mut b) = {
             let b = parts.pop().unwrap();
@@ -239,7 +159,7 @@ mod tests {
 
     #[test]
     fn rejects_out_of_range_and_bad_geometry() {
-        let shared = SharedDevice::new(MemDevice::new(64 * 1024, 4096));
+        let shared = SharedDevice::shared(MemDevice::new(64 * 1024, 4096));
         let mut a = shared.partition(8192, 8192).unwrap();
         assert!(matches!(
             a.write_at(8192, &[0u8; 4096]),

@@ -4,45 +4,13 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use wafer_engine::device::{
-    BlockDevice, DeviceError, DeviceStats, FaultConfig, FaultDevice, MemDevice, SharedDevice,
-    SimDevice, VirtualClock,
+    FaultConfig, FaultDevice, MemDevice, SharedDevice, SimDevice, VirtualClock,
 };
 use wafer_engine::Devices;
 
-/// A device the test shares with the engine.
-pub struct Held<D: BlockDevice>(pub Arc<Mutex<D>>);
-
-impl<D: BlockDevice> Clone for Held<D> {
-    fn clone(&self) -> Self {
-        Held(self.0.clone())
-    }
-}
-
-impl<D: BlockDevice> BlockDevice for Held<D> {
-    fn capacity_bytes(&self) -> u64 {
-        self.0.lock().unwrap().capacity_bytes()
-    }
-    fn block_bytes(&self) -> u32 {
-        self.0.lock().unwrap().block_bytes()
-    }
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-        self.0.lock().unwrap().read_at(offset, buf)
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.0.lock().unwrap().write_at(offset, data)
-    }
-    fn flush(&mut self) -> Result<(), DeviceError> {
-        self.0.lock().unwrap().flush()
-    }
-    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
-        self.0.lock().unwrap().trim(offset, len)
-    }
-    fn stats(&self) -> DeviceStats {
-        self.0.lock().unwrap().stats()
-    }
-}
+/// A device the test shares with the engine (the engine's own `Handle`).
+pub type Held<D> = wafer_engine::device::Handle<D>;
 
 pub const DATA_BYTES: u64 = 32 << 20;
 pub const LOG_BYTES: u64 = 8 << 20;
@@ -55,7 +23,7 @@ pub struct MemPair {
 impl MemPair {
     pub fn new() -> MemPair {
         MemPair {
-            shared: SharedDevice::new(MemDevice::new(DATA_BYTES + LOG_BYTES, 4096)),
+            shared: SharedDevice::shared(MemDevice::new(DATA_BYTES + LOG_BYTES, 4096)),
         }
     }
     pub fn devices(&self) -> Devices {
@@ -80,8 +48,8 @@ impl CrashRig {
         let mut ssd = flashsim::SsdConfig::small(DATA_BYTES + LOG_BYTES, 0.2);
         ssd.timing.enabled = false;
         let sim = SimDevice::new(ssd, VirtualClock::shared()).unwrap();
-        let fault = Held(Arc::new(Mutex::new(FaultDevice::new(sim, cfg))));
-        let shared = SharedDevice::new(fault.clone());
+        let fault = Held::new(FaultDevice::new(sim, cfg));
+        let shared = SharedDevice::shared(fault.clone());
         CrashRig { fault, shared }
     }
     pub fn devices(&self) -> Devices {

@@ -176,18 +176,24 @@ fn load(rig: &Rig, cfg: &BenchConfig, obs: &mut dyn BenchObserver) -> Result<u64
 
 /// Runs one YCSB operation as a transaction. Returns false if it aborted on a conflict.
 fn run_op(rig: &Rig, op: &YcsbOp) -> Result<bool, BenchError> {
-    let mut t = rig.db.begin()?;
+    ycsb_txn(&rig.db, rig.table(), op)
+}
+
+/// Runs one YCSB operation on `tree` as one transaction (both drivers use it). Returns false if
+/// it aborted on a conflict (no-wait locking), true if it committed.
+pub fn ycsb_txn(db: &wafer_engine::Db, tree: &Tree, op: &YcsbOp) -> Result<bool, BenchError> {
+    let mut t = db.begin()?;
     let r = match op {
-        YcsbOp::Read { key } => t.get(rig.table(), key).map(|_| ()),
+        YcsbOp::Read { key } => t.get(tree, key).map(|_| ()),
         YcsbOp::Update { key, value } | YcsbOp::Insert { key, value } => {
-            t.put(rig.table(), key, value).map(|_| ())
+            t.put(tree, key, value).map(|_| ())
         }
         YcsbOp::ReadModifyWrite { key, value } => t
-            .get(rig.table(), key)
-            .and_then(|_| t.put(rig.table(), key, value).map(|_| ())),
+            .get(tree, key)
+            .and_then(|_| t.put(tree, key, value).map(|_| ())),
         YcsbOp::Scan { start_key, len } => t
             .scan(
-                rig.table(),
+                tree,
                 (
                     std::ops::Bound::Included(&start_key[..]),
                     std::ops::Bound::Unbounded,

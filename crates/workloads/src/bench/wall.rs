@@ -2,11 +2,11 @@
 //! engine's own throughput: CPU and latching) or files, with the whole data set cached.
 
 use super::vtime::BenchError;
-use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
+use crate::ycsb::{YcsbConfig, YcsbGenerator};
 use flashsim::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
-use wafer_engine::{Db, DbConfig, Devices, Error};
+use wafer_engine::{Db, DbConfig, Devices};
 
 /// Settings of a wall-clock run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -84,37 +84,11 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
                         for _ in 0..64 {
                             let op = gen.next_op();
                             let t0 = Instant::now();
-                            let mut t = db.begin()?;
-                            let r = match &op {
-                                YcsbOp::Read { key } => t.get(&tree, key).map(|_| ()),
-                                YcsbOp::Update { key, value }
-                                | YcsbOp::Insert { key, value }
-                                | YcsbOp::ReadModifyWrite { key, value } => {
-                                    t.put(&tree, key, value).map(|_| ())
-                                }
-                                YcsbOp::Scan { start_key, len } => t
-                                    .scan(
-                                        &tree,
-                                        (
-                                            std::ops::Bound::Included(&start_key[..]),
-                                            std::ops::Bound::Unbounded,
-                                        ),
-                                        false,
-                                        *len,
-                                    )
-                                    .map(|_| ()),
-                            };
-                            match r {
-                                Ok(()) => {
-                                    t.commit()?;
-                                    ops += 1;
-                                    lat.record(t0.elapsed().as_nanos() as u64);
-                                }
-                                Err(Error::Conflict { .. }) => {
-                                    t.abort()?;
-                                    aborts += 1;
-                                }
-                                Err(e) => return Err(e.into()),
+                            if super::vtime::ycsb_txn(&db, &tree, &op)? {
+                                ops += 1;
+                                lat.record(t0.elapsed().as_nanos() as u64);
+                            } else {
+                                aborts += 1;
                             }
                         }
                     }
