@@ -21,6 +21,8 @@ pub enum BenchCommand {
     Wall(WallArgs),
     /// Device-level comparison of flashsim configurations (no engine)
     Device(super::device::DeviceArgs),
+    /// TPC-C on the engine: virtual time over simulated SSDs per configuration (or --wall)
+    Tpcc(Box<super::tpcc::TpccArgs>),
 }
 
 /// Options of `wafer bench ycsb` (and of `wafer demo`).
@@ -337,6 +339,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             Ok(())
         }
         BenchCommand::Device(args) => super::device::main(args),
+        BenchCommand::Tpcc(args) => super::tpcc::main(args),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod human;
 pub mod report;
 pub mod sim;
 pub mod size;
+pub mod tpcc;
 
 use clap::{Parser, Subcommand};
 

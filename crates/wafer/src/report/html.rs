@@ -131,6 +131,9 @@ fn best(values: &[f64], show: fn(f64) -> String, lower_is_better: bool) -> Vec<u
 
 /// The workload of a run in a few words, e.g. "YCSB-A, zipf:0.99, 1000 B values, LZ4 ratio 0.41".
 fn workload(run: &BenchSummary) -> String {
+    if let Some(label) = &run.config.workload_label {
+        return label.clone();
+    }
     let y = &run.config.ycsb;
     format!(
         "YCSB-{}, {}, {} B values, LZ4 ratio {:.2}",

@@ -139,6 +139,10 @@ pub struct BenchConfig {
     /// times (0: plain checkpoints). Paper 000.
     #[serde(default)]
     pub max_checkpoint_count: u32,
+    /// The workload in a few words when it is not YCSB (e.g. TPC-C); reports show it instead
+    /// of the YCSB settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_label: Option<String>,
     /// Clients, CPU model and stop rule.
     #[serde(flatten)]
     pub run: LoopConfig,
@@ -157,6 +161,7 @@ impl BenchConfig {
             buffer_fraction: 0.1,
             ycsb,
             max_checkpoint_count: 0,
+            workload_label: None,
             run: LoopConfig::default(),
         }
     }

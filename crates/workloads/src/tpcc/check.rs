@@ -94,7 +94,10 @@ impl CheckReport {
     }
 }
 
-fn rows_in(tx: &mut Txn, tree: &Tree, w: u16, d: u8) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TpccError> {
+/// Key-value pairs of one tree.
+type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn rows_in(tx: &mut Txn, tree: &Tree, w: u16, d: u8) -> Result<Rows, TpccError> {
     let lo = key::district(w, d);
     let hi = key::prefix_end(&lo).expect("a district prefix is never all 0xFF");
     Ok(tx.scan(
@@ -223,4 +226,72 @@ pub fn check(db: &Db, t: &Tables, cfg: &TpccConfig) -> Result<CheckReport, TpccE
     }
     conditions.push(c101);
     Ok(CheckReport { conditions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tpcc::load;
+    use wafer_engine::{DbConfig, Devices};
+
+    fn loaded() -> (Db, Tables, TpccConfig) {
+        let cfg = TpccConfig {
+            warehouses: 1,
+            scale: 0.01,
+            ..TpccConfig::default()
+        };
+        let db = Db::open(
+            Devices::memory(32 << 20, 8 << 20),
+            DbConfig {
+                buffer_pages: 2048,
+                ..DbConfig::default()
+            },
+        )
+        .unwrap();
+        let (t, _) = load(&db, &cfg, &mut |_| {}).unwrap();
+        (db, t, cfg)
+    }
+
+    fn failing(r: &CheckReport) -> Vec<u32> {
+        r.conditions
+            .iter()
+            .filter(|c| c.violations > 0)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    #[test]
+    fn a_loaded_database_is_consistent_and_tampering_is_caught() {
+        let (db, t, cfg) = loaded();
+        let r = check(&db, &t, &cfg).unwrap();
+        assert!(r.passed(), "{}", r.describe());
+        assert_eq!(r.conditions.len(), 10);
+
+        let mut tx = db.begin().unwrap();
+        let wk = key::warehouse(1);
+        let mut wh: Warehouse = row(&mut tx, &t.warehouse, &wk).unwrap();
+        wh.ytd += 1;
+        tx.put(&t.warehouse, &wk, &wh.encode()).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(failing(&check(&db, &t, &cfg).unwrap()), vec![1, 8]);
+
+        // Undo that; drop a NEW-ORDER row in the middle of district 3's range.
+        let mut tx = db.begin().unwrap();
+        wh.ytd -= 1;
+        tx.put(&t.warehouse, &wk, &wh.encode()).unwrap();
+        let mid = cfg.counts().first_new_order() + 2;
+        tx.delete(&t.new_order, &key::order(1, 3, mid)).unwrap();
+        tx.commit().unwrap();
+        let r = check(&db, &t, &cfg).unwrap();
+        assert_eq!(failing(&r), vec![3, 5], "{}", r.describe());
+
+        // And an order line of district 5.
+        let mut tx = db.begin().unwrap();
+        tx.delete(&t.order_line, &key::order_line(1, 5, 4, 2))
+            .unwrap();
+        tx.commit().unwrap();
+        let r = check(&db, &t, &cfg).unwrap();
+        assert_eq!(failing(&r), vec![3, 4, 5, 6], "{}", r.describe());
+        assert!(r.describe().contains("district 1/5"));
+    }
 }

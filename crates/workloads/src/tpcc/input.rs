@@ -2,7 +2,8 @@
 //! (the next ten terminals of a warehouse take districts 1..10), its own RNG derived from the
 //! seed and its id, and a deck of 100 cards holding the standard mix (45 New-Order, 43 Payment,
 //! 4 each Order-Status, Delivery, Stock-Level), reshuffled when used up, so every 100
-//! transactions of a terminal hold exactly the mix. Inputs follow clause 2.4.1-2.8.1: NURand
+//! transactions of a terminal hold exactly the mix (the steady-size mode uses 44.5/43/4/4.5/4,
+//! see [`deck`]). Inputs follow clause 2.4.1-2.8.1: NURand
 //! customers and items, 5-15 order lines, 1% New-Orders with an unused item (rolled back), 1%
 //! remote supply warehouses per line, 15% remote Payment customers, 60% of Payment and
 //! Order-Status customers by last name. Keying and think times are zero.
@@ -18,6 +19,18 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use wafer_engine::Db;
+
+/// The cards of one deck per type. Growing mode: 45/43/4/4/4 of 100. Steady-size mode: 89/86/8/9/8
+/// of 200 (44.5% New-Order, 4.5% Delivery): ten districts delivered per Delivery then outpace
+/// the New-Orders slightly, so the undelivered backlog cannot grow without bound (with 45/4 it
+/// grows by one order per 20 transactions). Clause 5.2.3 sets minimums for the four others and
+/// gives New-Order the rest, so both decks are valid mixes.
+pub fn deck(mode: SizeMode) -> [u32; 5] {
+    match mode {
+        SizeMode::Growing => TxnKind::MIX_PERCENT,
+        SizeMode::Steady => [89, 86, 8, 9, 8],
+    }
+}
 
 /// A warehouse other than `w` (uniform), or `w` itself if it is the only one.
 fn other_warehouse(rng: &mut Pcg64Mcg, w: u16, warehouses: u32) -> u16 {
@@ -152,7 +165,7 @@ impl Terminal {
 
     fn next_kind(&mut self) -> TxnKind {
         if self.deck.is_empty() {
-            for (k, n) in TxnKind::ALL.iter().zip(TxnKind::MIX_PERCENT) {
+            for (k, n) in TxnKind::ALL.iter().zip(deck(self.mode)) {
                 self.deck.extend(std::iter::repeat_n(*k, n as usize));
             }
             self.deck.shuffle(&mut self.rng);

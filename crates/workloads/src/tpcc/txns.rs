@@ -439,3 +439,144 @@ fn stock_level(
     }
     Ok(Exec::default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tpcc::{load, TpccConfig};
+    use wafer_engine::{DbConfig, Devices};
+
+    fn loaded(mode: SizeMode) -> (Db, Tables, TpccConfig) {
+        let cfg = TpccConfig {
+            warehouses: 2,
+            scale: 0.01,
+            mode,
+            ..TpccConfig::default()
+        };
+        let db = Db::open(
+            Devices::memory(32 << 20, 8 << 20),
+            DbConfig {
+                buffer_pages: 2048,
+                ..DbConfig::default()
+            },
+        )
+        .unwrap();
+        let (t, _) = load(&db, &cfg, &mut |_| {}).unwrap();
+        (db, t, cfg)
+    }
+
+    fn district(db: &Db, t: &Tables, w: u16, d: u8) -> District {
+        let mut tx = db.begin().unwrap();
+        let r = get(&mut tx, &t.district, &key::district(w, d)).unwrap();
+        tx.commit().unwrap();
+        r
+    }
+
+    #[test]
+    fn new_order_commits_or_rolls_back_whole() {
+        let (db, t, cfg) = loaded(SizeMode::Growing);
+        let ctx = Ctx {
+            tables: &t,
+            counts: cfg.counts(),
+            mode: cfg.mode,
+        };
+        let line = |i_id, supply_w| LineIn {
+            i_id,
+            supply_w,
+            quantity: 3,
+        };
+        let before = district(&db, &t, 1, 4).next_o_id;
+        let ok = Input::NewOrder {
+            w: 1,
+            d: 4,
+            c: 7,
+            lines: vec![line(1, 1), line(2, 2), line(3, 1)],
+        };
+        let e = execute(&db, &ctx, &ok, 5).unwrap();
+        assert_eq!(e.new_order, Some((1, 4, before)));
+        assert_eq!(district(&db, &t, 1, 4).next_o_id, before + 1);
+        let bad = Input::NewOrder {
+            w: 1,
+            d: 4,
+            c: 7,
+            lines: vec![line(1, 1), line(cfg.counts().items + 1, 1)],
+        };
+        let e = execute(&db, &ctx, &bad, 6).unwrap();
+        assert!(e.rolled_back && e.new_order.is_none());
+        assert_eq!(district(&db, &t, 1, 4).next_o_id, before + 1);
+        let mut tx = db.begin().unwrap();
+        let o: Order = get(&mut tx, &t.orders, &key::order(1, 4, before)).unwrap();
+        assert_eq!((o.c_id, o.ol_cnt, o.all_local, o.carrier_id), (7, 3, 0, 0));
+        let s: Stock = get(&mut tx, &t.stock, &key::stock(2, 2)).unwrap();
+        assert_eq!((s.ytd, s.order_cnt, s.remote_cnt), (3, 1, 1));
+        assert!(tx
+            .get(&t.orders, &key::order(1, 4, before + 1))
+            .unwrap()
+            .is_none());
+        tx.commit().unwrap();
+    }
+
+    #[test]
+    fn customer_by_last_name_is_the_middle_one() {
+        let (db, t, _) = loaded(SizeMode::Growing);
+        let mut tx = db.begin().unwrap();
+        // At this scale every customer c has last name number c - 1: one customer per name.
+        let name = crate::tpcc::random::last_name(11);
+        let c = find_customer(&mut tx, &t, 2, 3, &CustomerSel::Last(name.clone())).unwrap();
+        assert_eq!(c, 12);
+        // Add two more customers with that name to the index: the middle of three is chosen.
+        for (first, id) in [(&b"!"[..], 900u32), (&b"~~"[..], 901)] {
+            tx.put(
+                &t.customer_name,
+                &key::customer_name(2, 3, &name, first, id),
+                &[],
+            )
+            .unwrap();
+        }
+        let c = find_customer(&mut tx, &t, 2, 3, &CustomerSel::Last(name)).unwrap();
+        assert_eq!(c, 12);
+        tx.abort().unwrap();
+    }
+
+    #[test]
+    fn steady_delivery_deletes_orders_behind_the_window() {
+        let (db, t, cfg) = loaded(SizeMode::Steady);
+        let counts = cfg.counts();
+        let ctx = Ctx {
+            tables: &t,
+            counts,
+            mode: cfg.mode,
+        };
+        let window = counts.steady_window();
+        let mut delivered = 0;
+        // Enough New-Orders and Deliveries in district 1 of warehouse 1 to pass the window.
+        for i in 0..(window + 5) {
+            let no = Input::NewOrder {
+                w: 1,
+                d: 1,
+                c: 1 + i % counts.customers,
+                lines: vec![LineIn {
+                    i_id: 1,
+                    supply_w: 1,
+                    quantity: 1,
+                }],
+            };
+            execute(&db, &ctx, &no, 10 + i as u64).unwrap();
+            let e = execute(&db, &ctx, &Input::Delivery { w: 1, carrier: 3 }, 11).unwrap();
+            delivered += 10 - e.skipped_districts as u32;
+        }
+        assert!(delivered > 0);
+        let mut tx = db.begin().unwrap();
+        let next = get::<District>(&mut tx, &t.district, &key::district(1, 1))
+            .unwrap()
+            .next_o_id;
+        let lo = key::order(1, 1, 0);
+        let hi = key::order(1, 1, u32::MAX);
+        let orders = keys_between(&mut tx, &t.orders, &lo, &hi, false, usize::MAX).unwrap();
+        tx.commit().unwrap();
+        let oldest = key::u32_at(&orders[0], 3);
+        assert!(oldest > 1, "old orders are deleted");
+        assert!(next - oldest <= window + counts.new_orders);
+        assert!(crate::tpcc::check(&db, &t, &cfg).unwrap().passed());
+    }
+}

@@ -84,6 +84,9 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
                         let out = term.step(&db, &tables, now)?;
                         if out.exec.is_some() {
                             lat.record(t0.elapsed().as_nanos() as u64);
+                        } else {
+                            // A conflict: let the lock holder finish before the retry.
+                            std::thread::yield_now();
                         }
                         counts.record(out.kind, out.exec.as_ref());
                     }

@@ -1,0 +1,432 @@
+//! `wafer bench tpcc`: TPC-C on the engine. In virtual time (the default) it runs every chosen
+//! write-path configuration on its own simulated data and log SSDs with the same warehouses,
+//! terminals and seed, and prints tpmC (New-Orders per virtual minute), the DESIGN.md write
+//! amplification metrics, bytes per New-Order, the measured mix, the consistency check, and the
+//! cumulative media writes against New-Orders (paper 002 Figure 16). With `--wall` it measures the
+//! engine's own wall-clock TPC-C throughput with real threads in memory.
+
+use super::size::{format_bytes, parse_size};
+use super::CliError;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use wafer_workloads::bench::vtime::BenchObserver;
+use wafer_workloads::bench::{BenchReport, Preset};
+use wafer_workloads::tpcc::driver::estimate_load_bytes;
+use wafer_workloads::tpcc::{
+    self, SizeMode, TpccBenchConfig, TpccConfig, TpccSummary, TpccWallConfig,
+};
+
+/// Options of `wafer bench tpcc`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TpccArgs {
+    /// Write-path configurations to compare, comma separated (default: every one there is).
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Option<Vec<Preset>>,
+    /// Warehouses (W).
+    #[arg(long, default_value_t = 2)]
+    pub warehouses: u32,
+    /// Population scale: 1.0 is the specification (100,000 items, 3,000 customers per
+    /// district); smaller values shrink the per-warehouse tables for quick runs.
+    #[arg(long, default_value_t = 0.1)]
+    pub scale: f64,
+    /// growing (standard) or steady (old delivered orders and history are deleted, so the
+    /// database size stays bounded).
+    #[arg(long, default_value = "growing")]
+    pub mode: SizeMode,
+    /// Terminals (closed-loop clients; home warehouse = terminal mod W + 1; no think time).
+    #[arg(long, default_value_t = 16)]
+    pub clients: u32,
+    /// Simulated CPU cores shared by the terminals.
+    #[arg(long, default_value_t = 8)]
+    pub cores: u32,
+    /// CPU time of one transaction in virtual microseconds.
+    #[arg(long, default_value_t = 50)]
+    pub cpu_us: u64,
+    /// Logical size of the simulated data SSD (default: sized so the load fills about 70%).
+    #[arg(long, value_parser = parse_size)]
+    pub data_size: Option<u64>,
+    /// Spare factor of the data SSD: (physical - logical) / physical.
+    #[arg(long, default_value_t = 0.10)]
+    pub sf: f64,
+    /// Buffer pool as a fraction of the pages the load used (paper 000: 0.5, paper 002: 0.1).
+    #[arg(long, default_value_t = 0.1)]
+    pub buffer: f64,
+    /// Stop when DB-issued writes reach this multiple of the data device capacity.
+    #[arg(long, default_value_t = 2.0)]
+    pub capacity_multiple: f64,
+    /// Or stop after this many transactions.
+    #[arg(long)]
+    pub max_txns: Option<u64>,
+    /// Or stop after this many seconds of virtual time.
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// A series point each time DB-issued writes grow by this fraction of the data capacity.
+    #[arg(long, default_value_t = 0.05)]
+    pub interval_fraction: f64,
+    /// Engine page size in bytes (4096, 8192, 16384).
+    #[arg(long, default_value_t = 4096)]
+    pub page_size: u32,
+    /// Log space the engine may use (default: the buffer pool size).
+    #[arg(long, value_parser = parse_size)]
+    pub log_space: Option<u64>,
+    /// Start a checkpoint when this fraction of the log space is used.
+    #[arg(long, default_value_t = 0.5)]
+    pub checkpoint_log_fill: f64,
+    /// Also start one every this many virtual milliseconds (0: by log fill only).
+    #[arg(long, default_value_t = 0)]
+    pub checkpoint_interval_ms: u64,
+    /// Pages the checkpointer writes per background step.
+    #[arg(long, default_value_t = 64)]
+    pub checkpoint_batch_pages: usize,
+    /// Hot-page-aware checkpointing: defer a checkpointed page up to N consecutive times
+    /// (paper 000; 0 = plain checkpoints).
+    #[arg(long, default_value_t = 0)]
+    pub max_checkpoint_count: u32,
+    /// The page cleaner keeps this fraction of the buffer frames clean (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    pub cleaner_clean_fraction: f64,
+    /// Seed of the load and the terminals (the same for every configuration).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Skip the consistency checks after the load and the run.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Print the TPC-C summaries as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the benchmark report (input of `wafer report`) here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write the full TPC-C summaries (counts, mix, checks, writes-vs-New-Orders series) here.
+    #[arg(long)]
+    pub tpcc_out: Option<PathBuf>,
+    /// A TOML file holding a full TPC-C benchmark configuration (`--dump-config` prints one);
+    /// it replaces the flags above except --configs.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the configuration of the first run as TOML and exit.
+    #[arg(long)]
+    pub dump_config: bool,
+    /// Wall-clock mode: real threads on in-memory devices instead of virtual time.
+    #[arg(long)]
+    pub wall: bool,
+    /// Wall-clock mode: thread (terminal) counts to run, comma separated.
+    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    pub threads: Vec<u32>,
+    /// Wall-clock mode: seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+}
+
+/// Target fill of the data device by the load when `--data-size` is not given.
+const AUTO_FILL: f64 = 0.7;
+
+impl TpccArgs {
+    fn tpcc(&self) -> TpccConfig {
+        TpccConfig {
+            warehouses: self.warehouses,
+            scale: self.scale,
+            mode: self.mode,
+            seed: self.seed,
+        }
+    }
+
+    fn presets(&self) -> Vec<Preset> {
+        self.configs.clone().unwrap_or_else(|| Preset::ALL.to_vec())
+    }
+
+    fn data_bytes(&self) -> u64 {
+        self.data_size.unwrap_or_else(|| {
+            let want = estimate_load_bytes(&self.tpcc()) as f64 / AUTO_FILL;
+            (want as u64).div_ceil(64 << 20).max(1) * (64 << 20)
+        })
+    }
+
+    fn config(&self, preset: Preset) -> Result<TpccBenchConfig, CliError> {
+        let cfg = if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+            let mut cfg: TpccBenchConfig = toml::from_str(&text)
+                .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))?;
+            cfg.preset = preset;
+            cfg
+        } else {
+            let mut cfg = TpccBenchConfig::new(preset, self.tpcc(), self.data_bytes(), self.sf);
+            cfg.buffer_fraction = self.buffer;
+            cfg.check = !self.no_check;
+            let e = &mut cfg.engine;
+            e.page_size = self.page_size;
+            e.log_space_bytes = self.log_space;
+            e.checkpoint_log_fill = self.checkpoint_log_fill;
+            e.checkpoint_interval_ms = self.checkpoint_interval_ms;
+            e.checkpoint_batch_pages = self.checkpoint_batch_pages;
+            e.max_checkpoint_count = self.max_checkpoint_count;
+            e.cleaner_clean_fraction = self.cleaner_clean_fraction;
+            let r = &mut cfg.run;
+            r.clients = self.clients;
+            r.cores = self.cores;
+            r.cpu_ns_per_op = self.cpu_us * 1000;
+            r.capacity_multiple = self.capacity_multiple;
+            r.max_ops = self.max_txns;
+            r.max_virtual_s = self.max_seconds;
+            r.interval_fraction = self.interval_fraction;
+            cfg
+        };
+        cfg.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(cfg)
+    }
+
+    fn title(&self, cfg: &TpccBenchConfig) -> String {
+        format!(
+            "TPC-C, {} warehouse(s) at scale {} ({} mode), {} data SSD (sf {}), buffer {:.0}% of the loaded data, {} terminals, seed {}",
+            cfg.tpcc.warehouses,
+            cfg.tpcc.scale,
+            match cfg.tpcc.mode {
+                SizeMode::Growing => "growing",
+                SizeMode::Steady => "steady-size",
+            },
+            format_bytes(cfg.data_ssd.logical_bytes),
+            self.sf,
+            cfg.buffer_fraction * 100.0,
+            cfg.run.clients,
+            cfg.tpcc.seed
+        )
+    }
+}
+
+struct Bar {
+    bar: ProgressBar,
+    label: String,
+}
+
+impl BenchObserver for Bar {
+    fn phase(&mut self, name: &str) {
+        self.bar.set_message(format!("{} {name}", self.label));
+        self.bar.set_position(0);
+    }
+    fn progress(&mut self, done: f64) {
+        self.bar.set_position((done * 1000.0) as u64);
+    }
+}
+
+fn bar(show: bool, label: &str) -> Bar {
+    let bar = if show {
+        let b = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{msg:28} [{bar:30}] {percent:>3}% ETA {eta}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    Bar {
+        bar,
+        label: label.to_string(),
+    }
+}
+
+/// Runs every configuration of `args` in virtual time.
+pub fn run(args: &TpccArgs, show_progress: bool) -> Result<(String, Vec<TpccSummary>), CliError> {
+    let configs: Vec<TpccBenchConfig> = args
+        .presets()
+        .into_iter()
+        .map(|p| args.config(p))
+        .collect::<Result<_, _>>()?;
+    let title = configs.first().map(|c| args.title(c)).unwrap_or_default();
+    let mut runs = Vec::new();
+    for cfg in configs {
+        let name = cfg.preset.name();
+        let mut obs = bar(show_progress, name);
+        let s = tpcc::run_vtime(name, &cfg, &mut obs)
+            .map_err(|e| CliError::Run(format!("{name}: {e}")))?;
+        obs.bar.finish_and_clear();
+        runs.push(s);
+    }
+    Ok((title, runs))
+}
+
+fn check_text(s: &TpccSummary) -> String {
+    match (&s.check_after_load, &s.check_after_run) {
+        (Some(a), Some(b)) if a.passed() && b.passed() => "pass".into(),
+        (Some(a), Some(b)) => format!("FAIL ({}; {})", a.describe(), b.describe()),
+        _ => "off".into(),
+    }
+}
+
+/// Prints the comparison table, the mix and the writes-vs-New-Orders series.
+pub fn print_table(title: &str, runs: &[TpccSummary]) {
+    println!("{title}\n");
+    println!(
+        "{:<16} {:>9} {:>9} {:>8} {:>7} {:>8} {:>9} {:>10} {:>10} {:>10} {:>6} {:>6}",
+        "configuration",
+        "tpmC",
+        "tpmC q4",
+        "NO",
+        "DB WAF",
+        "SSD WAF",
+        "total WAF",
+        "user B/NO",
+        "DB B/NO",
+        "media B/NO",
+        "hit",
+        "check"
+    );
+    for s in runs {
+        let w = &s.bench.run;
+        println!(
+            "{:<16} {:>9.0} {:>9.0} {:>8} {:>7.2} {:>8.2} {:>9.2} {:>10.0} {:>10.0} {:>10.0} {:>6.3} {:>6}",
+            s.bench.name,
+            s.tpmc,
+            s.tpmc_last_quarter,
+            s.new_orders,
+            w.db_waf,
+            w.ssd_waf,
+            w.total_waf,
+            s.user_bytes_per_new_order,
+            s.db_issued_bytes_per_new_order,
+            s.media_bytes_per_new_order,
+            w.hit_ratio,
+            check_text(s)
+        );
+    }
+    println!(
+        "\ntpmC = New-Orders per virtual minute over the run (q4: over its last quarter); WAF and bytes per New-Order (NO) over the whole run."
+    );
+    if let [base, rest @ ..] = runs {
+        for s in rest {
+            println!(
+                "  {} vs {}: {:.2}x the throughput, {:.2}x fewer media bytes per New-Order",
+                s.bench.name,
+                base.bench.name,
+                s.tpmc / base.tpmc.max(1e-9),
+                base.media_bytes_per_new_order / s.media_bytes_per_new_order.max(1e-9)
+            );
+        }
+    }
+    println!("\nmix (new-order / payment / order-status / delivery / stock-level), counts:");
+    for s in runs {
+        let pct: Vec<String> = s.mix_percent.iter().map(|p| format!("{p:.2}%")).collect();
+        let conflicts: u64 = s.txns.conflicts.iter().sum();
+        println!(
+            "  {:<16} {} of {} txns; {} rolled back New-Orders, {} conflicts retried, {} empty delivery districts; {} rows loaded ({} pages, {:.0}% of the device), {} pages at the end",
+            s.bench.name,
+            pct.join(" / "),
+            s.txns.total(),
+            s.txns.rolled_back,
+            conflicts,
+            s.txns.skipped_deliveries,
+            s.load.rows,
+            s.pages_after_load,
+            100.0 * s.pages_after_load as f64 / s.capacity_pages.max(1) as f64,
+            s.pages_at_end
+        );
+    }
+    println!("\ncumulative media writes (MB) against New-Orders:");
+    for s in runs {
+        let step = s.series.len().div_ceil(8).max(1);
+        let mut pts: Vec<String> = s
+            .series
+            .iter()
+            .step_by(step)
+            .map(|p| format!("{}:{:.0}", p.new_orders, p.media_mb_cumulative))
+            .collect();
+        if let Some(p) = s.series.last() {
+            if (s.series.len() - 1) % step != 0 {
+                pts.push(format!("{}:{:.0}", p.new_orders, p.media_mb_cumulative));
+            }
+        }
+        println!("  {:<16} {}", s.bench.name, pts.join("  "));
+    }
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), CliError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::Run(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let json = serde_json::to_string_pretty(v).map_err(|e| CliError::Run(e.to_string()))?;
+    std::fs::write(path, format!("{json}\n"))
+        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))
+}
+
+fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
+    let mut results = Vec::new();
+    for &threads in &args.threads {
+        for preset in args.presets() {
+            let cfg = TpccWallConfig {
+                tpcc: args.tpcc(),
+                threads,
+                duration_ms: (args.seconds * 1000.0) as u64,
+                doublewrite: preset.doublewrite(),
+            };
+            let r = tpcc::run_wall(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
+            if !args.json {
+                let conflicts: u64 = r.txns.conflicts.iter().sum();
+                println!(
+                    "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {}",
+                    args.warehouses,
+                    args.scale,
+                    preset.name(),
+                    r.tpmc,
+                    r.txns_per_s,
+                    r.txns.total(),
+                    r.seconds,
+                    r.latency.p50_ns as f64 / 1e3,
+                    r.latency.p99_ns as f64 / 1e3,
+                    r.check.describe()
+                );
+            }
+            results.push(r);
+        }
+    }
+    if args.json {
+        let json =
+            serde_json::to_string_pretty(&results).map_err(|e| CliError::Run(e.to_string()))?;
+        super::human::print_stdout(&json);
+    }
+    Ok(())
+}
+
+/// Runs `wafer bench tpcc`.
+pub fn main(args: &TpccArgs) -> Result<(), CliError> {
+    if args.dump_config {
+        let preset = args.presets().first().copied().unwrap_or(Preset::InPlace);
+        let text =
+            toml::to_string(&args.config(preset)?).map_err(|e| CliError::Run(e.to_string()))?;
+        super::human::print_stdout(text.trim_end());
+        return Ok(());
+    }
+    if args.wall {
+        return main_wall(args);
+    }
+    let show = std::io::stderr().is_terminal() && !args.json;
+    let (title, runs) = run(args, show)?;
+    if let Some(p) = &args.out {
+        let report = BenchReport {
+            title: title.clone(),
+            runs: runs.iter().map(|s| s.bench.clone()).collect(),
+        };
+        write_json(p, &report)?;
+    }
+    if let Some(p) = &args.tpcc_out {
+        write_json(p, &runs)?;
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&runs).map_err(|e| CliError::Run(e.to_string()))?;
+        super::human::print_stdout(&json);
+    } else {
+        print_table(&title, &runs);
+        let failed = runs.iter().any(|s| {
+            [&s.check_after_load, &s.check_after_run]
+                .iter()
+                .any(|c| c.as_ref().is_some_and(|c| !c.passed()))
+        });
+        if failed {
+            return Err(CliError::Run("a consistency check failed".into()));
+        }
+    }
+    Ok(())
+}
