@@ -170,6 +170,8 @@ pub struct DbStats {
     pub data_device: crate::device::DeviceStats,
     pub log_device: crate::device::DeviceStats,
     pub recovery: Option<crate::recovery::RecoveryReport>,
+    /// Frames of the buffer pool.
+    pub pool_frames: usize,
     /// LSN of the last complete checkpoint and the oldest LSN the log still keeps.
     pub checkpoint_lsn: Lsn,
     pub log_start_lsn: Lsn,
@@ -654,6 +656,7 @@ impl Db {
             data_device: core.wp.device_stats(),
             log_device: wal.device_stats(),
             recovery: core.recovery.clone(),
+            pool_frames: core.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,
         }

@@ -92,6 +92,10 @@ pub struct TpccArgs {
     /// Skip the consistency checks after the load and the run.
     #[arg(long)]
     pub no_check: bool,
+    /// After the run, crash (no final checkpoint) and recover; report the recovery phases and
+    /// check the recovered database.
+    #[arg(long)]
+    pub crash_at_end: bool,
     /// Print the TPC-C summaries as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -155,6 +159,7 @@ impl TpccArgs {
             let mut cfg = TpccBenchConfig::new(preset, self.tpcc(), self.data_bytes(), self.sf);
             cfg.buffer_fraction = self.buffer;
             cfg.check = !self.no_check;
+            cfg.crash_at_end = self.crash_at_end;
             let e = &mut cfg.engine;
             e.page_size = self.page_size;
             e.log_space_bytes = self.log_space;
@@ -323,6 +328,30 @@ pub fn print_table(title: &str, runs: &[TpccSummary]) {
             100.0 * s.pages_after_load as f64 / s.capacity_pages.max(1) as f64,
             s.pages_at_end
         );
+    }
+    if runs.iter().any(|s| s.recovery.is_some()) {
+        println!(
+            "\ncrash after the run, then recovery (records; wall ms; virtual ms of the reopen):"
+        );
+        for s in runs {
+            if let Some(r) = &s.recovery {
+                let p = &r.report;
+                println!(
+                    "  {:<16} analysis {} recs {:.1} ms, redo {} recs ({} page changes applied) {:.1} ms, undo {} txns {} recs {:.1} ms; reopen {:.1} virtual ms; recovered state {}",
+                    s.bench.name,
+                    p.analysis_records,
+                    p.analysis_us as f64 / 1e3,
+                    p.redo_records,
+                    p.redo_applied,
+                    p.redo_us as f64 / 1e3,
+                    p.undo_txns,
+                    p.undo_records,
+                    p.undo_us as f64 / 1e3,
+                    r.virtual_ms,
+                    check_text(s)
+                );
+            }
+        }
     }
     println!("\ncumulative media writes (MB) against New-Orders:");
     for s in runs {

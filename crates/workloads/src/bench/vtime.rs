@@ -130,6 +130,29 @@ impl Rig {
         Ok(())
     }
 
+    /// Simulates a crash and recovers: the engine is dropped without a checkpoint (its buffer
+    /// pool and unflushed log tail are lost; the power-loss-protected SSDs keep every write
+    /// they acknowledged) and a new engine opens the same devices, running crash recovery.
+    pub fn crash_and_reopen(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
+        let db = Db::open(
+            Devices {
+                data: Box::new(self.data.clone()),
+                log: Box::new(self.log.clone()),
+            },
+            DbConfig {
+                open_mode: wafer_engine::OpenMode::Open,
+                ..db_cfg
+            },
+        )?;
+        db.use_virtual_clock(self.clock.clone());
+        if let Some(t) = &self.tree {
+            self.tree = Some(db.open_tree(t.name())?);
+        }
+        // The old handle goes here, never having written its dirty pages.
+        self.db = db;
+        Ok(())
+    }
+
     /// The main table (panics if the workload has not created one: a bug in the driver).
     pub fn table(&self) -> &Tree {
         self.tree.as_ref().expect("the workload created its table")

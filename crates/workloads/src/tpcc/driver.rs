@@ -49,6 +49,10 @@ pub struct TpccBenchConfig {
     pub run: LoopConfig,
     /// Check the consistency conditions after the load and after the run.
     pub check: bool,
+    /// After the run, crash (drop the engine without a checkpoint: the buffer pool and the
+    /// unflushed log tail are lost) and recover; report the recovery and check the result.
+    #[serde(default)]
+    pub crash_at_end: bool,
 }
 
 impl TpccBenchConfig {
@@ -71,6 +75,7 @@ impl TpccBenchConfig {
                 ..LoopConfig::default()
             },
             check: true,
+            crash_at_end: false,
         }
     }
 
@@ -170,6 +175,20 @@ pub struct TpccSummary {
     pub check_after_load: Option<CheckReport>,
     /// Consistency after the run.
     pub check_after_run: Option<CheckReport>,
+    /// The crash and recovery after the run (`crash_at_end`); `check_after_run` then checks the
+    /// recovered database.
+    #[serde(default)]
+    pub recovery: Option<RecoveryOutcome>,
+}
+
+/// A crash after the run and the recovery that followed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryOutcome {
+    /// Records and wall-clock times of analysis, redo and undo.
+    pub report: wafer_engine::recovery::RecoveryReport,
+    /// Virtual time the reopen took (recovery's reads and writes on the simulated SSDs, and its
+    /// final checkpoint).
+    pub virtual_ms: f64,
 }
 
 /// The terminals as the harness's clients.
@@ -307,6 +326,16 @@ pub fn run_vtime(
     drop(sobs);
     let txns = counts.borrow().clone();
     let pages_at_end = rig.db.page_usage()?.0;
+    let recovery = if cfg.crash_at_end {
+        let t0 = rig.clock.now();
+        rig.crash_and_reopen(cfg.engine_config(rig.db.stats().pool_frames))?;
+        let virtual_ms = (rig.clock.now() - t0) as f64 / 1e6;
+        let report = rig.db.stats().recovery.unwrap_or_default();
+        work.tables = Tables::open(&rig.db)?;
+        Some(RecoveryOutcome { report, virtual_ms })
+    } else {
+        None
+    };
     let check_after_run = match cfg.check {
         true => Some(check(&rig.db, &work.tables, &cfg.tpcc)?),
         false => None,
@@ -387,6 +416,7 @@ pub fn run_vtime(
         series,
         check_after_load,
         check_after_run,
+        recovery,
         counts: cfg.tpcc.counts(),
         load: load_stats,
         txns,
