@@ -51,7 +51,7 @@ pub struct Cli {
 pub enum Command {
     /// Compare every write path of the engine on YCSB-A over a simulated SSD (about two minutes)
     Demo(demo::DemoArgs),
-    /// Benchmarks: YCSB on the engine (virtual time), wall-clock engine throughput, device-only
+    /// Benchmarks: YCSB and TPC-C on the engine (virtual time), wall-clock engine throughput, device-only
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Run a synthetic workload on a simulated flash SSD (flashsim) and report write
