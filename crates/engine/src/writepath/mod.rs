@@ -6,6 +6,7 @@
 //! data device (user writes as stored, doublewrite copies, GC copies, padding).
 
 mod inplace;
+pub mod pack;
 
 pub use inplace::{InPlace, InPlaceLayout};
 

@@ -1,0 +1,599 @@
+//! Page-wise compression and 4 KiB page packing for the out-of-place write path (paper 002,
+//! sections 3.1-3.2 and 6.2): every page of a write batch is compressed on its own
+//! ([`compress_page`]), then the blobs are placed into 4 KiB slots by best-fit decreasing bin
+//! packing ([`pack_batch`]) so that a page is always fetched with ONE aligned read: one slot for
+//! a blob of at most 4 KiB, `ceil(len / 4096)` consecutive slots for a larger one (the same read
+//! an uncompressed page of that size would need).
+//!
+//! # Blob format
+//!
+//! A compressed page is stored as a *blob*: a 21-byte header then the compressed bytes.
+//! Little-endian:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | tag: `0xB0` (magic, high nibble) \| codec (low nibble: 1 = LZ4 block, 2 = zstd frame) |
+//! | 1 | 8 | page id |
+//! | 9 | 4 | uncompressed length (the page size) |
+//! | 13 | 4 | stored length: compressed bytes after the header |
+//! | 17 | 4 | CRC32C of header bytes 0..17 followed by the compressed bytes |
+//! | 21 | stored length | compressed bytes |
+//!
+//! # Raw pages (do not compress well enough)
+//!
+//! A page whose blob would not be smaller than `max_stored_ratio` (default 0.97) of the page is
+//! stored *raw*: the page image itself, with **no blob header** (a 4 KiB page plus a header would
+//! not fit a 4 KiB slot). A raw page is still self-describing: the page format carries its own
+//! CRC32C and page id, which [`unpack`] checks with [`page::verify`] (so pages must be sealed, as
+//! [`super::WritePath::write_pages`] requires). Whoever maps page ids to locations tells raw from
+//! compressed by the stored length alone: **stored length == page size means raw**; a blob is
+//! always strictly shorter than the page. Raw pages of 4, 8 or 16 KiB fill 1, 2 or 4 whole slots.
+//!
+//! # Packing
+//!
+//! Blobs are sorted by decreasing length. A blob of at most one slot goes to the open slot with
+//! the least remaining space that still fits it (best fit), or to a new slot: it never crosses a
+//! slot boundary. A blob longer than a slot needs `k = ceil(len / slot)` slots; it starts in the
+//! newest slot if it still ends within `k` slots from there, else at the next slot boundary, so it
+//! too is read with one aligned read of `k` slots (the least possible) while large blobs of 8 and
+//! 16 KiB pages chain without leaving most of a slot empty. Unused bytes are zero-filled
+//! *padding*: DB-issued bytes that carry no user data, counted in [`PackedBatch::padding_bytes`]
+//! so that `stored_bytes + padding_bytes == slots * slot_bytes`.
+
+use crate::error::{Error, Result};
+use crate::page::{self, get_u32, get_u64, put_u32, put_u64, PageId, PAGE_HEADER_BYTES};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+/// The read and alignment unit (paper 002 section 3.2: aligned 4 KiB reads are the fastest).
+pub const SLOT_BYTES: usize = 4096;
+/// Bytes of the header in front of the compressed bytes of a blob.
+pub const BLOB_HEADER_BYTES: usize = 21;
+/// High nibble of a blob's tag byte.
+pub const BLOB_MAGIC: u8 = 0xB0;
+/// A page is stored raw unless its blob is at most this fraction of the page size.
+pub const DEFAULT_MAX_STORED_RATIO: f64 = 0.97;
+
+const TAG_LZ4: u8 = 1;
+const TAG_ZSTD: u8 = 2;
+
+/// The compression algorithm of the write path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Codec {
+    /// Store every page raw (packing still applies).
+    None,
+    /// LZ4 block format (`lz4_flex`), as in paper 002.
+    #[default]
+    Lz4,
+    /// zstd at `level` (1..=22; negative levels are the fast modes).
+    Zstd { level: i32 },
+}
+
+/// How a page ended up stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoredAs {
+    /// The page image itself, no blob header (see the module documentation).
+    Raw,
+    Lz4,
+    Zstd,
+}
+
+/// A compressed page before packing, made by [`compress_page`]: the blob header is written by
+/// [`pack_batch`], which knows the page id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compressed {
+    pub stored_as: StoredAs,
+    /// Length of the page.
+    pub uncompressed_len: u32,
+    /// The compressed bytes (without header), or the page image if raw.
+    pub payload: Vec<u8>,
+}
+
+impl Compressed {
+    /// A page stored as it is.
+    pub fn raw(page: &[u8]) -> Compressed {
+        Compressed {
+            stored_as: StoredAs::Raw,
+            uncompressed_len: page.len() as u32,
+            payload: page.to_vec(),
+        }
+    }
+
+    pub fn is_raw(&self) -> bool {
+        self.stored_as == StoredAs::Raw
+    }
+
+    /// Bytes this page takes in a slot: header + compressed bytes, or the page size if raw.
+    pub fn stored_len(&self) -> usize {
+        if self.is_raw() {
+            self.payload.len()
+        } else {
+            BLOB_HEADER_BYTES + self.payload.len()
+        }
+    }
+}
+
+/// Compresses one page with `codec` and the default threshold ([`DEFAULT_MAX_STORED_RATIO`]).
+pub fn compress_page(codec: Codec, page: &[u8]) -> Compressed {
+    compress_page_with(codec, page, DEFAULT_MAX_STORED_RATIO)
+}
+
+/// Compresses one page; it is stored raw if codec is `None`, if the blob (header included) would
+/// exceed `max_stored_ratio * page.len()` or not be shorter than the page, or if the codec fails.
+/// Never fails and never panics (a NaN ratio means raw).
+pub fn compress_page_with(codec: Codec, page: &[u8], max_stored_ratio: f64) -> Compressed {
+    let ratio = max_stored_ratio.clamp(0.0, 1.0); // NaN stays NaN: raw
+    let limit = ((page.len() as f64 * ratio) as usize).min(page.len().saturating_sub(1));
+    let budget = limit.saturating_sub(BLOB_HEADER_BYTES);
+    if budget == 0 || u32::try_from(page.len()).is_err() {
+        return Compressed::raw(page);
+    }
+    // LZ4 needs room for its worst case; zstd gives up early when the budget overflows.
+    let (stored_as, mut out, n) = match codec {
+        Codec::None => return Compressed::raw(page),
+        Codec::Lz4 => {
+            let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(page.len())];
+            let n = lz4_flex::block::compress_into(page, &mut out).ok();
+            (StoredAs::Lz4, out, n)
+        }
+        Codec::Zstd { level } => {
+            let mut out = vec![0u8; budget];
+            let n = zstd_compress(page, &mut out, level);
+            (StoredAs::Zstd, out, n)
+        }
+    };
+    match n {
+        Some(n) if n > 0 && n <= budget => out.truncate(n),
+        _ => return Compressed::raw(page),
+    }
+    Compressed {
+        stored_as,
+        uncompressed_len: page.len() as u32,
+        payload: out,
+    }
+}
+
+thread_local! {
+    /// zstd contexts, reused: making one per page costs more than compressing the page.
+    static ZSTD_C: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+    static ZSTD_D: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+fn zstd_compress(page: &[u8], out: &mut [u8], level: i32) -> Option<usize> {
+    ZSTD_C.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.as_ref().is_none_or(|(l, _)| *l != level) {
+            *c = Some((level, zstd::bulk::Compressor::new(level).ok()?));
+        }
+        c.as_mut()?.1.compress_to_buffer(page, out).ok()
+    })
+}
+
+fn zstd_decompress(data: &[u8], out: &mut [u8]) -> Option<usize> {
+    ZSTD_D.with(|d| {
+        let mut d = d.try_borrow_mut().ok()?;
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new().ok()?);
+        }
+        d.as_mut()?.decompress_to_buffer(data, out).ok()
+    })
+}
+
+/// Where a packed page lives within its batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobLocation {
+    pub pid: PageId,
+    /// Index of the blob's first slot within the batch.
+    pub slot: u32,
+    /// Byte offset of the blob within that slot.
+    pub offset: u32,
+    /// Stored length: header + compressed bytes, or the page size if raw.
+    pub len: u32,
+}
+
+impl BlobLocation {
+    /// True if the page is stored raw (its stored length is the page size).
+    pub fn is_raw(&self, page_size: usize) -> bool {
+        self.len as usize == page_size
+    }
+
+    /// Slots the one aligned read of this page fetches from `self.slot`: `ceil(len / slot_bytes)`.
+    pub fn slot_span(&self, slot_bytes: usize) -> usize {
+        (self.offset as usize + self.len as usize).div_ceil(slot_bytes.max(1))
+    }
+
+    /// Byte offset of the blob from the start of the batch image.
+    pub fn batch_offset(&self, slot_bytes: usize) -> usize {
+        self.slot as usize * slot_bytes + self.offset as usize
+    }
+}
+
+/// Where [`plan_best_fit`] puts each blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// `(slot, offset within slot)` of each blob, in input order.
+    pub places: Vec<(usize, usize)>,
+    /// Slots used.
+    pub slots: usize,
+}
+
+/// Best-fit decreasing placement of blobs of lengths `lens` into slots of `slot_bytes`; see the
+/// module documentation. Zero-length blobs are placed at the start of a slot of their own.
+pub fn plan_best_fit(lens: &[usize], slot_bytes: usize) -> Plan {
+    let slot_bytes = slot_bytes.max(1);
+    let mut order: Vec<usize> = (0..lens.len()).collect();
+    order.sort_by(|&a, &b| lens[b].cmp(&lens[a]).then(a.cmp(&b)));
+    // Open slots with space left, as (remaining bytes, slot); the smallest fitting one wins.
+    let mut open: BTreeSet<(usize, usize)> = BTreeSet::new();
+    let mut free: Vec<usize> = Vec::new(); // remaining bytes of each slot
+    let mut places = vec![(0, 0); lens.len()];
+    for i in order {
+        let len = lens[i];
+        let fit = if len == 0 || len > slot_bytes {
+            None
+        } else {
+            open.range((len, 0)..).next().copied()
+        };
+        if let Some((rem, s)) = fit {
+            open.remove(&(rem, s));
+            places[i] = (s, slot_bytes - rem);
+            free[s] -= len;
+            if free[s] > 0 {
+                open.insert((free[s], s));
+            }
+            continue;
+        }
+        // A blob longer than a slot may start inside the newest slot if it still ends within
+        // `span` slots: it is then still read with one aligned read of `span` slots.
+        let span = len.div_ceil(slot_bytes).max(1);
+        let start = match free.len().checked_sub(1).map(|s| (s, free[s])) {
+            Some((s, r))
+                if len > slot_bytes && r > 0 && slot_bytes - r + len <= span * slot_bytes =>
+            {
+                open.remove(&(r, s));
+                (s + 1) * slot_bytes - r
+            }
+            _ => free.len() * slot_bytes,
+        };
+        places[i] = (start / slot_bytes, start % slot_bytes);
+        let slots = (start + len)
+            .div_ceil(slot_bytes)
+            .max(start / slot_bytes + 1);
+        free.resize(slots, 0);
+        free[slots - 1] = slots * slot_bytes - (start + len);
+        if free[slots - 1] > 0 {
+            open.insert((free[slots - 1], slots - 1));
+        }
+    }
+    Plan {
+        places,
+        slots: free.len(),
+    }
+}
+
+/// A packed batch: the slot images to write with one sequential I/O, and where each page went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedBatch {
+    pub slot_bytes: usize,
+    /// `slot_count() * slot_bytes` bytes; padding is zero.
+    pub image: Vec<u8>,
+    /// One per input page, in input order.
+    pub locations: Vec<BlobLocation>,
+    /// Sum of the pages' uncompressed lengths.
+    pub uncompressed_bytes: u64,
+    /// Sum of the stored lengths (headers included).
+    pub stored_bytes: u64,
+    /// Zero bytes written only to fill slots.
+    pub padding_bytes: u64,
+}
+
+impl PackedBatch {
+    pub fn slot_count(&self) -> usize {
+        self.image.len() / self.slot_bytes
+    }
+
+    /// The bytes the one aligned read of `loc` fetches (its slots); pass them to [`unpack`] with
+    /// `loc.offset`.
+    pub fn read_slots(&self, loc: &BlobLocation) -> &[u8] {
+        let start = (loc.slot as usize * self.slot_bytes).min(self.image.len());
+        let end = (start + loc.slot_span(self.slot_bytes) * self.slot_bytes).min(self.image.len());
+        &self.image[start..end]
+    }
+
+    /// Stored bytes over uncompressed bytes (lower is better; 1.0 for an empty batch).
+    pub fn compression_ratio(&self) -> f64 {
+        ratio(self.stored_bytes, self.uncompressed_bytes)
+    }
+
+    /// Stored bytes over slot bytes written (1.0 = no padding; 1.0 for an empty batch).
+    pub fn packing_efficiency(&self) -> f64 {
+        ratio(self.stored_bytes, self.image.len() as u64)
+    }
+}
+
+fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        return 1.0;
+    }
+    num as f64 / den as f64
+}
+
+/// Packs compressed pages into slots of `slot_bytes` (normally [`SLOT_BYTES`]). `slot_bytes`
+/// must be a power of two of at least 512 (`Error::InvalidArgument` otherwise).
+pub fn pack_batch(pages: &[(PageId, Compressed)], slot_bytes: usize) -> Result<PackedBatch> {
+    if !slot_bytes.is_power_of_two() || slot_bytes < 512 {
+        return Err(Error::InvalidArgument(format!(
+            "slot size {slot_bytes} must be a power of two of at least 512"
+        )));
+    }
+    let lens: Vec<usize> = pages.iter().map(|(_, c)| c.stored_len()).collect();
+    let plan = plan_best_fit(&lens, slot_bytes);
+    let mut image = vec![0u8; plan.slots * slot_bytes];
+    let mut locations = Vec::with_capacity(pages.len());
+    let (mut uncompressed_bytes, mut stored_bytes) = (0u64, 0u64);
+    for (((pid, c), &len), &(slot, offset)) in pages.iter().zip(&lens).zip(&plan.places) {
+        let at = slot * slot_bytes + offset;
+        write_blob(&mut image[at..at + len], *pid, c);
+        locations.push(BlobLocation {
+            pid: *pid,
+            slot: slot as u32,
+            offset: offset as u32,
+            len: len as u32,
+        });
+        uncompressed_bytes += u64::from(c.uncompressed_len);
+        stored_bytes += len as u64;
+    }
+    Ok(PackedBatch {
+        slot_bytes,
+        padding_bytes: image.len() as u64 - stored_bytes,
+        image,
+        locations,
+        uncompressed_bytes,
+        stored_bytes,
+    })
+}
+
+/// Writes the blob of page `pid` into `dst` (exactly `c.stored_len()` bytes).
+fn write_blob(dst: &mut [u8], pid: PageId, c: &Compressed) {
+    let tag = match c.stored_as {
+        StoredAs::Raw => {
+            dst.copy_from_slice(&c.payload);
+            return;
+        }
+        StoredAs::Lz4 => TAG_LZ4,
+        StoredAs::Zstd => TAG_ZSTD,
+    };
+    dst[0] = BLOB_MAGIC | tag;
+    put_u64(dst, 1, pid);
+    put_u32(dst, 9, c.uncompressed_len);
+    put_u32(dst, 13, c.payload.len() as u32);
+    dst[BLOB_HEADER_BYTES..].copy_from_slice(&c.payload);
+    put_u32(dst, 17, blob_crc(dst));
+}
+
+fn blob_crc(blob: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&blob[..17]), &blob[BLOB_HEADER_BYTES..])
+}
+
+/// Reads page `expected_pid` of `page_size` bytes from the blob at `buf[offset..offset + len]`
+/// (`buf` = the slots of one aligned read and `offset` = [`BlobLocation::offset`], or the whole
+/// batch image and [`BlobLocation::batch_offset`]). See [`unpack_into`].
+pub fn unpack(
+    buf: &[u8],
+    offset: usize,
+    len: usize,
+    expected_pid: PageId,
+    page_size: usize,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; page_size];
+    unpack_into(buf, offset, len, expected_pid, &mut out)?;
+    Ok(out)
+}
+
+/// [`unpack`] into `out` (whose length is the page size). A raw page (`len == out.len()`) must
+/// pass [`page::verify`]; a blob must have a valid tag, stored length, CRC, page id and
+/// uncompressed length, and decompress to exactly the page size. Anything else is
+/// `Error::CorruptPage` (never a panic); `out` is then unspecified.
+pub fn unpack_into(
+    buf: &[u8],
+    offset: usize,
+    len: usize,
+    expected_pid: PageId,
+    out: &mut [u8],
+) -> Result<()> {
+    let corrupt = |reason: &'static str| Error::CorruptPage {
+        pid: expected_pid,
+        reason,
+    };
+    let blob = offset
+        .checked_add(len)
+        .and_then(|end| buf.get(offset..end))
+        .ok_or_else(|| corrupt("blob location is outside the bytes read"))?;
+    let page_size = out.len();
+    if len == page_size {
+        if page_size < PAGE_HEADER_BYTES {
+            return Err(corrupt("page size is smaller than a page header"));
+        }
+        page::verify(blob, Some(expected_pid))?;
+        out.copy_from_slice(blob);
+        return Ok(());
+    }
+    if len < BLOB_HEADER_BYTES {
+        return Err(corrupt("blob is shorter than its header"));
+    }
+    if blob[0] & 0xF0 != BLOB_MAGIC {
+        return Err(corrupt("bad blob magic"));
+    }
+    if get_u32(blob, 13) as usize != len - BLOB_HEADER_BYTES {
+        return Err(corrupt("blob stored length does not match its location"));
+    }
+    if get_u32(blob, 17) != blob_crc(blob) {
+        return Err(corrupt("blob checksum mismatch (torn or corrupted write)"));
+    }
+    if get_u64(blob, 1) != expected_pid {
+        return Err(corrupt("blob page id does not match (misdirected write)"));
+    }
+    if get_u32(blob, 9) as usize != page_size {
+        return Err(corrupt("blob uncompressed length is not the page size"));
+    }
+    let data = &blob[BLOB_HEADER_BYTES..];
+    let n = match blob[0] & 0x0F {
+        TAG_LZ4 => lz4_flex::block::decompress_into(data, out)
+            .map_err(|_| corrupt("LZ4 data does not decompress"))?,
+        TAG_ZSTD => {
+            zstd_decompress(data, out).ok_or_else(|| corrupt("zstd data does not decompress"))?
+        }
+        _ => return Err(corrupt("unknown blob codec")),
+    };
+    if n != page_size {
+        return Err(corrupt("blob decompresses to the wrong length"));
+    }
+    Ok(())
+}
+
+/// Running totals over many batches, for the write path's counters and reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackStats {
+    pub batches: u64,
+    pub pages: u64,
+    pub raw_pages: u64,
+    pub uncompressed_bytes: u64,
+    pub stored_bytes: u64,
+    pub padding_bytes: u64,
+    pub slots: u64,
+}
+
+impl PackStats {
+    /// Adds a batch whose pages have `page_size` bytes (raw pages are counted by that).
+    pub fn add(&mut self, b: &PackedBatch, page_size: usize) {
+        self.batches += 1;
+        self.pages += b.locations.len() as u64;
+        self.raw_pages += b.locations.iter().filter(|l| l.is_raw(page_size)).count() as u64;
+        self.uncompressed_bytes += b.uncompressed_bytes;
+        self.stored_bytes += b.stored_bytes;
+        self.padding_bytes += b.padding_bytes;
+        self.slots += b.slot_count() as u64;
+    }
+
+    /// Stored bytes over uncompressed bytes.
+    pub fn compression_ratio(&self) -> f64 {
+        ratio(self.stored_bytes, self.uncompressed_bytes)
+    }
+
+    /// Stored bytes over stored + padding bytes.
+    pub fn packing_efficiency(&self) -> f64 {
+        ratio(self.stored_bytes, self.stored_bytes + self.padding_bytes)
+    }
+
+    /// Written bytes (stored + padding) over uncompressed bytes: the batch-level write reduction.
+    pub fn write_ratio(&self) -> f64 {
+        ratio(
+            self.stored_bytes + self.padding_bytes,
+            self.uncompressed_bytes,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::{init, seal, PageType};
+
+    fn text_page(pid: PageId, size: usize) -> Vec<u8> {
+        let mut p = vec![0u8; size];
+        init(&mut p, pid, PageType::Leaf);
+        for (i, b) in p[PAGE_HEADER_BYTES..].iter_mut().enumerate() {
+            *b = b"hello wafer, "[i % 13];
+        }
+        seal(&mut p);
+        p
+    }
+
+    fn noise_page(pid: PageId, size: usize) -> Vec<u8> {
+        let mut p = vec![0u8; size];
+        init(&mut p, pid, PageType::Leaf);
+        for (i, b) in p[PAGE_HEADER_BYTES..].iter_mut().enumerate() {
+            let h = crc32c::crc32c(&(i as u64 ^ pid << 32).to_le_bytes());
+            *b = (u64::from(h).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8;
+        }
+        seal(&mut p);
+        p
+    }
+
+    #[test]
+    fn header_layout_is_as_documented() {
+        let p = text_page(0x0102_0304_0506_0708, 4096);
+        let c = compress_page(Codec::Lz4, &p);
+        assert_eq!(c.stored_as, StoredAs::Lz4);
+        let b = pack_batch(&[(0x0102_0304_0506_0708, c.clone())], SLOT_BYTES).unwrap();
+        let blob = &b.image[..c.stored_len()];
+        assert_eq!(blob[0], 0xB1);
+        assert_eq!(&blob[1..9], &0x0102_0304_0506_0708u64.to_le_bytes());
+        assert_eq!(get_u32(blob, 9), 4096);
+        assert_eq!(get_u32(blob, 13) as usize, c.payload.len());
+        assert_eq!(&blob[21..], &c.payload[..]);
+        let crc = crc32c::crc32c(&[&blob[..17], &c.payload[..]].concat());
+        assert_eq!(get_u32(blob, 17), crc);
+    }
+
+    #[test]
+    fn incompressible_and_tiny_pages_are_raw_not_errors() {
+        let p = noise_page(3, 4096);
+        for codec in [Codec::None, Codec::Lz4, Codec::Zstd { level: 3 }] {
+            assert_eq!(compress_page(codec, &p), Compressed::raw(&p), "{codec:?}");
+        }
+        assert!(compress_page(Codec::Lz4, &[0u8; 16]).is_raw());
+        assert!(compress_page(Codec::Lz4, &[]).is_raw());
+        assert!(compress_page(Codec::Zstd { level: 99 }, &text_page(1, 4096)).stored_len() < 4096);
+        // A threshold of 0 (or NaN) forces raw.
+        assert!(compress_page_with(Codec::Lz4, &text_page(1, 4096), 0.0).is_raw());
+        assert!(compress_page_with(Codec::Lz4, &text_page(1, 4096), f64::NAN).is_raw());
+    }
+
+    #[test]
+    fn roundtrip_raw_and_compressed_and_detects_mismatches() {
+        let pages = [(5, text_page(5, 8192)), (6, noise_page(6, 8192))];
+        let input: Vec<_> = pages
+            .iter()
+            .map(|(pid, p)| (*pid, compress_page(Codec::Lz4, p)))
+            .collect();
+        let b = pack_batch(&input, SLOT_BYTES).unwrap();
+        assert_eq!(b.slot_count(), 3);
+        for (loc, (pid, p)) in b.locations.iter().zip(&pages) {
+            let (off, len) = (loc.batch_offset(SLOT_BYTES), loc.len as usize);
+            assert_eq!(&unpack(&b.image, off, len, *pid, 8192).unwrap(), p);
+            let wrong = unpack(&b.image, off, len, pid + 1, 8192);
+            assert!(matches!(wrong, Err(Error::CorruptPage { .. })));
+            assert!(unpack(&b.image, off, len, *pid, 4096).is_err());
+        }
+        // A raw page is checked with its own checksum: an unsealed one is corrupt.
+        let b = pack_batch(&[(7, Compressed::raw(&[0u8; 4096]))], SLOT_BYTES).unwrap();
+        assert!(unpack(&b.image, 0, 4096, 7, 4096).is_err());
+    }
+
+    #[test]
+    fn best_fit_fills_the_tightest_slot() {
+        // 3000 opens slot 0, 2000 opens slot 1, 1000 fits both: best fit picks slot 0 (96 left
+        // after it), 1500 then only fits slot 1.
+        let plan = plan_best_fit(&[3000, 2000, 1000, 1500], 4096);
+        assert_eq!(plan.places, vec![(0, 0), (1, 0), (0, 3000), (1, 2000)]);
+        assert_eq!(plan.slots, 2);
+        // A 9000-byte blob spans 3 slots; the 3288-byte tail of slot 2 takes the 3000 blob.
+        let plan = plan_best_fit(&[3000, 9000], 4096);
+        assert_eq!((plan.places, plan.slots), (vec![(2, 808), (0, 0)], 3));
+        // Two-slot blobs chain: 5000 starts in the 1192-byte tail of the 7000 and still ends
+        // within 2 slots; the next 5000 would need 3 slots from the 288-byte tail, so it does not.
+        let plan = plan_best_fit(&[5000, 5000, 7000], 4096);
+        assert_eq!(
+            (plan.places, plan.slots),
+            (vec![(1, 2904), (3, 0), (0, 0)], 5)
+        );
+        assert!(pack_batch(&[], 1000).is_err());
+        let empty = pack_batch(&[], SLOT_BYTES).unwrap();
+        assert_eq!((empty.slot_count(), empty.compression_ratio()), (0, 1.0));
+    }
+}
