@@ -112,12 +112,17 @@ impl Rig {
     /// buffer pool size after a load); recovery finds a clean log.
     pub fn reopen(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
         self.db.close()?;
+        self.open_again(db_cfg)
+    }
+
+    /// Opens a new engine on the same devices (running recovery) and replaces `db` with it.
+    fn open_again(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
         let db = Db::open(
             Devices {
                 data: Box::new(self.data.clone()),
                 log: Box::new(self.log.clone()),
             },
-            wafer_engine::DbConfig {
+            DbConfig {
                 open_mode: wafer_engine::OpenMode::Open,
                 ..db_cfg
             },
@@ -134,23 +139,8 @@ impl Rig {
     /// pool and unflushed log tail are lost; the power-loss-protected SSDs keep every write
     /// they acknowledged) and a new engine opens the same devices, running crash recovery.
     pub fn crash_and_reopen(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
-        let db = Db::open(
-            Devices {
-                data: Box::new(self.data.clone()),
-                log: Box::new(self.log.clone()),
-            },
-            DbConfig {
-                open_mode: wafer_engine::OpenMode::Open,
-                ..db_cfg
-            },
-        )?;
-        db.use_virtual_clock(self.clock.clone());
-        if let Some(t) = &self.tree {
-            self.tree = Some(db.open_tree(t.name())?);
-        }
-        // The old handle goes here, never having written its dirty pages.
-        self.db = db;
-        Ok(())
+        // The old handle is replaced without a close: its dirty pages are never written.
+        self.open_again(db_cfg)
     }
 
     /// The main table (panics if the workload has not created one: a bug in the driver).
