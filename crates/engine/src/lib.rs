@@ -26,10 +26,12 @@ pub mod meta;
 mod mtr;
 pub mod page;
 pub mod recovery;
+mod txn;
 pub mod wal;
 pub mod writepath;
 
 pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
-pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree, Txn};
+pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree};
 pub use error::{Error, Result};
+pub use txn::Txn;
