@@ -605,6 +605,18 @@ impl Db {
         r
     }
 
+    /// Makes the whole log durable (one log write for every commit record appended since the
+    /// last flush: the flush of a group commit). Returns the durable LSN.
+    pub fn flush_log(&self) -> Result<Lsn> {
+        let mut wal = self.inner.wal.lock();
+        let r = wal.flush().map(|_| wal.durable_lsn());
+        drop(wal);
+        if let Err(e) = &r {
+            lock(&self.inner.core).poison(e);
+        }
+        r
+    }
+
     /// Runs [`Db::maintenance`] every `every` on a background thread (the wall-clock driver of
     /// the steppable background work; in virtual time the scheduler calls `maintenance` itself).
     pub fn start_background(&self, every: std::time::Duration) -> Background {

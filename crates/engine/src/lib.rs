@@ -34,4 +34,4 @@ pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
 pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree};
 pub use error::{Error, Result};
-pub use txn::Txn;
+pub use txn::{PendingCommit, Txn};

@@ -199,54 +199,53 @@ impl Txn {
     }
 
     /// Commits: durable when this returns.
-    pub fn commit(mut self) -> Result<()> {
-        self.done = true;
-        let lsn = {
-            let mut core = lock(&self.db.inner.core);
-            core.check()?;
-            let st = core.txns.get(&self.id).ok_or(Error::TxnNotActive)?;
-            if st.last_lsn == 0 {
-                0
-            } else {
-                let prev = st.last_lsn;
-                let mut wal = self.db.inner.wal.lock();
-                let r = wal.append(self.id, prev, Body::Commit);
-                drop(wal);
-                match r {
-                    Ok(l) => {
-                        core.txns.get_mut(&self.id).expect("active").committing = true;
-                        l
-                    }
-                    Err(e) => {
-                        // Not committed: the drop of `self` rolls the transaction back.
-                        self.done = false;
-                        drop(core);
-                        let mut core = lock(&self.db.inner.core);
-                        return core.guard(Err(e));
-                    }
-                }
-            }
-        };
-        if lsn != 0 {
-            if let Err(e) = self.db.inner.wal.commit_wait(lsn) {
-                lock(&self.db.inner.core).poison(&e);
+    pub fn commit(self) -> Result<()> {
+        let pending = self.commit_deferred()?;
+        if pending.lsn != 0 {
+            if let Err(e) = pending.db.inner.wal.commit_wait(pending.lsn) {
+                lock(&pending.db.inner.core).poison(&e);
                 return Err(e);
             }
         }
-        let mut core = lock(&self.db.inner.core);
-        if lsn != 0 {
-            // The commit is durable: failing to log its end only leaves recovery one record
-            // more to look at, so it does not fail the commit.
-            let r = self.db.inner.wal.lock().append(self.id, lsn, Body::End);
-            let _ = core.guard(r);
-        }
-        let st = core.txns.remove(&self.id).ok_or(Error::TxnNotActive)?;
-        core.log_reserved -= st.reserved;
-        core.locks.release_all(self.id, &st.locks);
-        core.stats.commits += 1;
-        Ok(())
+        pending.finish()
     }
 
+    /// The first half of a commit, for schedulers that batch log flushes themselves (group
+    /// commit in virtual time): appends the commit record and returns. The transaction keeps its
+    /// locks; it is committed once the log is durable up to `PendingCommit::lsn` (after
+    /// `Db::flush_log`), and `PendingCommit::finish` then ends it. Dropping a `PendingCommit`
+    /// unfinished leaves the transaction to recovery (committed if its record became durable).
+    pub fn commit_deferred(mut self) -> Result<PendingCommit> {
+        self.done = true;
+        let mut core = lock(&self.db.inner.core);
+        core.check()?;
+        let st = core.txns.get(&self.id).ok_or(Error::TxnNotActive)?;
+        let lsn = if st.last_lsn == 0 {
+            0
+        } else {
+            let prev = st.last_lsn;
+            let r = self.db.inner.wal.lock().append(self.id, prev, Body::Commit);
+            match r {
+                Ok(l) => {
+                    core.txns.get_mut(&self.id).expect("active").committing = true;
+                    l
+                }
+                Err(e) => {
+                    // Not committed: the drop of `self` rolls the transaction back.
+                    self.done = false;
+                    let r = core.guard(Err(e));
+                    drop(core);
+                    return r;
+                }
+            }
+        };
+        drop(core);
+        Ok(PendingCommit {
+            db: self.db.clone(),
+            id: self.id,
+            lsn,
+        })
+    }
     /// Rolls back every change of the transaction.
     pub fn abort(mut self) -> Result<()> {
         self.done = true;
@@ -281,5 +280,43 @@ impl Drop for Txn {
         if !self.done {
             let _ = self.rollback();
         }
+    }
+}
+
+/// A transaction whose commit record is in the log but maybe not yet durable (see
+/// [`Txn::commit_deferred`]).
+pub struct PendingCommit {
+    db: Db,
+    id: TxnId,
+    /// LSN of the commit record (0: the transaction changed nothing).
+    pub lsn: crate::page::Lsn,
+}
+
+impl PendingCommit {
+    /// Ends the transaction once its commit record is durable (normally the caller flushed the
+    /// log with `Db::flush_log`; if not, this flushes it). Releases its locks.
+    pub fn finish(self) -> Result<()> {
+        let mut core = lock(&self.db.inner.core);
+        if self.lsn != 0 {
+            let durable = self.db.inner.wal.lock().durable_lsn();
+            if durable <= self.lsn {
+                let r = self.db.inner.wal.lock().flush_to(self.lsn);
+                core.guard(r)?;
+            }
+            // The commit is durable: failing to log its end only leaves recovery one record
+            // more to look at, so it does not fail the commit.
+            let r = self
+                .db
+                .inner
+                .wal
+                .lock()
+                .append(self.id, self.lsn, Body::End);
+            let _ = core.guard(r);
+        }
+        let st = core.txns.remove(&self.id).ok_or(Error::TxnNotActive)?;
+        core.log_reserved -= st.reserved;
+        core.locks.release_all(self.id, &st.locks);
+        core.stats.commits += 1;
+        Ok(())
     }
 }

@@ -181,3 +181,52 @@ fn checkpoints_follow_the_interval_on_the_virtual_clock() {
     }
     assert_eq!(db.stats().engine.checkpoints, base + 1, "due after 11 ms");
 }
+
+#[test]
+fn deferred_commit_is_durable_only_after_the_log_flush() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut a = db.begin().unwrap();
+    a.put(&t, b"a", b"1").unwrap();
+    let pa = a.commit_deferred().unwrap();
+    let mut b = db.begin().unwrap();
+    b.put(&t, b"b", b"2").unwrap();
+    let pb = b.commit_deferred().unwrap();
+    assert!(pb.lsn > pa.lsn);
+    db.flush_log().unwrap();
+    pa.finish().unwrap();
+    pb.finish().unwrap();
+    // A deferred commit whose record never reached the device is not committed after a crash.
+    let mut c = db.begin().unwrap();
+    c.put(&t, b"c", b"3").unwrap();
+    let pc = c.commit_deferred().unwrap();
+    assert!(matches!(
+        db.begin().unwrap().get(&t, b"c"),
+        Err(Error::Conflict { .. })
+    ));
+    drop(pc);
+    drop(db);
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let mut x = db.begin().unwrap();
+    assert_eq!(x.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(x.get(&t, b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(x.get(&t, b"c").unwrap(), None);
+    x.commit().unwrap();
+}
+
+#[test]
+fn finishing_a_commit_before_the_flush_flushes_it() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut a = db.begin().unwrap();
+    a.put(&t, b"a", b"1").unwrap();
+    let pa = a.commit_deferred().unwrap();
+    pa.finish().unwrap();
+    drop(db);
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let mut x = db.begin().unwrap();
+    assert_eq!(x.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    x.commit().unwrap();
+}

@@ -105,3 +105,38 @@ fn config_file_round_trips_and_bad_input_is_rejected() {
     let missing = wafer(&["bench", "ycsb", "--config", "/nonexistent/x.toml"]);
     assert_eq!(missing.status.code(), Some(2));
 }
+
+#[test]
+fn group_commit_in_virtual_time_shares_log_flushes() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--configs", "in-place-nodw"];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&bench_json(&args)).unwrap();
+        v["runs"][0].clone()
+    };
+    let alone = run(&[]);
+    let grouped = run(&[
+        "--group-commit-delay-us",
+        "200",
+        "--group-commit-min-batch",
+        "4",
+    ]);
+    let per_txn = |r: &serde_json::Value| {
+        r["bytes"]["wal_bytes"].as_f64().unwrap() / r["run"]["txns"].as_f64().unwrap()
+    };
+    assert!(grouped["run"]["txns"].as_u64().unwrap() > 1000);
+    assert!(
+        per_txn(&grouped) < 0.8 * per_txn(&alone),
+        "grouped commits should write fewer log bytes per transaction: {} vs {}",
+        per_txn(&grouped),
+        per_txn(&alone)
+    );
+    // Deterministic too.
+    let again = run(&[
+        "--group-commit-delay-us",
+        "200",
+        "--group-commit-min-batch",
+        "4",
+    ]);
+    assert_eq!(grouped, again);
+}

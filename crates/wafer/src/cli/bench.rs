@@ -71,6 +71,13 @@ pub struct YcsbArgs {
     /// (paper 000; 0 = plain checkpoints).
     #[arg(long, default_value_t = 0)]
     pub max_checkpoint_count: u32,
+    /// Group commit in virtual time: a commit waits up to this many microseconds for others to
+    /// share its log flush (0 and --group-commit-min-batch 1: every commit flushes alone).
+    #[arg(long, default_value_t = 0)]
+    pub group_commit_delay_us: u64,
+    /// ... and the flush happens as soon as this many commits wait.
+    #[arg(long, default_value_t = 1)]
+    pub group_commit_min_batch: u32,
     /// Print the summaries as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +126,8 @@ impl YcsbArgs {
         cfg.fill = self.fill;
         cfg.buffer_fraction = self.buffer;
         cfg.max_checkpoint_count = self.max_checkpoint_count;
+        cfg.run.group_commit_delay_us = self.group_commit_delay_us;
+        cfg.run.group_commit_min_batch = self.group_commit_min_batch.max(1);
         cfg.run.clients = self.clients;
         cfg.run.capacity_multiple = self.capacity_multiple;
         cfg.run.max_ops = self.max_ops;

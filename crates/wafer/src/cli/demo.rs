@@ -43,6 +43,8 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         max_seconds: None,
         seed: args.seed,
         max_checkpoint_count: 0,
+        group_commit_delay_us: 0,
+        group_commit_min_batch: 1,
         json: false,
         out: None,
         series: None,

@@ -85,6 +85,17 @@ pub struct LoopConfig {
     pub interval_fraction: f64,
     /// Background maintenance (checkpointer, page cleaner) runs every this many virtual us.
     pub maintenance_every_us: u64,
+    /// Group commit in virtual time: a commit waits up to this long for others to share its
+    /// log flush (0 with `group_commit_min_batch` 1: every commit flushes alone).
+    #[serde(default)]
+    pub group_commit_delay_us: u64,
+    /// ... and the flush happens as soon as this many commits wait.
+    #[serde(default = "one")]
+    pub group_commit_min_batch: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for LoopConfig {
@@ -98,6 +109,8 @@ impl Default for LoopConfig {
             max_virtual_s: None,
             interval_fraction: 0.25,
             maintenance_every_us: 1_000,
+            group_commit_delay_us: 0,
+            group_commit_min_batch: 1,
         }
     }
 }

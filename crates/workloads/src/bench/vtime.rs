@@ -196,7 +196,22 @@ fn run_op(rig: &Rig, op: &YcsbOp) -> Result<bool, BenchError> {
 /// it aborted on a conflict (no-wait locking), true if it committed.
 pub fn ycsb_txn(db: &wafer_engine::Db, tree: &Tree, op: &YcsbOp) -> Result<bool, BenchError> {
     let mut t = db.begin()?;
-    let r = match op {
+    match apply_op(&mut t, tree, op) {
+        Ok(()) => {
+            t.commit()?;
+            Ok(true)
+        }
+        Err(Error::Conflict { .. }) => {
+            t.abort()?;
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The reads and writes of one YCSB operation inside transaction `t`.
+fn apply_op(t: &mut wafer_engine::Txn, tree: &Tree, op: &YcsbOp) -> Result<(), Error> {
+    match op {
         YcsbOp::Read { key } => t.get(tree, key).map(|_| ()),
         YcsbOp::Update { key, value } | YcsbOp::Insert { key, value } => {
             t.put(tree, key, value).map(|_| ())
@@ -215,17 +230,6 @@ pub fn ycsb_txn(db: &wafer_engine::Db, tree: &Tree, op: &YcsbOp) -> Result<bool,
                 *len,
             )
             .map(|_| ()),
-    };
-    match r {
-        Ok(()) => {
-            t.commit()?;
-            Ok(true)
-        }
-        Err(Error::Conflict { .. }) => {
-            t.abort()?;
-            Ok(false)
-        }
-        Err(e) => Err(e.into()),
     }
 }
 
@@ -234,6 +238,27 @@ pub fn ycsb_txn(db: &wafer_engine::Db, tree: &Tree, op: &YcsbOp) -> Result<bool,
 pub trait ClientWork {
     /// Runs client `client`'s next transaction on `rig.db`.
     fn step(&mut self, client: u32, rig: &Rig) -> Result<bool, BenchError>;
+
+    /// Like `step`, but may stop short of the log flush and return the pending commit, so the
+    /// loop can group the flushes of several clients (group commit in virtual time). The
+    /// default runs `step`.
+    fn step_deferred(&mut self, client: u32, rig: &Rig) -> Result<Step, BenchError> {
+        Ok(if self.step(client, rig)? {
+            Step::Committed
+        } else {
+            Step::Aborted
+        })
+    }
+}
+
+/// What a client step did.
+pub enum Step {
+    /// Committed (durable).
+    Committed,
+    /// Aborted on a conflict.
+    Aborted,
+    /// Its commit record is in the log, waiting for a flush.
+    Pending(wafer_engine::PendingCommit),
 }
 
 /// What a closed loop measured.
@@ -281,6 +306,30 @@ pub fn closed_loop(
     let mut next_row = interval_bytes;
     let mut series = Vec::new();
     let mut steps = 0u64;
+    // Group commit: clients whose commit waits for a log flush, and the flush timer (task
+    // `flush_id`, valid while `flush_gen` matches).
+    let flush_id = cfg.clients + 1;
+    let grouped = cfg.group_commit_delay_us > 0 || cfg.group_commit_min_batch > 1;
+    let mut waiting: Vec<(u32, u64, wafer_engine::PendingCommit)> = Vec::new();
+    let mut flush_gen = 0u64;
+    let mut timer_gen = None;
+    let flush = |rig: &Rig,
+                 at: u64,
+                 waiting: &mut Vec<(u32, u64, wafer_engine::PendingCommit)>,
+                 tasks: &mut BinaryHeap<Reverse<(u64, u32)>>,
+                 latency: &mut LatencyHistogram|
+     -> Result<u64, BenchError> {
+        rig.clock.set(at);
+        rig.db.flush_log()?;
+        let done = rig.clock.now().max(at);
+        let n = waiting.len() as u64;
+        for (client, started, p) in waiting.drain(..) {
+            p.finish()?;
+            latency.record(done - started);
+            tasks.push(Reverse((done, client)));
+        }
+        Ok(n)
+    };
     while let Some(Reverse((t, id))) = tasks.pop() {
         if id == maint_id {
             rig.clock.set(t);
@@ -289,20 +338,58 @@ pub fn closed_loop(
             tasks.push(Reverse((next, id)));
             continue;
         }
+        if id == flush_id {
+            // The group commit timer: valid only if no flush happened since it was set.
+            if timer_gen == Some(flush_gen) && !waiting.is_empty() {
+                txns += flush(rig, t, &mut waiting, &mut tasks, &mut latency)?;
+                flush_gen += 1;
+                timer_gen = None;
+            }
+            continue;
+        }
         let Reverse(core_free) = cores.pop().expect("cores >= 1");
         let begin = t.max(core_free);
         let cpu_done = begin + cfg.cpu_ns_per_op;
         cores.push(Reverse(cpu_done));
         rig.clock.set(cpu_done);
-        if work.step(id, rig)? {
-            txns += 1;
+        let step = if grouped {
+            work.step_deferred(id, rig)?
+        } else if work.step(id, rig)? {
+            Step::Committed
         } else {
-            aborts += 1;
-        }
+            Step::Aborted
+        };
         steps += 1;
         let done = rig.clock.now().max(cpu_done);
-        latency.record(done - t);
-        tasks.push(Reverse((done, id)));
+        match step {
+            Step::Committed => {
+                txns += 1;
+                latency.record(done - t);
+                tasks.push(Reverse((done, id)));
+            }
+            Step::Aborted => {
+                aborts += 1;
+                latency.record(done - t);
+                tasks.push(Reverse((done, id)));
+            }
+            Step::Pending(p) if p.lsn == 0 => {
+                p.finish()?;
+                txns += 1;
+                latency.record(done - t);
+                tasks.push(Reverse((done, id)));
+            }
+            Step::Pending(p) => {
+                waiting.push((id, t, p));
+                if waiting.len() as u32 >= cfg.group_commit_min_batch {
+                    txns += flush(rig, done, &mut waiting, &mut tasks, &mut latency)?;
+                    flush_gen += 1;
+                    timer_gen = None;
+                } else if timer_gen.is_none() {
+                    timer_gen = Some(flush_gen);
+                    tasks.push(Reverse((done + cfg.group_commit_delay_us * 1000, flush_id)));
+                }
+            }
+        }
         if steps.is_multiple_of(64) {
             let now = rig.snapshot(txns, txns);
             let issued = now.db.writes.db_write_bytes - start.db.writes.db_write_bytes;
@@ -330,6 +417,10 @@ pub fn closed_loop(
             }
         }
     }
+    if !waiting.is_empty() {
+        let at = rig.clock.now();
+        txns += flush(rig, at, &mut waiting, &mut tasks, &mut latency)?;
+    }
     let end = rig.snapshot(txns, txns);
     Ok(LoopResult {
         txns,
@@ -352,6 +443,19 @@ impl ClientWork for YcsbWork {
     fn step(&mut self, _client: u32, rig: &Rig) -> Result<bool, BenchError> {
         let op = self.gen.next_op();
         run_op(rig, &op)
+    }
+
+    fn step_deferred(&mut self, _client: u32, rig: &Rig) -> Result<Step, BenchError> {
+        let op = self.gen.next_op();
+        let mut t = rig.db.begin()?;
+        match apply_op(&mut t, rig.table(), &op) {
+            Ok(()) => Ok(Step::Pending(t.commit_deferred()?)),
+            Err(Error::Conflict { .. }) => {
+                t.abort()?;
+                Ok(Step::Aborted)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
