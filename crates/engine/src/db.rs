@@ -115,6 +115,8 @@ pub struct Tree {
     pub(crate) id: TreeId,
     pub(crate) root: PageId,
     name: String,
+    /// The `Db` handle (one open of a database) the tree belongs to.
+    pub(crate) instance: u64,
 }
 
 impl Tree {
@@ -197,6 +199,8 @@ pub(crate) struct Core {
     pub policy: Box<dyn CheckpointPolicy>,
     /// Log bytes reserved by live transactions for their rollback.
     pub log_reserved: u64,
+    /// Distinguishes this open of the database from every other (tree handles carry it).
+    pub instance: u64,
     /// End of the log when the last checkpoint began (checkpoints run every
     /// `checkpoint_log_fill` x log space of log growth).
     pub last_checkpoint_begin_lsn: Lsn,
@@ -230,6 +234,14 @@ pub(crate) struct Inner {
 #[derive(Clone)]
 pub struct Db {
     pub(crate) inner: Arc<Inner>,
+}
+
+/// A process-wide counter of opened databases: tree handles carry the number of the open they
+/// came from, so a handle used with another database is refused instead of touching whatever
+/// page has its root's number there.
+fn next_instance() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
@@ -374,6 +386,7 @@ impl Core {
                         id: e.id,
                         root: e.root,
                         name: e.name,
+                        instance: self.instance,
                     },
                 )
             })
@@ -471,6 +484,7 @@ impl Db {
             poisoned: None,
             policy,
             log_reserved: 0,
+            instance: next_instance(),
             last_checkpoint_begin_lsn: 0,
             checkpoint_in_progress: None,
             recovery: None,
@@ -537,6 +551,7 @@ impl Db {
             id: id.0,
             root: id.1,
             name: name.into(),
+            instance: core.instance,
         };
         core.trees.insert(name.into(), tree.clone());
         Ok(tree)

@@ -35,6 +35,13 @@ impl Txn {
         key: Option<&[u8]>,
         write: bool,
     ) -> Result<()> {
+        if tree.instance != core.instance {
+            return Err(Error::InvalidArgument(format!(
+                "tree '{}' was opened on another database handle (or before a reopen): \
+                 get it from this one with Db::open_tree",
+                tree.name()
+            )));
+        }
         let (tm, rm) = if write {
             (LockMode::IX, LockMode::X)
         } else {

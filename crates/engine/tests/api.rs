@@ -208,6 +208,7 @@ fn deferred_commit_is_durable_only_after_the_log_flush() {
     drop(pc);
     drop(db);
     let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
     let mut x = db.begin().unwrap();
     assert_eq!(x.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(x.get(&t, b"b").unwrap().as_deref(), Some(&b"2"[..]));
@@ -226,7 +227,19 @@ fn finishing_a_commit_before_the_flush_flushes_it() {
     pa.finish().unwrap();
     drop(db);
     let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    // The handle from before the reopen is refused; a fresh one works.
     let mut x = db.begin().unwrap();
+    assert!(matches!(x.get(&t, b"a"), Err(Error::InvalidArgument(_))));
+    let t = db.open_tree("t").unwrap();
     assert_eq!(x.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
     x.commit().unwrap();
+    // So is a handle from another database.
+    let other = Db::open(MemPair::new().devices(), DbConfig::default()).unwrap();
+    let u = other.create_tree("t").unwrap();
+    let mut y = db.begin().unwrap();
+    assert!(matches!(
+        y.put(&u, b"k", b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    y.commit().unwrap();
 }

@@ -51,6 +51,17 @@ pub struct InPlace {
 }
 
 impl InPlace {
+    fn with(dev: Box<dyn BlockDevice>, layout: InPlaceLayout, doublewrite: bool) -> InPlace {
+        InPlace {
+            dev,
+            layout,
+            doublewrite,
+            homes_pending: false,
+            counters: WriteCounters::default(),
+            failed: None,
+        }
+    }
+
     /// Formats a new data device.
     pub fn create(
         dev: Box<dyn BlockDevice>,
@@ -74,14 +85,7 @@ impl InPlace {
                 dev.capacity_bytes()
             )));
         }
-        let mut wp = InPlace {
-            dev,
-            layout,
-            doublewrite,
-            homes_pending: false,
-            counters: WriteCounters::default(),
-            failed: None,
-        };
+        let mut wp = InPlace::with(dev, layout, doublewrite);
         // Nothing of an earlier database on this device may survive: stale pages could carry
         // LSNs above the new log's and hide its records from redo, and stale doublewrite copies
         // could be "repaired" in. The header is written last (`finish_format`), so a power cut
@@ -192,14 +196,7 @@ impl InPlace {
                 layout.page_size
             )));
         }
-        let mut wp = InPlace {
-            dev,
-            layout,
-            doublewrite,
-            homes_pending: false,
-            counters: WriteCounters::default(),
-            failed: None,
-        };
+        let mut wp = InPlace::with(dev, layout, doublewrite);
         wp.repair_from_doublewrite()?;
         if !doublewrite {
             // Copies left from a run with doublewrite on would never be refreshed now; an old

@@ -78,32 +78,17 @@ pub struct YcsbArgs {
     /// ... and the flush happens as soon as this many commits wait.
     #[arg(long, default_value_t = 1)]
     pub group_commit_min_batch: u32,
-    /// Print the summaries as JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the JSON report (input of `wafer report`) here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::RunOutput,
     /// Write the per-interval series of every run here, one JSON object per line.
     #[arg(long)]
     pub series: Option<PathBuf>,
-    /// A TOML file holding a full benchmark configuration (`wafer bench ycsb --dump-config`
-    /// prints one). It replaces the defaults and the workload/device flags; the preset of each
-    /// run still comes from --configs.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Print the configuration of the first run as TOML and exit.
-    #[arg(long)]
-    pub dump_config: bool,
 }
 
 impl YcsbArgs {
     fn config(&self, preset: Preset) -> Result<BenchConfig, CliError> {
-        if let Some(path) = &self.config {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
-            let mut cfg: BenchConfig = toml::from_str(&text)
-                .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))?;
+        if let Some(path) = &self.output.config {
+            let mut cfg: BenchConfig = super::read_toml(path)?;
             cfg.preset = preset;
             cfg.validate().map_err(CliError::Usage)?;
             return Ok(cfg);
@@ -289,22 +274,22 @@ fn write_json(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
 pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Ycsb(args) => {
-            if args.dump_config {
+            if args.output.dump_config {
                 let preset = args.configs.first().copied().unwrap_or(Preset::InPlace);
                 let cfg = args.config(preset)?;
                 let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                 super::human::print_stdout(text.trim_end());
                 return Ok(());
             }
-            let show = std::io::stderr().is_terminal() && !args.json;
+            let show = std::io::stderr().is_terminal() && !args.output.json;
             let r = run_ycsb(args, show)?;
-            if let Some(p) = &args.out {
+            if let Some(p) = &args.output.out {
                 write_json(p, &r)?;
             }
             if let Some(p) = &args.series {
                 write_series(p, &r)?;
             }
-            if args.json {
+            if args.output.json {
                 let json =
                     serde_json::to_string_pretty(&r).map_err(|e| CliError::Run(e.to_string()))?;
                 super::human::print_stdout(&json);

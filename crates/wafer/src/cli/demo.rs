@@ -45,11 +45,8 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         max_checkpoint_count: 0,
         group_commit_delay_us: 0,
         group_commit_min_batch: 1,
-        json: false,
-        out: None,
+        output: super::RunOutput::default(),
         series: None,
-        config: None,
-        dump_config: false,
     };
     println!(
         "wafer demo: every write-path configuration on the same YCSB-A workload, in virtual time\n"

@@ -11,6 +11,33 @@ pub mod tpcc;
 
 use clap::{Parser, Subcommand};
 
+/// Reads a TOML configuration file into `T`; an unreadable or malformed file is a usage error
+/// naming the file.
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text)
+        .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))
+}
+
+/// Output and configuration-file options shared by the engine benchmarks.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RunOutput {
+    /// Print the summaries as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the benchmark report (input of `wafer report`) here.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// A TOML file holding a full benchmark configuration (`--dump-config` prints one). It
+    /// replaces the workload and device flags; the preset of each run still comes from --configs.
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
+    /// Print the configuration of the first run as TOML and exit.
+    #[arg(long)]
+    pub dump_config: bool,
+}
+
 /// Errors of a subcommand, by exit code.
 #[derive(Debug)]
 pub enum CliError {

@@ -415,12 +415,7 @@ impl SimArgs {
     /// Merges defaults, the `--config` file and the flags, and validates the result.
     pub fn plan(&self) -> Result<Plan, CliError> {
         let file: FileConfig = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-                toml::from_str(&text)
-                    .map_err(|e| usage(format!("bad config file {}: {e}", path.display())))?
-            }
+            Some(path) => super::read_toml(path)?,
             None => FileConfig::default(),
         };
         let ssd = self.device(file.ssd)?;

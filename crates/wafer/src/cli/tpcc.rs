@@ -96,22 +96,11 @@ pub struct TpccArgs {
     /// check the recovered database.
     #[arg(long)]
     pub crash_at_end: bool,
-    /// Print the TPC-C summaries as JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the benchmark report (input of `wafer report`) here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::RunOutput,
     /// Write the full TPC-C summaries (counts, mix, checks, writes-vs-New-Orders series) here.
     #[arg(long)]
     pub tpcc_out: Option<PathBuf>,
-    /// A TOML file holding a full TPC-C benchmark configuration (`--dump-config` prints one);
-    /// it replaces the flags above except --configs.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Print the configuration of the first run as TOML and exit.
-    #[arg(long)]
-    pub dump_config: bool,
     /// Wall-clock mode: real threads on in-memory devices instead of virtual time.
     #[arg(long)]
     pub wall: bool,
@@ -148,11 +137,8 @@ impl TpccArgs {
     }
 
     fn config(&self, preset: Preset) -> Result<TpccBenchConfig, CliError> {
-        let cfg = if let Some(path) = &self.config {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
-            let mut cfg: TpccBenchConfig = toml::from_str(&text)
-                .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))?;
+        let cfg = if let Some(path) = &self.output.config {
+            let mut cfg: TpccBenchConfig = super::read_toml(path)?;
             cfg.preset = preset;
             cfg
         } else {
@@ -392,7 +378,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
                 doublewrite: preset.doublewrite(),
             };
             let r = tpcc::run_wall(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
-            if !args.json {
+            if !args.output.json {
                 let conflicts: u64 = r.txns.conflicts.iter().sum();
                 println!(
                     "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {}",
@@ -411,7 +397,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
             results.push(r);
         }
     }
-    if args.json {
+    if args.output.json {
         let json =
             serde_json::to_string_pretty(&results).map_err(|e| CliError::Run(e.to_string()))?;
         super::human::print_stdout(&json);
@@ -421,7 +407,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
 
 /// Runs `wafer bench tpcc`.
 pub fn main(args: &TpccArgs) -> Result<(), CliError> {
-    if args.dump_config {
+    if args.output.dump_config {
         let preset = args.presets().first().copied().unwrap_or(Preset::InPlace);
         let text =
             toml::to_string(&args.config(preset)?).map_err(|e| CliError::Run(e.to_string()))?;
@@ -431,9 +417,9 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
     if args.wall {
         return main_wall(args);
     }
-    let show = std::io::stderr().is_terminal() && !args.json;
+    let show = std::io::stderr().is_terminal() && !args.output.json;
     let (title, runs) = run(args, show)?;
-    if let Some(p) = &args.out {
+    if let Some(p) = &args.output.out {
         let report = BenchReport {
             title: title.clone(),
             runs: runs.iter().map(|s| s.bench.clone()).collect(),
@@ -443,7 +429,7 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
     if let Some(p) = &args.tpcc_out {
         write_json(p, &runs)?;
     }
-    if args.json {
+    if args.output.json {
         let json = serde_json::to_string_pretty(&runs).map_err(|e| CliError::Run(e.to_string()))?;
         super::human::print_stdout(&json);
     } else {

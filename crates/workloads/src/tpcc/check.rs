@@ -231,25 +231,9 @@ pub fn check(db: &Db, t: &Tables, cfg: &TpccConfig) -> Result<CheckReport, TpccE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tpcc::load;
-    use wafer_engine::{DbConfig, Devices};
 
     fn loaded() -> (Db, Tables, TpccConfig) {
-        let cfg = TpccConfig {
-            warehouses: 1,
-            scale: 0.01,
-            ..TpccConfig::default()
-        };
-        let db = Db::open(
-            Devices::memory(32 << 20, 8 << 20),
-            DbConfig {
-                buffer_pages: 2048,
-                ..DbConfig::default()
-            },
-        )
-        .unwrap();
-        let (t, _) = load(&db, &cfg, &mut |_| {}).unwrap();
-        (db, t, cfg)
+        crate::tpcc::loaded_for_tests(1, crate::tpcc::SizeMode::Growing)
     }
 
     fn failing(r: &CheckReport) -> Vec<u32> {

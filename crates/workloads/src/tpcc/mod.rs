@@ -273,6 +273,30 @@ pub fn mix_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A small loaded database for the module's unit tests: `warehouses` at scale 0.01, in memory.
+#[cfg(test)]
+pub(crate) fn loaded_for_tests(
+    warehouses: u32,
+    mode: SizeMode,
+) -> (wafer_engine::Db, Tables, TpccConfig) {
+    let cfg = TpccConfig {
+        warehouses,
+        scale: 0.01,
+        mode,
+        ..TpccConfig::default()
+    };
+    let db = wafer_engine::Db::open(
+        wafer_engine::Devices::memory(32 << 20, 8 << 20),
+        wafer_engine::DbConfig {
+            buffer_pages: 2048,
+            ..wafer_engine::DbConfig::default()
+        },
+    )
+    .expect("in-memory database opens");
+    let (t, _) = load(&db, &cfg, &mut |_| {}).expect("load");
+    (db, t, cfg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

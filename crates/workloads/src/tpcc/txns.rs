@@ -443,26 +443,10 @@ fn stock_level(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tpcc::{load, TpccConfig};
-    use wafer_engine::{DbConfig, Devices};
+    use crate::tpcc::TpccConfig;
 
     fn loaded(mode: SizeMode) -> (Db, Tables, TpccConfig) {
-        let cfg = TpccConfig {
-            warehouses: 2,
-            scale: 0.01,
-            mode,
-            ..TpccConfig::default()
-        };
-        let db = Db::open(
-            Devices::memory(32 << 20, 8 << 20),
-            DbConfig {
-                buffer_pages: 2048,
-                ..DbConfig::default()
-            },
-        )
-        .unwrap();
-        let (t, _) = load(&db, &cfg, &mut |_| {}).unwrap();
-        (db, t, cfg)
+        crate::tpcc::loaded_for_tests(2, mode)
     }
 
     fn district(db: &Db, t: &Tables, w: u16, d: u8) -> District {
