@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::{self, Lsn, PageId};
-use crate::writepath::{WritePath, WriteReason};
+use crate::writepath::{LogSink, WritePath, WriteReason};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -56,7 +56,7 @@ pub struct BufferPool {
 }
 
 /// Forces the log to be durable up to an LSN (the WAL rule, before a page is written).
-pub type LogForce<'a> = &'a mut dyn FnMut(Lsn) -> Result<()>;
+pub type LogForce<'a> = &'a mut dyn LogSink;
 
 impl BufferPool {
     pub fn new(frames: usize, page_size: usize) -> BufferPool {
@@ -225,10 +225,10 @@ impl BufferPool {
     ) -> Result<()> {
         let fr = &mut self.frames[f as usize];
         let pid = fr.pid.expect("frame holds a page");
-        force(page::page_lsn(&fr.data))?;
+        force.force(page::page_lsn(&fr.data))?;
         page::note_write(&mut fr.data);
         page::seal(&mut fr.data);
-        wp.write_pages(&[(pid, &fr.data)], reason)?;
+        wp.write_pages(&[(pid, &fr.data)], reason, force)?;
         self.flush_list.remove(&(fr.rec_lsn, pid));
         fr.dirty = false;
         fr.rec_lsn = 0;
@@ -257,7 +257,7 @@ impl BufferPool {
             .map(|&f| page::page_lsn(&self.frames[f as usize].data))
             .max()
             .unwrap_or(0);
-        force(max_lsn)?;
+        force.force(max_lsn)?;
         for &f in &frames {
             let fr = &mut self.frames[f as usize];
             page::note_write(&mut fr.data);
@@ -270,7 +270,7 @@ impl BufferPool {
                 (fr.pid.expect("page"), &fr.data[..])
             })
             .collect();
-        wp.write_pages(&batch, reason)?;
+        wp.write_pages(&batch, reason, force)?;
         for &f in &frames {
             let fr = &mut self.frames[f as usize];
             let pid = fr.pid.expect("page");

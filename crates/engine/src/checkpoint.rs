@@ -87,10 +87,6 @@ fn log_fill(wal: &Wal) -> f64 {
     wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
 }
 
-fn force_fn(wal: &mut Wal) -> impl FnMut(Lsn) -> Result<()> + '_ {
-    move |lsn| wal.flush_to(lsn)
-}
-
 /// Starts a checkpoint: snapshots its candidates.
 pub(crate) fn begin(core: &mut Core, wal: &mut Wal, force_all: bool) -> InProgress {
     let target = wal.next_lsn();
@@ -137,19 +133,17 @@ pub(crate) fn step(
 ) -> Result<bool> {
     let n = budget.min(ck.pending.len());
     let batch: Vec<PageId> = ck.pending.drain(..n).collect();
-    let mut force = force_fn(wal);
-    core.pool.write_batch(
-        &batch,
-        core.wp.as_mut(),
-        &mut force,
-        WriteReason::Checkpoint,
-    )?;
+    core.pool
+        .write_batch(&batch, core.wp.as_mut(), wal, WriteReason::Checkpoint)?;
     Ok(ck.pending.is_empty())
 }
 
 /// Completes a checkpoint: pages durable, record logged, log master moved.
 pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    core.wp.sync()?;
+    core.wp.sync(wal)?;
+    // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
+    // checkpoint record gets; recovery replays location records logged after it.
+    core.wp.checkpoint(wal.next_lsn())?;
     let dirty_pages = core.pool.dirty_pages();
     let active_txns: Vec<(u64, Lsn, Lsn)> = core
         .txns
@@ -286,11 +280,12 @@ pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
         let picks = core
             .pool
             .cleaner_candidates(core.cfg.checkpoint_batch_pages);
-        let mut force = force_fn(wal);
-        let n =
-            core.pool
-                .write_batch(&picks, core.wp.as_mut(), &mut force, WriteReason::Eviction)?;
+        let n = core
+            .pool
+            .write_batch(&picks, core.wp.as_mut(), wal, WriteReason::Eviction)?;
         core.stats.cleaner_writes += n as u64;
     }
+    // Background work of the write path (out of place: garbage collection).
+    core.wp.maintain(wal)?;
     Ok(())
 }

@@ -54,6 +54,10 @@ pub struct DbConfig {
     /// has been deferred this many consecutive times (0: plain checkpoints, write everything).
     #[serde(default)]
     pub max_checkpoint_count: u32,
+    /// Out-of-place writes (paper 002) instead of in-place homes; `None`: in place. Fixed when
+    /// the database is created (opening needs the same choice).
+    #[serde(default)]
+    pub out_of_place: Option<crate::writepath::OopConfig>,
 }
 
 impl Default for DbConfig {
@@ -74,6 +78,7 @@ impl Default for DbConfig {
             checkpoint_batch_pages: 64,
             cleaner_clean_fraction: 0.0,
             max_checkpoint_count: 0,
+            out_of_place: None,
         }
     }
 }
@@ -98,6 +103,9 @@ impl DbConfig {
             return Err(Error::Config(
                 "doublewrite needs doublewrite_pages >= 1".into(),
             ));
+        }
+        if let Some(o) = &self.out_of_place {
+            o.validate()?;
         }
         if self.checkpoint_batch_pages == 0 {
             return Err(Error::Config("checkpoint_batch_pages must be >= 1".into()));

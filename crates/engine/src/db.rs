@@ -30,7 +30,7 @@ use crate::page::{Lsn, PageId};
 use crate::txn::Txn;
 use crate::wal::record::{Body, TreeId, TxnId, Undo};
 use crate::wal::{SharedWal, Wal, WalConfig, WalStats};
-use crate::writepath::{InPlace, WriteCounters, WritePath};
+use crate::writepath::{InPlace, OutOfPlace, WriteCounters, WritePath};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -426,10 +426,13 @@ impl Db {
     pub fn open(devices: Devices, cfg: DbConfig) -> Result<Db> {
         cfg.validate()?;
         let Devices { mut data, mut log } = devices;
-        let blank = {
+        let (blank, oop_header) = {
             let mut hdr = vec![0u8; data.block_bytes().max(512) as usize];
             data.read_at(0, &mut hdr)?;
-            hdr.iter().all(|&b| b == 0)
+            (
+                hdr.iter().all(|&b| b == 0),
+                crate::writepath::oop::is_oop_header(&hdr),
+            )
         };
         let create = match cfg.open_mode {
             OpenMode::Create => true,
@@ -447,23 +450,56 @@ impl Db {
                 min_batch_records: cfg.group_commit.min_batch,
             },
         };
-        let (wp, wal, master): (Box<dyn WritePath>, Wal, Option<crate::wal::Master>) = if create {
-            let wp = InPlace::create(data, cfg.page_size, cfg.doublewrite_pages, cfg.doublewrite)?;
-            log.flush()?;
-            let wal = Wal::create(log, wal_cfg)?;
-            (Box::new(wp), wal, None)
-        } else {
-            let wp = InPlace::open(data, cfg.doublewrite)?;
-            if wp.layout().page_size != cfg.page_size {
+        let page_size_check = |theirs: u32| {
+            if theirs != cfg.page_size {
                 return Err(Error::Config(format!(
-                    "the database has {}-byte pages, the config asks for {}",
-                    wp.layout().page_size,
+                    "the database has {theirs}-byte pages, the config asks for {}",
                     cfg.page_size
                 )));
             }
-            let (wal, master) = Wal::open(log, wal_cfg)?;
-            (Box::new(wp), wal, Some(master))
+            Ok(())
         };
+        let (wp, wal, master): (Box<dyn WritePath>, Wal, Option<crate::wal::Master>) =
+            if create {
+                let wp: Box<dyn WritePath> = match &cfg.out_of_place {
+                    Some(o) => Box::new(OutOfPlace::create(data, cfg.page_size, o.clone())?),
+                    None => Box::new(InPlace::create(
+                        data,
+                        cfg.page_size,
+                        cfg.doublewrite_pages,
+                        cfg.doublewrite,
+                    )?),
+                };
+                log.flush()?;
+                let wal = Wal::create(log, wal_cfg)?;
+                (wp, wal, None)
+            } else {
+                let wp: Box<dyn WritePath> =
+                    match (&cfg.out_of_place, oop_header) {
+                        (Some(o), true) => {
+                            let wp = OutOfPlace::open(data, o.clone())?;
+                            page_size_check(wp.layout().page_size)?;
+                            Box::new(wp)
+                        }
+                        (None, false) => {
+                            let wp = InPlace::open(data, cfg.doublewrite)?;
+                            page_size_check(wp.layout().page_size)?;
+                            Box::new(wp)
+                        }
+                        (None, true) => return Err(Error::Config(
+                            "the database was created with out-of-place writes: set out_of_place \
+                         in the configuration to open it"
+                                .into(),
+                        )),
+                        (Some(_), false) => return Err(Error::Config(
+                            "the database was created with in-place writes: unset out_of_place \
+                         to open it"
+                                .into(),
+                        )),
+                    };
+                let (wal, master) = Wal::open(log, wal_cfg)?;
+                (wp, wal, Some(master))
+            };
         let pool = BufferPool::new(cfg.buffer_pages, cfg.page_size as usize);
         let policy: Box<dyn CheckpointPolicy> = if cfg.max_checkpoint_count > 0 {
             Box::new(crate::checkpoint::HotPageAware {

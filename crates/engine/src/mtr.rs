@@ -37,8 +37,7 @@ impl<'a> Mtr<'a> {
 
     fn frame(&mut self, pid: PageId) -> Result<u32> {
         let wal = &mut *self.wal;
-        let mut force = |lsn: Lsn| wal.flush_to(lsn);
-        self.pool.fetch(pid, self.wp, &mut force)
+        self.pool.fetch(pid, self.wp, wal)
     }
 
     fn touch(&mut self, pid: PageId, f: u32, created: bool) {
@@ -187,8 +186,7 @@ impl PageStore for Mtr<'_> {
             pid
         };
         let wal = &mut *self.wal;
-        let mut force = |lsn: Lsn| wal.flush_to(lsn);
-        let fr = self.pool.create(pid, self.wp, &mut force)?;
+        let fr = self.pool.create(pid, self.wp, wal)?;
         self.touch(pid, fr, true);
         page::init(self.pool.data_mut(fr), pid, kind);
         Ok(pid)

@@ -122,6 +122,8 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
     let mut att: HashMap<TxnId, TxnEntry> = HashMap::new();
     let mut next_txn = 1;
     let mut end = scan_start;
+    // The write path reloads what it saved at that checkpoint (out of place: the page map).
+    core.wp.recover_begin(master.checkpoint_lsn)?;
     {
         let mut reader = wal.scan_from(scan_start)?;
         while let Some(rec) = reader.next_record()? {
@@ -145,6 +147,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
                     next_txn = next_txn.max(d.next_txn);
                 }
                 Body::Checkpoint(_) => {}
+                Body::Map(changes) => core.wp.redo_map(rec.lsn, changes)?,
                 Body::Commit => {
                     att.entry(rec.txn).or_insert(TxnEntry {
                         last_lsn: rec.lsn,
@@ -189,6 +192,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
         }
     }
     wal.set_end(end)?;
+    core.wp.recover_end()?;
     rep.log_end_lsn = end;
     rep.analysis_us = t.elapsed().as_micros() as u64;
     core.next_txn = next_txn;
@@ -272,7 +276,6 @@ fn redo_record(
 ) -> Result<u64> {
     let mut applied = 0;
     let wants = |pid: PageId| dpt.get(&pid).is_some_and(|&rec| rec <= lsn);
-    let mut force = |l: Lsn| wal.flush_to(l);
     match redo {
         Redo::Images(images) => {
             for (pid, image) in images {
@@ -280,10 +283,10 @@ fn redo_record(
                     continue;
                 }
                 // A full image needs no valid old page: a torn page is simply replaced.
-                let f = match core.pool.fetch(*pid, core.wp.as_mut(), &mut force) {
+                let f = match core.pool.fetch(*pid, core.wp.as_mut(), wal) {
                     Ok(f) => f,
                     Err(Error::CorruptPage { .. }) => {
-                        core.pool.create(*pid, core.wp.as_mut(), &mut force)?
+                        core.pool.create(*pid, core.wp.as_mut(), wal)?
                     }
                     Err(e) => return Err(e),
                 };
@@ -303,7 +306,7 @@ fn redo_record(
             }
         }
         Redo::LeafPut { pid, key, .. } | Redo::LeafDel { pid, key } if wants(*pid) => {
-            let f = core.pool.fetch(*pid, core.wp.as_mut(), &mut force)?;
+            let f = core.pool.fetch(*pid, core.wp.as_mut(), wal)?;
             let data = core.pool.data_mut(f);
             if page::is_zeroed(data) {
                 return Err(Error::CorruptPage {

@@ -55,6 +55,15 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
         self.lock().remap(src, dst, len)
     }
+    fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        self.lock().zone_append(zone, data)
+    }
+    fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.lock().zone_reset(zone)
+    }
+    fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.lock().zone_finish(zone)
+    }
 }
 
 /// A block device shared between owners (partitions, or a partition and a test inspecting the

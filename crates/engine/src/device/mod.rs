@@ -72,6 +72,8 @@ pub struct Capabilities {
     pub remap: bool,
     /// The device's own GC unit in bytes, when known (superblock / reclaim unit).
     pub gc_unit_bytes: Option<u64>,
+    /// Zoned: how many zones may be open at once.
+    pub max_open_zones: Option<u32>,
 }
 
 /// Cumulative I/O statistics of a device as seen from the host (and the media, when known).
@@ -117,6 +119,19 @@ pub trait BlockDevice: Send {
     /// `remap` support it; the default returns [`DeviceError::Unsupported`].
     fn remap(&mut self, _src: u64, _dst: u64, _len: u64) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("remap"))
+    }
+    /// Zoned devices: writes `data` at the write pointer of `zone` and returns the byte offset
+    /// it landed at.
+    fn zone_append(&mut self, _zone: u32, _data: &[u8]) -> Result<u64, DeviceError> {
+        Err(DeviceError::Unsupported("zone append"))
+    }
+    /// Zoned devices: empties `zone` (its write pointer goes back to the start).
+    fn zone_reset(&mut self, _zone: u32) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported("zone reset"))
+    }
+    /// Zoned devices: moves `zone` to full (releases its open-zone resources).
+    fn zone_finish(&mut self, _zone: u32) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported("zone finish"))
     }
 }
 
@@ -165,5 +180,14 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
         (**self).remap(src, dst, len)
+    }
+    fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        (**self).zone_append(zone, data)
+    }
+    fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
+        (**self).zone_reset(zone)
+    }
+    fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
+        (**self).zone_finish(zone)
     }
 }

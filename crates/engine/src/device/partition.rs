@@ -115,6 +115,7 @@ impl BlockDevice for Partition {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             zone_bytes: None,
+            max_open_zones: None,
             ..self.dev.lock().capabilities()
         }
     }

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, RemapOp, Ssd, SsdConfig};
+use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, RemapOp, Ssd, SsdConfig, ZoneAction};
 
 use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
 
@@ -109,6 +109,17 @@ impl SimDevice {
         check_io(offset, len, self.capacity_bytes(), self.block_bytes())
     }
 
+    fn zone_mgmt(&mut self, zone: u32, action: ZoneAction) -> Result<(), DeviceError> {
+        if !self.is_zoned() {
+            return Err(DeviceError::Unsupported(
+                "zone management on a conventional device",
+            ));
+        }
+        let done = self.ssd.zone_mgmt(self.clock.now(), zone, action)?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
     fn is_zoned(&self) -> bool {
         matches!(self.ssd.config().mode, Mode::Zns(_))
     }
@@ -178,6 +189,27 @@ impl BlockDevice for SimDevice {
         Ok(())
     }
 
+    fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        if !self.is_zoned() {
+            return Err(DeviceError::Unsupported(
+                "zone append on a conventional device",
+            ));
+        }
+        let (addr, done) =
+            self.ssd
+                .zone_append(self.clock.now(), zone, data.len() as u64, Some(data))?;
+        self.clock.advance_to(done);
+        Ok(addr)
+    }
+
+    fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.zone_mgmt(zone, ZoneAction::Reset)
+    }
+
+    fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.zone_mgmt(zone, ZoneAction::Finish)
+    }
+
     fn capabilities(&self) -> Capabilities {
         let cfg = self.ssd.config();
         let zoned = self.is_zoned();
@@ -190,6 +222,10 @@ impl BlockDevice for SimDevice {
             zone_bytes: zoned.then(|| self.ssd.zone_size_bytes()),
             remap: !zoned,
             gc_unit_bytes: Some(cfg.eu_bytes()),
+            max_open_zones: match &cfg.mode {
+                Mode::Zns(z) => Some(z.max_open_zones),
+                _ => None,
+            },
         }
     }
 

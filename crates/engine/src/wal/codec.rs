@@ -25,6 +25,7 @@
 //! | 5 | Abort | (empty) |
 //! | 6 | End | (empty) |
 //! | 7 | Checkpoint | `next_txn` u64, `n_dirty` u32, `n_dirty` x (`pid` u64, `rec_lsn` u64), `n_active` u32, `n_active` x (`txn` u64, `last_lsn` u64, `undo_next` u64) |
+//! | 8 | Map | `count` u32, `count` x (`pid` u64, `offset` u64, `len` u32) |
 //!
 //! Kind 0 is never written, so a zeroed area never decodes as a record.
 //!
@@ -43,7 +44,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::Lsn;
-use crate::wal::record::{Body, CheckpointData, LogRecord, Redo, TxnId, Undo};
+use crate::wal::record::{Body, CheckpointData, LogRecord, MapChange, Redo, TxnId, Undo};
 
 /// Bytes of the record header.
 pub const HEADER_BYTES: usize = 33;
@@ -55,6 +56,7 @@ const KIND_COMMIT: u8 = 4;
 const KIND_ABORT: u8 = 5;
 const KIND_END: u8 = 6;
 const KIND_CHECKPOINT: u8 = 7;
+const KIND_MAP: u8 = 8;
 
 const REDO_LEAF_PUT: u8 = 1;
 const REDO_LEAF_DEL: u8 = 2;
@@ -143,6 +145,16 @@ pub fn encode_parts(
         Body::Checkpoint(cp) => {
             out.push(KIND_CHECKPOINT);
             put_checkpoint(out, cp)
+        }
+        Body::Map(changes) => {
+            out.push(KIND_MAP);
+            put_count(out, changes.len()).map(|_| {
+                for m in changes {
+                    out.extend_from_slice(&m.pid.to_le_bytes());
+                    out.extend_from_slice(&m.offset.to_le_bytes());
+                    out.extend_from_slice(&m.len.to_le_bytes());
+                }
+            })
         }
     };
     let len = out.len() - start;
@@ -285,6 +297,22 @@ pub fn decode_raw(bytes: &[u8]) -> std::result::Result<LogRecord, Fault> {
         KIND_ABORT => Body::Abort,
         KIND_END => Body::End,
         KIND_CHECKPOINT => Body::Checkpoint(c.checkpoint()?),
+        KIND_MAP => {
+            let n = c.u32()? as usize;
+            // Each entry takes 20 bytes: a count larger than the record is malformed.
+            if n > (total - c.at) / 20 {
+                return Err(Fault::Malformed("map change count exceeds the record"));
+            }
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(MapChange {
+                    pid: c.u64()?,
+                    offset: c.u64()?,
+                    len: c.u32()?,
+                });
+            }
+            Body::Map(v)
+        }
         _ => return Err(Fault::Malformed("unknown record kind")),
     };
     if c.at != total {
@@ -445,6 +473,11 @@ mod tests {
             Just(Body::Commit),
             Just(Body::Abort),
             Just(Body::End),
+            proptest::collection::vec(any::<(u64, u64, u32)>(), 0..8).prop_map(|v| Body::Map(
+                v.into_iter()
+                    .map(|(pid, offset, len)| MapChange { pid, offset, len })
+                    .collect()
+            )),
             (
                 proptest::collection::vec(any::<(u64, u64)>(), 0..8),
                 proptest::collection::vec(any::<(u64, u64, u64)>(), 0..8),

@@ -67,6 +67,18 @@ pub enum Body {
     /// The transaction is finished (after commit, or after its rollback completed).
     End,
     Checkpoint(CheckpointData),
+    /// Page locations changed by an out-of-place write path (redo-only, no page change): each
+    /// page's new stored copy is durable on the data device before this record is logged.
+    Map(Vec<MapChange>),
+}
+
+/// One page moved by the out-of-place write path: page `pid` is now stored at byte `offset` of
+/// the data device, `len` bytes long (`len` = page size: stored raw; less: a compressed blob).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapChange {
+    pub pid: PageId,
+    pub offset: u64,
+    pub len: u32,
 }
 
 /// A log record. `lsn` is the byte position of the record in the (unbounded) log stream.

@@ -10,7 +10,7 @@
 //! | `page_size .. (1 + dw_pages) * page_size` | doublewrite area (copies of sealed pages) |
 //! | `(1 + dw_pages + pid) * page_size` | home of page `pid` |
 
-use super::{WriteCounters, WritePath, WriteReason};
+use super::{LogSink, WriteCounters, WritePath, WriteReason};
 use crate::device::{BlockDevice, DeviceStats};
 use crate::error::{Error, Result};
 use crate::page::{self, get_u32, put_u32, PageId};
@@ -267,13 +267,18 @@ impl WritePath for InPlace {
         self.note(r)
     }
 
-    fn write_pages(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
+    fn write_pages(
+        &mut self,
+        pages: &[(PageId, &[u8])],
+        reason: WriteReason,
+        _log: &mut dyn LogSink,
+    ) -> Result<()> {
         self.fail_check()?;
         let r = self.write_pages_inner(pages, reason);
         self.note(r)
     }
 
-    fn sync(&mut self) -> Result<()> {
+    fn sync(&mut self, _log: &mut dyn LogSink) -> Result<()> {
         self.fail_check()?;
         let r = self.dev.flush().map_err(Error::from);
         self.homes_pending = false;
@@ -284,6 +289,10 @@ impl WritePath for InPlace {
         self.fail_check()?;
         let r = self.write_header();
         self.note(r)
+    }
+
+    fn kind(&self) -> &'static str {
+        "in-place"
     }
 
     fn page_capacity(&self) -> u64 {
@@ -361,6 +370,7 @@ mod tests {
     use super::*;
     use crate::device::MemDevice;
     use crate::page::PageType;
+    use crate::writepath::MemLog;
 
     fn page(pid: PageId, lsn: u64, fill: u8) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
@@ -378,8 +388,12 @@ mod tests {
         wp.finish_format().unwrap();
         let a = page(3, 10, 1);
         let b = page(4, 11, 2);
-        wp.write_pages(&[(3, &a), (4, &b)], WriteReason::Checkpoint)
-            .unwrap();
+        wp.write_pages(
+            &[(3, &a), (4, &b)],
+            WriteReason::Checkpoint,
+            &mut MemLog::default(),
+        )
+        .unwrap();
         assert_eq!(wp.counters().db_waf(), 2.0);
         let mut buf = vec![0u8; 4096];
         wp.read_page(3, &mut buf).unwrap();
@@ -394,8 +408,9 @@ mod tests {
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
         wp.finish_format().unwrap();
         let a = page(3, 10, 1);
-        wp.write_pages(&[(3, &a)], WriteReason::Eviction).unwrap();
-        wp.sync().unwrap();
+        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut MemLog::default())
+            .unwrap();
+        wp.sync(&mut MemLog::default()).unwrap();
         // Tear the home: half old zeros.
         let home = wp.layout().home(3) as usize;
         let mut dev = wp.dev;
@@ -415,7 +430,8 @@ mod tests {
         let mut wp = InPlace::create(dev, 4096, 8, false).unwrap();
         wp.finish_format().unwrap();
         let a = page(3, 10, 1);
-        wp.write_pages(&[(3, &a)], WriteReason::Eviction).unwrap();
+        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut MemLog::default())
+            .unwrap();
         assert_eq!(wp.counters().db_waf(), 1.0);
         let home = wp.layout().home(3);
         let mut dev = wp.dev;

@@ -6,13 +6,66 @@
 //! data device (user writes as stored, doublewrite copies, GC copies, padding).
 
 mod inplace;
+pub mod oop;
 pub mod pack;
 
 pub use inplace::{InPlace, InPlaceLayout};
+pub use oop::{OopConfig, OutOfPlace};
 
 use crate::error::Result;
-use crate::page::PageId;
+use crate::page::{Lsn, PageId};
+use crate::wal::record::MapChange;
 use serde::{Deserialize, Serialize};
+
+/// What a write path may ask of the log while it writes: the write-ahead rule (`force`), the
+/// current end of the log (`next_lsn`, the clock of deathtime estimates), and logging page
+/// location changes (out-of-place writes log them after the pages are durable and before the
+/// old locations are reused).
+pub trait LogSink {
+    /// Makes the log durable up to and including the record at `lsn`.
+    fn force(&mut self, lsn: Lsn) -> Result<()>;
+    /// LSN the next record will get.
+    fn next_lsn(&self) -> Lsn;
+    /// Appends a record of page location changes (not yet durable). Returns its LSN.
+    fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn>;
+}
+
+impl LogSink for crate::wal::Wal {
+    fn force(&mut self, lsn: Lsn) -> Result<()> {
+        self.flush_to(lsn)
+    }
+    fn next_lsn(&self) -> Lsn {
+        crate::wal::Wal::next_lsn(self)
+    }
+    fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn> {
+        self.append(0, 0, crate::wal::record::Body::Map(changes.to_vec()))
+    }
+}
+
+/// A log kept in memory, for exercising a write path without a database: location records are
+/// kept with their LSNs; `durable` is what `force` reached.
+#[derive(Debug, Default)]
+pub struct MemLog {
+    pub next: Lsn,
+    pub durable: Lsn,
+    pub records: Vec<(Lsn, Vec<MapChange>)>,
+}
+
+impl LogSink for MemLog {
+    fn force(&mut self, lsn: Lsn) -> Result<()> {
+        self.durable = self.durable.max(lsn);
+        Ok(())
+    }
+    fn next_lsn(&self) -> Lsn {
+        self.next
+    }
+    fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn> {
+        let lsn = self.next;
+        self.next += 1 + changes.len() as u64;
+        self.records.push((lsn, changes.to_vec()));
+        Ok(lsn)
+    }
+}
 
 /// Why a page is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +90,31 @@ pub struct WriteCounters {
     pub db_write_bytes: u64,
     /// Bytes of doublewrite copies.
     pub doublewrite_bytes: u64,
+    /// Out-of-place writes: bytes of live pages copied by DB garbage collection, and by NoWA
+    /// compensation writes (both included in `db_write_bytes`).
+    #[serde(default)]
+    pub gc_write_bytes: u64,
+    #[serde(default)]
+    pub compensation_bytes: u64,
+    /// Zero bytes written to fill 4 KiB slots (page packing) and zone tails.
+    #[serde(default)]
+    pub padding_bytes: u64,
+    /// Bytes of mapping snapshots and the device header.
+    #[serde(default)]
+    pub metadata_bytes: u64,
+    /// Stored bytes of user-written pages (after compression, before padding).
+    #[serde(default)]
+    pub stored_user_bytes: u64,
+    /// Bytes read by DB garbage collection.
+    #[serde(default)]
+    pub gc_read_bytes: u64,
+    /// DB GC rounds, zones reclaimed, NoWA compensation rounds.
+    #[serde(default)]
+    pub gc_rounds: u64,
+    #[serde(default)]
+    pub zones_reclaimed: u64,
+    #[serde(default)]
+    pub compensation_rounds: u64,
     /// Pages read from the data device.
     pub page_reads: u64,
     pub read_bytes: u64,
@@ -59,10 +137,41 @@ impl WriteCounters {
 pub trait WritePath: Send {
     /// Reads page `pid` into `buf` and verifies it; a page never written reads as zeros (Ok).
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()>;
-    /// Writes a batch of sealed pages. They are durable after the next `sync`.
-    fn write_pages(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()>;
-    /// Makes every page written so far durable.
-    fn sync(&mut self) -> Result<()>;
+    /// Writes a batch of sealed pages. They are durable after the next `sync`. The log up to each
+    /// page's LSN is already durable.
+    fn write_pages(
+        &mut self,
+        pages: &[(PageId, &[u8])],
+        reason: WriteReason,
+        log: &mut dyn LogSink,
+    ) -> Result<()>;
+    /// Makes every page written so far durable (and, out of place, logs their new locations).
+    fn sync(&mut self, log: &mut dyn LogSink) -> Result<()>;
+    /// Background work (out of place: garbage collection when free space runs low). Returns true
+    /// if it did something.
+    fn maintain(&mut self, _log: &mut dyn LogSink) -> Result<bool> {
+        Ok(false)
+    }
+    /// Called by a checkpoint after `sync` and before its record is logged at `tag` (= the log's
+    /// next LSN): persist whatever recovery needs besides the log (out of place: the mapping
+    /// snapshot).
+    fn checkpoint(&mut self, _tag: Lsn) -> Result<()> {
+        Ok(())
+    }
+    /// Recovery, first step: the last complete checkpoint is at `checkpoint_lsn`.
+    fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
+        Ok(())
+    }
+    /// Recovery: a location record found in the log after the checkpoint.
+    fn redo_map(&mut self, _lsn: Lsn, _changes: &[MapChange]) -> Result<()> {
+        Ok(())
+    }
+    /// Recovery: every location record is replayed; rebuild derived state before pages are read.
+    fn recover_end(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// A short name of the strategy ("in-place", "out-of-place").
+    fn kind(&self) -> &'static str;
     /// Completes the formatting of a new data device once the rest of the new database (log,
     /// meta page, first checkpoint) is durable: until then the device opens as blank.
     fn finish_format(&mut self) -> Result<()> {

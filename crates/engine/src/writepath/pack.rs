@@ -357,6 +357,30 @@ pub fn pack_batch(pages: &[(PageId, Compressed)], slot_bytes: usize) -> Result<P
     })
 }
 
+/// The stored bytes of page `pid`: its blob (header and compressed bytes), or the page itself
+/// when it is stored raw.
+pub fn stored_bytes(pid: PageId, c: &Compressed) -> Vec<u8> {
+    let mut v = vec![0u8; c.stored_len()];
+    write_blob(&mut v, pid, c);
+    v
+}
+
+/// Packs already-formed stored pages (blobs or raw pages, from [`stored_bytes`] or read back
+/// from a device) into `slot_bytes` slots by best fit. Returns the image (zero padding) and the
+/// byte offset of each item in it, in input order.
+pub fn pack_stored(items: &[&[u8]], slot_bytes: usize) -> (Vec<u8>, Vec<usize>) {
+    let lens: Vec<usize> = items.iter().map(|b| b.len()).collect();
+    let plan = plan_best_fit(&lens, slot_bytes);
+    let mut image = vec![0u8; plan.slots * slot_bytes];
+    let mut at = Vec::with_capacity(items.len());
+    for (b, &(slot, offset)) in items.iter().zip(&plan.places) {
+        let o = slot * slot_bytes + offset;
+        image[o..o + b.len()].copy_from_slice(b);
+        at.push(o);
+    }
+    (image, at)
+}
+
 /// Writes the blob of page `pid` into `dst` (exactly `c.stored_len()` bytes).
 fn write_blob(dst: &mut [u8], pid: PageId, c: &Compressed) {
     let tag = match c.stored_as {

@@ -41,19 +41,28 @@ impl MemPair {
 pub struct CrashRig {
     pub fault: Held<FaultDevice<SimDevice>>,
     pub shared: SharedDevice,
+    pub data_bytes: u64,
 }
 
 impl CrashRig {
     pub fn new(cfg: FaultConfig) -> CrashRig {
+        CrashRig::sized(cfg, DATA_BYTES)
+    }
+    /// A rig whose data part is `data_bytes` (a small one makes DB GC run often).
+    pub fn sized(cfg: FaultConfig, data_bytes: u64) -> CrashRig {
         let mut ssd = flashsim::SsdConfig::small(DATA_BYTES + LOG_BYTES, 0.2);
         ssd.timing.enabled = false;
         let sim = SimDevice::new(ssd, VirtualClock::shared()).unwrap();
         let fault = Held::new(FaultDevice::new(sim, cfg));
         let shared = SharedDevice::shared(fault.clone());
-        CrashRig { fault, shared }
+        CrashRig {
+            fault,
+            shared,
+            data_bytes,
+        }
     }
     pub fn devices(&self) -> Devices {
-        let mut p = self.shared.split(&[DATA_BYTES, LOG_BYTES]).unwrap();
+        let mut p = self.shared.split(&[self.data_bytes, LOG_BYTES]).unwrap();
         let log = p.pop().unwrap();
         let data = p.pop().unwrap();
         Devices {

@@ -1,0 +1,84 @@
+//! Space metadata of the out-of-place write path (paper 002 section 6.2): the page map
+//! (`PID2OffsetTable`: page id -> byte offset and stored length) and the zones (`StorageSpace`:
+//! state, write pointer, valid bytes and pages, average EDT, and the reverse map: which page was
+//! written at which offset of the zone, in write order).
+
+use crate::page::PageId;
+
+/// Where a page is stored. `off == NONE`: never written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub off: u64,
+    pub len: u32,
+    /// Estimated deathtime when it was written (log position; 0 = unknown).
+    pub edt: u64,
+}
+
+impl Loc {
+    pub const NONE: u64 = u64::MAX;
+    pub const EMPTY: Loc = Loc {
+        off: Loc::NONE,
+        len: 0,
+        edt: 0,
+    };
+    pub fn is_some(&self) -> bool {
+        self.off != Loc::NONE
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneState {
+    /// Free: trimmed or reset, nothing valid.
+    Empty,
+    /// Accepting appends.
+    Open,
+    /// No more appends until reclaimed.
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub struct Zone {
+    pub state: ZoneState,
+    /// Bytes appended since the zone was last emptied.
+    pub wp: u64,
+    /// Stored bytes and count of the pages whose current copy is in this zone.
+    pub valid_bytes: u64,
+    pub valid_pages: u32,
+    /// Reverse map: (offset in the zone, page) of every copy written, valid or not.
+    pub rev: Vec<(u32, PageId)>,
+    /// Sum and count of the EDTs of pages written here (GDT).
+    pub edt_sum: u128,
+    pub edt_n: u64,
+    /// FDP placement id used for this zone's writes.
+    pub piid: u16,
+}
+
+impl Zone {
+    pub fn empty() -> Zone {
+        Zone {
+            state: ZoneState::Empty,
+            wp: 0,
+            valid_bytes: 0,
+            valid_pages: 0,
+            rev: Vec::new(),
+            edt_sum: 0,
+            edt_n: 0,
+            piid: 0,
+        }
+    }
+
+    /// Average EDT of the pages written here (None before the first).
+    pub fn avg_edt(&self) -> Option<u64> {
+        (self.edt_n > 0).then(|| (self.edt_sum / self.edt_n as u128) as u64)
+    }
+
+    pub fn note_edt(&mut self, edt: u64) {
+        self.edt_sum += edt as u128;
+        self.edt_n += 1;
+    }
+
+    /// Back to free.
+    pub fn clear(&mut self) {
+        *self = Zone::empty();
+    }
+}
