@@ -500,6 +500,12 @@ impl Db {
                 let (wal, master) = Wal::open(log, wal_cfg)?;
                 (wp, wal, Some(master))
             };
+        let mut wal = wal;
+        if cfg.out_of_place.is_some() {
+            // Location records of a checkpoint that writes the whole pool, and of the DB GC it
+            // may run, must fit even when the log is otherwise full.
+            wal.set_system_reserve(cfg.buffer_pages as u64 * 48 + (256 << 10));
+        }
         let pool = BufferPool::new(cfg.buffer_pages, cfg.page_size as usize);
         let policy: Box<dyn CheckpointPolicy> = if cfg.max_checkpoint_count > 0 {
             Box::new(crate::checkpoint::HotPageAware {

@@ -161,6 +161,9 @@ pub struct Wal {
     cfg: WalConfig,
     area: Area,
     buffer_bytes: u64,
+    /// Log bytes only [`Wal::append_system`] may use (page location records of the write path,
+    /// which must be logged even while a checkpoint is freeing space).
+    system_reserve: u64,
     master: Master,
     sequence: u64,
     /// None after `open` until `set_end`.
@@ -217,6 +220,7 @@ impl Wal {
             cfg,
             area,
             buffer_bytes,
+            system_reserve: 0,
             master: mb.master,
             sequence: mb.sequence,
             tail: None,
@@ -416,9 +420,30 @@ impl Wal {
     /// (0 = none) to the log buffer and returns its LSN. Not durable until [`Wal::flush_to`].
     /// Fails with [`Error::LogFull`] if the log has no room before the start LSN.
     pub fn append(&mut self, txn: TxnId, prev_lsn: Lsn, body: impl Borrow<Body>) -> Result<Lsn> {
+        self.append_inner(txn, prev_lsn, body.borrow(), false)
+    }
+
+    /// [`Wal::append`] that may also use the system reserve ([`Wal::set_system_reserve`]).
+    pub fn append_system(&mut self, body: &Body) -> Result<Lsn> {
+        self.append_inner(0, 0, body, true)
+    }
+
+    /// Keeps `bytes` of the log for [`Wal::append_system`]: other appends and
+    /// [`Wal::free_bytes`] treat the log as that much smaller.
+    pub fn set_system_reserve(&mut self, bytes: u64) {
+        self.system_reserve = bytes.min(self.area.capacity / 4);
+    }
+
+    fn append_inner(
+        &mut self,
+        txn: TxnId,
+        prev_lsn: Lsn,
+        body: &Body,
+        system: bool,
+    ) -> Result<Lsn> {
         self.check_ok()?;
-        let body = body.borrow();
-        let limit = self.space_limit();
+        let reserve = if system { 0 } else { self.system_reserve };
+        let limit = self.space_limit().saturating_sub(reserve);
         let capacity = self.area.capacity;
         let Some(tail) = self.tail.as_mut() else {
             return Err(not_ready());
@@ -669,7 +694,10 @@ impl Wal {
     /// Bytes that can still be appended before the log is full.
     pub fn free_bytes(&self) -> u64 {
         match &self.tail {
-            Some(t) => self.space_limit().saturating_sub(t.next()),
+            Some(t) => self
+                .space_limit()
+                .saturating_sub(self.system_reserve)
+                .saturating_sub(t.next()),
             None => 0,
         }
     }

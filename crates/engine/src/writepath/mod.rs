@@ -26,6 +26,8 @@ pub trait LogSink {
     fn force(&mut self, lsn: Lsn) -> Result<()>;
     /// LSN the next record will get.
     fn next_lsn(&self) -> Lsn;
+    /// Every record starting below this LSN is durable.
+    fn durable_lsn(&self) -> Lsn;
     /// Appends a record of page location changes (not yet durable). Returns its LSN.
     fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn>;
 }
@@ -37,8 +39,11 @@ impl LogSink for crate::wal::Wal {
     fn next_lsn(&self) -> Lsn {
         crate::wal::Wal::next_lsn(self)
     }
+    fn durable_lsn(&self) -> Lsn {
+        crate::wal::Wal::durable_lsn(self)
+    }
     fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn> {
-        self.append(0, 0, crate::wal::record::Body::Map(changes.to_vec()))
+        self.append_system(&crate::wal::record::Body::Map(changes.to_vec()))
     }
 }
 
@@ -53,11 +58,14 @@ pub struct MemLog {
 
 impl LogSink for MemLog {
     fn force(&mut self, lsn: Lsn) -> Result<()> {
-        self.durable = self.durable.max(lsn);
+        self.durable = self.durable.max(lsn + 1);
         Ok(())
     }
     fn next_lsn(&self) -> Lsn {
         self.next
+    }
+    fn durable_lsn(&self) -> Lsn {
+        self.durable
     }
     fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn> {
         let lsn = self.next;
@@ -115,6 +123,9 @@ pub struct WriteCounters {
     pub zones_reclaimed: u64,
     #[serde(default)]
     pub compensation_rounds: u64,
+    /// Dead 4 KiB slots trimmed (out of place, conventional devices).
+    #[serde(default)]
+    pub slots_trimmed: u64,
     /// Pages read from the data device.
     pub page_reads: u64,
     pub read_bytes: u64,

@@ -126,7 +126,7 @@ pub fn window(a: &Snapshot, b: &Snapshot) -> Window {
 /// Where the bytes went (run phase), paper 002 Figure 13b style.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
-    /// User writes as stored (uncompressed pages today).
+    /// User writes as stored (after compression, without padding).
     pub user_bytes: u64,
     pub doublewrite_bytes: u64,
     /// DB garbage collection copies (out-of-place write paths).
@@ -134,6 +134,9 @@ pub struct Breakdown {
     /// NoWA compensation writes.
     pub compensation_bytes: u64,
     pub padding_bytes: u64,
+    /// Out-of-place map snapshots and the device header.
+    #[serde(default)]
+    pub metadata_bytes: u64,
     pub db_issued_bytes: u64,
     /// Bytes the data SSD's GC relocated.
     pub ssd_gc_bytes: u64,
@@ -147,12 +150,19 @@ pub fn breakdown(a: &Snapshot, b: &Snapshot) -> Breakdown {
     let wb = &b.db.writes;
     let dw = wb.doublewrite_bytes - wa.doublewrite_bytes;
     let issued = wb.db_write_bytes - wa.db_write_bytes;
+    let gc = wb.gc_write_bytes - wa.gc_write_bytes;
+    let comp = wb.compensation_bytes - wa.compensation_bytes;
+    let pad = wb.padding_bytes - wa.padding_bytes;
+    let meta = wb.metadata_bytes - wa.metadata_bytes;
+    // GC and compensation copies include their own padding; `padding_bytes` counts all padding.
+    let user = issued - dw - gc - comp - meta;
     Breakdown {
-        user_bytes: issued - dw,
+        user_bytes: user.saturating_sub(pad),
         doublewrite_bytes: dw,
-        db_gc_bytes: 0,
-        compensation_bytes: 0,
-        padding_bytes: 0,
+        db_gc_bytes: gc,
+        compensation_bytes: comp,
+        padding_bytes: pad,
+        metadata_bytes: meta,
         db_issued_bytes: issued,
         ssd_gc_bytes: b.ssd.gc_write_bytes - a.ssd.gc_write_bytes,
         ssd_media_bytes: b.ssd.media_write_bytes - a.ssd.media_write_bytes,

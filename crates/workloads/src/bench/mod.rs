@@ -15,7 +15,8 @@ use crate::ycsb::YcsbConfig;
 use flashsim::{Geometry, SsdConfig};
 use serde::{Deserialize, Serialize};
 
-/// A write-path configuration of the engine (the rows of paper 002 Table 1 as they land).
+/// A write-path configuration of the engine: the rows of paper 002 Table 1 (each adds one
+/// optimization to the row before), plus the ZNS and FDP devices of its Tables 2 and 3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
@@ -23,17 +24,53 @@ pub enum Preset {
     InPlace,
     /// In-place writes without the doublewrite buffer (torn pages are only detected).
     InPlaceNoDw,
+    /// Out-of-place writes: random placement into 16 open zones, greedy DB GC.
+    Oop,
+    /// + per-page LZ4 compression and 4 KiB page packing.
+    OopComp,
+    /// + grouping by deathtime (placement and GC).
+    OopGdt,
+    /// + the NoWA pattern (zones opened together, compensation writes), zones not aligned.
+    OopNowa,
+    /// + zone size x open zones = the SSD's GC unit: every optimization.
+    OopAll,
+    /// Every optimization but compression.
+    OopAllNoComp,
+    /// Compression + GDT on a ZNS SSD (DB zones are device zones; no device GC).
+    Zns,
+    /// Compression + GDT on an FDP SSD: zone = reclaim unit, one placement id per open zone,
+    /// no NoWA.
+    Fdp,
 }
 
 impl Preset {
-    /// Every configuration, in the order of paper 002 Table 1.
-    pub const ALL: [Preset; 2] = [Preset::InPlace, Preset::InPlaceNoDw];
+    /// Every configuration, in the order of paper 002 Table 1, then ZNS and FDP.
+    pub const ALL: [Preset; 10] = [
+        Preset::InPlace,
+        Preset::InPlaceNoDw,
+        Preset::Oop,
+        Preset::OopComp,
+        Preset::OopGdt,
+        Preset::OopNowa,
+        Preset::OopAll,
+        Preset::OopAllNoComp,
+        Preset::Zns,
+        Preset::Fdp,
+    ];
 
     /// The configuration's name on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
             Preset::InPlace => "in-place",
             Preset::InPlaceNoDw => "in-place-nodw",
+            Preset::Oop => "oop",
+            Preset::OopComp => "oop+comp",
+            Preset::OopGdt => "oop+gdt",
+            Preset::OopNowa => "oop+nowa",
+            Preset::OopAll => "oop-all",
+            Preset::OopAllNoComp => "oop-all-nocomp",
+            Preset::Zns => "zns",
+            Preset::Fdp => "fdp",
         }
     }
 
@@ -42,12 +79,76 @@ impl Preset {
         match self {
             Preset::InPlace => "fixed homes, doublewrite buffer",
             Preset::InPlaceNoDw => "fixed homes, no doublewrite",
+            Preset::Oop => "out-of-place, random placement, greedy DB GC",
+            Preset::OopComp => "+ LZ4 compression and 4 KiB page packing",
+            Preset::OopGdt => "+ grouping by deathtime",
+            Preset::OopNowa => "+ NoWA pattern (zones not aligned)",
+            Preset::OopAll => "+ zone x open zones = SSD GC unit (all optimizations)",
+            Preset::OopAllNoComp => "all optimizations but compression",
+            Preset::Zns => "compression + GDT on a ZNS SSD",
+            Preset::Fdp => "compression + GDT on an FDP SSD, placement id per zone",
         }
     }
 
     /// Whether the engine runs with the doublewrite buffer.
     pub fn doublewrite(self) -> bool {
         matches!(self, Preset::InPlace)
+    }
+
+    /// The out-of-place settings (None: in place).
+    pub fn out_of_place(self) -> Option<wafer_engine::writepath::OopConfig> {
+        use wafer_engine::writepath::pack::Codec;
+        use wafer_engine::writepath::OopConfig;
+        let plain = OopConfig::default();
+        let comp = OopConfig {
+            codec: Codec::Lz4,
+            ..plain.clone()
+        };
+        let gdt = OopConfig {
+            gdt: true,
+            ..comp.clone()
+        };
+        let nowa = OopConfig {
+            nowa: true,
+            ..gdt.clone()
+        };
+        let all = OopConfig {
+            aligned: true,
+            ..nowa.clone()
+        };
+        Some(match self {
+            Preset::InPlace | Preset::InPlaceNoDw => return None,
+            Preset::Oop => plain,
+            Preset::OopComp => comp,
+            Preset::OopGdt | Preset::Zns | Preset::Fdp => gdt,
+            Preset::OopNowa => nowa,
+            Preset::OopAll => all,
+            Preset::OopAllNoComp => OopConfig {
+                codec: Codec::None,
+                ..all
+            },
+        })
+    }
+
+    /// The data SSD this configuration runs on, made from the conventional `base`: the same
+    /// flash, as a ZNS device (all of it addressable, no device over-provisioning) or with FDP.
+    pub fn data_ssd(self, base: &SsdConfig) -> SsdConfig {
+        let mut c = base.clone();
+        match self {
+            Preset::Zns => {
+                c.mode = flashsim::Mode::Zns(flashsim::ZnsConfig {
+                    zone_eus: 1,
+                    max_open_zones: 17,
+                    max_active_zones: 17,
+                });
+            }
+            Preset::Fdp => {
+                c.mode = flashsim::Mode::Fdp(flashsim::FdpConfig { handles: 8 });
+                c.fit_reserve();
+            }
+            _ => {}
+        }
+        c
     }
 }
 

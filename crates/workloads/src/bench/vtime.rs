@@ -67,12 +67,13 @@ impl Rig {
     pub fn open(cfg: &BenchConfig) -> Result<Rig, BenchError> {
         cfg.validate().map_err(BenchError::Config)?;
         let mut rig = Rig::open_devices(
-            &cfg.data_ssd,
+            &cfg.preset.data_ssd(&cfg.data_ssd),
             &cfg.log_ssd,
             DbConfig {
                 page_size: cfg.page_size,
                 buffer_pages: cfg.buffer_pages().max(64),
                 doublewrite: cfg.preset.doublewrite(),
+                out_of_place: cfg.preset.out_of_place(),
                 max_checkpoint_count: cfg.max_checkpoint_count,
                 ..DbConfig::default()
             },
@@ -164,8 +165,16 @@ impl Rig {
 fn load(rig: &Rig, cfg: &BenchConfig, obs: &mut dyn BenchObserver) -> Result<u64, BenchError> {
     obs.phase("load");
     let gen = YcsbGenerator::new(&cfg.ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
+    // The same data for every configuration: `fill` of the conventional data SSD's logical
+    // capacity in pages (a ZNS device exposes more, an out-of-place one keeps a few zones free).
     let (_, capacity) = rig.db.page_usage()?;
-    let target = (cfg.fill * capacity as f64) as u64;
+    let target = (cfg.fill * (cfg.data_ssd.logical_bytes / cfg.page_size as u64) as f64) as u64;
+    if target >= capacity {
+        return Err(BenchError::Config(format!(
+            "fill {} needs {target} pages but the database holds {capacity}",
+            cfg.fill
+        )));
+    }
     let mut n = 0u64;
     loop {
         let mut t = rig.db.begin()?;

@@ -103,6 +103,7 @@ impl TpccBenchConfig {
         DbConfig {
             buffer_pages,
             doublewrite: self.preset.doublewrite(),
+            out_of_place: self.preset.out_of_place(),
             ..self.engine.clone()
         }
     }
@@ -280,7 +281,7 @@ pub fn run_vtime(
 ) -> Result<TpccSummary, TpccError> {
     cfg.validate()?;
     let mut rig = Rig::open_devices(
-        &cfg.data_ssd,
+        &cfg.preset.data_ssd(&cfg.data_ssd),
         &cfg.log_ssd,
         cfg.engine_config(cfg.load_buffer()),
     )?;

@@ -34,9 +34,10 @@
 //! zones. On a zoned device the header and each slot occupy whole zones.
 
 mod nowa;
+mod snapshot;
 mod space;
 
-use self::nowa::{Groups, Owner, MAX_PIECES};
+use self::nowa::{Groups, Owner};
 use self::space::{Loc, Zone, ZoneState};
 use super::pack::{self, Codec, SLOT_BYTES};
 use super::{LogSink, WriteCounters, WritePath, WriteReason};
@@ -51,14 +52,6 @@ use std::collections::{HashMap, VecDeque};
 const OOP_MAGIC: &[u8; 8] = b"WAFEROOP";
 const OOP_VERSION: u32 = 1;
 const HEADER_BYTES: usize = 85;
-const SNAP_MAGIC: &[u8; 8] = b"WAFSNAP1";
-const SNAP_HEADER: usize = 64;
-/// Bytes per page in a snapshot: offset u64, stored length u32.
-const SNAP_PAGE: usize = 12;
-/// Bytes per zone in a snapshot: write pointer u64, average EDT u64, piece count u8, pieces.
-const SNAP_ZONE: usize = 17 + 8 * MAX_PIECES;
-/// Bytes per metadata owner in a snapshot: piece count u8, pieces.
-const SNAP_META: usize = 1 + 8 * MAX_PIECES;
 /// EDT of pages with no history: the coldest.
 const MAX_EDT: u64 = u64::MAX / 4;
 
@@ -86,6 +79,10 @@ pub struct OopConfig {
     pub gc_reserve_zones: u32,
     /// Background GC keeps this many zones more.
     pub gc_background_zones: u32,
+    /// Trim each 4 KiB slot once no live page is left in it (conventional and FDP devices), so
+    /// the SSD knows as much about dead data as the database: without it the SSD keeps copying
+    /// dead pages of zones that DB GC has not reclaimed yet.
+    pub trim_slots: bool,
     /// Seed of random placement.
     pub seed: u64,
 }
@@ -99,9 +96,10 @@ impl Default for OopConfig {
             aligned: false,
             zone_bytes: 0,
             max_open_zones: 0,
-            batch_pages: 64,
+            batch_pages: 512,
             gc_reserve_zones: 2,
             gc_background_zones: 4,
+            trim_slots: true,
             seed: 1,
         }
     }
@@ -215,6 +213,12 @@ impl OopLayout {
     }
 }
 
+/// Slots (of [`SLOT_BYTES`]) a stored page at `off` (in its zone) of `len` bytes touches.
+fn slot_range(off: u64, len: u32) -> std::ops::Range<usize> {
+    let s = SLOT_BYTES as u64;
+    (off / s) as usize..(off + len as u64).div_ceil(s) as usize
+}
+
 /// Returns true if `b` (the first block of a data device) is an out-of-place header.
 pub fn is_oop_header(b: &[u8]) -> bool {
     b.len() >= 8 && &b[..8] == OOP_MAGIC
@@ -260,6 +264,13 @@ pub struct OutOfPlace {
     last_map_lsn: Lsn,
     groups: Groups,
     snap_seq: u64,
+    /// The snapshot image as last written, and per 4 KiB block of it the number of the
+    /// snapshot it last changed for: a snapshot rewrites only the blocks changed since the
+    /// one before last (the other slot holds the last one).
+    snap_img: Vec<u8>,
+    snap_dirty: Vec<u64>,
+    /// Snapshots to write whole (after format or recovery, the slots' contents are unknown).
+    snap_full: u8,
     /// Recovery: the tag of the snapshot loaded (records before it are in it).
     snap_tag: Lsn,
     /// Mean write interval seen per page type (EDT of first writes), as (sum, count).
@@ -269,6 +280,11 @@ pub struct OutOfPlace {
     failed: Option<String>,
     /// NoWA: a new group of zones is being opened.
     opening_group: bool,
+    /// Slot trims: whether they are issued; slots emptied by changes not yet logged; and slots
+    /// waiting for the log to be durable past the record that emptied them.
+    slot_trims: bool,
+    trim_unlogged: Vec<u64>,
+    trim_waiting: VecDeque<(Lsn, Vec<u64>)>,
 }
 
 impl OutOfPlace {
@@ -325,10 +341,7 @@ impl OutOfPlace {
         };
         let pid_upper = cap / page_size as u64;
         let zone_upper = cap / zone_bytes;
-        let snap_need = SNAP_HEADER as u64
-            + pid_upper * SNAP_PAGE as u64
-            + zone_upper * SNAP_ZONE as u64
-            + 3 * SNAP_META as u64;
+        let snap_need = snapshot::image_bytes(pid_upper, zone_upper);
         let slot = SLOT_BYTES as u64;
         let (snap_bytes, snap_start, data_start) = if backend == Backend::Zoned {
             let k = snap_need.div_ceil(zone_bytes);
@@ -347,9 +360,9 @@ impl OutOfPlace {
                  out-of-place writes need at least {need}"
             )));
         }
-        // Page ids: what the zones hold uncompressed, less the zones GC keeps free.
-        let keep = (max_open + cfg.gc_reserve_zones + cfg.gc_background_zones) as u64;
-        let pages = ((zone_count as u64 - keep) * zone_bytes / page_size as u64).min(pid_upper);
+        // Page ids: what the zones hold uncompressed. Whether the data fits with room for GC
+        // depends on compression; when it does not, writes fail with `Full`.
+        let pages = (zone_count as u64 * zone_bytes / page_size as u64).min(pid_upper);
         let layout = OopLayout {
             page_size,
             zone_bytes,
@@ -364,6 +377,7 @@ impl OutOfPlace {
         };
         let mut wp = OutOfPlace::with(dev, cfg, layout, backend);
         wp.map = vec![Loc::EMPTY; wp.page_capacity() as usize];
+        wp.slot_trims = wp.cfg.trim_slots && !wp.layout.zoned && wp.dev.capabilities().trim;
         // Nothing of an earlier database may survive: a stale snapshot could be loaded, stale
         // zone contents would stay valid inside the SSD. The header is written last.
         if wp.layout.zoned {
@@ -416,6 +430,7 @@ impl OutOfPlace {
         }
         let mut wp = OutOfPlace::with(dev, cfg, layout, backend);
         wp.map = vec![Loc::EMPTY; wp.page_capacity() as usize];
+        wp.slot_trims = wp.cfg.trim_slots && !wp.layout.zoned && wp.dev.capabilities().trim;
         Ok(wp)
     }
 
@@ -444,11 +459,17 @@ impl OutOfPlace {
             pending: Vec::new(),
             last_map_lsn: 0,
             snap_seq: 0,
+            snap_img: Vec::new(),
+            snap_dirty: Vec::new(),
+            snap_full: 2,
             snap_tag: 0,
             type_interval: [(0, 0); 8],
             counters: WriteCounters::default(),
             failed: None,
             opening_group: false,
+            slot_trims: false,
+            trim_unlogged: Vec::new(),
+            trim_waiting: VecDeque::new(),
         }
     }
 
@@ -569,7 +590,15 @@ impl OutOfPlace {
     }
 
     /// Picks the zone for a page of EDT `edt` (GDT) or for a whole batch (random placement).
-    fn pick_zone(&mut self, edt: Option<u64>, now: Lsn, min_room: u64) -> Result<u32> {
+    /// GC copies (`fresh` false) go to the closest open zone rather than opening a new one, so
+    /// a GC round frees zones instead of spreading its copies over fresh ones.
+    fn pick_zone(
+        &mut self,
+        edt: Option<u64>,
+        now: Lsn,
+        min_room: u64,
+        allow_fresh: bool,
+    ) -> Result<u32> {
         let fits: Vec<u32> = self
             .open
             .iter()
@@ -613,7 +642,7 @@ impl OutOfPlace {
                         None => fresh = fresh.or(Some(z)),
                     }
                 }
-                let close_enough = best.is_some_and(|(d, _)| d <= horizon / 2);
+                let close_enough = best.is_some_and(|(d, _)| d <= horizon / 2 || !allow_fresh);
                 match (best, fresh) {
                     (Some((_, z)), _) if close_enough => Ok(z),
                     (_, Some(z)) => Ok(z),
@@ -682,16 +711,34 @@ impl OutOfPlace {
                 items.reverse();
             }
         }
-        let mut rest: VecDeque<Item> = items.into();
+        let mut rest: VecDeque<Item> = VecDeque::new();
+        if self.cfg.gdt && kind == Kind::User {
+            // Each zone's share of the batch is written at once (one packing, one write), so
+            // grouping by deathtime does not cost a partly empty slot per group.
+            for (z, group) in self.assign_by_edt(items, now)? {
+                if self.zones[z as usize].state != ZoneState::Open {
+                    rest.extend(group);
+                    continue;
+                }
+                rest.extend(self.write_run(z, group, kind)?);
+            }
+        } else {
+            rest = items.into();
+        }
         while let Some(first) = rest.front() {
             let need = first.bytes.len().div_ceil(SLOT_BYTES) as u64 * SLOT_BYTES as u64;
-            let z = self.pick_zone(self.cfg.gdt.then_some(first.edt), now, need)?;
+            let z = self.pick_zone(
+                self.cfg.gdt.then_some(first.edt),
+                now,
+                need,
+                kind == Kind::User,
+            )?;
             // The run of items going to zone z: with GDT, those for which z is still the closest
             // choice (consecutive in EDT order); else the whole batch.
             let mut run = vec![rest.pop_front().expect("front")];
             let target = self.zones[z as usize].avg_edt();
             while let Some(next) = rest.front() {
-                if self.cfg.gdt {
+                if self.cfg.gdt && kind == Kind::User {
                     let e = next.edt;
                     let horizon = e.saturating_sub(now).max(1);
                     let near = match target {
@@ -710,6 +757,68 @@ impl OutOfPlace {
             }
         }
         Ok(())
+    }
+
+    /// GDT: the open zone for each page of a batch (sorted by EDT): the one whose average EDT,
+    /// counting the pages assigned so far, is closest; a fresh zone for pages no open zone is
+    /// close to (within half their remaining lifetime).
+    fn assign_by_edt(&mut self, items: Vec<Item>, now: Lsn) -> Result<Vec<(u32, Vec<Item>)>> {
+        let full: Vec<u32> = self
+            .open
+            .iter()
+            .copied()
+            .filter(|&z| self.zone_room(z) < SLOT_BYTES as u64)
+            .collect();
+        for z in full {
+            self.close_zone(z)?;
+        }
+        if self.cfg.nowa && self.open.is_empty() {
+            self.opening_group = true;
+            while self.open.len() < self.layout.max_open as usize && self.open_zone().is_some() {}
+            self.opening_group = false;
+        }
+        let mut groups: Vec<(u32, Vec<Item>)> = Vec::new();
+        let mut tent: HashMap<u32, (u128, u64)> = HashMap::new();
+        for it in items {
+            let e = it.edt;
+            let horizon = e.saturating_sub(now).max(1);
+            let mut best: Option<(u64, u32)> = None;
+            let mut fresh = None;
+            for &z in &self.open {
+                let zone = &self.zones[z as usize];
+                let (ts, tn) = tent.get(&z).copied().unwrap_or((0, 0));
+                let n = zone.edt_n + tn;
+                if n == 0 {
+                    fresh = fresh.or(Some(z));
+                    continue;
+                }
+                let avg = ((zone.edt_sum + ts) / n as u128) as u64;
+                let d = avg.abs_diff(e);
+                if best.is_none_or(|(bd, _)| d < bd) {
+                    best = Some((d, z));
+                }
+            }
+            let z = match (best, fresh) {
+                (Some((d, z)), _) if d <= horizon / 2 => z,
+                (_, Some(z)) => z,
+                (b, None) => match (self.may_open(), b) {
+                    (true, _) => match self.open_zone() {
+                        Some(z) => z,
+                        None => b.map(|(_, z)| z).ok_or_else(|| self.out_of_space())?,
+                    },
+                    (false, Some((_, z))) => z,
+                    (false, None) => return Err(self.out_of_space()),
+                },
+            };
+            let t = tent.entry(z).or_default();
+            t.0 += e.min(MAX_EDT) as u128;
+            t.1 += 1;
+            match groups.iter_mut().find(|(g, _)| *g == z) {
+                Some((_, v)) => v.push(it),
+                None => groups.push((z, vec![it])),
+            }
+        }
+        Ok(groups)
     }
 
     /// Packs and appends as many of `run` as fit zone `z`; returns the rest.
@@ -801,10 +910,20 @@ impl OutOfPlace {
         zone.valid_bytes += len as u64;
         zone.valid_pages += 1;
         zone.rev.push(((off - zs) as u32, pid));
+        if self.slot_trims {
+            if zone.slot_live.is_empty() {
+                zone.slot_live = vec![0; (self.layout.zone_bytes / SLOT_BYTES as u64) as usize];
+            }
+            for s in slot_range(off - zs, len) {
+                zone.slot_live[s] += 1;
+            }
+        }
         if note_edt || edt != MAX_EDT {
             zone.note_edt(edt.min(MAX_EDT));
         }
         self.map[pid as usize] = Loc { off, len, edt };
+        self.touch_page(pid);
+        self.touch_zone(z);
     }
 
     fn invalidate(&mut self, pid: PageId) {
@@ -813,9 +932,18 @@ impl OutOfPlace {
             return;
         }
         let z = self.layout.zone_of(old.off);
+        let zs = self.layout.zone_start(z);
         let zone = &mut self.zones[z as usize];
         zone.valid_bytes -= old.len as u64;
         zone.valid_pages -= 1;
+        if !zone.slot_live.is_empty() {
+            for s in slot_range(old.off - zs, old.len) {
+                zone.slot_live[s] -= 1;
+                if zone.slot_live[s] == 0 {
+                    self.trim_unlogged.push(zs + (s * SLOT_BYTES) as u64);
+                }
+            }
+        }
         if zone.valid_pages == 0 && zone.state == ZoneState::Full {
             self.dead.push(z);
         }
@@ -832,7 +960,42 @@ impl OutOfPlace {
         let lsn = log.log_map(&self.pending)?;
         self.pending.clear();
         self.last_map_lsn = lsn;
+        if !self.trim_unlogged.is_empty() {
+            let slots = std::mem::take(&mut self.trim_unlogged);
+            self.trim_waiting.push_back((lsn, slots));
+        }
         Ok(lsn)
+    }
+
+    /// Trims the dead slots whose emptying record is durable (the new copies of their pages are
+    /// then what recovery finds).
+    fn issue_slot_trims(&mut self, log: &dyn LogSink) -> Result<()> {
+        let durable = log.durable_lsn();
+        let mut slots = Vec::new();
+        while let Some((lsn, _)) = self.trim_waiting.front() {
+            if *lsn >= durable {
+                break;
+            }
+            slots.extend(self.trim_waiting.pop_front().expect("front").1);
+        }
+        if slots.is_empty() {
+            return Ok(());
+        }
+        slots.sort_unstable();
+        let slot = SLOT_BYTES as u64;
+        let mut i = 0;
+        while i < slots.len() {
+            let start = slots[i];
+            let mut end = start + slot;
+            i += 1;
+            while i < slots.len() && slots[i] == end {
+                end += slot;
+                i += 1;
+            }
+            self.dev.trim(start, end - start)?;
+        }
+        self.counters.slots_trimmed += slots.len() as u64;
+        Ok(())
     }
 
     /// Writes the staged pages.
@@ -845,7 +1008,7 @@ impl OutOfPlace {
         self.staged_idx.clear();
         self.place(items, Kind::User, log.next_lsn())?;
         self.commit_locations(log)?;
-        Ok(())
+        self.issue_slot_trims(log)
     }
 
     // ---------------------------------------------------------------- garbage collection
@@ -879,6 +1042,14 @@ impl OutOfPlace {
         }
         self.groups.kill(Owner::Zone(z));
         self.zones[z as usize].clear();
+        self.touch_zone(z);
+        // The zone trim covers its dead slots; a slot trim issued later would hit new data.
+        let end = start + self.layout.zone_bytes;
+        let outside = |o: &u64| *o < start || *o >= end;
+        self.trim_unlogged.retain(outside);
+        for (_, v) in self.trim_waiting.iter_mut() {
+            v.retain(outside);
+        }
         self.free.push_back(z);
         self.counters.zones_reclaimed += 1;
         Ok(())
@@ -1003,8 +1174,14 @@ impl OutOfPlace {
         if self.free.len() < self.need_free() {
             self.reclaim_dead(log)?;
         }
+        let mut stalls = 0;
         while self.free.len() < self.need_free() {
-            if !self.gc_round(log)? {
+            let before = self.free.len();
+            let progressed = self.gc_round(log)?;
+            if progressed && self.free.len() <= before {
+                stalls += 1;
+            }
+            if !progressed || stalls > 4 {
                 if self.free.is_empty() && self.open.is_empty() {
                     return Err(self.out_of_space());
                 }
@@ -1016,157 +1193,6 @@ impl OutOfPlace {
             guard += 1;
         }
         Ok(())
-    }
-
-    // ---------------------------------------------------------------- snapshots
-
-    fn snapshot_image(&self, tag: Lsn) -> Vec<u8> {
-        let n = self.map.len();
-        let zc = self.layout.zone_count as usize;
-        let body = n * SNAP_PAGE + zc * SNAP_ZONE + 3 * SNAP_META;
-        let mut b = vec![0u8; SNAP_HEADER + body];
-        b[..8].copy_from_slice(SNAP_MAGIC);
-        put_u64(&mut b, 8, tag);
-        put_u64(&mut b, 16, self.snap_seq);
-        put_u64(&mut b, 24, body as u64);
-        put_u64(&mut b, 32, n as u64);
-        put_u32(&mut b, 40, zc as u32);
-        put_u64(&mut b, 44, self.groups.pos);
-        let mut at = SNAP_HEADER;
-        for l in &self.map {
-            put_u64(&mut b, at, l.off);
-            put_u32(&mut b, at + 8, l.len);
-            at += SNAP_PAGE;
-        }
-        let pieces = |b: &mut [u8], at: usize, list: &[u64]| {
-            let list = &list[list.len().saturating_sub(MAX_PIECES)..];
-            b[at] = list.len() as u8;
-            for (i, &g) in list.iter().enumerate() {
-                put_u64(b, at + 1 + 8 * i, g);
-            }
-        };
-        for (z, zone) in self.zones.iter().enumerate() {
-            put_u64(&mut b, at, zone.wp);
-            put_u64(&mut b, at + 8, zone.avg_edt().unwrap_or(0));
-            pieces(
-                &mut b,
-                at + 16,
-                self.groups.pieces_of(Owner::Zone(z as u32)),
-            );
-            at += SNAP_ZONE;
-        }
-        for m in 0..3u8 {
-            pieces(&mut b, at, self.groups.pieces_of(Owner::Meta(m)));
-            at += SNAP_META;
-        }
-        let crc = crc32c::crc32c(&b[..60]);
-        let crc = crc32c::crc32c_append(crc, &b[SNAP_HEADER..]);
-        put_u32(&mut b, 60, crc);
-        let padded = b.len().div_ceil(SLOT_BYTES) * SLOT_BYTES;
-        b.resize(padded, 0);
-        b
-    }
-
-    fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
-        let slot = (self.snap_seq % 2) as usize;
-        // The slot's old bytes die as it is rewritten.
-        self.groups.kill(Owner::Meta(slot as u8));
-        let img = self.snapshot_image(tag);
-        if img.len() as u64 > self.layout.snap_bytes {
-            return Err(Error::Config("snapshot exceeds its slot".into()));
-        }
-        let start = self.layout.snap_start[slot];
-        if self.layout.zoned {
-            let zb = self.layout.zone_bytes;
-            let first = self.layout.device_zone(start);
-            let k = self.layout.snap_bytes / zb;
-            for dz in first..first + k as u32 {
-                self.dev.zone_reset(dz)?;
-            }
-            for (i, chunk) in img.chunks(zb as usize).enumerate() {
-                let dz = first + i as u32;
-                for part in chunk.chunks(1 << 20) {
-                    self.dev.zone_append(dz, part)?;
-                }
-                if (chunk.len() as u64) < zb {
-                    self.dev.zone_finish(dz)?;
-                }
-            }
-        } else {
-            match self.backend {
-                Backend::Fdp { handles } => {
-                    self.dev.write_placed(start, &img, (handles - 1) as u16)?
-                }
-                _ => self.dev.write_at(start, &img)?,
-            }
-        }
-        self.groups.write(Owner::Meta(slot as u8), img.len() as u64);
-        self.counters.metadata_bytes += img.len() as u64;
-        self.counters.db_write_bytes += img.len() as u64;
-        self.dev.flush()?;
-        self.snap_seq += 1;
-        Ok(())
-    }
-
-    /// Reads snapshot slot `s`: (tag, seq, image) if it is valid.
-    fn read_snapshot(&mut self, s: usize) -> Result<Option<(Lsn, u64, Vec<u8>)>> {
-        let start = self.layout.snap_start[s];
-        let mut head = vec![0u8; SLOT_BYTES];
-        self.dev.read_at(start, &mut head)?;
-        if &head[..8] != SNAP_MAGIC {
-            return Ok(None);
-        }
-        let body = get_u64(&head, 24) as usize;
-        let total = SNAP_HEADER + body;
-        if total as u64 > self.layout.snap_bytes {
-            return Ok(None);
-        }
-        let mut img = vec![0u8; total.div_ceil(SLOT_BYTES) * SLOT_BYTES];
-        self.dev.read_at(start, &mut img)?;
-        let crc = crc32c::crc32c(&img[..60]);
-        let crc = crc32c::crc32c_append(crc, &img[SNAP_HEADER..total]);
-        if crc != get_u32(&img, 60) {
-            return Ok(None);
-        }
-        img.truncate(total);
-        Ok(Some((get_u64(&img, 8), get_u64(&img, 16), img)))
-    }
-
-    fn load_snapshot(&mut self, img: &[u8]) -> Result<Vec<(u64, u64)>> {
-        let n = get_u64(img, 32) as usize;
-        let zc = get_u32(img, 40) as usize;
-        if n != self.map.len() || zc != self.zones.len() {
-            return Err(Error::NotADatabase(
-                "the map snapshot does not match the device layout".into(),
-            ));
-        }
-        let mut at = SNAP_HEADER;
-        for l in self.map.iter_mut() {
-            let off = get_u64(img, at);
-            let len = get_u32(img, at + 8);
-            *l = Loc { off, len, edt: 0 };
-            at += SNAP_PAGE;
-        }
-        self.groups = Groups::new(self.layout.gc_unit);
-        self.groups.pos = get_u64(img, 44);
-        let pieces = |img: &[u8], at: usize| -> Vec<u64> {
-            let k = (img[at] as usize).min(MAX_PIECES);
-            (0..k).map(|i| get_u64(img, at + 1 + 8 * i)).collect()
-        };
-        let mut zone_info = Vec::with_capacity(zc);
-        for z in 0..zc {
-            let wp = get_u64(img, at);
-            let edt = get_u64(img, at + 8);
-            self.groups
-                .restore(Owner::Zone(z as u32), &pieces(img, at + 16));
-            zone_info.push((wp, edt));
-            at += SNAP_ZONE;
-        }
-        for m in 0..3u8 {
-            self.groups.restore(Owner::Meta(m), &pieces(img, at));
-            at += SNAP_META;
-        }
-        Ok(zone_info)
     }
 }
 
@@ -1259,6 +1285,8 @@ impl WritePath for OutOfPlace {
         }
         let r = self.compensate(log);
         did |= self.note(r)?;
+        let r = self.issue_slot_trims(log);
+        self.note(r)?;
         Ok(did)
     }
 
@@ -1315,6 +1343,7 @@ impl WritePath for OutOfPlace {
                 len: m.len,
                 edt: 0,
             };
+            self.touch_page(m.pid);
         }
         Ok(())
     }

@@ -51,6 +51,8 @@ pub struct Zone {
     pub edt_n: u64,
     /// FDP placement id used for this zone's writes.
     pub piid: u16,
+    /// Live page copies per 4 KiB slot (slot trims; empty when not tracked).
+    pub slot_live: Vec<u16>,
 }
 
 impl Zone {
@@ -64,6 +66,7 @@ impl Zone {
             edt_sum: 0,
             edt_n: 0,
             piid: 0,
+            slot_live: Vec::new(),
         }
     }
 

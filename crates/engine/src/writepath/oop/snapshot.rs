@@ -1,0 +1,276 @@
+//! Map snapshots (paper 002 section 6.2: "each checkpoint persists snapshots of the
+//! PID2OffsetTable and the ActiveGroupHistory").
+//!
+//! Two slots alternate; a snapshot is tagged with the LSN of the checkpoint record that follows
+//! it, and recovery loads the one with the largest tag not past the last complete checkpoint.
+//! Image layout (little-endian, 4 KiB blocks; docs/format.md):
+//!
+//! | block | contents |
+//! |---|---|
+//! | 0 | magic `WAFSNAP1`, tag u64, seq u64, pages u64, zones u32, stream position u64, map blocks u32, zone blocks u32, CRC32C u32 (at 52; of the whole image with this field zero), then the 3 metadata owners' NoWA units |
+//! | 1 .. 1 + map blocks | 341 pages per block: offset u64 (`u64::MAX` = none), stored length u32 |
+//! | then zone blocks | 83 zones per block: write pointer u64, average EDT u64, unit count u8, 8 x unit u32 |
+//!
+//! A snapshot writes block 0 and only the blocks that changed since the snapshot before last
+//! (which is what its slot holds); the first two after format or recovery write everything. A
+//! torn snapshot fails its CRC and recovery takes the other slot, which belongs to the previous
+//! checkpoint (the checkpoint record is logged only after the snapshot is durable).
+
+use super::nowa::{Groups, Owner, MAX_PIECES};
+use super::space::Loc;
+use super::{Backend, OutOfPlace};
+use crate::error::{Error, Result};
+use crate::page::{get_u32, get_u64, put_u32, put_u64, Lsn};
+
+const MAGIC: &[u8; 8] = b"WAFSNAP1";
+const BLOCK: usize = 4096;
+const PAGE_REC: usize = 12;
+const PAGES_PER_BLOCK: usize = BLOCK / PAGE_REC;
+const ZONE_REC: usize = 17 + 4 * MAX_PIECES;
+const ZONES_PER_BLOCK: usize = BLOCK / ZONE_REC;
+const META_AT: usize = 64;
+const META_REC: usize = 1 + 4 * MAX_PIECES;
+const CRC_AT: usize = 52;
+
+fn blocks(pages: u64, zones: u64) -> (usize, usize) {
+    (
+        (pages as usize).div_ceil(PAGES_PER_BLOCK),
+        (zones as usize).div_ceil(ZONES_PER_BLOCK),
+    )
+}
+
+/// Bytes of a snapshot of `pages` pages and `zones` zones.
+pub(super) fn image_bytes(pages: u64, zones: u64) -> u64 {
+    let (m, z) = blocks(pages, zones);
+    ((1 + m + z) * BLOCK) as u64
+}
+
+fn put_units(b: &mut [u8], at: usize, list: &[u64]) {
+    let list = &list[list.len().saturating_sub(MAX_PIECES)..];
+    b[at] = list.len() as u8;
+    for (i, &g) in list.iter().enumerate() {
+        put_u32(b, at + 1 + 4 * i, g as u32);
+    }
+}
+
+fn get_units(b: &[u8], at: usize) -> Vec<u64> {
+    let k = (b[at] as usize).min(MAX_PIECES);
+    (0..k).map(|i| get_u32(b, at + 1 + 4 * i) as u64).collect()
+}
+
+fn crc_of(img: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&img[..CRC_AT]);
+    crc32c::crc32c_append(c, &img[CRC_AT + 4..])
+}
+
+impl OutOfPlace {
+    fn snap_blocks(&self) -> (usize, usize) {
+        blocks(self.map.len() as u64, self.zones.len() as u64)
+    }
+
+    fn dirty_len(&self) -> usize {
+        let (m, z) = self.snap_blocks();
+        1 + m + z
+    }
+
+    /// Page `pid`'s location changed.
+    pub(super) fn touch_page(&mut self, pid: u64) {
+        if self.snap_dirty.is_empty() {
+            self.snap_dirty = vec![0; self.dirty_len()];
+        }
+        self.snap_dirty[1 + pid as usize / PAGES_PER_BLOCK] = self.snap_seq;
+    }
+
+    /// Zone `z`'s record changed.
+    pub(super) fn touch_zone(&mut self, z: u32) {
+        if self.snap_dirty.is_empty() {
+            self.snap_dirty = vec![0; self.dirty_len()];
+        }
+        let (m, _) = self.snap_blocks();
+        self.snap_dirty[1 + m + z as usize / ZONES_PER_BLOCK] = self.snap_seq;
+    }
+
+    fn encode_map_block(&mut self, b: usize) {
+        let first = (b - 1) * PAGES_PER_BLOCK;
+        let last = (first + PAGES_PER_BLOCK).min(self.map.len());
+        let base = b * BLOCK;
+        for (i, l) in self.map[first..last].iter().enumerate() {
+            let at = base + i * PAGE_REC;
+            put_u64(&mut self.snap_img, at, l.off);
+            put_u32(&mut self.snap_img, at + 8, l.len);
+        }
+    }
+
+    fn encode_zone_block(&mut self, b: usize, map_blocks: usize) {
+        let first = (b - 1 - map_blocks) * ZONES_PER_BLOCK;
+        let last = (first + ZONES_PER_BLOCK).min(self.zones.len());
+        let base = b * BLOCK;
+        for z in first..last {
+            let at = base + (z - first) * ZONE_REC;
+            let zone = &self.zones[z];
+            put_u64(&mut self.snap_img, at, zone.wp);
+            put_u64(&mut self.snap_img, at + 8, zone.avg_edt().unwrap_or(0));
+            let units = self.groups.pieces_of(Owner::Zone(z as u32)).to_vec();
+            put_units(&mut self.snap_img, at + 16, &units);
+        }
+    }
+
+    /// Writes the snapshot tagged `tag` to its slot and makes it durable.
+    pub(super) fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
+        let n = self.snap_seq;
+        let slot = (n % 2) as usize;
+        let (mb, zb) = self.snap_blocks();
+        let total = 1 + mb + zb;
+        let full = self.snap_full > 0 || self.snap_img.len() != total * BLOCK;
+        if self.snap_img.len() != total * BLOCK {
+            self.snap_img = vec![0u8; total * BLOCK];
+        }
+        if self.snap_dirty.len() != total {
+            self.snap_dirty = vec![n; total];
+        }
+        let write: Vec<bool> = (0..total)
+            .map(|b| b == 0 || full || self.snap_dirty[b] + 1 >= n)
+            .collect();
+        for (b, &w) in write.iter().enumerate().skip(1) {
+            if w && b <= mb {
+                self.encode_map_block(b);
+            } else if w {
+                self.encode_zone_block(b, mb);
+            }
+        }
+        // Block 0: header and the metadata owners (whose units change as this slot is rewritten).
+        self.groups.kill(Owner::Meta(slot as u8));
+        let written: usize = write.iter().filter(|&&w| w).count() * BLOCK;
+        self.groups.write(Owner::Meta(slot as u8), written as u64);
+        let img = &mut self.snap_img;
+        img[..BLOCK].fill(0);
+        img[..8].copy_from_slice(MAGIC);
+        put_u64(img, 8, tag);
+        put_u64(img, 16, n);
+        put_u64(img, 24, self.map.len() as u64);
+        put_u32(img, 32, self.zones.len() as u32);
+        put_u64(img, 36, self.groups.pos);
+        put_u32(img, 44, mb as u32);
+        put_u32(img, 48, zb as u32);
+        for m in 0..3u8 {
+            let units = self.groups.pieces_of(Owner::Meta(m)).to_vec();
+            put_units(img, META_AT + m as usize * META_REC, &units);
+        }
+        let crc = crc_of(img);
+        put_u32(img, CRC_AT, crc);
+        if (total * BLOCK) as u64 > self.layout.snap_bytes {
+            return Err(Error::Config("the map snapshot exceeds its slot".into()));
+        }
+        let start = self.layout.snap_start[slot];
+        if self.layout.zoned {
+            // Zones are append-only: the slot is rewritten whole.
+            let zbytes = self.layout.zone_bytes;
+            let first = self.layout.device_zone(start);
+            let k = (self.layout.snap_bytes / zbytes) as u32;
+            for dz in first..first + k {
+                self.dev.zone_reset(dz)?;
+            }
+            for (i, chunk) in self.snap_img.chunks(zbytes as usize).enumerate() {
+                let dz = first + i as u32;
+                for part in chunk.chunks(1 << 20) {
+                    self.dev.zone_append(dz, part)?;
+                }
+                if (chunk.len() as u64) < zbytes {
+                    self.dev.zone_finish(dz)?;
+                }
+            }
+            self.counters.metadata_bytes += self.snap_img.len() as u64;
+            self.counters.db_write_bytes += self.snap_img.len() as u64;
+        } else {
+            let mut b = 0;
+            while b < total {
+                if !write[b] {
+                    b += 1;
+                    continue;
+                }
+                let mut e = b + 1;
+                while e < total && write[e] {
+                    e += 1;
+                }
+                let bytes = &self.snap_img[b * BLOCK..e * BLOCK];
+                let at = start + (b * BLOCK) as u64;
+                match self.backend {
+                    Backend::Fdp { handles } => {
+                        self.dev.write_placed(at, bytes, (handles - 1) as u16)?
+                    }
+                    _ => self.dev.write_at(at, bytes)?,
+                }
+                self.counters.metadata_bytes += bytes.len() as u64;
+                self.counters.db_write_bytes += bytes.len() as u64;
+                b = e;
+            }
+        }
+        self.dev.flush()?;
+        self.snap_full = self.snap_full.saturating_sub(1);
+        self.snap_seq += 1;
+        Ok(())
+    }
+
+    /// Reads snapshot slot `s`: (tag, seq, image) if it is complete and intact.
+    pub(super) fn read_snapshot(&mut self, s: usize) -> Result<Option<(Lsn, u64, Vec<u8>)>> {
+        let start = self.layout.snap_start[s];
+        let mut head = vec![0u8; BLOCK];
+        self.dev.read_at(start, &mut head)?;
+        if &head[..8] != MAGIC {
+            return Ok(None);
+        }
+        let total = 1 + get_u32(&head, 44) as usize + get_u32(&head, 48) as usize;
+        if (total * BLOCK) as u64 > self.layout.snap_bytes {
+            return Ok(None);
+        }
+        let mut img = vec![0u8; total * BLOCK];
+        self.dev.read_at(start, &mut img)?;
+        if crc_of(&img) != get_u32(&img, CRC_AT) {
+            return Ok(None);
+        }
+        Ok(Some((get_u64(&img, 8), get_u64(&img, 16), img)))
+    }
+
+    /// Loads a snapshot image into the map and the NoWA model; returns each zone's (write
+    /// pointer, average EDT) as of the snapshot.
+    pub(super) fn load_snapshot(&mut self, img: &[u8]) -> Result<Vec<(u64, u64)>> {
+        let n = get_u64(img, 24) as usize;
+        let zc = get_u32(img, 32) as usize;
+        let (mb, zb) = self.snap_blocks();
+        if n != self.map.len()
+            || zc != self.zones.len()
+            || get_u32(img, 44) as usize != mb
+            || get_u32(img, 48) as usize != zb
+        {
+            return Err(Error::NotADatabase(
+                "the map snapshot does not match the device layout".into(),
+            ));
+        }
+        for (pid, l) in self.map.iter_mut().enumerate() {
+            let at = BLOCK * (1 + pid / PAGES_PER_BLOCK) + (pid % PAGES_PER_BLOCK) * PAGE_REC;
+            *l = Loc {
+                off: get_u64(img, at),
+                len: get_u32(img, at + 8),
+                edt: 0,
+            };
+        }
+        self.groups = Groups::new(self.layout.gc_unit);
+        self.groups.pos = get_u64(img, 36);
+        let mut info = Vec::with_capacity(zc);
+        for z in 0..zc {
+            let at = BLOCK * (1 + mb + z / ZONES_PER_BLOCK) + (z % ZONES_PER_BLOCK) * ZONE_REC;
+            self.groups
+                .restore(Owner::Zone(z as u32), &get_units(img, at + 16));
+            info.push((get_u64(img, at), get_u64(img, at + 8)));
+        }
+        for m in 0..3u8 {
+            self.groups.restore(
+                Owner::Meta(m),
+                &get_units(img, META_AT + m as usize * META_REC),
+            );
+        }
+        self.snap_img = img.to_vec();
+        self.snap_full = 2;
+        Ok(info)
+    }
+}
