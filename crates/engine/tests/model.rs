@@ -9,6 +9,8 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use wafer_engine::writepath::pack::Codec;
+use wafer_engine::writepath::OopConfig;
 use wafer_engine::{Db, DbConfig, Error, Tree};
 
 const TREES: [&str; 3] = ["alpha", "beta", "gamma"];
@@ -57,8 +59,12 @@ fn check_all(db: &Db, trees: &[Tree], oracle: &Oracle) {
 }
 
 fn run(seed: u64, txns: usize, buffer_pages: usize, doublewrite: bool) {
+    run_with(seed, txns, config(buffer_pages, doublewrite));
+}
+
+fn run_with(seed: u64, txns: usize, cfg: DbConfig) {
     let pair = MemPair::new();
-    let mut db = Db::open(pair.devices(), config(buffer_pages, doublewrite)).unwrap();
+    let mut db = Db::open(pair.devices(), cfg.clone()).unwrap();
     let mut trees: Vec<Tree> = TREES.iter().map(|n| db.create_tree(n).unwrap()).collect();
     let mut oracle: Oracle = TREES
         .iter()
@@ -132,16 +138,36 @@ fn run(seed: u64, txns: usize, buffer_pages: usize, doublewrite: bool) {
             check_all(&db, &trees, &oracle);
             // Reopen: drop the handle without closing; recovery must restore everything.
             drop(db);
-            db = Db::open(pair.devices(), config(buffer_pages, doublewrite)).unwrap();
+            db = Db::open(pair.devices(), cfg.clone()).unwrap();
             trees = TREES.iter().map(|n| db.open_tree(n).unwrap()).collect();
         }
     }
     check_all(&db, &trees, &oracle);
     db.close().unwrap();
     drop(db);
-    let db = Db::open(pair.devices(), config(buffer_pages, doublewrite)).unwrap();
+    let db = Db::open(pair.devices(), cfg).unwrap();
     let trees: Vec<Tree> = TREES.iter().map(|n| db.open_tree(n).unwrap()).collect();
     check_all(&db, &trees, &oracle);
+}
+
+/// The same model test on the out-of-place write path with every DB-side option (LZ4 +
+/// packing, GDT, NoWA) and small zones and batches, so staging, GC and snapshots all run.
+#[test]
+fn random_transactions_match_the_oracle_out_of_place() {
+    let cfg = DbConfig {
+        doublewrite: false,
+        out_of_place: Some(OopConfig {
+            codec: Codec::Lz4,
+            gdt: true,
+            nowa: true,
+            zone_bytes: 64 * 1024,
+            max_open_zones: 4,
+            batch_pages: 16,
+            ..OopConfig::default()
+        }),
+        ..config(24, false)
+    };
+    run_with(3, 600, cfg);
 }
 
 #[test]

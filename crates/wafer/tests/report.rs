@@ -88,6 +88,7 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
             db_gc_bytes: 0,
             compensation_bytes: 0,
             padding_bytes: 0,
+            metadata_bytes: 0,
             db_issued_bytes: run.db_issued_bytes,
             ssd_gc_bytes: run.ssd_media_bytes - run.ssd_host_bytes,
             ssd_media_bytes: run.ssd_media_bytes,

@@ -138,8 +138,8 @@ impl Preset {
             Preset::Zns => {
                 c.mode = flashsim::Mode::Zns(flashsim::ZnsConfig {
                     zone_eus: 1,
-                    max_open_zones: 17,
-                    max_active_zones: 17,
+                    max_open_zones: 9,
+                    max_active_zones: 9,
                 });
             }
             Preset::Fdp => {

@@ -75,7 +75,7 @@ pub struct OopConfig {
     pub max_open_zones: u32,
     /// Pages written together as one batch.
     pub batch_pages: u32,
-    /// Foreground GC keeps at least open zones + this many zones free.
+    /// Foreground GC keeps at least this many zones free, plus what one batch fills.
     pub gc_reserve_zones: u32,
     /// Background GC keeps this many zones more.
     pub gc_background_zones: u32,
@@ -98,7 +98,7 @@ impl Default for OopConfig {
             max_open_zones: 0,
             batch_pages: 512,
             gc_reserve_zones: 2,
-            gc_background_zones: 4,
+            gc_background_zones: 2,
             trim_slots: true,
             seed: 1,
         }
@@ -388,8 +388,8 @@ impl OutOfPlace {
         } else {
             wp.dev.write_at(0, &[0u8; SLOT_BYTES])?;
             wp.groups.write(Owner::Meta(2), slot);
-            for s in 0..2 {
-                wp.dev.write_at(snap_start[s], &[0u8; SLOT_BYTES])?;
+            for (s, &at) in snap_start.iter().enumerate() {
+                wp.dev.write_at(at, &[0u8; SLOT_BYTES])?;
                 wp.groups.write(Owner::Meta(s as u8), slot);
             }
             if wp.dev.capabilities().trim {
@@ -504,11 +504,11 @@ impl OutOfPlace {
         r
     }
 
-    /// Free zones foreground GC keeps: the open zones, the reserve, and what one batch fills.
+    /// Free zones foreground GC keeps: the reserve and what one batch fills (open zones are
+    /// already taken out of the free pool).
     fn need_free(&self) -> usize {
         let batch = self.cfg.batch_pages as u64 * self.layout.page_size as u64;
-        (self.layout.max_open + self.cfg.gc_reserve_zones) as usize
-            + batch.div_ceil(self.layout.zone_bytes) as usize
+        self.cfg.gc_reserve_zones as usize + batch.div_ceil(self.layout.zone_bytes) as usize
     }
 
     /// Live device GC units NoWA allows: fewer than the logical capacity holds.
@@ -1059,6 +1059,7 @@ impl OutOfPlace {
     /// reclaims the victims.
     fn collect(&mut self, victims: &[u32], kind: Kind, log: &mut dyn LogSink) -> Result<()> {
         let mut items = Vec::new();
+        let now = log.next_lsn();
         for &z in victims {
             let zone = &self.zones[z as usize];
             let len = zone.wp as usize;
@@ -1073,7 +1074,13 @@ impl OutOfPlace {
                 let loc = self.map[pid as usize];
                 if loc.off == start + o as u64 {
                     let b = &buf[o as usize..o as usize + loc.len as usize];
-                    let edt = if loc.edt == 0 { MAX_EDT } else { loc.edt };
+                    // A page that outlived its estimated deathtime was mispredicted: it is
+                    // cold, and GC places it with the coldest pages.
+                    let edt = if loc.edt == 0 || loc.edt <= now {
+                        MAX_EDT
+                    } else {
+                        loc.edt
+                    };
                     items.push(Item {
                         pid,
                         bytes: b.to_vec(),
@@ -1123,10 +1130,16 @@ impl OutOfPlace {
             invalid += zb - v;
             valid += v;
         }
-        // The copies must fit the free zones without using the last one.
+        // The copies must fit the free zones without using the last one: when space is that
+        // tight, fewer victims (the emptiest first) still free zones.
         let free_bytes = (self.free.len().saturating_sub(1)) as u64 * zb
             + self.open.iter().map(|&z| self.zone_room(z)).sum::<u64>();
-        if victims.is_empty() || invalid < zb.min(SLOT_BYTES as u64 * 4) || valid > free_bytes {
+        while valid > free_bytes && victims.len() > 1 {
+            let z = victims.pop().expect("victim");
+            valid -= self.zones[z as usize].valid_bytes;
+            invalid -= zb - self.zones[z as usize].valid_bytes;
+        }
+        if victims.is_empty() || invalid < SLOT_BYTES as u64 || valid > free_bytes {
             return Ok(false);
         }
         self.counters.gc_rounds += 1;
@@ -1174,14 +1187,12 @@ impl OutOfPlace {
         if self.free.len() < self.need_free() {
             self.reclaim_dead(log)?;
         }
-        let mut stalls = 0;
+        // Rounds are bounded: each logs a location record, and a round that only moves data
+        // around (tight space) must not fill the log.
+        let mut rounds = 0;
         while self.free.len() < self.need_free() {
-            let before = self.free.len();
-            let progressed = self.gc_round(log)?;
-            if progressed && self.free.len() <= before {
-                stalls += 1;
-            }
-            if !progressed || stalls > 4 {
+            rounds += 1;
+            if !self.gc_round(log)? || rounds > 64 {
                 if self.free.is_empty() && self.open.is_empty() {
                     return Err(self.out_of_space());
                 }
