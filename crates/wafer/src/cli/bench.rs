@@ -28,8 +28,10 @@ pub enum BenchCommand {
 /// Options of `wafer bench ycsb` (and of `wafer demo`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct YcsbArgs {
-    /// Write-path configurations to compare, comma separated (in-place, in-place-nodw).
-    #[arg(long, default_value = "in-place,in-place-nodw", value_delimiter = ',')]
+    /// Write-path configurations to compare, comma separated: in-place, in-place-nodw, oop,
+    /// oop+comp, oop+gdt, oop+nowa, oop-all, oop-all-nocomp, zns, fdp (paper 002 Table 1's
+    /// ladder, then its ZNS and FDP devices).
+    #[arg(long, default_value = "in-place,oop-all", value_delimiter = ',')]
     pub configs: Vec<Preset>,
     /// YCSB workload: a, b, c, d, e, f or wo (write-only).
     #[arg(long, default_value = "a")]

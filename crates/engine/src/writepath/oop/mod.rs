@@ -255,6 +255,9 @@ pub struct OutOfPlace {
     zones: Vec<Zone>,
     free: VecDeque<u32>,
     open: Vec<u32>,
+    /// The zone GC and compensation copies go to: never a zone user writes go to, so pages that
+    /// survived GC (cold) do not keep zones of hot pages alive.
+    gc_zone: Option<u32>,
     /// Full zones without valid pages, reclaimable once the log is durable past `last_map_lsn`.
     dead: Vec<u32>,
     staged: Vec<Item>,
@@ -307,8 +310,8 @@ impl OutOfPlace {
         let round = |b: u64| (b / SLOT_BYTES as u64 * SLOT_BYTES as u64).max(4 * page_size as u64);
         let (backend, zone_bytes, max_open, gc_unit) = match caps.zone_bytes {
             Some(zb) => {
-                // One open zone is kept for metadata (snapshot slots).
-                let limit = caps.max_open_zones.unwrap_or(2).saturating_sub(1).max(1);
+                // One open zone is kept for metadata (snapshot slots), one for GC copies.
+                let limit = caps.max_open_zones.unwrap_or(3).saturating_sub(2).max(1);
                 (Backend::Zoned, zb, want_open.min(limit), zb)
             }
             None if caps.placement_ids >= 2 => {
@@ -322,7 +325,7 @@ impl OutOfPlace {
                 (
                     Backend::Fdp { handles },
                     round(zb),
-                    want_open.min(handles - 1),
+                    want_open.min(handles.saturating_sub(2).max(1)),
                     ru,
                 )
             }
@@ -453,6 +456,7 @@ impl OutOfPlace {
             zones,
             free,
             open: Vec::new(),
+            gc_zone: None,
             dead: Vec::new(),
             staged: Vec::new(),
             staged_idx: HashMap::new(),
@@ -569,6 +573,9 @@ impl OutOfPlace {
     /// Closes an open zone (it takes no more appends).
     fn close_zone(&mut self, z: u32) -> Result<()> {
         self.open.retain(|&o| o != z);
+        if self.gc_zone == Some(z) {
+            self.gc_zone = None;
+        }
         let zone = &mut self.zones[z as usize];
         zone.state = ZoneState::Full;
         if self.layout.zoned && zone.wp < self.layout.zone_bytes {
@@ -697,6 +704,29 @@ impl OutOfPlace {
 
     // ---------------------------------------------------------------- writing
 
+    /// The GC zone, with at least `min_room` bytes of room (a new one from the free pool if
+    /// needed; the open user zones if there is none left).
+    fn pick_gc_zone(&mut self, min_room: u64) -> Result<u32> {
+        if let Some(z) = self.gc_zone {
+            if self.zone_room(z) >= min_room {
+                return Ok(z);
+            }
+            self.close_zone(z)?;
+        }
+        let Some(z) = self.free.pop_front() else {
+            return self.pick_zone(None, 0, min_room, false);
+        };
+        let zone = &mut self.zones[z as usize];
+        zone.clear();
+        zone.state = ZoneState::Open;
+        zone.piid = match self.backend {
+            Backend::Fdp { handles } => handles.saturating_sub(2) as u16,
+            _ => 0,
+        };
+        self.gc_zone = Some(z);
+        Ok(z)
+    }
+
     /// Places `items` into open zones (by EDT with GDT, else one random zone per batch), writes
     /// each zone's share as one sequential write and updates the map. Not yet durable or logged.
     fn place(&mut self, mut items: Vec<Item>, kind: Kind, now: Lsn) -> Result<()> {
@@ -727,12 +757,11 @@ impl OutOfPlace {
         }
         while let Some(first) = rest.front() {
             let need = first.bytes.len().div_ceil(SLOT_BYTES) as u64 * SLOT_BYTES as u64;
-            let z = self.pick_zone(
-                self.cfg.gdt.then_some(first.edt),
-                now,
-                need,
-                kind == Kind::User,
-            )?;
+            let z = if kind == Kind::User {
+                self.pick_zone(self.cfg.gdt.then_some(first.edt), now, need, true)?
+            } else {
+                self.pick_gc_zone(need)?
+            };
             // The run of items going to zone z: with GDT, those for which z is still the closest
             // choice (consecutive in EDT order); else the whole batch.
             let mut run = vec![rest.pop_front().expect("front")];
@@ -1133,7 +1162,8 @@ impl OutOfPlace {
         // The copies must fit the free zones without using the last one: when space is that
         // tight, fewer victims (the emptiest first) still free zones.
         let free_bytes = (self.free.len().saturating_sub(1)) as u64 * zb
-            + self.open.iter().map(|&z| self.zone_room(z)).sum::<u64>();
+            + self.open.iter().map(|&z| self.zone_room(z)).sum::<u64>()
+            + self.gc_zone.map_or(0, |z| self.zone_room(z));
         while valid > free_bytes && victims.len() > 1 {
             let z = victims.pop().expect("victim");
             valid -= self.zones[z as usize].valid_bytes;
@@ -1381,6 +1411,7 @@ impl WritePath for OutOfPlace {
         }
         self.free.clear();
         self.open.clear();
+        self.gc_zone = None;
         self.dead.clear();
         let trim = self.dev.capabilities().trim;
         for z in 0..self.layout.zone_count {
