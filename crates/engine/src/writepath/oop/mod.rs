@@ -283,6 +283,11 @@ pub struct OutOfPlace {
     failed: Option<String>,
     /// NoWA: a new group of zones is being opened.
     opening_group: bool,
+    /// A batch flush may leave a zone's last, partly filled slot's pages staged.
+    carrying: bool,
+    carried: Vec<Item>,
+    /// Pages left staged by the last batch flush (the next flush waits for a whole batch more).
+    carry_base: usize,
     /// Slot trims: whether they are issued; slots emptied by changes not yet logged; and slots
     /// waiting for the log to be durable past the record that emptied them.
     slot_trims: bool,
@@ -471,6 +476,9 @@ impl OutOfPlace {
             counters: WriteCounters::default(),
             failed: None,
             opening_group: false,
+            carrying: false,
+            carried: Vec::new(),
+            carry_base: 0,
             slot_trims: false,
             trim_unlogged: Vec::new(),
             trim_waiting: VecDeque::new(),
@@ -857,25 +865,58 @@ impl OutOfPlace {
             let lens: Vec<usize> = items.iter().map(|i| i.bytes.len()).collect();
             pack::plan_best_fit(&lens, SLOT_BYTES).slots * SLOT_BYTES
         };
-        let mut n = run.len();
+        let mut run = run;
+        let mut rest = Vec::new();
         if packed_len(&run) > room {
-            // The longest prefix that fits (packed size grows with the prefix).
-            let (mut lo, mut hi) = (0usize, run.len());
-            while lo < hi {
-                let mid = (lo + hi).div_ceil(2);
-                if packed_len(&run[..mid]) <= room {
-                    lo = mid;
+            // The zone takes the pages of the first slots of the whole run's packing (dense
+            // slots, as if the run were written at once), the rest goes on.
+            let lens: Vec<usize> = run.iter().map(|i| i.bytes.len()).collect();
+            let plan = pack::plan_best_fit(&lens, SLOT_BYTES);
+            let avail = room / SLOT_BYTES;
+            let mut take = Vec::new();
+            for (i, it) in run.into_iter().enumerate() {
+                let (slot, off) = plan.places[i];
+                let end = (slot * SLOT_BYTES + off + lens[i]).div_ceil(SLOT_BYTES);
+                if end <= avail {
+                    take.push(it);
                 } else {
-                    hi = mid - 1;
+                    rest.push(it);
                 }
             }
-            n = lo;
+            run = take;
+            // Repacking a subset can differ: drop the largest pages until it fits.
+            while !run.is_empty() && packed_len(&run) > room {
+                let big = (0..run.len())
+                    .max_by_key(|&i| run[i].bytes.len())
+                    .expect("not empty");
+                rest.push(run.swap_remove(big));
+            }
         }
-        let mut run = run;
-        let rest = run.split_off(n);
         if run.is_empty() {
             self.close_zone(z)?;
             return Ok(rest);
+        }
+        if self.carrying && kind == Kind::User && rest.is_empty() {
+            // Pages that would only half fill the last slot wait for the zone's next batch
+            // (they stay staged; `sync` writes everything): no padding per batch and group.
+            let lens: Vec<usize> = run.iter().map(|i| i.bytes.len()).collect();
+            let plan = pack::plan_best_fit(&lens, SLOT_BYTES);
+            let last = plan.slots.saturating_sub(1);
+            let used: usize = (0..run.len())
+                .filter(|&i| plan.places[i].0 == last)
+                .map(|i| lens[i])
+                .sum();
+            if plan.slots > 1 && used < SLOT_BYTES * 9 / 10 {
+                let mut keep = Vec::with_capacity(run.len());
+                for (i, it) in run.into_iter().enumerate() {
+                    if plan.places[i].0 == last && lens[i] < SLOT_BYTES {
+                        self.carried.push(it);
+                    } else {
+                        keep.push(it);
+                    }
+                }
+                run = keep;
+            }
         }
         let slices: Vec<&[u8]> = run.iter().map(|i| i.bytes.as_slice()).collect();
         let (image, at) = pack::pack_stored(&slices, SLOT_BYTES);
@@ -1027,15 +1068,24 @@ impl OutOfPlace {
         Ok(())
     }
 
-    /// Writes the staged pages.
-    fn flush_staged(&mut self, log: &mut dyn LogSink) -> Result<()> {
+    /// Writes the staged pages (`all`: every one; else pages that would only partly fill a last
+    /// slot may stay staged).
+    fn flush_staged(&mut self, log: &mut dyn LogSink, all: bool) -> Result<()> {
         if self.staged.is_empty() {
             return Ok(());
         }
         self.ensure_free(log)?;
         let items = std::mem::take(&mut self.staged);
         self.staged_idx.clear();
-        self.place(items, Kind::User, log.next_lsn())?;
+        self.carrying = !all;
+        let r = self.place(items, Kind::User, log.next_lsn());
+        self.carrying = false;
+        for it in std::mem::take(&mut self.carried) {
+            self.staged_idx.insert(it.pid, self.staged.len());
+            self.staged.push(it);
+        }
+        self.carry_base = self.staged.len();
+        r?;
         self.commit_locations(log)?;
         self.issue_slot_trims(log)
     }
@@ -1296,8 +1346,8 @@ impl WritePath for OutOfPlace {
                     self.staged.push(item);
                 }
             }
-            if self.staged.len() >= self.cfg.batch_pages as usize {
-                let r = self.flush_staged(log);
+            if self.staged.len() >= self.carry_base + self.cfg.batch_pages as usize {
+                let r = self.flush_staged(log, false);
                 self.note(r)?;
             }
         }
@@ -1306,7 +1356,7 @@ impl WritePath for OutOfPlace {
 
     fn sync(&mut self, log: &mut dyn LogSink) -> Result<()> {
         self.fail_check()?;
-        let r = self.flush_staged(log);
+        let r = self.flush_staged(log, true);
         self.note(r)?;
         let r = self.dev.flush().map_err(Error::from);
         self.note(r)
