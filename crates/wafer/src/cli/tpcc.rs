@@ -20,7 +20,8 @@ use wafer_workloads::tpcc::{
 /// Options of `wafer bench tpcc`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TpccArgs {
-    /// Write-path configurations to compare, comma separated (default: every one there is).
+    /// Write-path configurations to compare, comma separated (names as in `wafer bench ycsb`;
+    /// default: in-place, in-place-nodw, oop-all).
     #[arg(long, value_delimiter = ',')]
     pub configs: Option<Vec<Preset>>,
     /// Warehouses (W).
@@ -126,7 +127,9 @@ impl TpccArgs {
     }
 
     fn presets(&self) -> Vec<Preset> {
-        self.configs.clone().unwrap_or_else(|| Preset::ALL.to_vec())
+        self.configs
+            .clone()
+            .unwrap_or_else(|| vec![Preset::InPlace, Preset::InPlaceNoDw, Preset::OopAll])
     }
 
     fn data_bytes(&self) -> u64 {

@@ -906,7 +906,7 @@ impl OutOfPlace {
                 .filter(|&i| plan.places[i].0 == last)
                 .map(|i| lens[i])
                 .sum();
-            if plan.slots > 1 && used < SLOT_BYTES * 9 / 10 {
+            if used < SLOT_BYTES * 9 / 10 {
                 let mut keep = Vec::with_capacity(run.len());
                 for (i, it) in run.into_iter().enumerate() {
                     if plan.places[i].0 == last && lens[i] < SLOT_BYTES {
@@ -916,6 +916,9 @@ impl OutOfPlace {
                     }
                 }
                 run = keep;
+                if run.is_empty() {
+                    return Ok(rest);
+                }
             }
         }
         let slices: Vec<&[u8]> = run.iter().map(|i| i.bytes.as_slice()).collect();
