@@ -200,16 +200,40 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
         .iter()
         .map(|&p| args.config(p).map(|c| (p, c)))
         .collect::<Result<_, _>>()?;
+    // The runs are independent (own devices, own virtual clock, same seed), so they run on as
+    // many threads as there are cores; the report keeps the order of --configs.
+    let multi = indicatif::MultiProgress::new();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(configs.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<BenchSummary, CliError>>>> = configs
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((preset, cfg)) = configs.get(i) else {
+                    break;
+                };
+                let mut obs = Bar {
+                    bar: multi.add(bar(show_progress)),
+                    label: preset.name().to_string(),
+                };
+                let r = vtime::run(preset.name(), cfg, &mut obs)
+                    .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())));
+                obs.bar.finish_and_clear();
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            });
+        }
+    });
     let mut runs: Vec<BenchSummary> = Vec::new();
-    for (preset, cfg) in configs {
-        let mut obs = Bar {
-            bar: bar(show_progress),
-            label: preset.name().to_string(),
-        };
-        let s = vtime::run(preset.name(), &cfg, &mut obs)
-            .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())))?;
-        obs.bar.finish_and_clear();
-        runs.push(s);
+    for r in results {
+        let r = r.into_inner().unwrap_or_else(|p| p.into_inner());
+        runs.push(r.expect("every configuration ran")?);
     }
     Ok(BenchReport {
         title: args.title(),

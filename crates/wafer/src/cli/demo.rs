@@ -12,8 +12,9 @@ use wafer_workloads::bench::Preset;
 /// Options of `wafer demo`.
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Logical size of the simulated data SSD.
-    #[arg(long, default_value = "1GiB", value_parser = super::size::parse_size)]
+    /// Logical size of the simulated data SSD (512 MiB keeps the demo near one minute; the
+    /// results page uses 1 GiB).
+    #[arg(long, default_value = "512MiB", value_parser = super::size::parse_size)]
     pub data_size: u64,
     /// Host writes to run after the load, as a multiple of the data device (steady state).
     #[arg(long, default_value_t = 4.0)]
