@@ -257,6 +257,10 @@ pub struct BenchConfig {
     /// of the YCSB settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_label: Option<String>,
+    /// Out-of-place settings replacing the preset's (out-of-place presets only; e.g. another
+    /// zone size, codec or batch size). `None`: the preset's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_place: Option<wafer_engine::writepath::OopConfig>,
     /// Clients, CPU model and stop rule.
     #[serde(flatten)]
     pub run: LoopConfig,
@@ -276,6 +280,7 @@ impl BenchConfig {
             ycsb,
             max_checkpoint_count: 0,
             workload_label: None,
+            out_of_place: None,
             run: LoopConfig::default(),
         }
     }
@@ -291,6 +296,13 @@ impl BenchConfig {
             return Err("buffer_fraction must be in [0.001, 2]".into());
         }
         self.run.validate()
+    }
+
+    /// The engine's out-of-place settings: the override if the preset writes out of place.
+    pub fn oop(&self) -> Option<wafer_engine::writepath::OopConfig> {
+        self.preset
+            .out_of_place()
+            .map(|p| self.out_of_place.clone().unwrap_or(p))
     }
 
     /// Buffer pool pages for this configuration.

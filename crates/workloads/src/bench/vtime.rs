@@ -73,7 +73,7 @@ impl Rig {
                 page_size: cfg.page_size,
                 buffer_pages: cfg.buffer_pages().max(64),
                 doublewrite: cfg.preset.doublewrite(),
-                out_of_place: cfg.preset.out_of_place(),
+                out_of_place: cfg.oop(),
                 max_checkpoint_count: cfg.max_checkpoint_count,
                 ..DbConfig::default()
             },

@@ -103,7 +103,11 @@ impl TpccBenchConfig {
         DbConfig {
             buffer_pages,
             doublewrite: self.preset.doublewrite(),
-            out_of_place: self.preset.out_of_place(),
+            // An out-of-place preset takes `engine.out_of_place` when it is set.
+            out_of_place: self
+                .preset
+                .out_of_place()
+                .map(|p| self.engine.out_of_place.clone().unwrap_or(p)),
             ..self.engine.clone()
         }
     }
@@ -374,6 +378,7 @@ pub fn run_vtime(
             ..YcsbConfig::default()
         },
         max_checkpoint_count: cfg.engine.max_checkpoint_count,
+        out_of_place: cfg.engine.out_of_place.clone(),
         workload_label: Some(format!(
             "TPC-C, W={} at scale {}, {} size, {} rows loaded",
             cfg.tpcc.warehouses,
