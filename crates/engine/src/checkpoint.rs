@@ -157,15 +157,13 @@ pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
         .filter(|s| s.first_lsn != 0 && !s.committing)
         .map(|s| s.first_lsn)
         .min();
-    let lsn = wal.append(
-        0,
-        0,
-        Body::Checkpoint(CheckpointData {
-            dirty_pages,
-            active_txns,
-            next_txn: core.next_txn,
-        }),
-    )?;
+    // From the system reserve too: location records may have used the ordinary space, and a
+    // checkpoint is what frees log space.
+    let lsn = wal.append_system(&Body::Checkpoint(CheckpointData {
+        dirty_pages,
+        active_txns,
+        next_txn: core.next_txn,
+    }))?;
     wal.flush_to(lsn)?;
     let mut start = lsn;
     if let Some(l) = core.pool.min_rec_lsn() {
@@ -178,6 +176,7 @@ pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
         checkpoint_lsn: lsn,
         start_lsn: start,
     })?;
+    core.wp.checkpoint_done();
     core.stats.checkpoints += 1;
     core.last_checkpoint_ns = core.clock.now_ns();
     Ok(())

@@ -318,6 +318,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
         let mut ckpt = log.next;
         log.next += 1;
         log.force(ckpt).unwrap();
+        wp.checkpoint_done();
         {
             let d = dev.lock();
             d.handle().cut_power_at(Some(d.commands() + cut));
@@ -346,6 +347,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
                     wp.checkpoint(tag)?;
                     log.next += 1;
                     log.force(tag)?;
+                    wp.checkpoint_done();
                     ckpt = tag;
                 }
             }

@@ -169,6 +169,9 @@ pub trait WritePath: Send {
     fn checkpoint(&mut self, _tag: Lsn) -> Result<()> {
         Ok(())
     }
+    /// The checkpoint whose `checkpoint` call came last is complete (its record is durable and
+    /// the log master names it): what it saved is now what recovery needs.
+    fn checkpoint_done(&mut self) {}
     /// Recovery, first step: the last complete checkpoint is at `checkpoint_lsn`.
     fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
         Ok(())

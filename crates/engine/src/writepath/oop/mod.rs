@@ -274,6 +274,10 @@ pub struct OutOfPlace {
     snap_dirty: Vec<u64>,
     /// Snapshots to write whole (after format or recovery, the slots' contents are unknown).
     snap_full: u8,
+    /// The slot holding the snapshot of the last complete checkpoint (never overwritten), and
+    /// the slot written by a checkpoint not confirmed complete yet.
+    snap_confirmed: Option<usize>,
+    snap_unconfirmed: Option<usize>,
     /// Recovery: the tag of the snapshot loaded (records before it are in it).
     snap_tag: Lsn,
     /// Mean write interval seen per page type (EDT of first writes), as (sum, count).
@@ -471,6 +475,8 @@ impl OutOfPlace {
             snap_img: Vec::new(),
             snap_dirty: Vec::new(),
             snap_full: 2,
+            snap_confirmed: None,
+            snap_unconfirmed: None,
             snap_tag: 0,
             type_interval: [(0, 0); 8],
             counters: WriteCounters::default(),
@@ -737,31 +743,38 @@ impl OutOfPlace {
 
     /// Places `items` into open zones (by EDT with GDT, else one random zone per batch), writes
     /// each zone's share as one sequential write and updates the map. Not yet durable or logged.
-    fn place(&mut self, mut items: Vec<Item>, kind: Kind, now: Lsn) -> Result<()> {
-        if items.is_empty() {
+    fn place(&mut self, rest: &mut VecDeque<Item>, kind: Kind, now: Lsn) -> Result<()> {
+        // Items leave `rest` as they are written: on an error the unwritten ones stay there.
+        if rest.is_empty() {
             return Ok(());
         }
         if self.cfg.gdt {
             // Coldest first for GC (the coldest pages go to the coldest zones), hottest first
             // for user writes; either way neighbours in the order have similar deathtimes.
-            items.sort_by_key(|i| i.edt);
+            rest.make_contiguous().sort_by_key(|i| i.edt);
             if kind != Kind::User {
-                items.reverse();
+                rest.make_contiguous().reverse();
             }
         }
-        let mut rest: VecDeque<Item> = VecDeque::new();
         if self.cfg.gdt && kind == Kind::User {
             // Each zone's share of the batch is written at once (one packing, one write), so
             // grouping by deathtime does not cost a partly empty slot per group.
-            for (z, group) in self.assign_by_edt(items, now)? {
+            let mut groups = self.assign_by_edt(rest, now)?.into_iter();
+            while let Some((z, group)) = groups.next() {
                 if self.zones[z as usize].state != ZoneState::Open {
                     rest.extend(group);
                     continue;
                 }
-                rest.extend(self.write_run(z, group, kind)?);
+                match self.write_run(z, group, kind) {
+                    Ok(left) => rest.extend(left),
+                    Err(e) => {
+                        for (_, g) in groups {
+                            rest.extend(g);
+                        }
+                        return Err(e);
+                    }
+                }
             }
-        } else {
-            rest = items.into();
         }
         while let Some(first) = rest.front() {
             let need = first.bytes.len().div_ceil(SLOT_BYTES) as u64 * SLOT_BYTES as u64;
@@ -799,7 +812,31 @@ impl OutOfPlace {
     /// GDT: the open zone for each page of a batch (sorted by EDT): the one whose average EDT,
     /// counting the pages assigned so far, is closest; a fresh zone for pages no open zone is
     /// close to (within half their remaining lifetime).
-    fn assign_by_edt(&mut self, items: Vec<Item>, now: Lsn) -> Result<Vec<(u32, Vec<Item>)>> {
+    fn assign_by_edt(
+        &mut self,
+        items: &mut VecDeque<Item>,
+        now: Lsn,
+    ) -> Result<Vec<(u32, Vec<Item>)>> {
+        let mut groups: Vec<(u32, Vec<Item>)> = Vec::new();
+        let r = self.assign_into(items, now, &mut groups);
+        if r.is_err() {
+            // Nothing is written yet: every item goes back.
+            for (_, g) in groups.into_iter().rev() {
+                for it in g.into_iter().rev() {
+                    items.push_front(it);
+                }
+            }
+            return r.map(|_| Vec::new());
+        }
+        Ok(groups)
+    }
+
+    fn assign_into(
+        &mut self,
+        items: &mut VecDeque<Item>,
+        now: Lsn,
+        groups: &mut Vec<(u32, Vec<Item>)>,
+    ) -> Result<()> {
         let full: Vec<u32> = self
             .open
             .iter()
@@ -814,9 +851,8 @@ impl OutOfPlace {
             while self.open.len() < self.layout.max_open as usize && self.open_zone().is_some() {}
             self.opening_group = false;
         }
-        let mut groups: Vec<(u32, Vec<Item>)> = Vec::new();
         let mut tent: HashMap<u32, (u128, u64)> = HashMap::new();
-        for it in items {
+        while let Some(it) = items.pop_front() {
             let e = it.edt;
             let horizon = e.saturating_sub(now).max(1);
             let mut best: Option<(u64, u32)> = None;
@@ -838,14 +874,20 @@ impl OutOfPlace {
             let z = match (best, fresh) {
                 (Some((d, z)), _) if d <= horizon / 2 => z,
                 (_, Some(z)) => z,
-                (b, None) => match (self.may_open(), b) {
-                    (true, _) => match self.open_zone() {
+                (b, None) => {
+                    let opened = if self.may_open() {
+                        self.open_zone()
+                    } else {
+                        None
+                    };
+                    match opened.or(b.map(|(_, z)| z)) {
                         Some(z) => z,
-                        None => b.map(|(_, z)| z).ok_or_else(|| self.out_of_space())?,
-                    },
-                    (false, Some((_, z))) => z,
-                    (false, None) => return Err(self.out_of_space()),
-                },
+                        None => {
+                            items.push_front(it);
+                            return Err(self.out_of_space());
+                        }
+                    }
+                }
             };
             let t = tent.entry(z).or_default();
             t.0 += e.min(MAX_EDT) as u128;
@@ -855,7 +897,7 @@ impl OutOfPlace {
                 None => groups.push((z, vec![it])),
             }
         }
-        Ok(groups)
+        Ok(())
     }
 
     /// Packs and appends as many of `run` as fit zone `z`; returns the rest.
@@ -1075,21 +1117,29 @@ impl OutOfPlace {
     /// slot may stay staged).
     fn flush_staged(&mut self, log: &mut dyn LogSink, all: bool) -> Result<()> {
         if self.staged.is_empty() {
-            return Ok(());
+            // Locations written by a batch that failed part-way are logged now.
+            return self.commit_locations(log).map(|_| ());
         }
         self.ensure_free(log)?;
-        let items = std::mem::take(&mut self.staged);
+        let mut items: VecDeque<Item> = std::mem::take(&mut self.staged).into();
         self.staged_idx.clear();
         self.carrying = !all;
-        let r = self.place(items, Kind::User, log.next_lsn());
+        let r = self.place(&mut items, Kind::User, log.next_lsn());
         self.carrying = false;
-        for it in std::mem::take(&mut self.carried) {
+        // Pages not written (carried to the next batch, or left by an error) stay staged.
+        let left: Vec<Item> = std::mem::take(&mut self.carried)
+            .into_iter()
+            .chain(items)
+            .collect();
+        for it in left {
             self.staged_idx.insert(it.pid, self.staged.len());
             self.staged.push(it);
         }
         self.carry_base = self.staged.len();
+        // What was written is logged even if the batch failed part-way.
+        let c = self.commit_locations(log);
         r?;
-        self.commit_locations(log)?;
+        c?;
         self.issue_slot_trims(log)
     }
 
@@ -1107,6 +1157,8 @@ impl OutOfPlace {
         if self.dead.is_empty() {
             return Ok(0);
         }
+        // Zones may have emptied through changes not logged yet.
+        self.commit_locations(log)?;
         log.force(self.last_map_lsn)?;
         let dead = std::mem::take(&mut self.dead);
         for &z in &dead {
@@ -1177,7 +1229,12 @@ impl OutOfPlace {
                 self.close_zone(z)?;
             }
         }
-        self.place(items, kind, log.next_lsn())?;
+        let mut items: VecDeque<Item> = items.into();
+        if let Err(e) = self.place(&mut items, kind, log.next_lsn()) {
+            // The copies made so far are logged; the victims keep the rest and stay.
+            self.commit_locations(log)?;
+            return Err(e);
+        }
         let lsn = self.commit_locations(log)?;
         log.force(lsn.max(self.last_map_lsn))?;
         for &z in victims {
@@ -1384,6 +1441,12 @@ impl WritePath for OutOfPlace {
         Ok(did)
     }
 
+    fn checkpoint_done(&mut self) {
+        if let Some(s) = self.snap_unconfirmed.take() {
+            self.snap_confirmed = Some(s);
+        }
+    }
+
     fn checkpoint(&mut self, tag: Lsn) -> Result<()> {
         self.fail_check()?;
         debug_assert!(self.staged.is_empty() && self.pending.is_empty());
@@ -1392,20 +1455,22 @@ impl WritePath for OutOfPlace {
     }
 
     fn recover_begin(&mut self, checkpoint_lsn: Lsn) -> Result<()> {
-        let mut best: Option<(Lsn, u64, Vec<u8>)> = None;
+        let mut best: Option<(Lsn, u64, Vec<u8>, usize)> = None;
         for s in 0..2 {
             if let Some((tag, seq, img)) = self.read_snapshot(s)? {
                 if tag <= checkpoint_lsn && best.as_ref().is_none_or(|b| tag > b.0) {
-                    best = Some((tag, seq, img));
+                    best = Some((tag, seq, img, s));
                 }
             }
         }
-        let Some((tag, seq, img)) = best else {
+        let Some((tag, seq, img, slot)) = best else {
             return Err(Error::NotADatabase(format!(
                 "no map snapshot for the checkpoint at LSN {checkpoint_lsn}"
             )));
         };
         let info = self.load_snapshot(&img)?;
+        self.snap_confirmed = Some(slot);
+        self.snap_unconfirmed = None;
         self.snap_tag = tag;
         self.snap_seq = seq + 1;
         for (z, (wp, edt)) in info.into_iter().enumerate() {

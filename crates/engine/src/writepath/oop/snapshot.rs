@@ -118,7 +118,16 @@ impl OutOfPlace {
     /// Writes the snapshot tagged `tag` to its slot and makes it durable.
     pub(super) fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
         let n = self.snap_seq;
-        let slot = (n % 2) as usize;
+        // Never the slot of the last complete checkpoint's snapshot. A checkpoint that wrote a
+        // snapshot but did not complete leaves its slot in an unknown state for the incremental
+        // rule below: the next two snapshots are written whole.
+        let slot = match self.snap_confirmed {
+            Some(c) => 1 - c,
+            None => (n % 2) as usize,
+        };
+        if self.snap_unconfirmed.is_some() {
+            self.snap_full = 2;
+        }
         let (mb, zb) = self.snap_blocks();
         let total = 1 + mb + zb;
         let full = self.snap_full > 0 || self.snap_img.len() != total * BLOCK;
@@ -208,6 +217,7 @@ impl OutOfPlace {
         self.dev.flush()?;
         self.snap_full = self.snap_full.saturating_sub(1);
         self.snap_seq += 1;
+        self.snap_unconfirmed = Some(slot);
         Ok(())
     }
 
