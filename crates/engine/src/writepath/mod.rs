@@ -98,13 +98,15 @@ pub struct WriteCounters {
     pub db_write_bytes: u64,
     /// Bytes of doublewrite copies.
     pub doublewrite_bytes: u64,
-    /// Out-of-place writes: bytes of live pages copied by DB garbage collection, and by NoWA
-    /// compensation writes (both included in `db_write_bytes`).
+    /// Out-of-place writes: stored bytes of live pages copied by DB garbage collection, and by
+    /// NoWA compensation writes (their padding is in `padding_bytes`). `db_write_bytes` =
+    /// `stored_user_bytes + gc_write_bytes + compensation_bytes + padding_bytes +
+    /// metadata_bytes` (+ `doublewrite_bytes` and whole pages in place).
     #[serde(default)]
     pub gc_write_bytes: u64,
     #[serde(default)]
     pub compensation_bytes: u64,
-    /// Zero bytes written to fill 4 KiB slots (page packing) and zone tails.
+    /// Zero bytes written to fill 4 KiB slots (page packing), of user and GC writes alike.
     #[serde(default)]
     pub padding_bytes: u64,
     /// Bytes of mapping snapshots and the device header.

@@ -31,7 +31,7 @@ pub const SEGMENTS: [Segment; 7] = [
         color: RGBColor(186, 176, 172),
     },
     Segment {
-        label: "other DB writes",
+        label: "map snapshots",
         color: RGBColor(156, 117, 95),
     },
     Segment {
@@ -41,7 +41,7 @@ pub const SEGMENTS: [Segment; 7] = [
 ];
 
 /// Segments drawn even when every run has zero of them (the paper's categories); the others
-/// (padding, other DB writes) only when some run has them.
+/// (padding, map snapshots and other metadata) only when some run has them.
 const ALWAYS_SHOWN: [bool; 7] = [true, true, true, true, false, false, true];
 
 /// Bytes written per user byte, by category (the order of [`SEGMENTS`]), over the run phase.

@@ -154,10 +154,11 @@ pub fn breakdown(a: &Snapshot, b: &Snapshot) -> Breakdown {
     let comp = wb.compensation_bytes - wa.compensation_bytes;
     let pad = wb.padding_bytes - wa.padding_bytes;
     let meta = wb.metadata_bytes - wa.metadata_bytes;
-    // GC and compensation copies include their own padding; `padding_bytes` counts all padding.
-    let user = issued - dw - gc - comp - meta;
+    // Disjoint parts: stored user pages, doublewrite copies, GC and compensation copies (stored
+    // bytes), padding of every write, snapshots and header.
+    let user = issued - dw - gc - comp - pad - meta;
     Breakdown {
-        user_bytes: user.saturating_sub(pad),
+        user_bytes: user,
         doublewrite_bytes: dw,
         db_gc_bytes: gc,
         compensation_bytes: comp,

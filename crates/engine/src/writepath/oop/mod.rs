@@ -991,8 +991,8 @@ impl OutOfPlace {
         c.padding_bytes += len - stored;
         match kind {
             Kind::User => c.stored_user_bytes += stored,
-            Kind::Gc => c.gc_write_bytes += len,
-            Kind::Compensation => c.compensation_bytes += len,
+            Kind::Gc => c.gc_write_bytes += stored,
+            Kind::Compensation => c.compensation_bytes += stored,
         }
         self.zones[z as usize].wp += len;
         for (it, &o) in run.iter().zip(&at) {

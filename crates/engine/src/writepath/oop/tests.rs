@@ -109,6 +109,15 @@ fn gc_reclaims_zones_and_keeps_every_page() {
     assert!(c.gc_rounds > 0 && c.zones_reclaimed > 0, "{c:?}");
     assert!(c.gc_write_bytes > 0);
     assert!(c.db_waf() > 1.0);
+    // Every byte written is in exactly one of the parts.
+    assert_eq!(
+        c.db_write_bytes,
+        c.stored_user_bytes
+            + c.gc_write_bytes
+            + c.compensation_bytes
+            + c.padding_bytes
+            + c.metadata_bytes
+    );
     let mut buf = vec![0u8; 4096];
     for (pid, p) in &latest {
         wp.read_page(*pid, &mut buf).unwrap();
