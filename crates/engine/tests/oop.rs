@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{key, value, Held};
+use common::{key, page_image, value, Held};
 use flashsim::{FdpConfig, Geometry, Mode, SsdConfig, ZnsConfig};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use wafer_engine::device::{
     BlockDevice, FaultConfig, FaultDevice, MemDevice, SimDevice, VirtualClock,
 };
-use wafer_engine::page::{self, PageType};
+use wafer_engine::page;
 use wafer_engine::wal::record::MapChange;
 use wafer_engine::writepath::pack;
 use wafer_engine::writepath::pack::Codec;
@@ -41,22 +41,6 @@ fn sim(cfg: SsdConfig) -> Held<SimDevice> {
     Held::new(SimDevice::new(cfg, VirtualClock::shared()).unwrap())
 }
 
-/// A sealed leaf page whose body compresses to about 40%.
-fn page_image(pid: u64, lsn: u64, rng: &mut Pcg64Mcg) -> Vec<u8> {
-    let mut p = vec![0u8; 4096];
-    page::init(&mut p, pid, PageType::Leaf);
-    page::set_page_lsn(&mut p, lsn);
-    for chunk in p[page::PAGE_HEADER_BYTES..].chunks_mut(16) {
-        let b: u8 = rng.random();
-        for (i, x) in chunk.iter_mut().enumerate() {
-            *x = if i < 7 { rng.random() } else { b };
-        }
-    }
-    page::note_write(&mut p);
-    page::seal(&mut p);
-    p
-}
-
 /// Skewed overwrites of 70% of the page ids through the write path; returns SSD WAF over the
 /// part after the first full pass.
 fn overwrite_run(cfg: OopConfig, passes: u64) -> (f64, OutOfPlace) {
@@ -82,7 +66,7 @@ fn overwrite_run(cfg: OopConfig, passes: u64) -> (f64, OutOfPlace) {
             };
             lsn += 100;
             log.next = lsn;
-            let p = page_image(pid, lsn, &mut rng);
+            let p = page_image(pid, lsn, 4096, &mut rng);
             wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
                 .unwrap();
             if i % 64 == 0 {
@@ -335,7 +319,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
                 };
                 version += 1;
                 log.next = log.next.max(version);
-                let p = page_image(pid, version, &mut rng);
+                let p = page_image(pid, version, 4096, &mut rng);
                 wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)?;
                 if step % 16 == 0 {
                     wp.maintain(&mut log)?;

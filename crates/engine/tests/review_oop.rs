@@ -5,27 +5,37 @@
 
 mod common;
 
-use common::Held;
+use common::{page_image, Held};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use wafer_engine::device::{FaultConfig, FaultDevice, MemDevice};
-use wafer_engine::page::{self, PageType};
+use wafer_engine::page;
 use wafer_engine::writepath::pack::Codec;
 use wafer_engine::writepath::{LogSink, MemLog, OopConfig, OutOfPlace, WritePath, WriteReason};
 
-fn page_image(pid: u64, lsn: u64, size: usize, rng: &mut Pcg64Mcg) -> Vec<u8> {
-    let mut p = vec![0u8; size];
-    page::init(&mut p, pid, PageType::Leaf);
-    page::set_page_lsn(&mut p, lsn);
-    for chunk in p[page::PAGE_HEADER_BYTES..].chunks_mut(16) {
-        let b: u8 = rng.random();
-        for (i, x) in chunk.iter_mut().enumerate() {
-            *x = if i < 7 { rng.random() } else { b };
+/// Writes every page id once, then random ones, until a write fails (the device is full).
+/// `accepted` sees each page a write took; returns the page of the failing write.
+fn write_until_full(
+    wp: &mut OutOfPlace,
+    log: &mut MemLog,
+    rng: &mut Pcg64Mcg,
+    mut accepted: impl FnMut(u64, Vec<u8>),
+) -> Option<(u64, Vec<u8>)> {
+    let cap = wp.page_capacity();
+    for step in 0..4 * cap {
+        let pid = if step < cap {
+            step
+        } else {
+            rng.random_range(0..cap)
+        };
+        log.next += 10;
+        let p = page_image(pid, log.next, 4096, rng);
+        match wp.write_pages(&[(pid, &p)], WriteReason::Eviction, log) {
+            Ok(()) => accepted(pid, p),
+            Err(_) => return Some((pid, p)),
         }
     }
-    page::note_write(&mut p);
-    page::seal(&mut p);
-    p
+    None
 }
 
 fn small_cfg() -> OopConfig {
@@ -51,27 +61,10 @@ fn full_error_case(cfg: OopConfig, seed: u64) -> Vec<u64> {
     };
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let mut accepted: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
-    let mut failed = None;
-    let cap = wp.page_capacity();
-    for step in 0..4 * cap {
-        let pid = if step < cap {
-            step
-        } else {
-            rng.random_range(0..cap)
-        };
-        log.next += 10;
-        let p = page_image(pid, log.next, 4096, &mut rng);
-        match wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log) {
-            Ok(()) => {
-                accepted.insert(pid, p);
-            }
-            Err(e) => {
-                failed = Some((pid, p, e.to_string()));
-                break;
-            }
-        }
-    }
-    let (fpid, fp, _why) = failed.expect("the device never filled up");
+    let (fpid, fp) = write_until_full(&mut wp, &mut log, &mut rng, |pid, p| {
+        accepted.insert(pid, p);
+    })
+    .expect("the device never filled up");
     let mut buf = vec![0u8; 4096];
     let mut bad = Vec::new();
     for (pid, p) in &accepted {
@@ -128,23 +121,7 @@ fn full_error_still_logs_written_locations_at_sync() {
     log.force(1).unwrap();
     let mut rng = Pcg64Mcg::seed_from_u64(0);
     let cap = wp.page_capacity();
-    let mut failed = false;
-    for step in 0..4 * cap {
-        let pid = if step < cap {
-            step
-        } else {
-            rng.random_range(0..cap)
-        };
-        log.next += 10;
-        let p = page_image(pid, log.next, 4096, &mut rng);
-        if wp
-            .write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-            .is_err()
-        {
-            failed = true;
-            break;
-        }
-    }
+    let failed = write_until_full(&mut wp, &mut log, &mut rng, |_, _| {}).is_some();
     assert!(failed, "the device never filled up");
     // Everything written so far is durable and logged once sync returns Ok.
     let synced = wp.sync(&mut log);

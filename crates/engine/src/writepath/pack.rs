@@ -370,7 +370,12 @@ pub fn stored_bytes(pid: PageId, c: &Compressed) -> Vec<u8> {
 /// byte offset of each item in it, in input order.
 pub fn pack_stored(items: &[&[u8]], slot_bytes: usize) -> (Vec<u8>, Vec<usize>) {
     let lens: Vec<usize> = items.iter().map(|b| b.len()).collect();
-    let plan = plan_best_fit(&lens, slot_bytes);
+    pack_planned(items, &plan_best_fit(&lens, slot_bytes), slot_bytes)
+}
+
+/// [`pack_stored`] with a plan already made for exactly these items' lengths.
+pub fn pack_planned(items: &[&[u8]], plan: &Plan, slot_bytes: usize) -> (Vec<u8>, Vec<usize>) {
+    debug_assert_eq!(items.len(), plan.places.len());
     let mut image = vec![0u8; plan.slots * slot_bytes];
     let mut at = Vec::with_capacity(items.len());
     for (b, &(slot, offset)) in items.iter().zip(&plan.places) {

@@ -351,6 +351,13 @@ impl OutOfPlace {
                 (Backend::Conventional, zb, want_open, unit)
             }
         };
+        if zone_bytes < 4 * page_size as u64 || !zone_bytes.is_multiple_of(SLOT_BYTES as u64) {
+            return Err(Error::Config(format!(
+                "zones of {zone_bytes} bytes: out-of-place writes need zones of at least 4 pages \
+                 ({} bytes) and a multiple of {SLOT_BYTES}",
+                4 * page_size
+            )));
+        }
         let pid_upper = cap / page_size as u64;
         let zone_upper = cap / zone_bytes;
         let snap_need = snapshot::image_bytes(pid_upper, zone_upper);
@@ -610,9 +617,70 @@ impl OutOfPlace {
         !self.cfg.nowa || self.open.is_empty() || self.opening_group
     }
 
+    /// Closes the open zones that cannot take `min_room` more bytes; with NoWA, opens a new
+    /// active group (as many zones as may be open, together) when none is open.
+    fn prepare_open(&mut self, min_room: u64) -> Result<()> {
+        let closing: Vec<u32> = self
+            .open
+            .iter()
+            .copied()
+            .filter(|&z| self.zone_room(z) < min_room)
+            .collect();
+        for z in closing {
+            self.close_zone(z)?;
+        }
+        if self.cfg.nowa && self.open.is_empty() {
+            self.opening_group = true;
+            while self.open.len() < self.layout.max_open as usize && self.open_zone().is_some() {}
+            self.opening_group = false;
+        }
+        Ok(())
+    }
+
+    /// GDT: the open zone whose average EDT (counting `tent`, pages assigned but not written
+    /// yet: zone -> (EDT sum, count)) is closest to `e`, or a fresh zone when none is within half
+    /// the page's remaining lifetime (`allow_fresh`; GC copies take the closest, so a GC round
+    /// frees zones instead of spreading its copies over fresh ones).
+    fn closest_by_edt(
+        &mut self,
+        e: u64,
+        now: Lsn,
+        tent: &HashMap<u32, (u128, u64)>,
+        allow_fresh: bool,
+    ) -> Result<u32> {
+        let horizon = e.saturating_sub(now).max(1);
+        let mut best: Option<(u64, u32)> = None;
+        let mut fresh = None;
+        for &z in &self.open {
+            let zone = &self.zones[z as usize];
+            let (ts, tn) = tent.get(&z).copied().unwrap_or((0, 0));
+            let n = zone.edt_n + tn;
+            if n == 0 {
+                fresh = fresh.or(Some(z));
+                continue;
+            }
+            let d = (((zone.edt_sum + ts) / n as u128) as u64).abs_diff(e);
+            if best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, z));
+            }
+        }
+        match (best, fresh) {
+            (Some((d, z)), _) if d <= horizon / 2 || !allow_fresh => Ok(z),
+            (_, Some(z)) => Ok(z),
+            (b, None) => {
+                let opened = if self.may_open() {
+                    self.open_zone()
+                } else {
+                    None
+                };
+                opened
+                    .or(b.map(|(_, z)| z))
+                    .ok_or_else(|| self.out_of_space())
+            }
+        }
+    }
+
     /// Picks the zone for a page of EDT `edt` (GDT) or for a whole batch (random placement).
-    /// GC copies (`fresh` false) go to the closest open zone rather than opening a new one, so
-    /// a GC round frees zones instead of spreading its copies over fresh ones.
     fn pick_zone(
         &mut self,
         edt: Option<u64>,
@@ -620,80 +688,24 @@ impl OutOfPlace {
         min_room: u64,
         allow_fresh: bool,
     ) -> Result<u32> {
-        let fits: Vec<u32> = self
-            .open
-            .iter()
-            .copied()
-            .filter(|&z| self.zone_room(z) >= min_room)
-            .collect();
-        // Zones that cannot take even this item are closed.
-        let closing: Vec<u32> = self
-            .open
-            .iter()
-            .copied()
-            .filter(|z| !fits.contains(z))
-            .collect();
-        for z in closing {
-            self.close_zone(z)?;
+        self.prepare_open(min_room)?;
+        if let Some(e) = edt {
+            return self.closest_by_edt(e, now, &HashMap::new(), allow_fresh);
         }
-        if self.cfg.nowa && self.open.is_empty() {
-            // A new active group: as many zones as may be open, opened together.
-            self.opening_group = true;
-            while self.open.len() < self.layout.max_open as usize && self.open_zone().is_some() {}
-            self.opening_group = false;
-            return self
-                .open
-                .first()
-                .copied()
-                .ok_or_else(|| self.out_of_space());
+        let slot = (self.rng.next_u64() % self.layout.max_open as u64) as usize;
+        if slot < self.open.len() {
+            return Ok(self.open[slot]);
         }
-        match edt {
-            Some(e) => {
-                let horizon = e.saturating_sub(now).max(1);
-                let mut best: Option<(u64, u32)> = None;
-                let mut fresh = None;
-                for &z in &self.open {
-                    match self.zones[z as usize].avg_edt() {
-                        Some(a) => {
-                            let d = a.abs_diff(e);
-                            if best.is_none_or(|(bd, _)| d < bd) {
-                                best = Some((d, z));
-                            }
-                        }
-                        None => fresh = fresh.or(Some(z)),
-                    }
-                }
-                let close_enough = best.is_some_and(|(d, _)| d <= horizon / 2 || !allow_fresh);
-                match (best, fresh) {
-                    (Some((_, z)), _) if close_enough => Ok(z),
-                    (_, Some(z)) => Ok(z),
-                    (b, None) => {
-                        if self.may_open() {
-                            if let Some(z) = self.open_zone() {
-                                return Ok(z);
-                            }
-                        }
-                        b.map(|(_, z)| z).ok_or_else(|| self.out_of_space())
-                    }
-                }
-            }
-            None => {
-                let slot = (self.rng.next_u64() % self.layout.max_open as u64) as usize;
-                if slot < self.open.len() {
-                    return Ok(self.open[slot]);
-                }
-                if self.may_open() {
-                    if let Some(z) = self.open_zone() {
-                        return Ok(z);
-                    }
-                }
-                let n = self.open.len();
-                if n == 0 {
-                    return Err(self.out_of_space());
-                }
-                Ok(self.open[slot % n])
+        if self.may_open() {
+            if let Some(z) = self.open_zone() {
+                return Ok(z);
             }
         }
+        let n = self.open.len();
+        if n == 0 {
+            return Err(self.out_of_space());
+        }
+        Ok(self.open[slot % n])
     }
 
     fn out_of_space(&self) -> Error {
@@ -837,60 +849,18 @@ impl OutOfPlace {
         now: Lsn,
         groups: &mut Vec<(u32, Vec<Item>)>,
     ) -> Result<()> {
-        let full: Vec<u32> = self
-            .open
-            .iter()
-            .copied()
-            .filter(|&z| self.zone_room(z) < SLOT_BYTES as u64)
-            .collect();
-        for z in full {
-            self.close_zone(z)?;
-        }
-        if self.cfg.nowa && self.open.is_empty() {
-            self.opening_group = true;
-            while self.open.len() < self.layout.max_open as usize && self.open_zone().is_some() {}
-            self.opening_group = false;
-        }
+        self.prepare_open(SLOT_BYTES as u64)?;
         let mut tent: HashMap<u32, (u128, u64)> = HashMap::new();
         while let Some(it) = items.pop_front() {
-            let e = it.edt;
-            let horizon = e.saturating_sub(now).max(1);
-            let mut best: Option<(u64, u32)> = None;
-            let mut fresh = None;
-            for &z in &self.open {
-                let zone = &self.zones[z as usize];
-                let (ts, tn) = tent.get(&z).copied().unwrap_or((0, 0));
-                let n = zone.edt_n + tn;
-                if n == 0 {
-                    fresh = fresh.or(Some(z));
-                    continue;
-                }
-                let avg = ((zone.edt_sum + ts) / n as u128) as u64;
-                let d = avg.abs_diff(e);
-                if best.is_none_or(|(bd, _)| d < bd) {
-                    best = Some((d, z));
-                }
-            }
-            let z = match (best, fresh) {
-                (Some((d, z)), _) if d <= horizon / 2 => z,
-                (_, Some(z)) => z,
-                (b, None) => {
-                    let opened = if self.may_open() {
-                        self.open_zone()
-                    } else {
-                        None
-                    };
-                    match opened.or(b.map(|(_, z)| z)) {
-                        Some(z) => z,
-                        None => {
-                            items.push_front(it);
-                            return Err(self.out_of_space());
-                        }
-                    }
+            let z = match self.closest_by_edt(it.edt, now, &tent, true) {
+                Ok(z) => z,
+                Err(e) => {
+                    items.push_front(it);
+                    return Err(e);
                 }
             };
             let t = tent.entry(z).or_default();
-            t.0 += e.min(MAX_EDT) as u128;
+            t.0 += it.edt.min(MAX_EDT) as u128;
             t.1 += 1;
             match groups.iter_mut().find(|(g, _)| *g == z) {
                 Some((_, v)) => v.push(it),
@@ -903,22 +873,20 @@ impl OutOfPlace {
     /// Packs and appends as many of `run` as fit zone `z`; returns the rest.
     fn write_run(&mut self, z: u32, run: Vec<Item>, kind: Kind) -> Result<Vec<Item>> {
         let room = self.zone_room(z) as usize;
-        let packed_len = |items: &[Item]| {
+        let plan_of = |items: &[Item]| {
             let lens: Vec<usize> = items.iter().map(|i| i.bytes.len()).collect();
-            pack::plan_best_fit(&lens, SLOT_BYTES).slots * SLOT_BYTES
+            pack::plan_best_fit(&lens, SLOT_BYTES)
         };
         let mut run = run;
         let mut rest = Vec::new();
-        if packed_len(&run) > room {
+        let mut plan = plan_of(&run);
+        if plan.slots * SLOT_BYTES > room {
             // The zone takes the pages of the first slots of the whole run's packing (dense
             // slots, as if the run were written at once), the rest goes on.
-            let lens: Vec<usize> = run.iter().map(|i| i.bytes.len()).collect();
-            let plan = pack::plan_best_fit(&lens, SLOT_BYTES);
             let avail = room / SLOT_BYTES;
             let mut take = Vec::new();
-            for (i, it) in run.into_iter().enumerate() {
-                let (slot, off) = plan.places[i];
-                let end = (slot * SLOT_BYTES + off + lens[i]).div_ceil(SLOT_BYTES);
+            for (it, &(slot, off)) in run.into_iter().zip(&plan.places) {
+                let end = (slot * SLOT_BYTES + off + it.bytes.len()).div_ceil(SLOT_BYTES);
                 if end <= avail {
                     take.push(it);
                 } else {
@@ -926,12 +894,14 @@ impl OutOfPlace {
                 }
             }
             run = take;
+            plan = plan_of(&run);
             // Repacking a subset can differ: drop the largest pages until it fits.
-            while !run.is_empty() && packed_len(&run) > room {
+            while !run.is_empty() && plan.slots * SLOT_BYTES > room {
                 let big = (0..run.len())
                     .max_by_key(|&i| run[i].bytes.len())
                     .expect("not empty");
                 rest.push(run.swap_remove(big));
+                plan = plan_of(&run);
             }
         }
         if run.is_empty() {
@@ -939,19 +909,19 @@ impl OutOfPlace {
             return Ok(rest);
         }
         if self.carrying && kind == Kind::User && rest.is_empty() {
-            // Pages that would only half fill the last slot wait for the zone's next batch
+            // Pages that would only partly fill the last slot wait for the zone's next batch
             // (they stay staged; `sync` writes everything): no padding per batch and group.
-            let lens: Vec<usize> = run.iter().map(|i| i.bytes.len()).collect();
-            let plan = pack::plan_best_fit(&lens, SLOT_BYTES);
             let last = plan.slots.saturating_sub(1);
+            let in_last = |i: usize| plan.places[i].0 == last && run[i].bytes.len() < SLOT_BYTES;
             let used: usize = (0..run.len())
                 .filter(|&i| plan.places[i].0 == last)
-                .map(|i| lens[i])
+                .map(|i| run[i].bytes.len())
                 .sum();
             if used < SLOT_BYTES * 9 / 10 {
+                let carry: Vec<bool> = (0..run.len()).map(in_last).collect();
                 let mut keep = Vec::with_capacity(run.len());
-                for (i, it) in run.into_iter().enumerate() {
-                    if plan.places[i].0 == last && lens[i] < SLOT_BYTES {
+                for (it, c) in run.into_iter().zip(carry) {
+                    if c {
                         self.carried.push(it);
                     } else {
                         keep.push(it);
@@ -961,10 +931,11 @@ impl OutOfPlace {
                 if run.is_empty() {
                     return Ok(rest);
                 }
+                plan = plan_of(&run);
             }
         }
         let slices: Vec<&[u8]> = run.iter().map(|i| i.bytes.as_slice()).collect();
-        let (image, at) = pack::pack_stored(&slices, SLOT_BYTES);
+        let (image, at) = pack::pack_planned(&slices, &plan, SLOT_BYTES);
         let stored: u64 = run.iter().map(|i| i.bytes.len() as u64).sum();
         let base = self.layout.zone_start(z) + self.zones[z as usize].wp;
         match self.backend {
