@@ -55,7 +55,9 @@ pub struct DbConfig {
     #[serde(default)]
     pub max_checkpoint_count: u32,
     /// Out-of-place writes (paper 002) instead of in-place homes; `None`: in place. Fixed when
-    /// the database is created (opening needs the same choice).
+    /// the database is created (opening needs the same choice). Out of place there is no
+    /// doublewrite buffer (an old copy stays valid until the new one is durable), so
+    /// `doublewrite` and `doublewrite_pages` do not apply.
     #[serde(default)]
     pub out_of_place: Option<crate::writepath::OopConfig>,
 }

@@ -330,29 +330,32 @@ pub fn pack_batch(pages: &[(PageId, Compressed)], slot_bytes: usize) -> Result<P
             "slot size {slot_bytes} must be a power of two of at least 512"
         )));
     }
-    let lens: Vec<usize> = pages.iter().map(|(_, c)| c.stored_len()).collect();
+    let blobs: Vec<Vec<u8>> = pages.iter().map(|(pid, c)| stored_bytes(*pid, c)).collect();
+    let slices: Vec<&[u8]> = blobs.iter().map(|b| b.as_slice()).collect();
+    let lens: Vec<usize> = slices.iter().map(|b| b.len()).collect();
     let plan = plan_best_fit(&lens, slot_bytes);
-    let mut image = vec![0u8; plan.slots * slot_bytes];
-    let mut locations = Vec::with_capacity(pages.len());
-    let (mut uncompressed_bytes, mut stored_bytes) = (0u64, 0u64);
-    for (((pid, c), &len), &(slot, offset)) in pages.iter().zip(&lens).zip(&plan.places) {
-        let at = slot * slot_bytes + offset;
-        write_blob(&mut image[at..at + len], *pid, c);
-        locations.push(BlobLocation {
+    let (image, _) = pack_planned(&slices, &plan, slot_bytes);
+    let locations = pages
+        .iter()
+        .zip(&lens)
+        .zip(&plan.places)
+        .map(|(((pid, _), &len), &(slot, offset))| BlobLocation {
             pid: *pid,
             slot: slot as u32,
             offset: offset as u32,
             len: len as u32,
-        });
-        uncompressed_bytes += u64::from(c.uncompressed_len);
-        stored_bytes += len as u64;
-    }
+        })
+        .collect();
+    let stored_bytes: u64 = lens.iter().map(|&l| l as u64).sum();
     Ok(PackedBatch {
         slot_bytes,
         padding_bytes: image.len() as u64 - stored_bytes,
         image,
         locations,
-        uncompressed_bytes,
+        uncompressed_bytes: pages
+            .iter()
+            .map(|(_, c)| u64::from(c.uncompressed_len))
+            .sum(),
         stored_bytes,
     })
 }

@@ -1507,11 +1507,10 @@ impl WritePath for OutOfPlace {
             let zi = z as usize;
             let start = self.layout.zone_start(z);
             if self.zones[zi].valid_pages == 0 {
-                // Whatever the zone held is garbage now.
+                // Whatever the zone held is garbage now (trimmed below, runs of free zones at
+                // once).
                 if self.layout.zoned {
                     self.dev.zone_reset(self.layout.device_zone(start))?;
-                } else if trim {
-                    self.dev.trim(start, self.layout.zone_bytes)?;
                 }
                 self.groups.kill(Owner::Zone(z));
                 self.free.push_back(z);
@@ -1534,6 +1533,21 @@ impl WritePath for OutOfPlace {
                 } else {
                     self.groups.write(Owner::Zone(z), after);
                 }
+            }
+        }
+        if trim && !self.layout.zoned {
+            let mut free: Vec<u32> = self.free.iter().copied().collect();
+            free.sort_unstable();
+            let mut i = 0;
+            while i < free.len() {
+                let mut j = i + 1;
+                while j < free.len() && free[j] == free[j - 1] + 1 {
+                    j += 1;
+                }
+                let start = self.layout.zone_start(free[i]);
+                self.dev
+                    .trim(start, (j - i) as u64 * self.layout.zone_bytes)?;
+                i = j;
             }
         }
         self.dev.flush()?;
