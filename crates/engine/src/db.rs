@@ -20,6 +20,7 @@
 use crate::btree::{self, tree as bt};
 use crate::buffer::{BufferPool, PoolStats};
 use crate::checkpoint::{CheckpointPolicy, WriteAll};
+use crate::clock::{Clock, WallClock};
 use crate::config::{DbConfig, OpenMode};
 use crate::device::{BlockDevice, FileDevice, MemDevice, SharedDevice};
 use crate::error::{Error, Result};
@@ -35,19 +36,53 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The devices of a database: data pages and the write-ahead log.
+/// The devices of a database, one per role (DESIGN.md): `data` (pages) and `log` (the WAL), and
+/// optionally `undo` (version store) and `temp` (sort and hash spill) for the components that use
+/// them; plus the clock the devices' time runs on (wall time, or a simulation's virtual time).
 pub struct Devices {
     pub data: Box<dyn BlockDevice>,
     pub log: Box<dyn BlockDevice>,
+    pub undo: Option<Box<dyn BlockDevice>>,
+    pub temp: Option<Box<dyn BlockDevice>>,
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Devices {
+    /// A data and a log device, on the wall clock.
+    pub fn new(data: Box<dyn BlockDevice>, log: Box<dyn BlockDevice>) -> Devices {
+        Devices {
+            data,
+            log,
+            undo: None,
+            temp: None,
+            clock: WallClock::shared(),
+        }
+    }
+
+    /// The same devices measured on `clock` (simulated devices: their shared virtual clock).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Devices {
+        self.clock = clock;
+        self
+    }
+
+    /// Adds a device for the `undo` role.
+    pub fn with_undo(mut self, undo: Box<dyn BlockDevice>) -> Devices {
+        self.undo = Some(undo);
+        self
+    }
+
+    /// Adds a device for the `temp` role.
+    pub fn with_temp(mut self, temp: Box<dyn BlockDevice>) -> Devices {
+        self.temp = Some(temp);
+        self
+    }
+
     /// Two in-memory devices (tests, examples).
     pub fn memory(data_bytes: u64, log_bytes: u64) -> Devices {
-        Devices {
-            data: Box::new(MemDevice::new(data_bytes, 4096)),
-            log: Box::new(MemDevice::new(log_bytes, 4096)),
-        }
+        Devices::new(
+            Box::new(MemDevice::new(data_bytes, 4096)),
+            Box::new(MemDevice::new(log_bytes, 4096)),
+        )
     }
 
     /// Data and log on one device: the log takes its last `log_bytes`.
@@ -61,10 +96,7 @@ impl Devices {
         let shared = SharedDevice::from_box(dev);
         let data = shared.partition(0, cap - log_bytes)?;
         let log = shared.partition(cap - log_bytes, log_bytes)?;
-        Ok(Devices {
-            data: Box::new(data),
-            log: Box::new(log),
-        })
+        Ok(Devices::new(Box::new(data), Box::new(log)))
     }
 
     /// Files `data.wafer` and `log.wafer` in `dir` (created with the given sizes if missing).
@@ -73,10 +105,7 @@ impl Devices {
             .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
         let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
         let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
-        Ok(Devices {
-            data: Box::new(data),
-            log: Box::new(log),
-        })
+        Ok(Devices::new(Box::new(data), Box::new(log)))
     }
 }
 
@@ -206,23 +235,8 @@ pub(crate) struct Core {
     pub last_checkpoint_begin_lsn: Lsn,
     pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
-    pub clock: Clock,
+    pub clock: Arc<dyn Clock>,
     pub last_checkpoint_ns: u64,
-}
-
-/// The database's clock: wall time since open, or a simulation's virtual time.
-pub(crate) enum Clock {
-    Wall(std::time::Instant),
-    Virtual(Arc<crate::device::VirtualClock>),
-}
-
-impl Clock {
-    pub fn now_ns(&self) -> u64 {
-        match self {
-            Clock::Wall(t) => t.elapsed().as_nanos() as u64,
-            Clock::Virtual(c) => c.now(),
-        }
-    }
 }
 
 pub(crate) struct Inner {
@@ -425,7 +439,13 @@ impl Db {
     /// Opens (or creates, per `cfg.open_mode`) a database on `devices`, running crash recovery.
     pub fn open(devices: Devices, cfg: DbConfig) -> Result<Db> {
         cfg.validate()?;
-        let Devices { mut data, mut log } = devices;
+        let Devices {
+            mut data,
+            mut log,
+            undo: _,
+            temp: _,
+            clock,
+        } = devices;
         let (blank, oop_header) = {
             let mut hdr = vec![0u8; data.block_bytes().max(512) as usize];
             data.read_at(0, &mut hdr)?;
@@ -530,7 +550,7 @@ impl Db {
             last_checkpoint_begin_lsn: 0,
             checkpoint_in_progress: None,
             recovery: None,
-            clock: Clock::Wall(std::time::Instant::now()),
+            clock,
             last_checkpoint_ns: 0,
         };
         let db = Db {
@@ -549,11 +569,14 @@ impl Db {
             core.load_catalog(&mut wal)?;
         }
         db.checkpoint()?;
+        let mut core = lock(&db.inner.core);
         if create {
-            let mut core = lock(&db.inner.core);
             let r = core.wp.finish_format();
             core.guard(r)?;
         }
+        // Checkpoint intervals count from the end of the open.
+        core.last_checkpoint_ns = core.clock.now_ns();
+        drop(core);
         Ok(db)
     }
 
@@ -691,14 +714,6 @@ impl Db {
             stop,
             thread: Some(thread),
         }
-    }
-
-    /// Measures checkpoint intervals on `clock` (virtual time of simulated devices) instead of
-    /// the wall clock.
-    pub fn use_virtual_clock(&self, clock: Arc<crate::device::VirtualClock>) {
-        let mut core = lock(&self.inner.core);
-        core.last_checkpoint_ns = clock.now();
-        core.clock = Clock::Virtual(clock);
     }
 
     /// Replaces the checkpoint policy (which dirty pages a checkpoint writes).

@@ -17,6 +17,7 @@
 pub mod btree;
 pub mod buffer;
 pub mod checkpoint;
+pub mod clock;
 pub mod config;
 mod db;
 pub mod device;
@@ -30,6 +31,7 @@ mod txn;
 pub mod wal;
 pub mod writepath;
 
+pub use clock::{Clock, WallClock};
 pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
 pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree};

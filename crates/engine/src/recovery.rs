@@ -12,7 +12,6 @@ use crate::wal::record::{Body, LogRecord, Redo, TxnId, Undo};
 use crate::wal::{Master, Wal};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// What recovery did, phase by phase.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -112,7 +111,7 @@ struct TxnEntry {
 pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<()> {
     let mut rep = RecoveryReport::default();
     // ---- analysis
-    let t = Instant::now();
+    let t = core.clock.now_ns();
     let scan_start = if master.checkpoint_lsn != 0 {
         master.checkpoint_lsn
     } else {
@@ -194,11 +193,11 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
     wal.set_end(end)?;
     core.wp.recover_end()?;
     rep.log_end_lsn = end;
-    rep.analysis_us = t.elapsed().as_micros() as u64;
+    rep.analysis_us = core.clock.now_ns().saturating_sub(t) / 1000;
     core.next_txn = next_txn;
 
     // ---- redo
-    let t = Instant::now();
+    let t = core.clock.now_ns();
     if let Some(&redo_start) = dpt.values().min() {
         rep.redo_start_lsn = redo_start;
         let records: Vec<LogRecord> = {
@@ -220,10 +219,10 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
             rep.redo_applied += redo_record(core, wal, rec.lsn, redo, &dpt)?;
         }
     }
-    rep.redo_us = t.elapsed().as_micros() as u64;
+    rep.redo_us = core.clock.now_ns().saturating_sub(t) / 1000;
 
     // ---- undo
-    let t = Instant::now();
+    let t = core.clock.now_ns();
     core.load_catalog(wal)?;
     let mut losers: Vec<(TxnId, TxnEntry)> = att.into_iter().collect();
     losers.sort_by_key(|(id, _)| *id);
@@ -261,7 +260,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
     }
     let last = wal.next_lsn();
     wal.flush_to(last)?;
-    rep.undo_us = t.elapsed().as_micros() as u64;
+    rep.undo_us = core.clock.now_ns().saturating_sub(t) / 1000;
     core.recovery = Some(rep);
     Ok(())
 }

@@ -141,10 +141,10 @@ fn truncated_log_device_is_a_typed_error() {
     let log = parts.pop().unwrap();
     let data = parts.pop().unwrap();
     let r = Db::open(
-        Devices {
-            data: Box::new(data),
-            log: Box::new(log),
-        },
+        Devices::new(
+            Box::new(data),
+            Box::new(log),
+        ),
         DbConfig::default(),
     );
     assert!(
@@ -164,9 +164,8 @@ fn checkpoints_follow_the_interval_on_the_virtual_clock() {
         checkpoint_interval_ms: 10,
         ..DbConfig::default()
     };
-    let db = Db::open(pair.devices(), cfg).unwrap();
     let clock = wafer_engine::device::VirtualClock::shared();
-    db.use_virtual_clock(clock.clone());
+    let db = Db::open(pair.devices().with_clock(clock.clone()), cfg).unwrap();
     let t = db.create_tree("t").unwrap();
     let base = db.stats().engine.checkpoints;
     let mut x = db.begin().unwrap();

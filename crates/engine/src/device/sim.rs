@@ -52,6 +52,12 @@ impl VirtualClock {
     }
 }
 
+impl crate::clock::Clock for VirtualClock {
+    fn now_ns(&self) -> u64 {
+        self.now()
+    }
+}
+
 /// A flashsim SSD as a block device in virtual time.
 ///
 /// The block size is the SSD's mapping unit, the capacity its logical capacity. Statistics come

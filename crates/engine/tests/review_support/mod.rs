@@ -110,18 +110,18 @@ impl Rig {
     }
 
     pub fn devices(&self) -> Devices {
-        Devices {
-            data: Box::new(Linked {
+        Devices::new(
+            Box::new(Linked {
                 dev: self.data.clone(),
                 me: 0,
                 link: self.link.clone(),
             }),
-            log: Box::new(Linked {
+            Box::new(Linked {
                 dev: self.log.clone(),
                 me: 1,
                 link: self.link.clone(),
             }),
-        }
+        )
     }
 
     /// Commands sent to both devices so far.

@@ -93,13 +93,13 @@ impl Rig {
         let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
         let log = Handle::new(SimDevice::new(log_ssd.clone(), clock.clone())?);
         let db = Db::open(
-            Devices {
-                data: Box::new(data.clone()),
-                log: Box::new(log.clone()),
-            },
+            Devices::new(
+                Box::new(data.clone()),
+                Box::new(log.clone()),
+            )
+            .with_clock(clock.clone()),
             db_cfg,
         )?;
-        db.use_virtual_clock(clock.clone());
         Ok(Rig {
             db,
             tree: None,
@@ -119,16 +119,16 @@ impl Rig {
     /// Opens a new engine on the same devices (running recovery) and replaces `db` with it.
     fn open_again(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
         let db = Db::open(
-            Devices {
-                data: Box::new(self.data.clone()),
-                log: Box::new(self.log.clone()),
-            },
+            Devices::new(
+                Box::new(self.data.clone()),
+                Box::new(self.log.clone()),
+            )
+            .with_clock(self.clock.clone()),
             DbConfig {
                 open_mode: wafer_engine::OpenMode::Open,
                 ..db_cfg
             },
         )?;
-        db.use_virtual_clock(self.clock.clone());
         if let Some(t) = &self.tree {
             self.tree = Some(db.open_tree(t.name())?);
         }
