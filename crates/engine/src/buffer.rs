@@ -1,29 +1,43 @@
-//! The buffer pool: a fixed set of page frames, a page table, CLOCK replacement, pin counts, dirty
-//! tracking with recLSN and a flush list ordered by oldest modification (the checkpointer's
-//! candidate list). Eviction writes a dirty victim through the write path after forcing the log up
-//! to the victim's page LSN (the WAL rule).
+//! The buffer pool's memory: a fixed set of page frames, a page table, CLOCK replacement over
+//! unpinned frames, pin counts, dirty tracking with recLSN, a flush list ordered by oldest
+//! modification (the checkpointer's candidate list), per-frame deferral counts (paper 000) and
+//! per-frame lists of the transactions with uncommitted changes on the page (what a no-steal
+//! policy needs, paper 001). No I/O happens here: reading, writing and eviction decisions are
+//! the page cache's (`cache.rs`).
+//!
+//! The page table maps a page id to a [`PageState`]: resident in a frame, or evicted while dirty
+//! (a policy that drops dirty pages without writing them and keeps their redo elsewhere).
 //!
 //! The pool is used under the engine's core latch, so it needs no internal locking; pins keep the
 //! pages of an operation in memory until the operation has been logged.
 
-use crate::error::{Error, Result};
-use crate::page::{self, Lsn, PageId};
-use crate::writepath::{LogSink, WritePath, WriteReason};
+use crate::page::{Lsn, PageId};
+use crate::wal::record::TxnId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
-const NO_FRAME: u32 = u32::MAX;
-
-struct Frame {
-    pid: Option<PageId>,
-    data: Box<[u8]>,
-    dirty: bool,
-    rec_lsn: Lsn,
-    pins: u32,
-    referenced: bool,
+pub(crate) struct Frame {
+    pub pid: Option<PageId>,
+    pub data: Box<[u8]>,
+    pub dirty: bool,
+    pub rec_lsn: Lsn,
+    pub pins: u32,
+    pub referenced: bool,
     /// Consecutive checkpoints that selected this page and deferred its write (paper 000's
     /// `checkpoint_count`); reset whenever the page is written or evicted.
-    ckpt_count: u32,
+    pub ckpt_count: u32,
+    /// Transactions with uncommitted changes on this page (empty once they all ended).
+    pub uncommitted: Vec<TxnId>,
+}
+
+/// Where a page of the page table is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageState {
+    /// In this frame.
+    Resident(u32),
+    /// Dropped from memory while dirty, without a write: the stored image is older than the
+    /// page, and whatever keeps its redo must re-apply it when the page is read again.
+    EvictedDirty,
 }
 
 /// Buffer pool counters.
@@ -46,23 +60,23 @@ impl PoolStats {
     }
 }
 
-pub struct BufferPool {
+pub(crate) struct BufferPool {
     page_size: usize,
-    frames: Vec<Frame>,
-    table: HashMap<PageId, u32>,
+    pub frames: Vec<Frame>,
+    table: HashMap<PageId, PageState>,
     hand: usize,
     flush_list: BTreeSet<(Lsn, PageId)>,
     pub stats: PoolStats,
 }
 
-/// Forces the log to be durable up to an LSN (the WAL rule, before a page is written).
-pub type LogForce<'a> = &'a mut dyn LogSink;
+/// The fewest frames a pool has (a split pins a handful of pages at once).
+pub const MIN_FRAMES: usize = 8;
 
 impl BufferPool {
     pub fn new(frames: usize, page_size: usize) -> BufferPool {
         BufferPool {
             page_size,
-            frames: (0..frames.max(8))
+            frames: (0..frames.max(MIN_FRAMES))
                 .map(|_| Frame {
                     pid: None,
                     data: vec![0u8; page_size].into_boxed_slice(),
@@ -71,6 +85,7 @@ impl BufferPool {
                     pins: 0,
                     referenced: false,
                     ckpt_count: 0,
+                    uncommitted: Vec::new(),
                 })
                 .collect(),
             table: HashMap::new(),
@@ -96,73 +111,48 @@ impl BufferPool {
         &mut self.frames[f as usize].data
     }
 
-    pub fn pid_of(&self, f: u32) -> Option<PageId> {
-        self.frames[f as usize].pid
-    }
-
     pub fn pin(&mut self, f: u32) {
         self.frames[f as usize].pins += 1;
     }
 
     pub fn unpin(&mut self, f: u32) {
         let fr = &mut self.frames[f as usize];
-        debug_assert!(fr.pins > 0);
+        debug_assert!(fr.pins > 0, "unpin of an unpinned frame");
         fr.pins -= 1;
     }
 
-    pub fn lookup(&self, pid: PageId) -> Option<u32> {
+    /// The page's state in the page table (None: not cached and not evicted dirty).
+    pub fn state(&self, pid: PageId) -> Option<PageState> {
         self.table.get(&pid).copied()
     }
 
-    /// The frame holding `pid`, reading it through the write path on a miss.
-    pub fn fetch(
-        &mut self,
-        pid: PageId,
-        wp: &mut dyn WritePath,
-        force: LogForce<'_>,
-    ) -> Result<u32> {
-        if let Some(&f) = self.table.get(&pid) {
-            self.stats.hits += 1;
-            self.frames[f as usize].referenced = true;
-            return Ok(f);
+    /// The frame holding `pid`, if resident.
+    pub fn lookup(&self, pid: PageId) -> Option<u32> {
+        match self.table.get(&pid) {
+            Some(PageState::Resident(f)) => Some(*f),
+            _ => None,
         }
-        self.stats.misses += 1;
-        let f = self.victim(wp, force)?;
-        let fr = &mut self.frames[f as usize];
-        if let Err(e) = wp.read_page(pid, &mut fr.data) {
-            fr.pid = None;
-            return Err(e);
-        }
-        fr.pid = Some(pid);
-        fr.referenced = true;
-        self.table.insert(pid, f);
-        Ok(f)
     }
 
-    /// A frame for a page that is being created (not read from the device): zeroed.
-    pub fn create(
-        &mut self,
-        pid: PageId,
-        wp: &mut dyn WritePath,
-        force: LogForce<'_>,
-    ) -> Result<u32> {
-        if let Some(&f) = self.table.get(&pid) {
-            self.frames[f as usize].data.fill(0);
-            return Ok(f);
-        }
-        let f = self.victim(wp, force)?;
-        let fr = &mut self.frames[f as usize];
-        fr.data.fill(0);
-        fr.pid = Some(pid);
-        fr.referenced = true;
-        self.table.insert(pid, f);
-        Ok(f)
+    /// A hit on a resident page.
+    pub fn touch_hit(&mut self, f: u32) {
+        self.stats.hits += 1;
+        self.frames[f as usize].referenced = true;
     }
 
-    /// Frees a frame for reuse: CLOCK over unpinned frames; a dirty victim is written first.
-    fn victim(&mut self, wp: &mut dyn WritePath, force: LogForce<'_>) -> Result<u32> {
+    /// Puts `pid` into the free frame `f` (its data already filled by the caller).
+    pub fn install(&mut self, f: u32, pid: PageId) {
+        let fr = &mut self.frames[f as usize];
+        debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 0);
+        fr.pid = Some(pid);
+        fr.referenced = true;
+        self.table.insert(pid, PageState::Resident(f));
+    }
+
+    /// CLOCK over unpinned frames that `may_take` accepts: a free frame, or the first resident
+    /// page whose reference bit is clear. None if every frame is pinned or refused.
+    pub fn pick_victim(&mut self, may_take: impl Fn(&Frame) -> bool) -> Option<u32> {
         let n = self.frames.len();
-        let mut chosen = NO_FRAME;
         for _ in 0..2 * n + 1 {
             let i = self.hand;
             self.hand = (self.hand + 1) % n;
@@ -171,38 +161,47 @@ impl BufferPool {
                 continue;
             }
             if fr.pid.is_none() {
-                chosen = i as u32;
-                break;
+                return Some(i as u32);
+            }
+            if !may_take(fr) {
+                continue;
             }
             if fr.referenced {
                 fr.referenced = false;
                 continue;
             }
-            chosen = i as u32;
-            break;
+            return Some(i as u32);
         }
-        if chosen == NO_FRAME {
-            return Err(Error::Full(
-                "every buffer frame is pinned: the buffer pool is too small for this operation"
-                    .into(),
-            ));
-        }
-        if let Some(pid) = self.frames[chosen as usize].pid {
-            if self.frames[chosen as usize].dirty {
-                self.write_frame(chosen, wp, force, WriteReason::Eviction)?;
-                self.stats.dirty_evictions += 1;
-            }
-            self.table.remove(&pid);
-            self.stats.evictions += 1;
-            self.frames[chosen as usize].pid = None;
-            self.frames[chosen as usize].ckpt_count = 0;
-        }
-        Ok(chosen)
+        None
     }
 
-    /// Marks a frame dirty by a change logged at `lsn` (recLSN = first such LSN since clean).
-    pub fn mark_dirty(&mut self, f: u32, lsn: Lsn) {
+    /// Empties frame `f` (its page written, or dropped as `EvictedDirty` if `keep_dirty`).
+    pub fn evict(&mut self, f: u32, keep_dirty: bool) {
         let fr = &mut self.frames[f as usize];
+        let Some(pid) = fr.pid else { return };
+        if fr.dirty {
+            self.flush_list.remove(&(fr.rec_lsn, pid));
+            fr.dirty = false;
+            fr.rec_lsn = 0;
+        }
+        if keep_dirty {
+            self.table.insert(pid, PageState::EvictedDirty);
+        } else {
+            self.table.remove(&pid);
+        }
+        self.stats.evictions += 1;
+        fr.pid = None;
+        fr.ckpt_count = 0;
+        fr.uncommitted.clear();
+    }
+
+    /// Marks a frame dirty by a change logged at `lsn` by `txn` (0: a system change); recLSN =
+    /// first such LSN since the frame was clean.
+    pub fn mark_dirty(&mut self, f: u32, lsn: Lsn, txn: TxnId) {
+        let fr = &mut self.frames[f as usize];
+        if txn != 0 && !fr.uncommitted.contains(&txn) {
+            fr.uncommitted.push(txn);
+        }
         if !fr.dirty {
             fr.dirty = true;
             fr.rec_lsn = lsn;
@@ -211,88 +210,45 @@ impl BufferPool {
         }
     }
 
-    pub fn is_dirty(&self, f: u32) -> bool {
-        self.frames[f as usize].dirty
-    }
-
-    /// Writes a dirty frame through the write path and marks it clean.
-    pub fn write_frame(
-        &mut self,
-        f: u32,
-        wp: &mut dyn WritePath,
-        force: LogForce<'_>,
-        reason: WriteReason,
-    ) -> Result<()> {
+    /// The frame was written: clean, off the flush list, deferral count reset.
+    pub fn mark_clean(&mut self, f: u32) {
         let fr = &mut self.frames[f as usize];
         let pid = fr.pid.expect("frame holds a page");
-        force.force(page::page_lsn(&fr.data))?;
-        page::note_write(&mut fr.data);
-        page::seal(&mut fr.data);
-        wp.write_pages(&[(pid, &fr.data)], reason, force)?;
         self.flush_list.remove(&(fr.rec_lsn, pid));
         fr.dirty = false;
         fr.rec_lsn = 0;
         fr.ckpt_count = 0;
-        Ok(())
     }
 
-    /// Writes several dirty pages as one batch (checkpoints). Pages not dirty are skipped.
-    pub fn write_batch(
-        &mut self,
-        pids: &[PageId],
-        wp: &mut dyn WritePath,
-        force: LogForce<'_>,
-        reason: WriteReason,
-    ) -> Result<usize> {
-        let frames: Vec<u32> = pids
-            .iter()
-            .filter_map(|p| self.table.get(p).copied())
-            .filter(|&f| self.frames[f as usize].dirty)
-            .collect();
-        if frames.is_empty() {
-            return Ok(0);
+    /// Transaction `txn` ended (committed or rolled back): its changes on `pages` are no longer
+    /// uncommitted.
+    pub fn txn_ended(&mut self, txn: TxnId, pages: &[PageId]) {
+        for &pid in pages {
+            if let Some(f) = self.lookup(pid) {
+                self.frames[f as usize].uncommitted.retain(|&t| t != txn);
+            }
         }
-        let max_lsn = frames
-            .iter()
-            .map(|&f| page::page_lsn(&self.frames[f as usize].data))
-            .max()
-            .unwrap_or(0);
-        force.force(max_lsn)?;
-        for &f in &frames {
-            let fr = &mut self.frames[f as usize];
-            page::note_write(&mut fr.data);
-            page::seal(&mut fr.data);
+    }
+
+    /// Transactions with uncommitted changes on a resident page.
+    #[allow(dead_code)] // the no-steal seam (paper 001); tests use it today
+    pub fn uncommitted(&self, pid: PageId) -> &[TxnId] {
+        match self.lookup(pid) {
+            Some(f) => &self.frames[f as usize].uncommitted,
+            None => &[],
         }
-        let batch: Vec<(PageId, &[u8])> = frames
-            .iter()
-            .map(|&f| {
-                let fr = &self.frames[f as usize];
-                (fr.pid.expect("page"), &fr.data[..])
-            })
-            .collect();
-        wp.write_pages(&batch, reason, force)?;
-        for &f in &frames {
-            let fr = &mut self.frames[f as usize];
-            let pid = fr.pid.expect("page");
-            self.flush_list.remove(&(fr.rec_lsn, pid));
-            fr.dirty = false;
-            fr.rec_lsn = 0;
-            fr.ckpt_count = 0;
-        }
-        Ok(frames.len())
     }
 
     /// How many consecutive checkpoints deferred `pid` (0 if not cached).
     pub fn ckpt_count(&self, pid: PageId) -> u32 {
-        self.table
-            .get(&pid)
-            .map_or(0, |&f| self.frames[f as usize].ckpt_count)
+        self.lookup(pid)
+            .map_or(0, |f| self.frames[f as usize].ckpt_count)
     }
 
     /// Records that a checkpoint selected `pid` and deferred it. Returns the new count.
     pub fn defer(&mut self, pid: PageId) -> u32 {
-        match self.table.get(&pid) {
-            Some(&f) => {
+        match self.lookup(pid) {
+            Some(f) => {
                 let fr = &mut self.frames[f as usize];
                 fr.ckpt_count += 1;
                 fr.ckpt_count
@@ -309,10 +265,6 @@ impl BufferPool {
     /// The oldest recLSN of any dirty page.
     pub fn min_rec_lsn(&self) -> Option<Lsn> {
         self.flush_list.iter().next().map(|&(l, _)| l)
-    }
-
-    pub fn dirty_count(&self) -> usize {
-        self.flush_list.len()
     }
 
     /// Frames that are free or clean and unpinned (what eviction can take without a write).
@@ -334,14 +286,28 @@ impl BufferPool {
             .collect()
     }
 
-    /// Drops every page (after a crash test or on close, once everything is written).
-    pub fn clear(&mut self) {
-        for f in &mut self.frames {
-            f.pid = None;
-            f.dirty = false;
-            f.pins = 0;
+    /// Checks the documented invariants (tests and debug builds): the flush list holds exactly
+    /// the dirty frames, each under its recLSN; the page table and the frames agree.
+    pub fn check_invariants(&self) {
+        let mut dirty = 0;
+        for (i, fr) in self.frames.iter().enumerate() {
+            if let Some(pid) = fr.pid {
+                assert_eq!(
+                    self.table.get(&pid),
+                    Some(&PageState::Resident(i as u32)),
+                    "frame {i} holds page {pid} but the page table disagrees"
+                );
+                if fr.dirty {
+                    dirty += 1;
+                    assert!(
+                        self.flush_list.contains(&(fr.rec_lsn, pid)),
+                        "dirty page {pid} is missing from the flush list"
+                    );
+                }
+            } else {
+                assert!(!fr.dirty, "free frame {i} is dirty");
+            }
         }
-        self.table.clear();
-        self.flush_list.clear();
+        assert_eq!(dirty, self.flush_list.len(), "flush list and dirty frames");
     }
 }

@@ -11,12 +11,17 @@
 //! operation that finds less than [`LOG_RESERVE_PAGES`] pages of log space left first runs a whole
 //! checkpoint; if that frees nothing (a transaction holds the log), it fails with `LogFull`.
 
-use crate::db::Core;
+use crate::cache::PageCache;
+use crate::clock::Clock;
+use crate::config::DbConfig;
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
+use crate::txn_table::TxnTable;
 use crate::wal::record::{Body, CheckpointData};
 use crate::wal::{Master, Wal};
 use crate::writepath::WriteReason;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Above this log fill, checkpoints write every candidate whatever the policy says.
 pub const FORCE_ALL_FILL: f64 = 0.85;
@@ -79,212 +84,269 @@ impl CheckpointPolicy for HotPageAware {
 }
 
 /// A checkpoint in progress.
-pub(crate) struct InProgress {
+struct InProgress {
     pending: Vec<PageId>,
+}
+
+/// Counters of the checkpointer and the page cleaner.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointStats {
+    pub checkpoints: u64,
+    pub cleaner_writes: u64,
+    /// Checkpoint selections deferred by the checkpoint policy.
+    pub deferrals: u64,
+    /// The most consecutive deferrals any page reached.
+    pub max_consecutive_deferrals: u32,
+}
+
+/// The checkpointer's settings (from [`DbConfig`]).
+struct Settings {
+    page_size: u32,
+    log_fill: f64,
+    interval_ns: u64,
+    batch_pages: usize,
+    cleaner_clean_fraction: f64,
+}
+
+/// The checkpointer and the page cleaner: their policy, their state between steps, their clock
+/// and counters.
+pub(crate) struct Checkpointer {
+    policy: Box<dyn CheckpointPolicy>,
+    settings: Settings,
+    clock: Arc<dyn Clock>,
+    in_progress: Option<InProgress>,
+    /// End of the log when the last checkpoint began (checkpoints run every
+    /// `checkpoint_log_fill` x log space of log growth).
+    last_begin_lsn: Lsn,
+    /// When the last checkpoint completed, on `clock`.
+    last_ns: u64,
+    pub stats: CheckpointStats,
 }
 
 fn log_fill(wal: &Wal) -> f64 {
     wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
 }
 
-/// Starts a checkpoint: snapshots its candidates.
-pub(crate) fn begin(core: &mut Core, wal: &mut Wal, force_all: bool) -> InProgress {
-    let target = wal.next_lsn();
-    core.last_checkpoint_begin_lsn = target;
-    let candidates: Vec<(PageId, Lsn)> = core
-        .pool
-        .dirty_pages()
-        .into_iter()
-        .filter(|&(_, l)| l < target)
-        .collect();
-    let fill = log_fill(wal);
-    let low_space = wal.free_bytes() <= 2 * op_reserve(core, wal) + core.log_reserved;
-    let pending: Vec<PageId> = if force_all || fill > FORCE_ALL_FILL || low_space {
-        candidates.iter().map(|&(p, _)| p).collect()
-    } else {
-        let cands: Vec<Candidate> = candidates
-            .iter()
-            .map(|&(pid, rec_lsn)| Candidate {
-                pid,
-                rec_lsn,
-                deferrals: core.pool.ckpt_count(pid),
+impl Checkpointer {
+    /// The policy the configuration asks for: hot-page-aware with `max_checkpoint_count`, or
+    /// write-all.
+    pub fn new(cfg: &DbConfig, clock: Arc<dyn Clock>) -> Checkpointer {
+        let policy: Box<dyn CheckpointPolicy> = if cfg.max_checkpoint_count > 0 {
+            Box::new(HotPageAware {
+                max_checkpoint_count: cfg.max_checkpoint_count,
             })
+        } else {
+            Box::new(WriteAll)
+        };
+        Checkpointer {
+            policy,
+            settings: Settings {
+                page_size: cfg.page_size,
+                log_fill: cfg.checkpoint_log_fill,
+                interval_ns: cfg.checkpoint_interval_ms * 1_000_000,
+                batch_pages: cfg.checkpoint_batch_pages,
+                cleaner_clean_fraction: cfg.cleaner_clean_fraction,
+            },
+            clock,
+            in_progress: None,
+            last_begin_lsn: 0,
+            last_ns: 0,
+            stats: CheckpointStats::default(),
+        }
+    }
+
+    pub fn set_policy(&mut self, policy: Box<dyn CheckpointPolicy>) {
+        self.policy = policy;
+    }
+
+    /// Time intervals count from now (the end of an open).
+    pub fn restart_interval(&mut self) {
+        self.last_ns = self.clock.now_ns();
+    }
+
+    /// Starts a checkpoint: snapshots its candidates.
+    fn begin(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+        force_all: bool,
+    ) -> InProgress {
+        let target = wal.next_lsn();
+        self.last_begin_lsn = target;
+        let candidates: Vec<(PageId, Lsn)> = cache
+            .pool
+            .dirty_pages()
+            .into_iter()
+            .filter(|&(_, l)| l < target)
             .collect();
-        let chosen = core.policy.select(&cands, fill);
-        let chosen_set: std::collections::HashSet<PageId> = chosen.iter().copied().collect();
-        for c in &cands {
-            if !chosen_set.contains(&c.pid) {
-                let n = core.pool.defer(c.pid);
-                core.stats.checkpoint_deferrals += 1;
-                core.stats.max_consecutive_deferrals = core.stats.max_consecutive_deferrals.max(n);
+        let fill = log_fill(wal);
+        let low_space = wal.free_bytes() <= 2 * self.op_reserve(wal) + txns.log_reserved();
+        let pending: Vec<PageId> = if force_all || fill > FORCE_ALL_FILL || low_space {
+            candidates.iter().map(|&(p, _)| p).collect()
+        } else {
+            let cands: Vec<Candidate> = candidates
+                .iter()
+                .map(|&(pid, rec_lsn)| Candidate {
+                    pid,
+                    rec_lsn,
+                    deferrals: cache.pool.ckpt_count(pid),
+                })
+                .collect();
+            let chosen = self.policy.select(&cands, fill);
+            let chosen_set: std::collections::HashSet<PageId> = chosen.iter().copied().collect();
+            for c in &cands {
+                if !chosen_set.contains(&c.pid) {
+                    let n = cache.pool.defer(c.pid);
+                    self.stats.deferrals += 1;
+                    self.stats.max_consecutive_deferrals =
+                        self.stats.max_consecutive_deferrals.max(n);
+                }
+            }
+            chosen
+        };
+        InProgress { pending }
+    }
+
+    /// Writes up to `batch_pages` pages of a checkpoint in progress. Returns true when all are
+    /// written.
+    fn step(&self, cache: &mut PageCache, wal: &mut Wal, ck: &mut InProgress) -> Result<bool> {
+        let n = self.settings.batch_pages.min(ck.pending.len());
+        let batch: Vec<PageId> = ck.pending.drain(..n).collect();
+        cache.write_batch(&batch, wal, WriteReason::Checkpoint)?;
+        Ok(ck.pending.is_empty())
+    }
+
+    /// Completes a checkpoint: pages durable, record logged, log master moved.
+    fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
+        cache.wp.sync(wal)?;
+        // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
+        // checkpoint record gets; recovery replays location records logged after it.
+        cache.wp.checkpoint(wal.next_lsn())?;
+        let dirty_pages = cache.pool.dirty_pages();
+        let t = txns.snapshot();
+        // From the system reserve too: location records may have used the ordinary space, and a
+        // checkpoint is what frees log space.
+        let lsn = wal.append_system(&Body::Checkpoint(CheckpointData {
+            dirty_pages,
+            active_txns: t.active,
+            next_txn: t.next_txn,
+        }))?;
+        wal.flush_to(lsn)?;
+        let mut start = lsn;
+        if let Some(l) = cache.pool.min_rec_lsn() {
+            start = start.min(l);
+        }
+        if let Some(l) = t.oldest_first_lsn {
+            start = start.min(l);
+        }
+        wal.set_master(Master {
+            checkpoint_lsn: lsn,
+            start_lsn: start,
+        })?;
+        cache.wp.checkpoint_done();
+        self.stats.checkpoints += 1;
+        self.last_ns = self.clock.now_ns();
+        Ok(())
+    }
+
+    /// A whole checkpoint, now; `force_all` writes every dirty page whatever the policy says.
+    pub fn checkpoint(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+        force_all: bool,
+    ) -> Result<()> {
+        let mut ck = self.begin(cache, wal, txns, force_all);
+        while !self.step(cache, wal, &mut ck)? {}
+        self.finish(cache, wal, txns)
+    }
+
+    /// Log space kept free for the next operation's record: 32 pages, at most a quarter of the
+    /// log.
+    fn op_reserve(&self, wal: &Wal) -> u64 {
+        (LOG_RESERVE_PAGES * self.settings.page_size as u64).min(wal.capacity_bytes() / 4)
+    }
+
+    /// Log bytes between two checkpoints: `checkpoint_log_fill` of the log space.
+    fn cadence(&self, wal: &Wal) -> u64 {
+        (self.settings.log_fill * wal.capacity_bytes() as f64) as u64
+    }
+
+    /// Log bytes written since the last checkpoint began.
+    fn log_growth(&self, wal: &Wal) -> u64 {
+        wal.next_lsn().saturating_sub(self.last_begin_lsn)
+    }
+
+    /// Makes sure an operation that may log about `need` bytes (its record and, later, its
+    /// undo) can run: checkpoints when the log passed its fill threshold or space runs short,
+    /// and fails with `LogFull` when even a checkpoint that writes every dirty page leaves too
+    /// little space beyond what live transactions have reserved for their rollback.
+    pub fn ensure_log_space(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+        need: u64,
+    ) -> Result<()> {
+        let want = self.op_reserve(wal).max(need) + txns.log_reserved();
+        let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
+        if short {
+            // Space is short: a checkpoint that writes every dirty page, whatever the policy.
+            self.checkpoint(cache, wal, txns, true)?;
+        } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {
+            // The log grew by a checkpoint interval and no background checkpoint is under way.
+            self.checkpoint(cache, wal, txns, false)?;
+        }
+        if wal.free_bytes() <= want {
+            return Err(Error::LogFull(format!(
+                "{} of {} log bytes are in use or reserved for the rollback of live \
+                 transactions ({} reserved); abort or commit them",
+                wal.used_bytes(),
+                wal.capacity_bytes(),
+                txns.log_reserved()
+            )));
+        }
+        Ok(())
+    }
+
+    /// One step of background work: continue or start a checkpoint (started when the log has
+    /// grown by 3/4 of a checkpoint interval since the last one began, so it usually completes
+    /// before an operation would run one itself, or when the time interval has passed), and
+    /// clean frames.
+    pub fn maintenance(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> Result<()> {
+        let interval_ns = self.settings.interval_ns;
+        let interval_due = interval_ns > 0 && self.clock.now_ns() >= self.last_ns + interval_ns;
+        let growth_due = self.log_growth(wal) * 4 >= self.cadence(wal) * 3;
+        let mut ck = match self.in_progress.take() {
+            Some(ck) => Some(ck),
+            None if interval_due || growth_due || log_fill(wal) > FORCE_ALL_FILL => {
+                Some(self.begin(cache, wal, txns, false))
+            }
+            None => None,
+        };
+        if let Some(c) = ck.as_mut() {
+            if self.step(cache, wal, c)? {
+                self.finish(cache, wal, txns)?;
+                ck = None;
             }
         }
-        chosen
-    };
-    InProgress { pending }
-}
-
-/// Writes up to `budget` pages of a checkpoint in progress. Returns true when all are written.
-pub(crate) fn step(
-    core: &mut Core,
-    wal: &mut Wal,
-    ck: &mut InProgress,
-    budget: usize,
-) -> Result<bool> {
-    let n = budget.min(ck.pending.len());
-    let batch: Vec<PageId> = ck.pending.drain(..n).collect();
-    core.pool
-        .write_batch(&batch, core.wp.as_mut(), wal, WriteReason::Checkpoint)?;
-    Ok(ck.pending.is_empty())
-}
-
-/// Completes a checkpoint: pages durable, record logged, log master moved.
-pub(crate) fn finish(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    core.wp.sync(wal)?;
-    // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
-    // checkpoint record gets; recovery replays location records logged after it.
-    core.wp.checkpoint(wal.next_lsn())?;
-    let dirty_pages = core.pool.dirty_pages();
-    let active_txns: Vec<(u64, Lsn, Lsn)> = core
-        .txns
-        .iter()
-        .filter(|(_, s)| s.last_lsn != 0 && !s.committing)
-        .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
-        .collect();
-    let oldest_txn = core
-        .txns
-        .values()
-        .filter(|s| s.first_lsn != 0 && !s.committing)
-        .map(|s| s.first_lsn)
-        .min();
-    // From the system reserve too: location records may have used the ordinary space, and a
-    // checkpoint is what frees log space.
-    let lsn = wal.append_system(&Body::Checkpoint(CheckpointData {
-        dirty_pages,
-        active_txns,
-        next_txn: core.next_txn,
-    }))?;
-    wal.flush_to(lsn)?;
-    let mut start = lsn;
-    if let Some(l) = core.pool.min_rec_lsn() {
-        start = start.min(l);
-    }
-    if let Some(l) = oldest_txn {
-        start = start.min(l);
-    }
-    wal.set_master(Master {
-        checkpoint_lsn: lsn,
-        start_lsn: start,
-    })?;
-    core.wp.checkpoint_done();
-    core.stats.checkpoints += 1;
-    core.last_checkpoint_ns = core.clock.now_ns();
-    Ok(())
-}
-
-/// A whole checkpoint, now (the policy decides which pages it writes).
-pub(crate) fn checkpoint(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    checkpoint_with(core, wal, false)
-}
-
-/// A whole checkpoint; `force_all` writes every dirty page whatever the policy says.
-pub(crate) fn checkpoint_with(core: &mut Core, wal: &mut Wal, force_all: bool) -> Result<()> {
-    let mut ck = begin(core, wal, force_all);
-    let batch = core.cfg.checkpoint_batch_pages;
-    while !step(core, wal, &mut ck, batch)? {}
-    finish(core, wal)
-}
-
-/// Log space kept free for the next operation's record: 32 pages, at most a quarter of the log.
-fn op_reserve(core: &Core, wal: &Wal) -> u64 {
-    (LOG_RESERVE_PAGES * core.cfg.page_size as u64).min(wal.capacity_bytes() / 4)
-}
-
-/// Log space a transaction keeps reserved to roll back an update whose record took
-/// `record_bytes`: its compensation record mirrors it (the inverse leaf change, or images of a
-/// structure change of the same extent).
-pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
-    record_bytes + 128
-}
-
-/// Log bytes a transaction reserves once, from its first update on: its Abort and End records
-/// and room for a few structure changes its rollback may cause by itself (a re-inserted key
-/// splitting a leaf that other transactions filled meanwhile).
-pub(crate) fn txn_reserve(page_size: u32) -> u64 {
-    256 + 4 * page_size as u64
-}
-
-/// Makes sure an operation that may log about `need` bytes (its record and, later, its undo)
-/// can run: checkpoints when the log passed its fill threshold or space runs short, and fails
-/// with `LogFull` when even a checkpoint that writes every dirty page leaves too little space
-/// beyond what live transactions have reserved for their rollback.
-pub(crate) fn ensure_log_space(core: &mut Core, wal: &mut Wal, need: u64) -> Result<()> {
-    let want = op_reserve(core, wal).max(need) + core.log_reserved;
-    let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
-    if short {
-        // Space is short: a checkpoint that writes every dirty page, whatever the policy.
-        checkpoint_with(core, wal, true)?;
-    } else if log_growth(core, wal) >= cadence(core, wal) && core.checkpoint_in_progress.is_none() {
-        // The log grew by a checkpoint interval and no background checkpoint is under way.
-        checkpoint_with(core, wal, false)?;
-    }
-    if wal.free_bytes() <= want {
-        return Err(Error::LogFull(format!(
-            "{} of {} log bytes are in use or reserved for the rollback of live transactions \
-             ({} reserved); abort or commit them",
-            wal.used_bytes(),
-            wal.capacity_bytes(),
-            core.log_reserved
-        )));
-    }
-    Ok(())
-}
-
-/// Log bytes between two checkpoints: `checkpoint_log_fill` of the log space.
-fn cadence(core: &Core, wal: &Wal) -> u64 {
-    (core.cfg.checkpoint_log_fill * wal.capacity_bytes() as f64) as u64
-}
-
-/// Log bytes written since the last checkpoint began.
-fn log_growth(core: &Core, wal: &Wal) -> u64 {
-    wal.next_lsn()
-        .saturating_sub(core.last_checkpoint_begin_lsn)
-}
-
-/// One step of background work: continue or start a checkpoint (started when the log has grown
-/// by 3/4 of a checkpoint interval since the last one began, so it usually completes before an
-/// operation would run one itself, or when the time interval has passed), and clean frames.
-pub(crate) fn maintenance(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    let interval_ns = core.cfg.checkpoint_interval_ms * 1_000_000;
-    let interval_due =
-        interval_ns > 0 && core.clock.now_ns() >= core.last_checkpoint_ns + interval_ns;
-    let growth_due = log_growth(core, wal) * 4 >= cadence(core, wal) * 3;
-    let mut ck = match core.checkpoint_in_progress.take() {
-        Some(ck) => Some(ck),
-        None if interval_due || growth_due || log_fill(wal) > FORCE_ALL_FILL => {
-            Some(begin(core, wal, false))
+        self.in_progress = ck;
+        let want =
+            (self.settings.cleaner_clean_fraction * cache.pool.frame_count() as f64) as usize;
+        if want > 0 && cache.pool.clean_frames() < want {
+            let picks = cache.pool.cleaner_candidates(self.settings.batch_pages);
+            let n = cache.write_batch(&picks, wal, WriteReason::Eviction)?;
+            self.stats.cleaner_writes += n as u64;
         }
-        None => None,
-    };
-    if let Some(c) = ck.as_mut() {
-        let batch = core.cfg.checkpoint_batch_pages;
-        if step(core, wal, c, batch)? {
-            finish(core, wal)?;
-            ck = None;
-        }
+        // Background work of the write path (out of place: garbage collection).
+        cache.wp.maintain(wal)?;
+        Ok(())
     }
-    core.checkpoint_in_progress = ck;
-    let want = (core.cfg.cleaner_clean_fraction * core.pool.frame_count() as f64) as usize;
-    if want > 0 && core.pool.clean_frames() < want {
-        let picks = core
-            .pool
-            .cleaner_candidates(core.cfg.checkpoint_batch_pages);
-        let n = core
-            .pool
-            .write_batch(&picks, core.wp.as_mut(), wal, WriteReason::Eviction)?;
-        core.stats.cleaner_writes += n as u64;
-    }
-    // Background work of the write path (out of place: garbage collection).
-    core.wp.maintain(wal)?;
-    Ok(())
 }

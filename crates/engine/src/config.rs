@@ -120,6 +120,17 @@ impl DbConfig {
         Ok(())
     }
 
+    /// The write path this configuration asks for.
+    pub fn write_path(&self) -> crate::writepath::WritePathConfig {
+        match &self.out_of_place {
+            Some(o) => crate::writepath::WritePathConfig::OutOfPlace(o.clone()),
+            None => crate::writepath::WritePathConfig::InPlace {
+                doublewrite: self.doublewrite,
+                doublewrite_pages: self.doublewrite_pages,
+            },
+        }
+    }
+
     /// Bytes of the buffer pool.
     pub fn buffer_bytes(&self) -> u64 {
         self.buffer_pages as u64 * self.page_size as u64

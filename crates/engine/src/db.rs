@@ -16,25 +16,27 @@
 //! serialised by one core latch (a B+tree operation at a time), while transactions interleave
 //! freely between operations and are isolated by record and tree locks (see `locks.rs`). A
 //! conflict fails fast with [`Error::Conflict`]: abort and retry.
+//!
+//! This module and `txn.rs` are the facade: they hold the handles and call into the engine
+//! (`engine.rs`), which owns the components.
 
-use crate::btree::{self, tree as bt};
 use crate::buffer::{BufferPool, PoolStats};
-use crate::checkpoint::{CheckpointPolicy, WriteAll};
+use crate::cache::PageCache;
+use crate::catalog::{Catalog, Tree};
+use crate::checkpoint::{CheckpointPolicy, Checkpointer};
 use crate::clock::{Clock, WallClock};
 use crate::config::{DbConfig, OpenMode};
-use crate::device::{BlockDevice, FileDevice, MemDevice, SharedDevice};
+use crate::device::{BlockDevice, DeviceStats, FileDevice, MemDevice, SharedDevice};
+use crate::engine::{Core, OpStats, Shared};
 use crate::error::{Error, Result};
-use crate::locks::{LockKey, LockManager};
-use crate::meta::{self, META_PID};
-use crate::mtr::{LeafChange, Mtr};
-use crate::page::{Lsn, PageId};
+use crate::health::Health;
+use crate::page::Lsn;
 use crate::txn::Txn;
-use crate::wal::record::{Body, TreeId, TxnId, Undo};
+use crate::txn_table::TxnTable;
 use crate::wal::{SharedWal, Wal, WalConfig, WalStats};
-use crate::writepath::{InPlace, OutOfPlace, WriteCounters, WritePath};
+use crate::writepath::{factory, Probe, WriteCounters};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// The devices of a database, one per role (DESIGN.md): `data` (pages) and `log` (the WAL), and
 /// optionally `undo` (version store) and `temp` (sort and hash spill) for the components that use
@@ -138,44 +140,6 @@ impl Drop for Background {
     }
 }
 
-/// A handle on a named tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tree {
-    pub(crate) id: TreeId,
-    pub(crate) root: PageId,
-    name: String,
-    /// The `Db` handle (one open of a database) the tree belongs to.
-    pub(crate) instance: u64,
-}
-
-impl Tree {
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    pub fn id(&self) -> TreeId {
-        self.id
-    }
-    /// Page id of the tree's root (it never moves), for tools and tests.
-    pub fn root_page(&self) -> PageId {
-        self.root
-    }
-}
-
-/// Per-transaction state kept by the engine.
-#[derive(Default)]
-pub(crate) struct TxnState {
-    pub first_lsn: Lsn,
-    pub last_lsn: Lsn,
-    /// (LSN of the update, how to undo it), oldest first.
-    pub undo: Vec<(Lsn, Undo)>,
-    pub locks: Vec<LockKey>,
-    /// The commit record is in the log: the transaction is no longer a candidate for undo
-    /// (a checkpoint taken before its end must not list it as active).
-    pub committing: bool,
-    /// Log bytes reserved for this transaction's rollback (part of `Core::log_reserved`).
-    pub reserved: u64,
-}
-
 /// Engine-wide counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineStats {
@@ -198,8 +162,13 @@ pub struct DbStats {
     pub pool: PoolStats,
     pub writes: WriteCounters,
     pub wal: WalStats,
-    pub data_device: crate::device::DeviceStats,
-    pub log_device: crate::device::DeviceStats,
+    /// Device statistics per role: data, log, and the optional undo and temp devices.
+    pub data_device: DeviceStats,
+    pub log_device: DeviceStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_device: Option<DeviceStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_device: Option<DeviceStats>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
     /// Frames of the buffer pool.
     pub pool_frames: usize,
@@ -215,224 +184,10 @@ impl DbStats {
     }
 }
 
-pub(crate) struct Core {
-    pub cfg: DbConfig,
-    pub pool: BufferPool,
-    pub wp: Box<dyn WritePath>,
-    pub trees: HashMap<String, Tree>,
-    pub locks: LockManager,
-    pub txns: HashMap<TxnId, TxnState>,
-    pub next_txn: TxnId,
-    pub stats: EngineStats,
-    pub poisoned: Option<String>,
-    pub policy: Box<dyn CheckpointPolicy>,
-    /// Log bytes reserved by live transactions for their rollback.
-    pub log_reserved: u64,
-    /// Distinguishes this open of the database from every other (tree handles carry it).
-    pub instance: u64,
-    /// End of the log when the last checkpoint began (checkpoints run every
-    /// `checkpoint_log_fill` x log space of log growth).
-    pub last_checkpoint_begin_lsn: Lsn,
-    pub checkpoint_in_progress: Option<crate::checkpoint::InProgress>,
-    pub recovery: Option<crate::recovery::RecoveryReport>,
-    pub clock: Arc<dyn Clock>,
-    pub last_checkpoint_ns: u64,
-}
-
-pub(crate) struct Inner {
-    pub core: Mutex<Core>,
-    pub wal: SharedWal,
-}
-
 /// An open database. Cheap to clone (shared handle).
 #[derive(Clone)]
 pub struct Db {
-    pub(crate) inner: Arc<Inner>,
-}
-
-/// A process-wide counter of opened databases: tree handles carry the number of the open they
-/// came from, so a handle used with another database is refused instead of touching whatever
-/// page has its root's number there.
-fn next_instance() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-pub(crate) fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    // A panic while holding the latch leaves the core in an unknown state; the next user sees
-    // the poison flag set below, so recovering the guard here is safe.
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => {
-            let mut g = p.into_inner();
-            g.poisoned
-                .get_or_insert_with(|| "a thread panicked inside the engine".into());
-            g
-        }
-    }
-}
-
-impl Core {
-    pub fn check(&self) -> Result<()> {
-        match &self.poisoned {
-            Some(why) => Err(Error::Poisoned(why.clone())),
-            None => Ok(()),
-        }
-    }
-
-    pub fn poison(&mut self, e: &Error) {
-        self.poisoned.get_or_insert_with(|| e.to_string());
-    }
-
-    /// Passes a result through, poisoning the handle on a device error: after a failed write or
-    /// flush the device may hold anything (a failed fsync may even have dropped earlier writes),
-    /// so only recovery can tell what is durable.
-    pub fn guard<T>(&mut self, r: Result<T>) -> Result<T> {
-        if let Err(e @ Error::Device(_)) = &r {
-            self.poison(e);
-        }
-        r
-    }
-
-    /// Runs one tree operation as a mini-transaction and logs it with `body_of(redo)`.
-    /// Returns the operation's result and the LSN of its record (0 if it changed nothing).
-    pub fn run_op<R>(
-        &mut self,
-        wal: &mut Wal,
-        txn: TxnId,
-        prev_lsn: Lsn,
-        op: impl FnOnce(&mut Mtr<'_>) -> Result<(R, Option<LeafInfo>)>,
-        body_of: impl FnOnce(&R, crate::wal::record::Redo) -> Body,
-    ) -> Result<(R, Lsn)> {
-        let mut mtr = Mtr::new(&mut self.pool, self.wp.as_mut(), wal);
-        let res = op(&mut mtr);
-        match res {
-            Ok((r, leaf)) => {
-                let redo = mtr.redo(leaf.as_ref().map(|l| l.as_change()));
-                let body = redo.map(|redo| body_of(&r, redo));
-                match mtr.append(txn, prev_lsn, body) {
-                    Ok(lsn) => Ok((r, lsn)),
-                    Err((mtr, e)) => {
-                        // Not logged (e.g. the log is full): undo the change in memory.
-                        mtr.release();
-                        if matches!(e, Error::Device(_)) {
-                            self.poison(&e);
-                        }
-                        Err(e)
-                    }
-                }
-            }
-            Err(e) => {
-                // Pages are restored to their state before the operation: only a device error
-                // (the device may hold anything now) poisons the handle.
-                mtr.release();
-                if matches!(e, Error::Device(_)) {
-                    self.poison(&e);
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Applies a logical change (put or delete) to a tree for transaction `txn` whose previous
-    /// record is `prev_lsn`; returns the old value and the LSN logged.
-    pub fn apply(
-        &mut self,
-        wal: &mut Wal,
-        (txn, prev_lsn): (TxnId, Lsn),
-        tree: &Tree,
-        key: &[u8],
-        value: Option<&[u8]>,
-        body_of: impl FnOnce(&Option<Vec<u8>>, crate::wal::record::Redo) -> Body,
-    ) -> Result<(Option<Vec<u8>>, Lsn)> {
-        let root = tree.root;
-        self.run_op(
-            wal,
-            txn,
-            prev_lsn,
-            |m| match value {
-                Some(v) => {
-                    let out = bt::put(m, root, key, v)?;
-                    let leaf = out.leaf.map(|pid| LeafInfo::Put {
-                        pid,
-                        key: key.to_vec(),
-                        value: v.to_vec(),
-                    });
-                    Ok((out.old, leaf))
-                }
-                None => {
-                    let out = bt::delete(m, root, key)?;
-                    let leaf = out.leaf.map(|pid| LeafInfo::Del {
-                        pid,
-                        key: key.to_vec(),
-                    });
-                    Ok((out.old, leaf))
-                }
-            },
-            body_of,
-        )
-    }
-
-    /// A mini-transaction over this core's pool and write path.
-    pub fn mtr<'a>(&'a mut self, wal: &'a mut Wal) -> Mtr<'a> {
-        Mtr::new(&mut self.pool, self.wp.as_mut(), wal)
-    }
-
-    pub fn tree_by_id(&self, id: TreeId) -> Result<Tree> {
-        self.trees
-            .values()
-            .find(|t| t.id == id)
-            .cloned()
-            .ok_or_else(|| Error::NoSuchTree(format!("#{id}")))
-    }
-
-    /// Reloads the catalog from the meta page.
-    pub fn load_catalog(&mut self, wal: &mut Wal) -> Result<()> {
-        let mut mtr = Mtr::new(&mut self.pool, self.wp.as_mut(), wal);
-        let entries = btree::PageStore::read_page(&mut mtr, META_PID, meta::trees)?;
-        mtr.release();
-        self.trees = entries?
-            .into_iter()
-            .map(|e| {
-                (
-                    e.name.clone(),
-                    Tree {
-                        id: e.id,
-                        root: e.root,
-                        name: e.name,
-                        instance: self.instance,
-                    },
-                )
-            })
-            .collect();
-        Ok(())
-    }
-}
-
-/// What the tree reported about a plain leaf change (owned, for the log record).
-pub(crate) enum LeafInfo {
-    Put {
-        pid: PageId,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Del {
-        pid: PageId,
-        key: Vec<u8>,
-    },
-}
-
-impl LeafInfo {
-    fn as_change(&self) -> LeafChange<'_> {
-        match self {
-            LeafInfo::Put { pid, key, value } => LeafChange::Put {
-                pid: *pid,
-                key,
-                value,
-            },
-            LeafInfo::Del { pid, key } => LeafChange::Del { pid: *pid, key },
-        }
-    }
+    shared: Arc<Shared>,
 }
 
 impl Db {
@@ -442,22 +197,15 @@ impl Db {
         let Devices {
             mut data,
             mut log,
-            undo: _,
-            temp: _,
+            undo,
+            temp,
             clock,
         } = devices;
-        let (blank, oop_header) = {
-            let mut hdr = vec![0u8; data.block_bytes().max(512) as usize];
-            data.read_at(0, &mut hdr)?;
-            (
-                hdr.iter().all(|&b| b == 0),
-                crate::writepath::oop::is_oop_header(&hdr),
-            )
-        };
+        let found = factory::probe(data.as_mut())?;
         let create = match cfg.open_mode {
             OpenMode::Create => true,
             OpenMode::Open => false,
-            OpenMode::OpenOrCreate => blank,
+            OpenMode::OpenOrCreate => found == Probe::Blank,
         };
         let log_space = cfg
             .log_space_bytes
@@ -470,166 +218,82 @@ impl Db {
                 min_batch_records: cfg.group_commit.min_batch,
             },
         };
-        let page_size_check = |theirs: u32| {
-            if theirs != cfg.page_size {
-                return Err(Error::Config(format!(
-                    "the database has {theirs}-byte pages, the config asks for {}",
-                    cfg.page_size
-                )));
-            }
-            Ok(())
-        };
-        let (wp, wal, master): (Box<dyn WritePath>, Wal, Option<crate::wal::Master>) =
-            if create {
-                let wp: Box<dyn WritePath> = match &cfg.out_of_place {
-                    Some(o) => Box::new(OutOfPlace::create(data, cfg.page_size, o.clone())?),
-                    None => Box::new(InPlace::create(
-                        data,
-                        cfg.page_size,
-                        cfg.doublewrite_pages,
-                        cfg.doublewrite,
-                    )?),
-                };
-                log.flush()?;
-                let wal = Wal::create(log, wal_cfg)?;
-                (wp, wal, None)
-            } else {
-                let wp: Box<dyn WritePath> =
-                    match (&cfg.out_of_place, oop_header) {
-                        (Some(o), true) => {
-                            let wp = OutOfPlace::open(data, o.clone())?;
-                            page_size_check(wp.layout().page_size)?;
-                            Box::new(wp)
-                        }
-                        (None, false) => {
-                            let wp = InPlace::open(data, cfg.doublewrite)?;
-                            page_size_check(wp.layout().page_size)?;
-                            Box::new(wp)
-                        }
-                        (None, true) => return Err(Error::Config(
-                            "the database was created with out-of-place writes: set out_of_place \
-                         in the configuration to open it"
-                                .into(),
-                        )),
-                        (Some(_), false) => return Err(Error::Config(
-                            "the database was created with in-place writes: unset out_of_place \
-                         to open it"
-                                .into(),
-                        )),
-                    };
-                let (wal, master) = Wal::open(log, wal_cfg)?;
-                (wp, wal, Some(master))
-            };
-        let mut wal = wal;
-        if cfg.out_of_place.is_some() {
-            // Location records of a checkpoint that writes the whole pool, and of the DB GC it
-            // may run, must fit even when the log is otherwise full.
-            wal.set_system_reserve(cfg.buffer_pages as u64 * 48 + (256 << 10));
-        }
-        let pool = BufferPool::new(cfg.buffer_pages, cfg.page_size as usize);
-        let policy: Box<dyn CheckpointPolicy> = if cfg.max_checkpoint_count > 0 {
-            Box::new(crate::checkpoint::HotPageAware {
-                max_checkpoint_count: cfg.max_checkpoint_count,
-            })
+        let wp_cfg = cfg.write_path();
+        let (wp, mut wal, master) = if create {
+            let wp = factory::create(&wp_cfg, data, cfg.page_size)?;
+            log.flush()?;
+            (wp, Wal::create(log, wal_cfg)?, None)
         } else {
-            Box::new(WriteAll)
+            let wp = factory::open(&wp_cfg, data, cfg.page_size, found)?;
+            let (wal, master) = Wal::open(log, wal_cfg)?;
+            (wp, wal, Some(master))
         };
-        let core = Core {
-            cfg,
-            pool,
+        let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages);
+        if reserve > 0 {
+            wal.set_system_reserve(reserve);
+        }
+        let cache = PageCache::new(
+            BufferPool::new(cfg.buffer_pages, cfg.page_size as usize),
             wp,
-            trees: HashMap::new(),
-            locks: LockManager::default(),
-            txns: HashMap::new(),
-            next_txn: 1,
-            stats: EngineStats::default(),
-            poisoned: None,
-            policy,
-            log_reserved: 0,
-            instance: next_instance(),
-            last_checkpoint_begin_lsn: 0,
-            checkpoint_in_progress: None,
+        );
+        let core = Core {
+            cache,
+            txns: TxnTable::new(cfg.page_size),
+            catalog: Catalog::new(),
+            checkpointer: Checkpointer::new(&cfg, clock.clone()),
+            stats: OpStats::default(),
             recovery: None,
-            clock,
-            last_checkpoint_ns: 0,
+            health: Health::new(),
+            roles: crate::engine::RoleDevices { undo, temp },
+            cfg,
         };
         let db = Db {
-            inner: Arc::new(Inner {
-                core: Mutex::new(core),
-                wal: SharedWal::new(wal),
-            }),
+            shared: Arc::new(Shared::new(core, SharedWal::new(wal))),
         };
         {
-            let mut core = lock(&db.inner.core);
-            let mut wal = db.inner.wal.lock();
+            let mut guard = db.shared.core();
+            let core = &mut *guard;
+            let mut wal = db.shared.wal.lock();
             match master {
-                None => crate::recovery::format(&mut core, &mut wal)?,
-                Some(m) => crate::recovery::recover(&mut core, &mut wal, m)?,
+                None => crate::recovery::format(&mut core.cache, &mut wal)?,
+                Some(m) => {
+                    let r = crate::recovery::recover(
+                        &mut core.cache,
+                        &mut wal,
+                        &mut core.catalog,
+                        clock.as_ref(),
+                        m,
+                    )?;
+                    core.txns.set_next_txn(r.next_txn);
+                    core.recovery = Some(r.report);
+                }
             }
-            core.load_catalog(&mut wal)?;
+            crate::recovery::load_catalog(&mut core.cache, &mut wal, &mut core.catalog)?;
         }
         db.checkpoint()?;
-        let mut core = lock(&db.inner.core);
+        let mut core = db.shared.core();
         if create {
-            let r = core.wp.finish_format();
-            core.guard(r)?;
+            let r = core.cache.wp.finish_format();
+            core.health.guard(r)?;
         }
         // Checkpoint intervals count from the end of the open.
-        core.last_checkpoint_ns = core.clock.now_ns();
+        core.checkpointer.restart_interval();
         drop(core);
         Ok(db)
     }
 
     /// Creates a tree (committed at once). Error if the name exists.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        if core.trees.contains_key(name) {
-            return Err(Error::TreeExists(name.into()));
-        }
-        if name.is_empty() || name.len() > meta::MAX_TREE_NAME {
-            return Err(Error::InvalidArgument(format!(
-                "tree name must be 1..={} bytes",
-                meta::MAX_TREE_NAME
-            )));
-        }
-        let mut wal = self.inner.wal.lock();
-        let need = 8 * core.cfg.page_size as u64;
-        let r = crate::checkpoint::ensure_log_space(&mut core, &mut wal, need);
-        core.guard(r)?;
-        let (id, lsn) = core.run_op(
-            &mut wal,
-            0,
-            0,
-            |m| {
-                let root = bt::create(m)?;
-                let id =
-                    btree::PageStore::write_page(m, META_PID, |p| meta::add_tree(p, name, root))??;
-                Ok(((id, root), None))
-            },
-            |_, redo| Body::System { redo },
-        )?;
-        let r = wal.flush_to(lsn);
-        drop(wal);
-        core.guard(r)?;
-        let tree = Tree {
-            id: id.0,
-            root: id.1,
-            name: name.into(),
-            instance: core.instance,
-        };
-        core.trees.insert(name.into(), tree.clone());
-        Ok(tree)
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.create_tree(&mut wal, name)
     }
 
     /// The tree called `name`.
     pub fn open_tree(&self, name: &str) -> Result<Tree> {
-        let core = lock(&self.inner.core);
+        let core = self.shared.core();
         core.check()?;
-        core.trees
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::NoSuchTree(name.into()))
+        core.catalog.get(name)
     }
 
     /// The tree called `name`, created if missing.
@@ -642,57 +306,40 @@ impl Db {
 
     /// Names of all trees.
     pub fn tree_names(&self) -> Vec<String> {
-        let core = lock(&self.inner.core);
-        let mut v: Vec<String> = core.trees.keys().cloned().collect();
-        v.sort();
-        v
+        self.shared.core().catalog.names()
     }
 
     /// Starts a transaction.
     pub fn begin(&self) -> Result<Txn> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        let id = core.next_txn;
-        core.next_txn += 1;
-        core.txns.insert(id, TxnState::default());
-        Ok(Txn::new(self.clone(), id))
+        let id = self.shared.core().begin()?;
+        Ok(Txn::new(self.shared.clone(), id))
     }
 
     /// Runs a full checkpoint: writes every dirty page, logs a checkpoint record and frees the
     /// log space behind it.
     pub fn checkpoint(&self) -> Result<()> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        let mut wal = self.inner.wal.lock();
-        let r = crate::checkpoint::checkpoint(&mut core, &mut wal);
-        if let Err(e) = &r {
-            core.poison(e);
-        }
-        r
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.checkpoint(&mut wal)
     }
 
     /// Background work, one step: a checkpoint when the log is filling up, the page cleaner when
     /// clean frames run short. Call it from a timer thread (wall clock) or the virtual-time
     /// scheduler.
     pub fn maintenance(&self) -> Result<()> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        let mut wal = self.inner.wal.lock();
-        let r = crate::checkpoint::maintenance(&mut core, &mut wal);
-        if let Err(e) = &r {
-            core.poison(e);
-        }
-        r
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.maintenance(&mut wal)
     }
 
     /// Makes the whole log durable (one log write for every commit record appended since the
     /// last flush: the flush of a group commit). Returns the durable LSN.
     pub fn flush_log(&self) -> Result<Lsn> {
-        let mut wal = self.inner.wal.lock();
+        let mut wal = self.shared.wal.lock();
         let r = wal.flush().map(|_| wal.durable_lsn());
         drop(wal);
         if let Err(e) = &r {
-            lock(&self.inner.core).poison(e);
+            self.shared.health.poison(e);
         }
         r
     }
@@ -718,25 +365,34 @@ impl Db {
 
     /// Replaces the checkpoint policy (which dirty pages a checkpoint writes).
     pub fn set_checkpoint_policy(&self, policy: Box<dyn CheckpointPolicy>) {
-        lock(&self.inner.core).policy = policy;
+        self.shared.core().checkpointer.set_policy(policy);
     }
 
     /// All counters.
     pub fn stats(&self) -> DbStats {
-        let core = lock(&self.inner.core);
-        let wal = self.inner.wal.lock();
+        let core = self.shared.core();
+        let wal = self.shared.wal.lock();
+        let ck = &core.checkpointer.stats;
         DbStats {
             engine: EngineStats {
-                conflicts: core.locks.conflicts,
-                ..core.stats.clone()
+                commits: core.stats.commits,
+                aborts: core.stats.aborts,
+                conflicts: core.txns.conflicts(),
+                checkpoints: ck.checkpoints,
+                cleaner_writes: ck.cleaner_writes,
+                ops: core.stats.ops,
+                checkpoint_deferrals: ck.deferrals,
+                max_consecutive_deferrals: ck.max_consecutive_deferrals,
             },
-            pool: core.pool.stats.clone(),
-            writes: core.wp.counters().clone(),
+            pool: core.cache.pool.stats.clone(),
+            writes: core.cache.wp.counters().clone(),
             wal: wal.stats(),
-            data_device: core.wp.device_stats(),
+            data_device: core.cache.wp.device_stats(),
             log_device: wal.device_stats(),
+            undo_device: core.roles.undo.as_ref().map(|d| d.stats()),
+            temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
-            pool_frames: core.pool.frame_count(),
+            pool_frames: core.cache.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,
         }
@@ -745,37 +401,22 @@ impl Db {
     /// Verifies every tree's structure (keys ordered, separators, depth, checksums of the pages
     /// read). Returns the number of keys per tree.
     pub fn verify(&self) -> Result<Vec<(String, u64)>> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        let mut wal = self.inner.wal.lock();
-        let trees: Vec<Tree> = core.trees.values().cloned().collect();
-        let mut out = Vec::new();
-        for t in trees {
-            let mut mtr = core.mtr(&mut wal);
-            let r = bt::check(&mut mtr, t.root);
-            mtr.release();
-            out.push((t.name.clone(), r?.keys));
-        }
-        out.sort();
-        Ok(out)
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.verify(&mut wal)
     }
 
     /// Pages ever allocated (the high-water mark; freed pages are reused first) and the page
     /// capacity of the data device.
     pub fn page_usage(&self) -> Result<(u64, u64)> {
-        let mut core = lock(&self.inner.core);
-        core.check()?;
-        let mut wal = self.inner.wal.lock();
-        let cap = core.wp.page_capacity();
-        let mut mtr = core.mtr(&mut wal);
-        let used = btree::PageStore::read_page(&mut mtr, META_PID, meta::next_pid);
-        mtr.release();
-        Ok((used?, cap))
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.page_usage(&mut wal)
     }
 
     /// Page size in bytes.
     pub fn page_size(&self) -> u32 {
-        lock(&self.inner.core).cfg.page_size
+        self.shared.core().cfg.page_size
     }
 
     /// Checkpoints and makes everything durable. The handle stays usable.

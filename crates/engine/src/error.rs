@@ -31,6 +31,8 @@ pub enum Error {
     ValueTooLong { len: usize, max: usize },
     #[error("database is full: {0}")]
     Full(String),
+    #[error("no buffer frame can be freed: {0}")]
+    PoolExhausted(String),
     #[error("the log is full and no checkpoint can free space: {0}")]
     LogFull(String),
     #[error("the database handle is poisoned by an earlier I/O error: {0}")]

@@ -1,9 +1,9 @@
 //! wafer-engine: the embeddable transactional key-value store.
 //!
 //! Layers, bottom up: the device layer ([`device`]: all storage goes through the `BlockDevice`
-//! trait), the page format ([`page`]), the write path ([`writepath`]: in-place with a doublewrite
-//! buffer today), the buffer pool, the B+tree ([`btree`]), the write-ahead log ([`wal`]),
-//! transactions with record locks, checkpoints and ARIES-style recovery, and the [`Db`] API.
+//! trait), the page format, the write path (in-place with a doublewrite buffer, or out of place),
+//! the page cache (buffer pool + write path), the B+tree, the write-ahead log, transactions under
+//! a concurrency-control protocol, checkpoints and ARIES-style recovery, and the [`Db`] API.
 //!
 //! ```
 //! use wafer_engine::{Db, DbConfig, Devices};
@@ -16,24 +16,35 @@
 
 pub mod btree;
 pub mod buffer;
+mod cache;
+mod catalog;
+mod cc;
 pub mod checkpoint;
 pub mod clock;
 pub mod config;
 mod db;
 pub mod device;
+mod engine;
 pub mod error;
+mod health;
 pub mod locks;
 pub mod meta;
 mod mtr;
+mod ops;
 pub mod page;
 pub mod recovery;
+mod redo;
 mod txn;
+mod txn_table;
+mod undo;
 pub mod wal;
 pub mod writepath;
 
-pub use clock::{Clock, WallClock};
+pub use cache::{AfterRead, DirtyVictim, EvictionPolicy, WriteBack};
+pub use catalog::Tree;
 pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
+pub use clock::{Clock, WallClock};
 pub use config::{DbConfig, GroupCommitConfig, OpenMode};
-pub use db::{Background, Db, DbStats, Devices, EngineStats, Tree};
+pub use db::{Background, Db, DbStats, Devices, EngineStats};
 pub use error::{Error, Result};
-pub use txn::{PendingCommit, Txn};
+pub use txn::{Cursor, PendingCommit, Txn};

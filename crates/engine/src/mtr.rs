@@ -2,21 +2,37 @@
 //! exactly one log record. The pages an operation writes stay pinned until the record is appended
 //! and every one of them carries its LSN; a simple in-place leaf change is logged physiologically
 //! (page + key), anything else (splits, merges, overflow chains, allocation) as after-images.
+//!
+//! The record goes to a [`RedoSink`]: today the log itself (every operation logged at once, ARIES
+//! style); a sink that keeps records until commit (paper 001's redo-only logging) plugs in here.
 
 use crate::btree::PageStore;
-use crate::buffer::BufferPool;
+use crate::cache::PageCache;
 use crate::error::{Error, Result};
 use crate::meta::{self, META_PID};
 use crate::page::{self, Lsn, PageId, PageType};
-use crate::wal::record::{Redo, TxnId};
+use crate::wal::record::{Body, Redo, TxnId};
 use crate::wal::Wal;
-use crate::writepath::WritePath;
+use crate::writepath::LogSink;
+
+/// Where a mini-transaction's record goes, and the log operations a page write may need
+/// (the write-ahead rule on eviction).
+pub(crate) trait RedoSink: LogSink {
+    /// Logs one operation of `txn` (0: a system operation) whose previous record is `prev_lsn`;
+    /// returns the record's LSN.
+    fn append_op(&mut self, txn: TxnId, prev_lsn: Lsn, body: Body) -> Result<Lsn>;
+}
+
+impl RedoSink for Wal {
+    fn append_op(&mut self, txn: TxnId, prev_lsn: Lsn, body: Body) -> Result<Lsn> {
+        self.append(txn, prev_lsn, body)
+    }
+}
 
 /// Page access for one operation.
-pub struct Mtr<'a> {
-    pub pool: &'a mut BufferPool,
-    pub wp: &'a mut dyn WritePath,
-    pub wal: &'a mut Wal,
+pub(crate) struct Mtr<'a> {
+    cache: &'a mut PageCache,
+    log: &'a mut dyn RedoSink,
     /// Pages written by this operation, with their frames (pinned).
     touched: Vec<(PageId, u32)>,
     /// Contents of each touched page before the operation (None: created by it), so a failed
@@ -25,29 +41,27 @@ pub struct Mtr<'a> {
 }
 
 impl<'a> Mtr<'a> {
-    pub fn new(pool: &'a mut BufferPool, wp: &'a mut dyn WritePath, wal: &'a mut Wal) -> Self {
+    pub fn new(cache: &'a mut PageCache, log: &'a mut dyn RedoSink) -> Self {
         Mtr {
-            pool,
-            wp,
-            wal,
+            cache,
+            log,
             touched: Vec::new(),
             before: Vec::new(),
         }
     }
 
     fn frame(&mut self, pid: PageId) -> Result<u32> {
-        let wal = &mut *self.wal;
-        self.pool.fetch(pid, self.wp, wal)
+        self.cache.fetch(pid, &mut *self.log)
     }
 
     fn touch(&mut self, pid: PageId, f: u32, created: bool) {
         if !self.touched.iter().any(|(p, _)| *p == pid) {
-            self.pool.pin(f);
+            self.cache.pool.pin(f);
             self.touched.push((pid, f));
             self.before.push(if created {
                 None
             } else {
-                Some(self.pool.data(f).into())
+                Some(self.cache.pool.data(f).into())
             });
         }
     }
@@ -66,7 +80,7 @@ impl<'a> Mtr<'a> {
         Some(Redo::Images(
             self.touched
                 .iter()
-                .map(|&(pid, f)| (pid, self.pool.data(f).to_vec()))
+                .map(|&(pid, f)| (pid, self.cache.pool.data(f).to_vec()))
                 .collect(),
         ))
     }
@@ -74,26 +88,30 @@ impl<'a> Mtr<'a> {
     /// Appends the operation's record and stamps its LSN on every touched page (marking them
     /// dirty), then unpins them. Returns the LSN (0 if nothing was logged). If the append fails,
     /// the mini-transaction comes back with the error so the caller can `release` it.
+    /// The pages the operation changed are added to `changed` (for the transaction's list of
+    /// pages with uncommitted changes).
     pub fn append(
         mut self,
         txn: TxnId,
         prev_lsn: Lsn,
-        body: Option<crate::wal::record::Body>,
+        body: Option<Body>,
+        changed: &mut Vec<PageId>,
     ) -> std::result::Result<Lsn, (Self, Error)> {
         let lsn = match body {
-            Some(b) => match self.wal.append(txn, prev_lsn, b) {
+            Some(b) => match self.log.append_op(txn, prev_lsn, b) {
                 Ok(l) => l,
                 Err(e) => return Err((self, e)),
             },
             None => 0,
         };
         self.before.clear();
-        for (_, f) in std::mem::take(&mut self.touched) {
+        for (pid, f) in std::mem::take(&mut self.touched) {
             if lsn != 0 {
-                page::set_page_lsn(self.pool.data_mut(f), lsn);
-                self.pool.mark_dirty(f, lsn);
+                changed.push(pid);
+                page::set_page_lsn(self.cache.pool.data_mut(f), lsn);
+                self.cache.pool.mark_dirty(f, lsn, txn);
             }
-            self.pool.unpin(f);
+            self.cache.pool.unpin(f);
         }
         Ok(lsn)
     }
@@ -104,15 +122,15 @@ impl<'a> Mtr<'a> {
         let before = std::mem::take(&mut self.before);
         for ((_, f), img) in std::mem::take(&mut self.touched).into_iter().zip(before) {
             if let Some(img) = img {
-                self.pool.data_mut(f).copy_from_slice(&img);
+                self.cache.pool.data_mut(f).copy_from_slice(&img);
             }
-            self.pool.unpin(f);
+            self.cache.pool.unpin(f);
         }
     }
 }
 
 /// A plain in-place leaf change, as the B+tree reports it.
-pub enum LeafChange<'k> {
+pub(crate) enum LeafChange<'k> {
     Put {
         pid: PageId,
         key: &'k [u8],
@@ -147,12 +165,12 @@ impl LeafChange<'_> {
 
 impl PageStore for Mtr<'_> {
     fn page_size(&self) -> usize {
-        self.pool.page_size()
+        self.cache.pool.page_size()
     }
 
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let fr = self.frame(pid)?;
-        let data = self.pool.data(fr);
+        let data = self.cache.pool.data(fr);
         if page::is_zeroed(data) {
             return Err(Error::CorruptPage {
                 pid,
@@ -165,11 +183,11 @@ impl PageStore for Mtr<'_> {
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let fr = self.frame(pid)?;
         self.touch(pid, fr, false);
-        Ok(f(self.pool.data_mut(fr)))
+        Ok(f(self.cache.pool.data_mut(fr)))
     }
 
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId> {
-        let capacity = self.wp.page_capacity();
+        let capacity = self.cache.wp.page_capacity();
         let head = self.read_page(META_PID, meta::free_head)?;
         let pid = if head != 0 {
             let next = self.read_page(head, meta::free_next)?;
@@ -185,10 +203,9 @@ impl PageStore for Mtr<'_> {
             self.write_page(META_PID, |p| meta::set_next_pid(p, pid + 1))?;
             pid
         };
-        let wal = &mut *self.wal;
-        let fr = self.pool.create(pid, self.wp, wal)?;
+        let fr = self.cache.create(pid, &mut *self.log)?;
         self.touch(pid, fr, true);
-        page::init(self.pool.data_mut(fr), pid, kind);
+        page::init(self.cache.pool.data_mut(fr), pid, kind);
         Ok(pid)
     }
 

@@ -1,14 +1,16 @@
-//! Formatting a new database, transaction rollback, and ARIES-style crash recovery: analysis from
+//! Formatting a new database and ARIES-style crash recovery: analysis from
 //! the last checkpoint, redo from the oldest recLSN (page-LSN tested), undo of loser transactions
 //! with compensation records. The time and records of each phase are reported (paper 000 Table II
 //! reports exactly these).
 
-use crate::btree::node;
-use crate::db::Core;
+use crate::cache::PageCache;
+use crate::catalog::Catalog;
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::meta::{self, META_PID};
-use crate::page::{self, Lsn, PageId};
-use crate::wal::record::{Body, LogRecord, Redo, TxnId, Undo};
+use crate::page::{Lsn, PageId};
+use crate::redo::Applied;
+use crate::wal::record::{Body, LogRecord, Redo, TxnId};
 use crate::wal::{Master, Wal};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -31,11 +33,12 @@ pub struct RecoveryReport {
 }
 
 /// Creates the meta page of a new database and makes it durable.
-pub(crate) fn format(core: &mut Core, wal: &mut Wal) -> Result<()> {
-    let (_, lsn) = core.run_op(
+pub(crate) fn format(cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
+    let (_, lsn) = crate::ops::run_op(
+        cache,
         wal,
-        0,
-        0,
+        (0, 0),
+        &mut Vec::new(),
         |m| {
             crate::btree::PageStore::write_page(m, META_PID, meta::init)?;
             Ok(((), None))
@@ -45,53 +48,17 @@ pub(crate) fn format(core: &mut Core, wal: &mut Wal) -> Result<()> {
     wal.flush_to(lsn)
 }
 
-/// Applies a logical undo through the tree and logs it as a compensation record.
-fn undo_one(
-    core: &mut Core,
+/// Reads the catalog from the meta page.
+pub(crate) fn load_catalog(
+    cache: &mut PageCache,
     wal: &mut Wal,
-    txn: TxnId,
-    prev: Lsn,
-    u: &Undo,
-    undo_next: Lsn,
-) -> Result<Lsn> {
-    let tree = core.tree_by_id(u.tree)?;
-    let (_, lsn) = core.apply(
-        wal,
-        (txn, prev),
-        &tree,
-        &u.key,
-        u.old.as_deref(),
-        |_, redo| Body::Clr { redo, undo_next },
-    )?;
-    Ok(if lsn == 0 { prev } else { lsn })
-}
-
-/// Rolls back a live transaction from its in-memory undo list.
-pub(crate) fn rollback(
-    core: &mut Core,
-    wal: &mut Wal,
-    txn: TxnId,
-    last_lsn: Lsn,
-    undo: &[(Lsn, Undo)],
+    catalog: &mut Catalog,
 ) -> Result<()> {
-    if last_lsn == 0 {
-        return Ok(());
-    }
-    let mut prev = last_lsn;
-    for i in (0..undo.len()).rev() {
-        let undo_next = if i == 0 { 0 } else { undo[i - 1].0 };
-        prev = undo_one(core, wal, txn, prev, &undo[i].1, undo_next)?;
-    }
-    let a = wal.append(txn, prev, Body::Abort)?;
-    wal.append(txn, a, Body::End)?;
+    let entries = crate::ops::read(cache, wal, |m| {
+        crate::btree::PageStore::read_page(m, META_PID, meta::trees)
+    })??;
+    catalog.load(entries);
     Ok(())
-}
-
-fn redo_pages(redo: &Redo) -> Vec<PageId> {
-    match redo {
-        Redo::LeafPut { pid, .. } | Redo::LeafDel { pid, .. } => vec![*pid],
-        Redo::Images(v) => v.iter().map(|(p, _)| *p).collect(),
-    }
 }
 
 fn redo_of(body: &Body) -> Option<&Redo> {
@@ -107,11 +74,25 @@ struct TxnEntry {
     committed: bool,
 }
 
-/// Crash recovery.
-pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<()> {
+/// What recovery hands back besides the repaired pages.
+pub(crate) struct Recovered {
+    pub report: RecoveryReport,
+    /// The next transaction id to give out.
+    pub next_txn: TxnId,
+}
+
+/// Crash recovery of the pages in `cache` from `wal`, whose master is `master`; phase times on
+/// `clock`. `catalog` is loaded on the way (the undo phase needs the trees).
+pub(crate) fn recover(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    catalog: &mut Catalog,
+    clock: &dyn Clock,
+    master: Master,
+) -> Result<Recovered> {
     let mut rep = RecoveryReport::default();
     // ---- analysis
-    let t = core.clock.now_ns();
+    let t = clock.now_ns();
     let scan_start = if master.checkpoint_lsn != 0 {
         master.checkpoint_lsn
     } else {
@@ -122,7 +103,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
     let mut next_txn = 1;
     let mut end = scan_start;
     // The write path reloads what it saved at that checkpoint (out of place: the page map).
-    core.wp.recover_begin(master.checkpoint_lsn)?;
+    cache.wp.recover_begin(master.checkpoint_lsn)?;
     {
         let mut reader = wal.scan_from(scan_start)?;
         while let Some(rec) = reader.next_record()? {
@@ -146,7 +127,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
                     next_txn = next_txn.max(d.next_txn);
                 }
                 Body::Checkpoint(_) => {}
-                Body::Map(changes) => core.wp.redo_map(rec.lsn, changes)?,
+                Body::Map(changes) => cache.wp.redo_map(rec.lsn, changes)?,
                 Body::Commit => {
                     att.entry(rec.txn).or_insert(TxnEntry {
                         last_lsn: rec.lsn,
@@ -168,7 +149,7 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
                 }
                 body => {
                     if let Some(redo) = redo_of(body) {
-                        for pid in redo_pages(redo) {
+                        for pid in crate::redo::pages(redo) {
                             dpt.entry(pid).or_insert(rec.lsn);
                         }
                     }
@@ -191,13 +172,12 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
         }
     }
     wal.set_end(end)?;
-    core.wp.recover_end()?;
+    cache.wp.recover_end()?;
     rep.log_end_lsn = end;
-    rep.analysis_us = core.clock.now_ns().saturating_sub(t) / 1000;
-    core.next_txn = next_txn;
+    rep.analysis_us = clock.now_ns().saturating_sub(t) / 1000;
 
     // ---- redo
-    let t = core.clock.now_ns();
+    let t = clock.now_ns();
     if let Some(&redo_start) = dpt.values().min() {
         rep.redo_start_lsn = redo_start;
         let records: Vec<LogRecord> = {
@@ -216,14 +196,15 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
         for rec in records {
             rep.redo_records += 1;
             let redo = redo_of(&rec.body).expect("filtered");
-            rep.redo_applied += redo_record(core, wal, rec.lsn, redo, &dpt)?;
+            rep.redo_applied += redo_record(cache, wal, rec.lsn, redo, &dpt)?;
         }
     }
-    rep.redo_us = core.clock.now_ns().saturating_sub(t) / 1000;
+    rep.redo_us = clock.now_ns().saturating_sub(t) / 1000;
 
     // ---- undo
-    let t = core.clock.now_ns();
-    core.load_catalog(wal)?;
+    let t = clock.now_ns();
+    load_catalog(cache, wal, catalog)?;
+    let mut changed = Vec::new();
     let mut losers: Vec<(TxnId, TxnEntry)> = att.into_iter().collect();
     losers.sort_by_key(|(id, _)| *id);
     for (txn, e) in losers {
@@ -248,7 +229,16 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
             match rec.body {
                 Body::Update { undo, .. } => {
                     rep.undo_records += 1;
-                    prev = undo_one(core, wal, txn, prev, &undo, rec.prev_lsn)?;
+                    prev = crate::undo::undo_one(
+                        cache,
+                        wal,
+                        catalog,
+                        &mut changed,
+                        txn,
+                        prev,
+                        &undo,
+                        rec.prev_lsn,
+                    )?;
                     next = rec.prev_lsn;
                 }
                 Body::Clr { undo_next, .. } => next = undo_next,
@@ -260,77 +250,38 @@ pub(crate) fn recover(core: &mut Core, wal: &mut Wal, master: Master) -> Result<
     }
     let last = wal.next_lsn();
     wal.flush_to(last)?;
-    rep.undo_us = core.clock.now_ns().saturating_sub(t) / 1000;
-    core.recovery = Some(rep);
-    Ok(())
+    rep.undo_us = clock.now_ns().saturating_sub(t) / 1000;
+    Ok(Recovered {
+        report: rep,
+        next_txn,
+    })
 }
 
 /// Redoes one record's page changes where the page is older than the record.
 fn redo_record(
-    core: &mut Core,
+    cache: &mut PageCache,
     wal: &mut Wal,
     lsn: Lsn,
     redo: &Redo,
     dpt: &HashMap<PageId, Lsn>,
 ) -> Result<u64> {
     let mut applied = 0;
-    let wants = |pid: PageId| dpt.get(&pid).is_some_and(|&rec| rec <= lsn);
-    match redo {
-        Redo::Images(images) => {
-            for (pid, image) in images {
-                if !wants(*pid) {
-                    continue;
-                }
-                // A full image needs no valid old page: a torn page is simply replaced.
-                let f = match core.pool.fetch(*pid, core.wp.as_mut(), wal) {
-                    Ok(f) => f,
-                    Err(Error::CorruptPage { .. }) => {
-                        core.pool.create(*pid, core.wp.as_mut(), wal)?
-                    }
-                    Err(e) => return Err(e),
-                };
-                let data = core.pool.data_mut(f);
-                if page::is_zeroed(data) || page::page_lsn(data) < lsn {
-                    if image.len() != data.len() {
-                        return Err(Error::CorruptLog {
-                            lsn,
-                            reason: format!("page image of {} bytes", image.len()),
-                        });
-                    }
-                    data.copy_from_slice(image);
-                    page::set_page_lsn(data, lsn);
-                    core.pool.mark_dirty(f, lsn);
-                    applied += 1;
-                }
-            }
+    for pid in crate::redo::pages(redo) {
+        if dpt.get(&pid).is_none_or(|&rec| rec > lsn) {
+            continue;
         }
-        Redo::LeafPut { pid, key, .. } | Redo::LeafDel { pid, key } if wants(*pid) => {
-            let f = core.pool.fetch(*pid, core.wp.as_mut(), wal)?;
-            let data = core.pool.data_mut(f);
-            if page::is_zeroed(data) {
-                return Err(Error::CorruptPage {
-                    pid: *pid,
-                    reason: "redo of a leaf change found the page never written",
-                });
+        let f = match cache.fetch(pid, wal) {
+            Ok(f) => f,
+            // A full image needs no valid old page: a torn page is simply replaced.
+            Err(Error::CorruptPage { .. }) if matches!(redo, Redo::Images(_)) => {
+                cache.create(pid, wal)?
             }
-            if page::page_lsn(data) < lsn {
-                if let Redo::LeafPut { value, .. } = redo {
-                    node::leaf_put_inline(data, key, value).map_err(|e| match e {
-                        node::PutError::Corrupt(e) => e,
-                        node::PutError::NoSpace => Error::CorruptLog {
-                            lsn,
-                            reason: format!("redo of a leaf put does not fit page {pid}"),
-                        },
-                    })?;
-                } else {
-                    node::leaf_del(data, key)?;
-                }
-                page::set_page_lsn(data, lsn);
-                core.pool.mark_dirty(f, lsn);
-                applied += 1;
-            }
+            Err(e) => return Err(e),
+        };
+        if crate::redo::apply(cache.pool.data_mut(f), pid, lsn, redo)? == Applied::Changed {
+            cache.pool.mark_dirty(f, lsn, 0);
+            applied += 1;
         }
-        _ => {}
     }
     Ok(applied)
 }

@@ -1,24 +1,27 @@
-//! Transactions: reads, writes and scans under record and tree locks (strict two-phase locking,
-//! no-wait), commit through group commit, rollback with compensation records.
+//! Transactions (the facade): reads, writes, scans and cursors under the engine's concurrency
+//! control (strict two-phase locking, no-wait), commit through group commit, rollback with
+//! compensation records.
 
-use crate::btree::tree as bt;
-use crate::db::{lock, Core, Db, Tree};
+use crate::catalog::Tree;
+use crate::engine::Shared;
 use crate::error::{Error, Result};
-use crate::locks::{LockKey, LockMode};
-use crate::wal::record::{Body, TxnId, Undo};
+use crate::page::Lsn;
+use crate::wal::record::{Body, TxnId};
+use std::collections::VecDeque;
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// A transaction. Dropped without `commit`, it aborts.
 pub struct Txn {
-    db: Db,
+    shared: Arc<Shared>,
     id: TxnId,
     done: bool,
 }
 
 impl Txn {
-    pub(crate) fn new(db: Db, id: TxnId) -> Txn {
+    pub(crate) fn new(shared: Arc<Shared>, id: TxnId) -> Txn {
         Txn {
-            db,
+            shared,
             id,
             done: false,
         }
@@ -28,86 +31,11 @@ impl Txn {
         self.id
     }
 
-    fn lock_pair(
-        core: &mut Core,
-        id: TxnId,
-        tree: &Tree,
-        key: Option<&[u8]>,
-        write: bool,
-    ) -> Result<()> {
-        if tree.instance != core.instance {
-            return Err(Error::InvalidArgument(format!(
-                "tree '{}' was opened on another database handle (or before a reopen): \
-                 get it from this one with Db::open_tree",
-                tree.name()
-            )));
-        }
-        let (tm, rm) = if write {
-            (LockMode::IX, LockMode::X)
-        } else {
-            (LockMode::IS, LockMode::S)
-        };
-        let mut new = Vec::new();
-        let tk = LockKey::Tree(tree.id);
-        match key {
-            Some(k) => {
-                if core.locks.acquire(id, &tk, tm)? {
-                    new.push(tk);
-                }
-                let rk = LockKey::Record(tree.id, k.to_vec());
-                let r = core.locks.acquire(id, &rk, rm);
-                if let Ok(true) = r {
-                    new.push(rk);
-                }
-                let st = core.txns.get_mut(&id).ok_or(Error::TxnNotActive)?;
-                st.locks.extend(new);
-                r.map(|_| ())
-            }
-            None => {
-                let m = if write { LockMode::X } else { LockMode::S };
-                if core.locks.acquire(id, &tk, m)? {
-                    core.txns
-                        .get_mut(&id)
-                        .ok_or(Error::TxnNotActive)?
-                        .locks
-                        .push(tk);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn check_sizes(core: &Core, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        let max_key = core.cfg.page_size as usize / 8;
-        if key.len() > max_key {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: max_key,
-            });
-        }
-        if let Some(v) = value {
-            let max = u32::MAX as usize / 2;
-            if v.len() > max {
-                return Err(Error::ValueTooLong { len: v.len(), max });
-            }
-        }
-        Ok(())
-    }
-
     /// Reads `key`.
     pub fn get(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut core = lock(&self.db.inner.core);
-        core.check()?;
-        if !core.txns.contains_key(&self.id) {
-            return Err(Error::TxnNotActive);
-        }
-        Self::lock_pair(&mut core, self.id, tree, Some(key), false)?;
-        core.stats.ops += 1;
-        let mut wal = self.db.inner.wal.lock();
-        let mut mtr = core.mtr(&mut wal);
-        let r = bt::get(&mut mtr, tree.root, key);
-        mtr.release();
-        core.guard(r)
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.get(&mut wal, self.id, tree, key)
     }
 
     /// Inserts or replaces `key`. Returns the previous value.
@@ -121,57 +49,9 @@ impl Txn {
     }
 
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
-        let mut core = lock(&self.db.inner.core);
-        core.check()?;
-        if !core.txns.contains_key(&self.id) {
-            return Err(Error::TxnNotActive);
-        }
-        Self::check_sizes(&core, key, value)?;
-        Self::lock_pair(&mut core, self.id, tree, Some(key), true)?;
-        core.stats.ops += 1;
-        let mut wal = self.db.inner.wal.lock();
-        let ps = core.cfg.page_size as u64;
-        let vlen = value.map_or(0, |v| v.len() as u64);
-        // This record (leaf change or images) and its future compensation record.
-        let need =
-            2 * (key.len() as u64 + vlen + 4 * ps) + crate::checkpoint::txn_reserve(ps as u32);
-        let r = crate::checkpoint::ensure_log_space(&mut core, &mut wal, need);
-        core.guard(r)?;
-        let prev = core.txns[&self.id].last_lsn;
-        let tree_id = tree.id;
-        let (old, lsn) = core.apply(&mut wal, (self.id, prev), tree, key, value, |old, redo| {
-            Body::Update {
-                redo,
-                undo: Undo {
-                    tree: tree_id,
-                    key: key.to_vec(),
-                    old: old.clone(),
-                },
-            }
-        })?;
-        if lsn != 0 {
-            let record = wal.next_lsn().saturating_sub(lsn);
-            let mut add = crate::checkpoint::undo_reserve(record);
-            let txn_reserve = crate::checkpoint::txn_reserve(core.cfg.page_size);
-            let st = core.txns.get_mut(&self.id).expect("active");
-            if st.first_lsn == 0 {
-                st.first_lsn = lsn;
-                add += txn_reserve;
-            }
-            st.reserved += add;
-            core.log_reserved += add;
-            let st = core.txns.get_mut(&self.id).expect("active");
-            st.last_lsn = lsn;
-            st.undo.push((
-                lsn,
-                Undo {
-                    tree: tree_id,
-                    key: key.to_vec(),
-                    old: old.clone(),
-                },
-            ));
-        }
-        Ok(old)
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.write(&mut wal, self.id, tree, key, value)
     }
 
     /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most
@@ -183,34 +63,65 @@ impl Txn {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut core = lock(&self.db.inner.core);
-        core.check()?;
-        if !core.txns.contains_key(&self.id) {
-            return Err(Error::TxnNotActive);
-        }
-        Self::lock_pair(&mut core, self.id, tree, None, false)?;
-        core.stats.ops += 1;
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut wal = self.db.inner.wal.lock();
-        let mut mtr = core.mtr(&mut wal);
-        let mut out = Vec::new();
-        let r = bt::scan(&mut mtr, tree.root, range.0, range.1, reverse, |k, v| {
-            out.push((k.to_vec(), v.to_vec()));
-            out.len() < limit
-        });
-        mtr.release();
-        core.guard(r)?;
-        Ok(out)
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.scan(&mut wal, self.id, tree, range, reverse, limit, false)
+    }
+
+    /// A streaming cursor over the keys of `tree` in `range`, ascending (descending if
+    /// `reverse`). It locks the whole tree in shared mode until the transaction ends (as `scan`
+    /// does) and reads a batch of pairs at a time, so no result set is built under the engine's
+    /// latch and memory stays bounded whatever the range.
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// use wafer_engine::{Db, DbConfig, Devices};
+    /// let db = Db::open(Devices::memory(16 << 20, 4 << 20), DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// let mut txn = db.begin().unwrap();
+    /// for i in 0..1000u32 {
+    ///     txn.put(&t, format!("k{i:04}").as_bytes(), b"v").unwrap();
+    /// }
+    /// let range = (Bound::Included(&b"k0100"[..]), Bound::Excluded(&b"k0200"[..]));
+    /// let keys: Vec<Vec<u8>> = txn
+    ///     .cursor(&t, range, false)
+    ///     .unwrap()
+    ///     .map(|kv| kv.map(|(k, _)| k))
+    ///     .collect::<Result<_, _>>()
+    ///     .unwrap();
+    /// assert_eq!(keys.len(), 100);
+    /// assert_eq!(keys[0], b"k0100");
+    /// txn.commit().unwrap();
+    /// ```
+    pub fn cursor(
+        &mut self,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+    ) -> Result<Cursor<'_>> {
+        self.shared.core().open_cursor(self.id, tree)?;
+        let own = |b: Bound<&[u8]>| match b {
+            Bound::Included(k) => Bound::Included(k.to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Ok(Cursor {
+            txn: self,
+            tree: tree.clone(),
+            start: own(range.0),
+            end: own(range.1),
+            reverse,
+            buf: VecDeque::new(),
+            done: false,
+        })
     }
 
     /// Commits: durable when this returns.
     pub fn commit(self) -> Result<()> {
         let pending = self.commit_deferred()?;
         if pending.lsn != 0 {
-            if let Err(e) = pending.db.inner.wal.commit_wait(pending.lsn) {
-                lock(&pending.db.inner.core).poison(&e);
+            if let Err(e) = pending.shared.wal.commit_wait(pending.lsn) {
+                pending.shared.health.poison(&e);
                 return Err(e);
             }
         }
@@ -224,35 +135,28 @@ impl Txn {
     /// unfinished leaves the transaction to recovery (committed if its record became durable).
     pub fn commit_deferred(mut self) -> Result<PendingCommit> {
         self.done = true;
-        let mut core = lock(&self.db.inner.core);
+        let mut core = self.shared.core();
         core.check()?;
-        let st = core.txns.get(&self.id).ok_or(Error::TxnNotActive)?;
-        let lsn = if st.last_lsn == 0 {
-            0
-        } else {
-            let prev = st.last_lsn;
-            let r = self.db.inner.wal.lock().append(self.id, prev, Body::Commit);
-            match r {
-                Ok(l) => {
-                    core.txns.get_mut(&self.id).expect("active").committing = true;
-                    l
-                }
-                Err(e) => {
-                    // Not committed: the drop of `self` rolls the transaction back.
-                    self.done = false;
-                    let r = core.guard(Err(e));
-                    drop(core);
-                    return r;
-                }
-            }
+        let r = {
+            let mut wal = self.shared.wal.lock();
+            core.commit_record(&mut wal, self.id)
         };
         drop(core);
-        Ok(PendingCommit {
-            db: self.db.clone(),
-            id: self.id,
-            lsn,
-        })
+        match r {
+            Ok(lsn) => Ok(PendingCommit {
+                shared: self.shared.clone(),
+                id: self.id,
+                lsn,
+            }),
+            Err(Error::TxnNotActive) => Err(Error::TxnNotActive),
+            Err(e) => {
+                // Not committed: the drop of `self` rolls the transaction back.
+                self.done = false;
+                Err(e)
+            }
+        }
     }
+
     /// Rolls back every change of the transaction.
     pub fn abort(mut self) -> Result<()> {
         self.done = true;
@@ -260,25 +164,9 @@ impl Txn {
     }
 
     fn rollback(&mut self) -> Result<()> {
-        let mut core = lock(&self.db.inner.core);
-        let st = match core.txns.remove(&self.id) {
-            Some(s) => s,
-            None => return Err(Error::TxnNotActive),
-        };
-        let r = if core.poisoned.is_some() {
-            // Nothing more may be written; recovery will roll this transaction back.
-            Ok(())
-        } else {
-            let mut wal = self.db.inner.wal.lock();
-            crate::recovery::rollback(&mut core, &mut wal, self.id, st.last_lsn, &st.undo)
-        };
-        core.log_reserved -= st.reserved;
-        core.locks.release_all(self.id, &st.locks);
-        core.stats.aborts += 1;
-        if let Err(e) = &r {
-            core.poison(e);
-        }
-        r
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.rollback(&mut wal, self.id)
     }
 }
 
@@ -290,40 +178,101 @@ impl Drop for Txn {
     }
 }
 
+/// Pairs a cursor reads per visit to the tree.
+const CURSOR_BATCH: usize = 64;
+
+/// A streaming range cursor of a transaction (see [`Txn::cursor`]). Yields `Result`s: an error
+/// (e.g. a poisoned handle) ends the iteration.
+pub struct Cursor<'t> {
+    txn: &'t mut Txn,
+    tree: Tree,
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    reverse: bool,
+    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    done: bool,
+}
+
+impl Cursor<'_> {
+    /// Reads the next batch, starting after the last key returned.
+    fn refill(&mut self) -> Result<()> {
+        let range = (as_ref(&self.start), as_ref(&self.end));
+        let batch = {
+            let mut core = self.txn.shared.core();
+            let mut wal = self.txn.shared.wal.lock();
+            core.scan(
+                &mut wal,
+                self.txn.id,
+                &self.tree,
+                range,
+                self.reverse,
+                CURSOR_BATCH,
+                true,
+            )?
+        };
+        if batch.len() < CURSOR_BATCH {
+            self.done = true;
+        }
+        if let Some((last, _)) = batch.last() {
+            let after = Bound::Excluded(last.clone());
+            if self.reverse {
+                self.end = after;
+            } else {
+                self.start = after;
+            }
+        }
+        self.buf.extend(batch);
+        Ok(())
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Iterator for Cursor<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buf.is_empty() && !self.done {
+            if let Err(e) = self.refill() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}
+
 /// A transaction whose commit record is in the log but maybe not yet durable (see
 /// [`Txn::commit_deferred`]).
 pub struct PendingCommit {
-    db: Db,
+    shared: Arc<Shared>,
     id: TxnId,
     /// LSN of the commit record (0: the transaction changed nothing).
-    pub lsn: crate::page::Lsn,
+    pub lsn: Lsn,
 }
 
 impl PendingCommit {
     /// Ends the transaction once its commit record is durable (normally the caller flushed the
     /// log with `Db::flush_log`; if not, this flushes it). Releases its locks.
     pub fn finish(self) -> Result<()> {
-        let mut core = lock(&self.db.inner.core);
+        let mut core = self.shared.core();
         if self.lsn != 0 {
-            let durable = self.db.inner.wal.lock().durable_lsn();
-            if durable <= self.lsn {
-                let r = self.db.inner.wal.lock().flush_to(self.lsn);
-                core.guard(r)?;
+            let mut wal = self.shared.wal.lock();
+            if wal.durable_lsn() <= self.lsn {
+                let r = wal.flush_to(self.lsn);
+                core.health.guard(r)?;
             }
             // The commit is durable: failing to log its end only leaves recovery one record
             // more to look at, so it does not fail the commit.
-            let r = self
-                .db
-                .inner
-                .wal
-                .lock()
-                .append(self.id, self.lsn, Body::End);
-            let _ = core.guard(r);
+            let r = wal.append(self.id, self.lsn, Body::End);
+            let _ = core.health.guard(r);
         }
-        let st = core.txns.remove(&self.id).ok_or(Error::TxnNotActive)?;
-        core.log_reserved -= st.reserved;
-        core.locks.release_all(self.id, &st.locks);
-        core.stats.commits += 1;
-        Ok(())
+        core.end_commit(self.id)
     }
 }

@@ -141,10 +141,7 @@ fn truncated_log_device_is_a_typed_error() {
     let log = parts.pop().unwrap();
     let data = parts.pop().unwrap();
     let r = Db::open(
-        Devices::new(
-            Box::new(data),
-            Box::new(log),
-        ),
+        Devices::new(Box::new(data), Box::new(log)),
         DbConfig::default(),
     );
     assert!(

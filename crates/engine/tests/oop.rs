@@ -133,10 +133,7 @@ fn db_round_trip(data: Held<SimDevice>, oop: OopConfig) -> (u64, u64) {
         out_of_place: Some(oop),
         ..DbConfig::default()
     };
-    let devices = || Devices::new(
-        Box::new(data.clone()),
-        Box::new(log.clone()),
-    );
+    let devices = || Devices::new(Box::new(data.clone()), Box::new(log.clone()));
     let db = Db::open(devices(), cfg.clone()).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();

@@ -86,10 +86,7 @@ fn review_create_over_an_old_database_with_a_new_log_does_not_resurrect_old_page
     {
         let log = MemDevice::new(8 << 20, 4096);
         let db = Db::open(
-            Devices::new(
-                Box::new(part(&data)),
-                Box::new(log),
-            ),
+            Devices::new(Box::new(part(&data)), Box::new(log)),
             cfg(true),
         )
         .unwrap();
@@ -106,10 +103,12 @@ fn review_create_over_an_old_database_with_a_new_log_does_not_resurrect_old_page
     }
     // A new database on the same data device, with a new (blank) log device.
     let log = SharedDevice::shared(MemDevice::new(8 << 20, 4096));
-    let devices = |log: &SharedDevice| Devices::new(
-        Box::new(part(&data)),
-        Box::new(log.partition(0, 8 << 20).unwrap()),
-    );
+    let devices = |log: &SharedDevice| {
+        Devices::new(
+            Box::new(part(&data)),
+            Box::new(log.partition(0, 8 << 20).unwrap()),
+        )
+    };
     {
         let create = DbConfig {
             open_mode: wafer_engine::OpenMode::Create,

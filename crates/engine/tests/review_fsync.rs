@@ -63,10 +63,7 @@ fn review_failed_data_flush_in_a_forced_checkpoint_is_not_ignored() {
         fail_next_flush: fail.clone(),
     });
     let log = Held::new(MemDevice::new(4 << 20, 4096));
-    let devices = || Devices::new(
-        Box::new(data.clone()),
-        Box::new(log.clone()),
-    );
+    let devices = || Devices::new(Box::new(data.clone()), Box::new(log.clone()));
     let cfg = DbConfig {
         // Without the doublewrite buffer the only data flush of a checkpoint is its final sync.
         doublewrite: false,

@@ -202,10 +202,7 @@ impl CrashRig {
         let mut p = self.shared.split(&[DATA_BYTES, LOG_BYTES]).unwrap();
         let log = p.pop().unwrap();
         let data = p.pop().unwrap();
-        Devices::new(
-            Box::new(data),
-            Box::new(log),
-        )
+        Devices::new(Box::new(data), Box::new(log))
     }
 }
 

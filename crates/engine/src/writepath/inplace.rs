@@ -62,6 +62,11 @@ impl InPlace {
         }
     }
 
+    /// Whether `b` (the first block of a data device) is this write path's header.
+    pub fn recognizes(b: &[u8]) -> bool {
+        b.len() >= 8 && &b[..8] == DB_MAGIC
+    }
+
     /// Formats a new data device.
     pub fn create(
         dev: Box<dyn BlockDevice>,

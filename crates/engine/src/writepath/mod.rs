@@ -5,10 +5,12 @@
 //! counted uncompressed (one page each); *DB-issued writes* are every byte the engine writes to the
 //! data device (user writes as stored, doublewrite copies, GC copies, padding).
 
+pub mod factory;
 mod inplace;
 pub mod oop;
 pub mod pack;
 
+pub use factory::{Probe, WritePathConfig};
 pub use inplace::{InPlace, InPlaceLayout};
 pub use oop::{OopConfig, OutOfPlace};
 
@@ -188,6 +190,12 @@ pub trait WritePath: Send {
     }
     /// A short name of the strategy ("in-place", "out-of-place").
     fn kind(&self) -> &'static str;
+    /// Log bytes this write path needs kept for its own records (the log's system reserve: out
+    /// of place, the location records of a checkpoint that writes the whole pool of
+    /// `buffer_pages` and of the DB GC it may run must fit even when the log is otherwise full).
+    fn system_log_reserve_bytes(&self, _buffer_pages: usize) -> u64 {
+        0
+    }
     /// Completes the formatting of a new data device once the rest of the new database (log,
     /// meta page, first checkpoint) is durable: until then the device opens as blank.
     fn finish_format(&mut self) -> Result<()> {

@@ -320,7 +320,7 @@ pub fn print_table(title: &str, runs: &[TpccSummary]) {
     }
     if runs.iter().any(|s| s.recovery.is_some()) {
         println!(
-            "\ncrash after the run, then recovery (records; wall ms; virtual ms of the reopen):"
+            "\ncrash after the run, then recovery (records; virtual ms per phase and for the whole reopen):"
         );
         for s in runs {
             if let Some(r) = &s.recovery {

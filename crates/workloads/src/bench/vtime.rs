@@ -93,11 +93,7 @@ impl Rig {
         let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
         let log = Handle::new(SimDevice::new(log_ssd.clone(), clock.clone())?);
         let db = Db::open(
-            Devices::new(
-                Box::new(data.clone()),
-                Box::new(log.clone()),
-            )
-            .with_clock(clock.clone()),
+            Devices::new(Box::new(data.clone()), Box::new(log.clone())).with_clock(clock.clone()),
             db_cfg,
         )?;
         Ok(Rig {
@@ -119,11 +115,8 @@ impl Rig {
     /// Opens a new engine on the same devices (running recovery) and replaces `db` with it.
     fn open_again(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
         let db = Db::open(
-            Devices::new(
-                Box::new(self.data.clone()),
-                Box::new(self.log.clone()),
-            )
-            .with_clock(self.clock.clone()),
+            Devices::new(Box::new(self.data.clone()), Box::new(self.log.clone()))
+                .with_clock(self.clock.clone()),
             DbConfig {
                 open_mode: wafer_engine::OpenMode::Open,
                 ..db_cfg

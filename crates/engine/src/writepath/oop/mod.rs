@@ -1572,6 +1572,10 @@ impl WritePath for OutOfPlace {
         self.note(r)
     }
 
+    fn system_log_reserve_bytes(&self, buffer_pages: usize) -> u64 {
+        buffer_pages as u64 * 48 + (256 << 10)
+    }
+
     fn kind(&self) -> &'static str {
         "out-of-place"
     }

@@ -1,0 +1,309 @@
+//! The page cache: the buffer pool's frames (`buffer.rs`) plus the write path underneath, and
+//! the decisions that connect them: reading a missing page (then the after-read hook), choosing
+//! and evicting a victim (through the eviction policy), and writing dirty pages under the
+//! write-ahead rule.
+//!
+//! Seams for the techniques that change eviction (paper 001, flushing-less eviction):
+//! - [`EvictionPolicy`]: may a frame with uncommitted changes be evicted (steal or no-steal), and
+//!   is a dirty victim written back or dropped (the page table then says `EvictedDirty`);
+//! - [`AfterRead`]: called with every page image read from the device, told whether the page was
+//!   evicted dirty, so a component that kept the page's redo can re-apply it (on-the-fly redo).
+//!
+//! Today's engine uses [`WriteBack`] (steal, write dirty victims) and no hook.
+
+use crate::buffer::{BufferPool, PageState};
+use crate::error::{Error, Result};
+use crate::page::{self, PageId};
+use crate::writepath::{LogSink, WritePath, WriteReason};
+
+/// What eviction does with a dirty victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirtyVictim {
+    /// Write it through the write path (after forcing the log to its LSN), then drop it.
+    WriteBack,
+    /// Drop it without a write; the page table keeps it as `EvictedDirty`.
+    Drop,
+}
+
+/// How the buffer chooses and treats victims.
+pub trait EvictionPolicy: Send {
+    fn name(&self) -> &'static str;
+    /// Whether a frame holding uncommitted changes may be evicted (steal). A no-steal policy
+    /// returns false.
+    fn steal(&self) -> bool;
+    /// What to do with a dirty victim.
+    fn dirty_victim(&mut self, pid: PageId) -> DirtyVictim;
+}
+
+/// Steal, and write dirty victims back: ARIES's buffer policy and the engine's default.
+pub struct WriteBack;
+
+impl EvictionPolicy for WriteBack {
+    fn name(&self) -> &'static str {
+        "write-back"
+    }
+    fn steal(&self) -> bool {
+        true
+    }
+    fn dirty_victim(&mut self, _pid: PageId) -> DirtyVictim {
+        DirtyVictim::WriteBack
+    }
+}
+
+/// Called with each page image read from the device, before anyone sees it.
+pub trait AfterRead: Send {
+    /// `evicted_dirty`: the page was dropped dirty, so the image is older than the page.
+    fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<()>;
+}
+
+/// Buffer pool + write path.
+pub(crate) struct PageCache {
+    pub pool: BufferPool,
+    pub wp: Box<dyn WritePath>,
+    eviction: Box<dyn EvictionPolicy>,
+    after_read: Option<Box<dyn AfterRead>>,
+}
+
+impl PageCache {
+    pub fn new(pool: BufferPool, wp: Box<dyn WritePath>) -> PageCache {
+        PageCache {
+            pool,
+            wp,
+            eviction: Box::new(WriteBack),
+            after_read: None,
+        }
+    }
+
+    /// Replaces the eviction policy.
+    #[allow(dead_code)] // the seam of paper 001's flushing-less eviction; used by tests today
+    pub fn set_eviction(&mut self, p: Box<dyn EvictionPolicy>) {
+        self.eviction = p;
+    }
+
+    /// Installs the hook that sees every page read from the device.
+    #[allow(dead_code)] // the seam of paper 001's on-the-fly redo; used by tests today
+    pub fn set_after_read(&mut self, h: Option<Box<dyn AfterRead>>) {
+        self.after_read = h;
+    }
+
+    /// The frame holding `pid`, reading it through the write path on a miss.
+    pub fn fetch(&mut self, pid: PageId, log: &mut dyn LogSink) -> Result<u32> {
+        let evicted_dirty = match self.pool.state(pid) {
+            Some(PageState::Resident(f)) => {
+                self.pool.touch_hit(f);
+                return Ok(f);
+            }
+            Some(PageState::EvictedDirty) => true,
+            None => false,
+        };
+        self.pool.stats.misses += 1;
+        let f = self.victim(log)?;
+        let fr = &mut self.pool.frames[f as usize];
+        let mut r = self.wp.read_page(pid, &mut fr.data);
+        if let (Ok(()), Some(h)) = (&r, self.after_read.as_mut()) {
+            r = h.after_read(pid, &mut fr.data, evicted_dirty);
+        }
+        r?;
+        self.pool.install(f, pid);
+        Ok(f)
+    }
+
+    /// A frame for a page that is being created (not read from the device): zeroed.
+    pub fn create(&mut self, pid: PageId, log: &mut dyn LogSink) -> Result<u32> {
+        if let Some(f) = self.pool.lookup(pid) {
+            self.pool.data_mut(f).fill(0);
+            return Ok(f);
+        }
+        let f = self.victim(log)?;
+        self.pool.data_mut(f).fill(0);
+        self.pool.install(f, pid);
+        Ok(f)
+    }
+
+    /// Frees a frame: CLOCK over the frames the policy lets go; a dirty victim is written back
+    /// or dropped as the policy says.
+    fn victim(&mut self, log: &mut dyn LogSink) -> Result<u32> {
+        let steal = self.eviction.steal();
+        let chosen = self
+            .pool
+            .pick_victim(|fr| steal || fr.uncommitted.is_empty())
+            .ok_or_else(|| {
+                Error::PoolExhausted(format!(
+                    "all {} buffer frames are pinned{}: the buffer pool is too small for this \
+                     operation",
+                    self.pool.frame_count(),
+                    if steal {
+                        ""
+                    } else {
+                        " or hold uncommitted changes"
+                    }
+                ))
+            })?;
+        let fr = &self.pool.frames[chosen as usize];
+        if let Some(pid) = fr.pid {
+            let mut keep_dirty = false;
+            if fr.dirty {
+                match self.eviction.dirty_victim(pid) {
+                    DirtyVictim::WriteBack => {
+                        self.write_frames(&[chosen], log, WriteReason::Eviction)?;
+                    }
+                    DirtyVictim::Drop => keep_dirty = true,
+                }
+                self.pool.stats.dirty_evictions += 1;
+            }
+            self.pool.evict(chosen, keep_dirty);
+        }
+        Ok(chosen)
+    }
+
+    /// Writes several dirty pages as one batch (checkpoints, the page cleaner). Pages not
+    /// cached or not dirty are skipped. Returns how many were written.
+    pub fn write_batch(
+        &mut self,
+        pids: &[PageId],
+        log: &mut dyn LogSink,
+        reason: WriteReason,
+    ) -> Result<usize> {
+        let frames: Vec<u32> = pids
+            .iter()
+            .filter_map(|&p| self.pool.lookup(p))
+            .filter(|&f| self.pool.frames[f as usize].dirty)
+            .collect();
+        if frames.is_empty() {
+            return Ok(0);
+        }
+        self.write_frames(&frames, log, reason)?;
+        Ok(frames.len())
+    }
+
+    /// Writes dirty frames through the write path, after forcing the log up to their newest page
+    /// LSN (the write-ahead rule), and marks them clean.
+    fn write_frames(
+        &mut self,
+        frames: &[u32],
+        log: &mut dyn LogSink,
+        reason: WriteReason,
+    ) -> Result<()> {
+        let max_lsn = frames
+            .iter()
+            .map(|&f| page::page_lsn(self.pool.data(f)))
+            .max()
+            .unwrap_or(0);
+        log.force(max_lsn)?;
+        // The write-ahead rule: no page reaches the device before the log that describes it.
+        debug_assert!(
+            max_lsn == 0 || log.durable_lsn() > max_lsn,
+            "write-ahead rule: page LSN {max_lsn} not durable (durable below {})",
+            log.durable_lsn()
+        );
+        for &f in frames {
+            let data = self.pool.data_mut(f);
+            page::note_write(data);
+            page::seal(data);
+        }
+        let batch: Vec<(PageId, &[u8])> = frames
+            .iter()
+            .map(|&f| {
+                let fr = &self.pool.frames[f as usize];
+                (fr.pid.expect("page"), &fr.data[..])
+            })
+            .collect();
+        self.wp.write_pages(&batch, reason, log)?;
+        for &f in frames {
+            self.pool.mark_clean(f);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemDevice;
+    use crate::writepath::{InPlace, MemLog};
+    use std::sync::{Arc, Mutex};
+
+    /// No-steal, and dirty victims dropped: the policy of paper 001.
+    struct DropNoSteal;
+    impl EvictionPolicy for DropNoSteal {
+        fn name(&self) -> &'static str {
+            "drop-no-steal"
+        }
+        fn steal(&self) -> bool {
+            false
+        }
+        fn dirty_victim(&mut self, _pid: PageId) -> DirtyVictim {
+            DirtyVictim::Drop
+        }
+    }
+
+    struct Seen(Arc<Mutex<Vec<(PageId, bool)>>>);
+    impl AfterRead for Seen {
+        fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<()> {
+            self.0.lock().unwrap().push((pid, evicted_dirty));
+            if evicted_dirty {
+                // What on-the-fly redo would do: bring the page up to date.
+                data[100] = 0xAB;
+            }
+            Ok(())
+        }
+    }
+
+    fn cache() -> PageCache {
+        let dev = Box::new(MemDevice::new(4 << 20, 4096));
+        let wp = InPlace::create(dev, 4096, 8, false).unwrap();
+        PageCache::new(BufferPool::new(8, 4096), Box::new(wp))
+    }
+
+    #[test]
+    fn no_steal_drop_policy_and_after_read_hook() {
+        let mut c = cache();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        c.set_eviction(Box::new(DropNoSteal));
+        c.set_after_read(Some(Box::new(Seen(seen.clone()))));
+        let mut log = MemLog::default();
+        // Eight pages changed by transaction 7, which has not committed.
+        let pages: Vec<PageId> = (1..=8).collect();
+        for (i, &pid) in pages.iter().enumerate() {
+            let f = c.create(pid, &mut log).unwrap();
+            c.pool.mark_dirty(f, i as u64 + 1, 7);
+            assert_eq!(c.pool.uncommitted(pid), &[7]);
+        }
+        // No frame may be stolen from the live transaction.
+        assert!(matches!(c.fetch(9, &mut log), Err(Error::PoolExhausted(_))));
+        c.pool.check_invariants();
+        // Once it ended, a dirty victim is dropped without a write.
+        c.pool.txn_ended(7, &pages);
+        c.fetch(9, &mut log).unwrap();
+        assert_eq!(c.wp.counters().user_write_bytes, 0, "nothing written");
+        let dropped: Vec<PageId> = pages
+            .iter()
+            .copied()
+            .filter(|&p| c.pool.state(p) == Some(PageState::EvictedDirty))
+            .collect();
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(seen.lock().unwrap().as_slice(), &[(9, false)]);
+        // Reading the dropped page again runs the hook with `evicted_dirty`.
+        let f = c.fetch(dropped[0], &mut log).unwrap();
+        assert_eq!(c.pool.data(f)[100], 0xAB);
+        assert_eq!(seen.lock().unwrap().last(), Some(&(dropped[0], true)));
+        assert_eq!(c.pool.state(dropped[0]), Some(PageState::Resident(f)));
+        c.pool.check_invariants();
+    }
+
+    #[test]
+    fn write_back_writes_dirty_victims_under_the_wal_rule() {
+        let mut c = cache();
+        let mut log = MemLog::default();
+        for pid in 1..=8 {
+            let f = c.create(pid, &mut log).unwrap();
+            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
+            crate::page::set_page_lsn(c.pool.data_mut(f), 40 + pid);
+            c.pool.mark_dirty(f, 40 + pid, 3);
+        }
+        c.fetch(9, &mut log).unwrap();
+        assert_eq!(c.wp.counters().eviction_writes, 1);
+        assert!(log.durable > 41, "the log was forced before the page write");
+        c.pool.check_invariants();
+    }
+}

@@ -1,0 +1,93 @@
+//! The concurrency-control seam: what a transaction must do before it reads or writes a record
+//! or a whole tree, and what happens when it ends. Strict two-phase locking with no-wait
+//! conflicts ([`TwoPhaseLocking`], over `locks.rs`) is today's implementation and gives
+//! serializable transactions; snapshot isolation with a version store is meant to be another.
+
+use crate::error::Result;
+use crate::locks::{LockKey, LockManager, LockMode};
+use crate::wal::record::{TreeId, TxnId};
+use std::collections::HashMap;
+
+/// Read or write access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+/// A concurrency-control protocol.
+pub(crate) trait ConcurrencyControl: Send {
+    /// Before `txn` accesses `key` of `tree` (or, for `None`, the whole tree: a scan). An error
+    /// (a conflict) leaves the transaction active; the caller aborts and retries.
+    fn before_access(
+        &mut self,
+        txn: TxnId,
+        tree: TreeId,
+        key: Option<&[u8]>,
+        access: Access,
+    ) -> Result<()>;
+    /// `txn` ended (committed or rolled back): release what it holds.
+    fn end(&mut self, txn: TxnId);
+    /// Accesses refused so far.
+    fn conflicts(&self) -> u64;
+}
+
+/// Strict 2PL with multi-granularity locks, no-wait (see `locks.rs`).
+#[derive(Default)]
+pub(crate) struct TwoPhaseLocking {
+    locks: LockManager,
+    /// Locks each live transaction holds.
+    held: HashMap<TxnId, Vec<LockKey>>,
+}
+
+impl ConcurrencyControl for TwoPhaseLocking {
+    fn before_access(
+        &mut self,
+        txn: TxnId,
+        tree: TreeId,
+        key: Option<&[u8]>,
+        access: Access,
+    ) -> Result<()> {
+        let write = access == Access::Write;
+        let tk = LockKey::Tree(tree);
+        match key {
+            Some(k) => {
+                let (tm, rm) = if write {
+                    (LockMode::IX, LockMode::X)
+                } else {
+                    (LockMode::IS, LockMode::S)
+                };
+                let mut new = Vec::new();
+                if self.locks.acquire(txn, &tk, tm)? {
+                    new.push(tk);
+                }
+                let rk = LockKey::Record(tree, k.to_vec());
+                let r = self.locks.acquire(txn, &rk, rm);
+                if let Ok(true) = r {
+                    new.push(rk);
+                }
+                if !new.is_empty() {
+                    self.held.entry(txn).or_default().extend(new);
+                }
+                r.map(|_| ())
+            }
+            None => {
+                let m = if write { LockMode::X } else { LockMode::S };
+                if self.locks.acquire(txn, &tk, m)? {
+                    self.held.entry(txn).or_default().push(tk);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn end(&mut self, txn: TxnId) {
+        if let Some(keys) = self.held.remove(&txn) {
+            self.locks.release_all(txn, &keys);
+        }
+    }
+
+    fn conflicts(&self) -> u64 {
+        self.locks.conflicts
+    }
+}

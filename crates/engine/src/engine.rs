@@ -1,0 +1,391 @@
+//! The engine behind the facade: one open database's components, and the operations that need
+//! several of them. Each component owns its state and is reached through narrow methods:
+//!
+//! - `cache` ([`PageCache`]): buffer pool + write path, eviction policy, after-read hook;
+//! - `txns` ([`TxnTable`]): live transactions, log reservations, concurrency control, undo store;
+//! - `catalog` ([`Catalog`]): the named trees;
+//! - `checkpointer` ([`Checkpointer`]): checkpoint policy and state, page cleaner;
+//! - `health` ([`Health`]): the poison signal every component shares.
+//!
+//! Only this module and the API facade (`db.rs`, `txn.rs`) see the whole; checkpoint, recovery,
+//! undo and the components themselves receive just the parts they use.
+//!
+//! Latching: one core latch (`Shared::core`) serialises operations on the components; the log
+//! has its own latch (`Shared::wal`), always taken after the core latch, never before, so the
+//! two cannot deadlock. A commit waits for the log without holding the core latch.
+
+use crate::btree::{self, tree as bt};
+use crate::cache::PageCache;
+use crate::catalog::{Catalog, Tree};
+use crate::cc::Access;
+use crate::checkpoint::Checkpointer;
+use crate::config::DbConfig;
+use crate::device::BlockDevice;
+use crate::error::{Error, Result};
+use crate::health::Health;
+use crate::meta::{self, META_PID};
+use crate::page::Lsn;
+use crate::recovery::RecoveryReport;
+use crate::txn_table::{txn_reserve, TxnTable};
+use crate::wal::record::{Body, TxnId, Undo};
+use crate::wal::{SharedWal, Wal};
+use serde::{Deserialize, Serialize};
+use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard};
+
+/// Counters of user operations and transaction outcomes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OpStats {
+    pub commits: u64,
+    pub aborts: u64,
+    pub ops: u64,
+}
+
+/// Devices of the roles no component uses yet (`undo`: version store; `temp`: sort and hash
+/// spill), held for their components and reported per role in the statistics.
+pub(crate) struct RoleDevices {
+    pub undo: Option<Box<dyn BlockDevice>>,
+    pub temp: Option<Box<dyn BlockDevice>>,
+}
+
+/// One open database's components.
+pub(crate) struct Core {
+    pub cfg: DbConfig,
+    pub cache: PageCache,
+    pub txns: TxnTable,
+    pub catalog: Catalog,
+    pub checkpointer: Checkpointer,
+    pub stats: OpStats,
+    pub recovery: Option<RecoveryReport>,
+    pub health: Health,
+    pub roles: RoleDevices,
+}
+
+/// What `Db` and `Txn` handles share.
+pub(crate) struct Shared {
+    core: Mutex<Core>,
+    pub wal: SharedWal,
+    pub health: Health,
+}
+
+impl Shared {
+    pub fn new(core: Core, wal: SharedWal) -> Shared {
+        let health = core.health.clone();
+        Shared {
+            core: Mutex::new(core),
+            wal,
+            health,
+        }
+    }
+
+    /// The core latch. A panic while holding it leaves the components in an unknown state: the
+    /// handle is poisoned, and the guard is handed out so that reads of counters still work.
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        match self.core.lock() {
+            Ok(g) => g,
+            Err(p) => {
+                let g = p.into_inner();
+                g.health
+                    .poison_with(|| "a thread panicked inside the engine".into());
+                g
+            }
+        }
+    }
+}
+
+/// The log space an update of `key` to `value` may need: its record and its future
+/// compensation record, plus the transaction's one-off reserve.
+fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
+    let ps = page_size as u64;
+    let vlen = value.map_or(0, |v| v.len() as u64);
+    2 * (key.len() as u64 + vlen + 4 * ps) + txn_reserve(page_size)
+}
+
+impl Core {
+    /// Fails once the handle is poisoned.
+    pub fn check(&self) -> Result<()> {
+        self.health.check()
+    }
+
+    /// Checks a key and value against the engine's limits.
+    fn check_sizes(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let max_key = self.cfg.page_size as usize / 8;
+        if key.len() > max_key {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: max_key,
+            });
+        }
+        if let Some(v) = value {
+            let max = u32::MAX as usize / 2;
+            if v.len() > max {
+                return Err(Error::ValueTooLong { len: v.len(), max });
+            }
+        }
+        Ok(())
+    }
+
+    /// Concurrency control before `txn` touches `key` of `tree` (`None`: the whole tree).
+    fn access(
+        &mut self,
+        txn: TxnId,
+        tree: &Tree,
+        key: Option<&[u8]>,
+        access: Access,
+    ) -> Result<()> {
+        self.check()?;
+        self.txns.state(txn)?;
+        self.catalog.check_handle(tree)?;
+        self.txns.before_access(txn, tree.id, key, access)
+    }
+
+    /// Reads `key` of `tree` for `txn`.
+    pub fn get(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.access(txn, tree, Some(key), Access::Read)?;
+        self.stats.ops += 1;
+        let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
+        self.health.guard(r)
+    }
+
+    /// Puts (or, with `value` None, deletes) `key` of `tree` for `txn`; returns the old value.
+    pub fn write(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.check()?;
+        self.txns.state(txn)?;
+        self.check_sizes(key, value)?;
+        self.access(txn, tree, Some(key), Access::Write)?;
+        self.stats.ops += 1;
+        let need = update_log_need(self.cfg.page_size, key, value);
+        let r = self
+            .checkpointer
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need);
+        self.health.guard(r)?;
+        let prev = self.txns.state(txn)?.last_lsn;
+        let tree_id = tree.id;
+        let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
+        let r = crate::ops::apply(
+            &mut self.cache,
+            wal,
+            (txn, prev),
+            &mut changed,
+            tree,
+            key,
+            value,
+            |old, redo| Body::Update {
+                redo,
+                undo: Undo {
+                    tree: tree_id,
+                    key: key.to_vec(),
+                    old: old.clone(),
+                },
+            },
+        );
+        *self.txns.pages_mut(txn).expect("active") = changed;
+        let (old, lsn) = self.health.guard(r)?;
+        if lsn != 0 {
+            let record_bytes = wal.next_lsn().saturating_sub(lsn);
+            let undo = Undo {
+                tree: tree_id,
+                key: key.to_vec(),
+                old: old.clone(),
+            };
+            self.txns.updated(txn, lsn, record_bytes, undo);
+        }
+        Ok(old)
+    }
+
+    /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), locking the
+    /// whole tree in shared mode first unless `locked` (a cursor that already did).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+        locked: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        if locked {
+            self.check()?;
+            self.txns.state(txn)?;
+        } else {
+            self.access(txn, tree, None, Access::Read)?;
+            self.stats.ops += 1;
+        }
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let r = crate::ops::read(&mut self.cache, wal, |m| {
+            bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
+                out.push((k.to_vec(), v.to_vec()));
+                out.len() < limit
+            })
+        });
+        self.health.guard(r)?;
+        Ok(out)
+    }
+
+    /// Locks `tree` for a cursor of `txn` (the whole tree, shared, to the end of `txn`).
+    pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
+        self.access(txn, tree, None, Access::Read)?;
+        self.stats.ops += 1;
+        Ok(())
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&mut self) -> Result<TxnId> {
+        self.check()?;
+        Ok(self.txns.begin())
+    }
+
+    /// Appends `txn`'s commit record (0 if it wrote nothing). The transaction stays in the
+    /// table, holding its locks, until [`Core::end_commit`].
+    pub fn commit_record(&mut self, wal: &mut Wal, txn: TxnId) -> Result<Lsn> {
+        self.check()?;
+        let prev = self.txns.state(txn)?.last_lsn;
+        if prev == 0 {
+            return Ok(0);
+        }
+        let r = wal.append(txn, prev, Body::Commit);
+        let lsn = self.health.guard(r)?;
+        self.txns.committing(txn);
+        Ok(lsn)
+    }
+
+    /// Ends a committed transaction: releases its reservation, its pages' uncommitted marks and
+    /// its locks.
+    pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
+        let st = self.txns.remove(txn)?;
+        self.txns.end(txn, &st);
+        self.cache.pool.txn_ended(txn, &st.pages);
+        self.stats.commits += 1;
+        Ok(())
+    }
+
+    /// Rolls `txn` back and ends it. After a poison nothing more is written: recovery will roll
+    /// it back.
+    pub fn rollback(&mut self, wal: &mut Wal, txn: TxnId) -> Result<()> {
+        let st = self.txns.remove(txn)?;
+        let undo = self.txns.take_undo(txn);
+        let mut changed = st.pages.clone();
+        let r = if self.health.is_poisoned() {
+            Ok(())
+        } else {
+            crate::undo::rollback(
+                &mut self.cache,
+                wal,
+                &self.catalog,
+                &mut changed,
+                (txn, st.last_lsn),
+                &undo,
+            )
+        };
+        self.txns.end(txn, &st);
+        self.cache.pool.txn_ended(txn, &changed);
+        self.stats.aborts += 1;
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
+    }
+
+    /// Creates a tree (committed at once; the log is forced).
+    pub fn create_tree(&mut self, wal: &mut Wal, name: &str) -> Result<Tree> {
+        self.check()?;
+        if self.catalog.contains(name) {
+            return Err(Error::TreeExists(name.into()));
+        }
+        if name.is_empty() || name.len() > meta::MAX_TREE_NAME {
+            return Err(Error::InvalidArgument(format!(
+                "tree name must be 1..={} bytes",
+                meta::MAX_TREE_NAME
+            )));
+        }
+        let need = 8 * self.cfg.page_size as u64;
+        let r = self
+            .checkpointer
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need);
+        self.health.guard(r)?;
+        let r = crate::ops::run_op(
+            &mut self.cache,
+            wal,
+            (0, 0),
+            &mut Vec::new(),
+            |m| {
+                let root = bt::create(m)?;
+                let id =
+                    btree::PageStore::write_page(m, META_PID, |p| meta::add_tree(p, name, root))??;
+                Ok(((id, root), None))
+            },
+            |_, redo| Body::System { redo },
+        );
+        let ((id, root), lsn) = self.health.guard(r)?;
+        let r = wal.flush_to(lsn);
+        self.health.guard(r)?;
+        Ok(self.catalog.add(id, root, name))
+    }
+
+    /// A whole checkpoint now (the policy decides which pages it writes); an error poisons.
+    pub fn checkpoint(&mut self, wal: &mut Wal) -> Result<()> {
+        self.check()?;
+        let r = self
+            .checkpointer
+            .checkpoint(&mut self.cache, wal, &self.txns, false);
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
+    }
+
+    /// One step of background work; an error poisons.
+    pub fn maintenance(&mut self, wal: &mut Wal) -> Result<()> {
+        self.check()?;
+        let r = self
+            .checkpointer
+            .maintenance(&mut self.cache, wal, &self.txns);
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
+    }
+
+    /// Verifies every tree; keys per tree, sorted by name.
+    pub fn verify(&mut self, wal: &mut Wal) -> Result<Vec<(String, u64)>> {
+        self.check()?;
+        let mut out = Vec::new();
+        for t in self.catalog.all() {
+            let r = crate::ops::read(&mut self.cache, wal, |m| bt::check(m, t.root));
+            out.push((t.name().to_string(), r?.keys));
+        }
+        out.sort();
+        if cfg!(debug_assertions) {
+            self.cache.pool.check_invariants();
+        }
+        Ok(out)
+    }
+
+    /// Pages ever allocated and the data device's page capacity.
+    pub fn page_usage(&mut self, wal: &mut Wal) -> Result<(u64, u64)> {
+        self.check()?;
+        let cap = self.cache.wp.page_capacity();
+        let used = crate::ops::read(&mut self.cache, wal, |m| {
+            btree::PageStore::read_page(m, META_PID, meta::next_pid)
+        })?;
+        Ok((used, cap))
+    }
+}

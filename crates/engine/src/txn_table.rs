@@ -1,0 +1,190 @@
+//! The transaction table: live transactions, their ids, log positions and log-space
+//! reservations, the pages they changed, behind a concurrency-control protocol (`cc.rs`) and an
+//! undo store (`undo.rs`).
+//!
+//! Log-space reservation: from its first update on, a transaction keeps enough log space
+//! reserved to roll itself back (its compensation records mirror its updates, plus its Abort and
+//! End records and room for a few structure changes); operations refuse to start when the free
+//! log space, less every reservation, is too small (`checkpoint::Checkpointer::ensure_log_space`).
+
+use crate::cc::{Access, ConcurrencyControl, TwoPhaseLocking};
+use crate::error::{Error, Result};
+use crate::page::{Lsn, PageId};
+use crate::undo::{MemUndo, UndoStore};
+use crate::wal::record::{TreeId, TxnId, Undo};
+use std::collections::HashMap;
+
+/// Per-transaction state.
+#[derive(Default)]
+pub(crate) struct TxnState {
+    pub first_lsn: Lsn,
+    pub last_lsn: Lsn,
+    /// The commit record is in the log: the transaction is no longer a candidate for undo
+    /// (a checkpoint taken before its end must not list it as active).
+    pub committing: bool,
+    /// Log bytes reserved for this transaction's rollback (part of `TxnTable::log_reserved`).
+    pub reserved: u64,
+    /// Pages it changed (with repeats), for the buffer's per-frame uncommitted lists.
+    pub pages: Vec<PageId>,
+}
+
+/// Log space a transaction keeps reserved to roll back an update whose record took
+/// `record_bytes`: its compensation record mirrors it (the inverse leaf change, or images of a
+/// structure change of the same extent).
+pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
+    record_bytes + 128
+}
+
+/// Log bytes a transaction reserves once, from its first update on: its Abort and End records
+/// and room for a few structure changes its rollback may cause by itself (a re-inserted key
+/// splitting a leaf that other transactions filled meanwhile).
+pub(crate) fn txn_reserve(page_size: u32) -> u64 {
+    256 + 4 * page_size as u64
+}
+
+/// The live transactions.
+pub(crate) struct TxnTable {
+    txns: HashMap<TxnId, TxnState>,
+    next_txn: TxnId,
+    /// Log bytes reserved by live transactions for their rollback.
+    log_reserved: u64,
+    cc: Box<dyn ConcurrencyControl>,
+    undo: Box<dyn UndoStore>,
+    page_size: u32,
+}
+
+/// What a checkpoint records of the transaction table.
+pub(crate) struct TxnSnapshot {
+    /// (id, last LSN, undo-next LSN) of transactions that may have to be rolled back.
+    pub active: Vec<(TxnId, Lsn, Lsn)>,
+    /// The first record of the oldest of them: the log must keep it.
+    pub oldest_first_lsn: Option<Lsn>,
+    pub next_txn: TxnId,
+}
+
+impl TxnTable {
+    /// An empty table with strict 2PL and in-memory undo.
+    pub fn new(page_size: u32) -> TxnTable {
+        TxnTable {
+            txns: HashMap::new(),
+            next_txn: 1,
+            log_reserved: 0,
+            cc: Box::new(TwoPhaseLocking::default()),
+            undo: Box::new(MemUndo::default()),
+            page_size,
+        }
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&mut self) -> TxnId {
+        let id = self.next_txn;
+        self.next_txn += 1;
+        self.txns.insert(id, TxnState::default());
+        id
+    }
+
+    /// Recovery found transaction ids up to `next - 1` in the log.
+    pub fn set_next_txn(&mut self, next: TxnId) {
+        self.next_txn = next;
+    }
+
+    pub fn state(&self, id: TxnId) -> Result<&TxnState> {
+        self.txns.get(&id).ok_or(Error::TxnNotActive)
+    }
+
+    pub fn log_reserved(&self) -> u64 {
+        self.log_reserved
+    }
+
+    /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
+    pub fn before_access(
+        &mut self,
+        id: TxnId,
+        tree: TreeId,
+        key: Option<&[u8]>,
+        access: Access,
+    ) -> Result<()> {
+        if !self.txns.contains_key(&id) {
+            return Err(Error::TxnNotActive);
+        }
+        self.cc.before_access(id, tree, key, access)
+    }
+
+    /// `id` logged an update at `lsn` whose record took `record_bytes`: remember how to undo it
+    /// and reserve the log space its rollback needs.
+    pub fn updated(&mut self, id: TxnId, lsn: Lsn, record_bytes: u64, undo: Undo) {
+        debug_assert!(lsn != 0);
+        let mut add = undo_reserve(record_bytes);
+        let txn_reserve = txn_reserve(self.page_size);
+        let st = self.txns.get_mut(&id).expect("active");
+        debug_assert!(
+            lsn > st.last_lsn,
+            "a transaction's records are in LSN order"
+        );
+        if st.first_lsn == 0 {
+            st.first_lsn = lsn;
+            add += txn_reserve;
+        }
+        st.reserved += add;
+        st.last_lsn = lsn;
+        self.log_reserved += add;
+        self.undo.push(id, lsn, undo);
+    }
+
+    /// Pages `id` changed in its last operation.
+    pub fn pages_mut(&mut self, id: TxnId) -> Option<&mut Vec<PageId>> {
+        self.txns.get_mut(&id).map(|s| &mut s.pages)
+    }
+
+    /// The commit record of `id` is in the log.
+    pub fn committing(&mut self, id: TxnId) {
+        if let Some(st) = self.txns.get_mut(&id) {
+            st.committing = true;
+        }
+    }
+
+    /// Removes `id` from the table (its reservation stays counted until [`TxnTable::end`]).
+    pub fn remove(&mut self, id: TxnId) -> Result<TxnState> {
+        self.txns.remove(&id).ok_or(Error::TxnNotActive)
+    }
+
+    /// The undo entries of `id`, oldest first (taken out of the store).
+    pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Undo)> {
+        self.undo.take(id)
+    }
+
+    /// The transaction `st` (already removed) ended: its reservation is released, then its
+    /// locks.
+    pub fn end(&mut self, id: TxnId, st: &TxnState) {
+        debug_assert!(self.log_reserved >= st.reserved);
+        self.log_reserved -= st.reserved;
+        let _ = self.undo.take(id);
+        self.cc.end(id);
+    }
+
+    pub fn conflicts(&self) -> u64 {
+        self.cc.conflicts()
+    }
+
+    /// What a checkpoint record needs.
+    pub fn snapshot(&self) -> TxnSnapshot {
+        let mut active: Vec<(TxnId, Lsn, Lsn)> = self
+            .txns
+            .iter()
+            .filter(|(_, s)| s.last_lsn != 0 && !s.committing)
+            .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
+            .collect();
+        active.sort_unstable();
+        let oldest_first_lsn = self
+            .txns
+            .values()
+            .filter(|s| s.first_lsn != 0 && !s.committing)
+            .map(|s| s.first_lsn)
+            .min();
+        TxnSnapshot {
+            active,
+            oldest_first_lsn,
+            next_txn: self.next_txn,
+        }
+    }
+}

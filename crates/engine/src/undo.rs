@@ -1,0 +1,89 @@
+//! The undo seam: where a live transaction's before-images are kept, and rollback. Today the
+//! before-images live in memory ([`MemUndo`], the log holds them too, for recovery); a version
+//! store on the `undo` device (MVCC rollback segments, paper 003) is meant to be another
+//! [`UndoStore`]. Rollback applies each before-image logically through the tree, newest first,
+//! and logs each as a compensation record, so a rollback interrupted by a crash is finished by
+//! recovery without undoing anything twice.
+
+use crate::cache::PageCache;
+use crate::catalog::Catalog;
+use crate::error::Result;
+use crate::page::{Lsn, PageId};
+use crate::wal::record::{Body, TxnId, Undo};
+use crate::wal::Wal;
+use std::collections::HashMap;
+
+/// Before-images of live transactions.
+pub(crate) trait UndoStore: Send {
+    /// Keeps how to undo `txn`'s change logged at `lsn`.
+    fn push(&mut self, txn: TxnId, lsn: Lsn, undo: Undo);
+    /// Removes and returns `txn`'s entries, oldest first.
+    fn take(&mut self, txn: TxnId) -> Vec<(Lsn, Undo)>;
+}
+
+/// Before-images in memory, per transaction.
+#[derive(Default)]
+pub(crate) struct MemUndo {
+    entries: HashMap<TxnId, Vec<(Lsn, Undo)>>,
+}
+
+impl UndoStore for MemUndo {
+    fn push(&mut self, txn: TxnId, lsn: Lsn, undo: Undo) {
+        self.entries.entry(txn).or_default().push((lsn, undo));
+    }
+    fn take(&mut self, txn: TxnId) -> Vec<(Lsn, Undo)> {
+        self.entries.remove(&txn).unwrap_or_default()
+    }
+}
+
+/// Applies a logical undo through the tree and logs it as a compensation record whose
+/// `undo_next` is the next record to undo. Returns the transaction's new last LSN.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn undo_one(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    catalog: &Catalog,
+    changed: &mut Vec<PageId>,
+    txn: TxnId,
+    prev: Lsn,
+    u: &Undo,
+    undo_next: Lsn,
+) -> Result<Lsn> {
+    let tree = catalog.by_id(u.tree)?;
+    let (_, lsn) = crate::ops::apply(
+        cache,
+        wal,
+        (txn, prev),
+        changed,
+        &tree,
+        &u.key,
+        u.old.as_deref(),
+        |_, redo| Body::Clr { redo, undo_next },
+    )?;
+    Ok(if lsn == 0 { prev } else { lsn })
+}
+
+/// Rolls back a live transaction whose last record is `last_lsn` from its undo entries (oldest
+/// first), then logs its Abort and End records.
+pub(crate) fn rollback(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    catalog: &Catalog,
+    changed: &mut Vec<PageId>,
+    (txn, last_lsn): (TxnId, Lsn),
+    undo: &[(Lsn, Undo)],
+) -> Result<()> {
+    if last_lsn == 0 {
+        return Ok(());
+    }
+    let mut prev = last_lsn;
+    for i in (0..undo.len()).rev() {
+        let undo_next = if i == 0 { 0 } else { undo[i - 1].0 };
+        prev = undo_one(
+            cache, wal, catalog, changed, txn, prev, &undo[i].1, undo_next,
+        )?;
+    }
+    let a = wal.append(txn, prev, Body::Abort)?;
+    wal.append(txn, a, Body::End)?;
+    Ok(())
+}
