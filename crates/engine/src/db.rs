@@ -228,6 +228,10 @@ impl Db {
             let (wal, master) = Wal::open(log, wal_cfg)?;
             (wp, wal, Some(master))
         };
+        let health = Health::new();
+        let mut wp = wp;
+        wp.share_health(health.clone());
+        wal.share_health(health.clone());
         let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages);
         if reserve > 0 {
             wal.set_system_reserve(reserve);
@@ -243,7 +247,7 @@ impl Db {
             checkpointer: Checkpointer::new(&cfg, clock.clone()),
             stats: OpStats::default(),
             recovery: None,
-            health: Health::new(),
+            health,
             roles: crate::engine::RoleDevices { undo, temp },
             cfg,
         };

@@ -33,6 +33,7 @@ use std::borrow::Borrow;
 
 use crate::device::{BlockDevice, DeviceError};
 use crate::error::{Error, Result};
+use crate::health::Health;
 use crate::page::Lsn;
 use crate::wal::codec::{self, HEADER_BYTES};
 use crate::wal::group::GroupCommit;
@@ -168,7 +169,8 @@ pub struct Wal {
     sequence: u64,
     /// None after `open` until `set_end`.
     tail: Option<Tail>,
-    poisoned: Option<String>,
+    /// The poison signal, shared with the rest of the database once it is open.
+    health: Health,
     stats: WalStats,
 }
 
@@ -180,7 +182,7 @@ impl std::fmt::Debug for Wal {
             .field("sequence", &self.sequence)
             .field("next_lsn", &self.next_lsn())
             .field("durable_lsn", &self.durable_lsn())
-            .field("poisoned", &self.poisoned)
+            .field("poisoned", &self.health.is_poisoned())
             .finish()
     }
 }
@@ -224,7 +226,7 @@ impl Wal {
             master: mb.master,
             sequence: mb.sequence,
             tail: None,
-            poisoned: None,
+            health: Health::new(),
             stats: WalStats::default(),
         }
     }
@@ -538,16 +540,22 @@ impl Wal {
     }
 
     fn poison(&mut self, e: DeviceError) -> Error {
-        self.poisoned = Some(e.to_string());
+        self.health.poison_with(|| format!("log device: {e}"));
         Error::Device(e)
     }
 
-    /// Fails with [`Error::Poisoned`] once a write to the log device failed.
+    /// Fails with [`Error::Poisoned`] once a write to the log device failed (or, once the log
+    /// shares the database's health signal, once any component poisoned the database).
     pub fn check_ok(&self) -> Result<()> {
-        match &self.poisoned {
-            Some(p) => Err(Error::Poisoned(format!("log device: {p}"))),
-            None => Ok(()),
+        self.health.check()
+    }
+
+    /// Makes the log read and write the database's shared poison signal.
+    pub fn share_health(&mut self, health: Health) {
+        if let Err(Error::Poisoned(why)) = self.health.check() {
+            health.poison_with(|| why);
         }
+        self.health = health;
     }
 
     /// Persists a new master (after flushing the log). `start_lsn` may only move forward, up to

@@ -13,6 +13,7 @@
 use super::{LogSink, WriteCounters, WritePath, WriteReason};
 use crate::device::{BlockDevice, DeviceStats};
 use crate::error::{Error, Result};
+use crate::health::Health;
 use crate::page::{self, get_u32, put_u32, PageId};
 use std::collections::HashMap;
 
@@ -47,7 +48,8 @@ pub struct InPlace {
     homes_pending: bool,
     counters: WriteCounters,
     /// Set by the first device error: the device's state is unknown from then on.
-    failed: Option<String>,
+    /// The database's poison signal (shared once the database is open).
+    health: Health,
 }
 
 impl InPlace {
@@ -58,7 +60,7 @@ impl InPlace {
             doublewrite,
             homes_pending: false,
             counters: WriteCounters::default(),
-            failed: None,
+            health: Health::new(),
         }
     }
 
@@ -150,17 +152,13 @@ impl InPlace {
     }
 
     fn fail_check(&self) -> Result<()> {
-        match &self.failed {
-            Some(why) => Err(Error::Poisoned(format!(
-                "data device failed earlier: {why}"
-            ))),
-            None => Ok(()),
-        }
+        self.health.check()
     }
 
     fn note<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(Error::Device(e)) = &r {
-            self.failed.get_or_insert_with(|| e.to_string());
+            self.health
+                .poison_with(|| format!("data device failed earlier: {e}"));
         }
         r
     }
@@ -266,6 +264,13 @@ impl InPlace {
 }
 
 impl WritePath for InPlace {
+    fn share_health(&mut self, health: Health) {
+        if let Err(Error::Poisoned(why)) = self.health.check() {
+            health.poison_with(|| why);
+        }
+        self.health = health;
+    }
+
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         self.fail_check()?;
         let r = self.read_page_inner(pid, buf);
