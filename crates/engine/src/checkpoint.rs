@@ -28,6 +28,7 @@ pub const FORCE_ALL_FILL: f64 = 0.85;
 /// Log space (in pages; at most a quarter of the log) an operation needs before it starts (a
 /// split logs several images).
 pub const LOG_RESERVE_PAGES: u64 = 32;
+const _: () = assert!(FORCE_ALL_FILL > 0.5 && FORCE_ALL_FILL < 1.0);
 
 /// A dirty page a checkpoint may write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,6 +24,9 @@ const FREE_HEAD: usize = PAGE_HEADER_BYTES + 8;
 const TREE_COUNT: usize = PAGE_HEADER_BYTES + 16;
 const NEXT_TREE: usize = PAGE_HEADER_BYTES + 20;
 const ENTRIES: usize = PAGE_HEADER_BYTES + 24;
+// A catalog entry's name length is a u8; the smallest page holds at least one entry.
+const _: () = assert!(MAX_TREE_NAME <= u8::MAX as usize);
+const _: () = assert!(ENTRIES + 13 + MAX_TREE_NAME <= crate::btree::node::MIN_PAGE_SIZE);
 
 /// One catalog entry.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,6 +25,9 @@ pub const WRITE_HISTORY_LEN: usize = 3;
 /// Page id 0 is the meta page; no tree page ever has it, so it doubles as "none".
 pub const NO_PAGE: PageId = 0;
 
+// The header's fields, as laid out above, fill it exactly.
+const _: () = assert!(24 + 8 * WRITE_HISTORY_LEN == PAGE_HEADER_BYTES);
+
 /// Kinds of pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

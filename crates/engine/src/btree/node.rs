@@ -57,6 +57,11 @@ pub const SLOTS_START: usize = PAGE_HEADER_BYTES + NODE_HEADER_BYTES;
 pub const SLOT_BYTES: usize = 2;
 pub const MIN_PAGE_SIZE: usize = 512;
 pub const MAX_PAGE_SIZE: usize = 65536;
+// Offsets within a node are u16s: a page may not be larger than they can address, and the node
+// header must fit its fields (count, fragmented bytes, cell start, link).
+const _: () = assert!(MAX_PAGE_SIZE <= u16::MAX as usize + 1);
+const _: () = assert!(OFF_LINK + 8 == SLOTS_START);
+const _: () = assert!(SLOTS_START < MIN_PAGE_SIZE);
 pub const TAG_INLINE: u8 = 0;
 pub const TAG_OVERFLOW: u8 = 1;
 /// Leaf cell bytes besides key and value for an inline value: key length, tag, value length.

@@ -281,9 +281,17 @@ impl WritePath for InPlace {
         &mut self,
         pages: &[(PageId, &[u8])],
         reason: WriteReason,
-        _log: &mut dyn LogSink,
+        log: &mut dyn LogSink,
     ) -> Result<()> {
         self.fail_check()?;
+        // The write-ahead rule: the log describing a page is durable before the page is written.
+        debug_assert!(
+            pages
+                .iter()
+                .all(|(_, p)| page::page_lsn(p) == 0 || page::page_lsn(p) < log.durable_lsn()),
+            "write-ahead rule: a page is newer than the durable log (durable below {})",
+            log.durable_lsn()
+        );
         let r = self.write_pages_inner(pages, reason);
         self.note(r)
     }
@@ -322,7 +330,12 @@ impl WritePath for InPlace {
 impl InPlace {
     fn read_page_inner(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         if pid >= self.page_capacity() {
-            return Err(Error::Full(format!("page {pid} is beyond the data device")));
+            // Only a damaged page (a child pointer, a free-list link) names a page past the
+            // device: corruption, not a full database.
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the data device",
+            });
         }
         self.dev.read_at(self.layout.home(pid), buf)?;
         self.counters.page_reads += 1;
@@ -382,6 +395,15 @@ mod tests {
     use crate::page::PageType;
     use crate::writepath::MemLog;
 
+    /// A log durable far beyond the test pages' LSNs (the write-ahead rule holds).
+    fn durable_log() -> MemLog {
+        MemLog {
+            next: 1 << 40,
+            durable: 1 << 40,
+            records: Vec::new(),
+        }
+    }
+
     fn page(pid: PageId, lsn: u64, fill: u8) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
         page::init(&mut p, pid, PageType::Leaf);
@@ -401,7 +423,7 @@ mod tests {
         wp.write_pages(
             &[(3, &a), (4, &b)],
             WriteReason::Checkpoint,
-            &mut MemLog::default(),
+            &mut durable_log(),
         )
         .unwrap();
         assert_eq!(wp.counters().db_waf(), 2.0);
@@ -418,9 +440,9 @@ mod tests {
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
         wp.finish_format().unwrap();
         let a = page(3, 10, 1);
-        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut MemLog::default())
+        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut durable_log())
             .unwrap();
-        wp.sync(&mut MemLog::default()).unwrap();
+        wp.sync(&mut durable_log()).unwrap();
         // Tear the home: half old zeros.
         let home = wp.layout().home(3) as usize;
         let mut dev = wp.dev;
@@ -440,7 +462,7 @@ mod tests {
         let mut wp = InPlace::create(dev, 4096, 8, false).unwrap();
         wp.finish_format().unwrap();
         let a = page(3, 10, 1);
-        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut MemLog::default())
+        wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut durable_log())
             .unwrap();
         assert_eq!(wp.counters().db_waf(), 1.0);
         let home = wp.layout().home(3);
