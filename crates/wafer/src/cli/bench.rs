@@ -112,7 +112,7 @@ impl YcsbArgs {
         let mut cfg = BenchConfig::new(preset, self.data_size, self.sf, ycsb);
         cfg.fill = self.fill;
         cfg.buffer_fraction = self.buffer;
-        cfg.max_checkpoint_count = self.max_checkpoint_count;
+        cfg.engine.max_checkpoint_count = self.max_checkpoint_count;
         cfg.run.group_commit_delay_us = self.group_commit_delay_us;
         cfg.run.group_commit_min_batch = self.group_commit_min_batch.max(1);
         cfg.run.clients = self.clients;

@@ -14,6 +14,7 @@ pub mod wall;
 use crate::ycsb::YcsbConfig;
 use flashsim::{Geometry, SsdConfig};
 use serde::{Deserialize, Serialize};
+use wafer_engine::DbConfig;
 
 /// A write-path configuration of the engine: the rows of paper 002 Table 1 (each adds one
 /// optimization to the row before), plus the ZNS and FDP devices of its Tables 2 and 3.
@@ -93,6 +94,19 @@ impl Preset {
     /// Whether the engine runs with the doublewrite buffer.
     pub fn doublewrite(self) -> bool {
         matches!(self, Preset::InPlace)
+    }
+
+    /// `engine` with this preset's write path and `buffer_pages` frames: the doublewrite switch,
+    /// and for an out-of-place preset `engine.out_of_place` if set, else the preset's own.
+    pub fn engine_config(self, engine: &DbConfig, buffer_pages: usize) -> DbConfig {
+        DbConfig {
+            buffer_pages,
+            doublewrite: self.doublewrite(),
+            out_of_place: self
+                .out_of_place()
+                .map(|p| engine.out_of_place.clone().unwrap_or(p)),
+            ..engine.clone()
+        }
     }
 
     /// The out-of-place settings (None: in place).
@@ -241,26 +255,21 @@ pub struct BenchConfig {
     pub data_ssd: SsdConfig,
     /// The log SSD (a separate device, as in every paper here).
     pub log_ssd: SsdConfig,
-    /// Engine page size in bytes.
-    pub page_size: u32,
+    /// Engine settings (page size, checkpoints, hot-page-aware count, log space, group commit,
+    /// out-of-place settings); the run sets the buffer pool size from `buffer_fraction`, and the
+    /// preset sets the write path (an out-of-place preset takes `engine.out_of_place` when it is
+    /// set, so a config file can change e.g. the zone size or the codec of a preset).
+    pub engine: DbConfig,
     /// Fraction of the data device the load fills (paper 002: 0.9).
     pub fill: f64,
     /// Buffer pool size as a fraction of the loaded data (paper 002's OOM setting: 0.1).
     pub buffer_fraction: f64,
     /// The workload (its record count is set by the load).
     pub ycsb: YcsbConfig,
-    /// Hot-page-aware checkpointing: checkpoints defer a page up to this many consecutive
-    /// times (0: plain checkpoints). Paper 000.
-    #[serde(default)]
-    pub max_checkpoint_count: u32,
     /// The workload in a few words when it is not YCSB (e.g. TPC-C); reports show it instead
     /// of the YCSB settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_label: Option<String>,
-    /// Out-of-place settings replacing the preset's (out-of-place presets only; e.g. another
-    /// zone size, codec or batch size). `None`: the preset's own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub out_of_place: Option<wafer_engine::writepath::OopConfig>,
     /// Clients, CPU model and stop rule.
     #[serde(flatten)]
     pub run: LoopConfig,
@@ -274,13 +283,11 @@ impl BenchConfig {
             preset,
             data_ssd: bench_ssd(data_bytes, spare_factor),
             log_ssd: bench_ssd((data_bytes / 8).max(32 << 20), 0.2),
-            page_size: 4096,
+            engine: DbConfig::default(),
             fill: 0.9,
             buffer_fraction: 0.1,
             ycsb,
-            max_checkpoint_count: 0,
             workload_label: None,
-            out_of_place: None,
             run: LoopConfig::default(),
         }
     }
@@ -295,20 +302,21 @@ impl BenchConfig {
         if !(0.001..=2.0).contains(&self.buffer_fraction) {
             return Err("buffer_fraction must be in [0.001, 2]".into());
         }
+        self.engine_config(1024)
+            .validate()
+            .map_err(|e| e.to_string())?;
         self.run.validate()
     }
 
-    /// The engine's out-of-place settings: the override if the preset writes out of place.
-    pub fn oop(&self) -> Option<wafer_engine::writepath::OopConfig> {
-        self.preset
-            .out_of_place()
-            .map(|p| self.out_of_place.clone().unwrap_or(p))
+    /// The engine configuration of a run with `buffer_pages` frames.
+    pub fn engine_config(&self, buffer_pages: usize) -> DbConfig {
+        self.preset.engine_config(&self.engine, buffer_pages)
     }
 
     /// Buffer pool pages for this configuration.
     pub fn buffer_pages(&self) -> usize {
         let data_bytes = self.data_ssd.logical_bytes as f64;
-        ((self.buffer_fraction * self.fill * data_bytes) / self.page_size as f64) as usize
+        ((self.buffer_fraction * self.fill * data_bytes) / self.engine.page_size as f64) as usize
     }
 }
 

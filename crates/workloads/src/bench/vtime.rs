@@ -69,14 +69,7 @@ impl Rig {
         let mut rig = Rig::open_devices(
             &cfg.preset.data_ssd(&cfg.data_ssd),
             &cfg.log_ssd,
-            DbConfig {
-                page_size: cfg.page_size,
-                buffer_pages: cfg.buffer_pages().max(64),
-                doublewrite: cfg.preset.doublewrite(),
-                out_of_place: cfg.oop(),
-                max_checkpoint_count: cfg.max_checkpoint_count,
-                ..DbConfig::default()
-            },
+            cfg.engine_config(cfg.buffer_pages().max(64)),
         )?;
         rig.tree = Some(rig.db.create_tree("usertable")?);
         Ok(rig)
@@ -161,7 +154,8 @@ fn load(rig: &Rig, cfg: &BenchConfig, obs: &mut dyn BenchObserver) -> Result<u64
     // The same data for every configuration: `fill` of the conventional data SSD's logical
     // capacity in pages (a ZNS device exposes more, an out-of-place one keeps a few zones free).
     let (_, capacity) = rig.db.page_usage()?;
-    let target = (cfg.fill * (cfg.data_ssd.logical_bytes / cfg.page_size as u64) as f64) as u64;
+    let target =
+        (cfg.fill * (cfg.data_ssd.logical_bytes / cfg.engine.page_size as u64) as f64) as u64;
     if target >= capacity {
         return Err(BenchError::Config(format!(
             "fill {} needs {target} pages but the database holds {capacity}",
@@ -476,7 +470,13 @@ pub fn run(
     ycsb.record_count = records;
     let gen = YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
     obs.phase("run");
-    let r = closed_loop(&rig, &cfg.run, cfg.page_size, &mut YcsbWork { gen }, obs)?;
+    let r = closed_loop(
+        &rig,
+        &cfg.run,
+        cfg.engine.page_size,
+        &mut YcsbWork { gen },
+        obs,
+    )?;
     let ssd_end = rig.data.lock().ssd().report();
     Ok(BenchSummary {
         name: name.to_string(),

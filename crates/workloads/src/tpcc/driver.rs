@@ -100,16 +100,7 @@ impl TpccBenchConfig {
 
     /// The engine configuration with `buffer_pages` frames.
     pub fn engine_config(&self, buffer_pages: usize) -> DbConfig {
-        DbConfig {
-            buffer_pages,
-            doublewrite: self.preset.doublewrite(),
-            // An out-of-place preset takes `engine.out_of_place` when it is set.
-            out_of_place: self
-                .preset
-                .out_of_place()
-                .map(|p| self.engine.out_of_place.clone().unwrap_or(p)),
-            ..self.engine.clone()
-        }
+        self.preset.engine_config(&self.engine, buffer_pages)
     }
 
     fn load_buffer(&self) -> usize {
@@ -369,7 +360,7 @@ pub fn run_vtime(
         preset: cfg.preset,
         data_ssd: cfg.data_ssd.clone(),
         log_ssd: cfg.log_ssd.clone(),
-        page_size,
+        engine: cfg.engine.clone(),
         fill: fill.clamp(0.05, 0.98),
         buffer_fraction: cfg.buffer_fraction,
         ycsb: YcsbConfig {
@@ -377,8 +368,6 @@ pub fn run_vtime(
             seed: cfg.tpcc.seed,
             ..YcsbConfig::default()
         },
-        max_checkpoint_count: cfg.engine.max_checkpoint_count,
-        out_of_place: cfg.engine.out_of_place.clone(),
         workload_label: Some(format!(
             "TPC-C, W={} at scale {}, {} size, {} rows loaded",
             cfg.tpcc.warehouses,
