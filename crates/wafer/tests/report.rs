@@ -107,6 +107,7 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
         },
         ssd_gc_runs: 120,
         ssd_erases: 480,
+        devices: Vec::new(),
         wear: WearReport {
             pe_limit: 3000,
             life_used: 0.0004,

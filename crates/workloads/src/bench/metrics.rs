@@ -14,6 +14,7 @@
 use super::BenchConfig;
 use flashsim::{Counters, LatencySummary, WearReport};
 use serde::{Deserialize, Serialize};
+use wafer_engine::device::DeviceStats;
 use wafer_engine::DbStats;
 
 /// Counters at one instant of a run.
@@ -24,6 +25,48 @@ pub struct Snapshot {
     pub t_ns: u64,
     pub db: DbStats,
     pub ssd: Counters,
+}
+
+/// One device role's I/O over a window, as the host sees it (and the flash, for simulated SSDs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoleIo {
+    /// `data`, `log`, `undo` or `temp`.
+    pub role: String,
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub reads: u64,
+    pub flushes: u64,
+    /// Bytes programmed into flash (simulated SSDs only).
+    pub media_write_bytes: Option<u64>,
+}
+
+/// The I/O of every device role between `a` and `b`.
+pub fn roles(a: &Snapshot, b: &Snapshot) -> Vec<RoleIo> {
+    let one = |role: &str, x: Option<&DeviceStats>, y: Option<&DeviceStats>| {
+        let (x, y) = (x?, y?);
+        Some(RoleIo {
+            role: role.to_string(),
+            write_bytes: y.write_bytes - x.write_bytes,
+            read_bytes: y.read_bytes - x.read_bytes,
+            writes: y.writes - x.writes,
+            reads: y.reads - x.reads,
+            flushes: y.flushes - x.flushes,
+            media_write_bytes: match (x.media_write_bytes, y.media_write_bytes) {
+                (Some(p), Some(q)) => Some(q - p),
+                _ => None,
+            },
+        })
+    };
+    [
+        one("data", Some(&a.db.data_device), Some(&b.db.data_device)),
+        one("log", Some(&a.db.log_device), Some(&b.db.log_device)),
+        one("undo", a.db.undo_device.as_ref(), b.db.undo_device.as_ref()),
+        one("temp", a.db.temp_device.as_ref(), b.db.temp_device.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Metrics over a window between two snapshots.
@@ -242,6 +285,9 @@ pub struct BenchSummary {
     pub latency: LatencySummary,
     pub ssd_gc_runs: u64,
     pub ssd_erases: u64,
+    /// I/O of each device role over the run (data, log, and undo and temp when present).
+    #[serde(default)]
+    pub devices: Vec<RoleIo>,
     pub wear: WearReport,
     pub series: Vec<SeriesRow>,
 }

@@ -394,6 +394,7 @@ pub fn run_vtime(
         latency: r.latency.summary(),
         ssd_gc_runs: r.end.ssd.gc_runs - r.start.ssd.gc_runs,
         ssd_erases: r.end.ssd.eu_erases - r.start.ssd.eu_erases,
+        devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,
     };
