@@ -11,6 +11,7 @@
 //! The pool is used under the engine's core latch, so it needs no internal locking; pins keep the
 //! pages of an operation in memory until the operation has been logged.
 
+use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::wal::record::TxnId;
 use serde::{Deserialize, Serialize};
@@ -73,26 +74,40 @@ pub(crate) struct BufferPool {
 pub const MIN_FRAMES: usize = 8;
 
 impl BufferPool {
-    pub fn new(frames: usize, page_size: usize) -> BufferPool {
-        BufferPool {
+    /// A pool of `frames` frames (at least [`MIN_FRAMES`]) of `page_size` bytes. Memory that
+    /// cannot be had is an error, not an abort.
+    pub fn new(frames: usize, page_size: usize) -> Result<BufferPool> {
+        let n = frames.max(MIN_FRAMES);
+        let oom = || {
+            Error::Config(format!(
+                "cannot allocate a buffer pool of {n} frames of {page_size} bytes"
+            ))
+        };
+        let mut all = Vec::new();
+        all.try_reserve_exact(n).map_err(|_| oom())?;
+        for _ in 0..n {
+            let mut data = Vec::new();
+            data.try_reserve_exact(page_size).map_err(|_| oom())?;
+            data.resize(page_size, 0);
+            all.push(Frame {
+                pid: None,
+                data: data.into_boxed_slice(),
+                dirty: false,
+                rec_lsn: 0,
+                pins: 0,
+                referenced: false,
+                ckpt_count: 0,
+                uncommitted: Vec::new(),
+            });
+        }
+        Ok(BufferPool {
             page_size,
-            frames: (0..frames.max(MIN_FRAMES))
-                .map(|_| Frame {
-                    pid: None,
-                    data: vec![0u8; page_size].into_boxed_slice(),
-                    dirty: false,
-                    rec_lsn: 0,
-                    pins: 0,
-                    referenced: false,
-                    ckpt_count: 0,
-                    uncommitted: Vec::new(),
-                })
-                .collect(),
+            frames: all,
             table: HashMap::new(),
             hand: 0,
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
-        }
+        })
     }
 
     pub fn page_size(&self) -> usize {
@@ -309,5 +324,19 @@ impl BufferPool {
             }
         }
         assert_eq!(dirty, self.flush_list.len(), "flush list and dirty frames");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_too_large_to_allocate_is_an_error() {
+        assert!(matches!(
+            BufferPool::new(1 << 50, 4096),
+            Err(Error::Config(_))
+        ));
+        assert_eq!(BufferPool::new(1, 4096).unwrap().frame_count(), MIN_FRAMES);
     }
 }

@@ -252,7 +252,7 @@ mod tests {
     fn cache() -> PageCache {
         let dev = Box::new(MemDevice::new(4 << 20, 4096));
         let wp = InPlace::create(dev, 4096, 8, false).unwrap();
-        PageCache::new(BufferPool::new(8, 4096), Box::new(wp))
+        PageCache::new(BufferPool::new(8, 4096).unwrap(), Box::new(wp))
     }
 
     #[test]

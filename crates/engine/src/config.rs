@@ -3,6 +3,9 @@
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+/// The most buffer frames a pool may have (2^32: 16 TiB of 4 KiB pages); more is a typo.
+pub const MAX_BUFFER_PAGES: usize = 1 << 32;
+
 /// How `Db::open` treats the devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OpenMode {
@@ -95,6 +98,12 @@ impl DbConfig {
         }
         if self.buffer_pages < 16 {
             return Err(Error::Config("buffer_pages must be at least 16".into()));
+        }
+        if self.buffer_pages > MAX_BUFFER_PAGES {
+            return Err(Error::Config(format!(
+                "buffer_pages {} is more than {MAX_BUFFER_PAGES}",
+                self.buffer_pages
+            )));
         }
         if !(0.05..=0.95).contains(&self.checkpoint_log_fill) {
             return Err(Error::Config(

@@ -237,7 +237,7 @@ impl Db {
             wal.set_system_reserve(reserve);
         }
         let cache = PageCache::new(
-            BufferPool::new(cfg.buffer_pages, cfg.page_size as usize),
+            BufferPool::new(cfg.buffer_pages, cfg.page_size as usize)?,
             wp,
         );
         let core = Core {

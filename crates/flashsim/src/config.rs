@@ -19,7 +19,75 @@ pub struct Geometry {
     pub page_size_bytes: u32,
 }
 
+/// Bounds of each geometry field (a larger value is a typo or an overflow waiting to happen:
+/// the model keeps per-die and per-block state in memory).
+pub const MAX_CHANNELS: u32 = 1024;
+pub const MAX_DIES_PER_CHANNEL: u32 = 1024;
+pub const MAX_PLANES_PER_DIE: u32 = 16;
+pub const MAX_PAGES_PER_BLOCK: u32 = 1 << 16;
+pub const MAX_BLOCKS_PER_PLANE: u32 = 1 << 24;
+/// Most dies a device may have in all.
+pub const MAX_DIES: u32 = 1 << 16;
+
 impl Geometry {
+    /// Checks every field and that the derived sizes fit their types, before any arithmetic on
+    /// them (the other methods assume a checked geometry).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for (name, v, max) in [
+            ("geometry.channels", self.channels, MAX_CHANNELS),
+            (
+                "geometry.dies_per_channel",
+                self.dies_per_channel,
+                MAX_DIES_PER_CHANNEL,
+            ),
+            (
+                "geometry.planes_per_die",
+                self.planes_per_die,
+                MAX_PLANES_PER_DIE,
+            ),
+            (
+                "geometry.blocks_per_plane",
+                self.blocks_per_plane,
+                MAX_BLOCKS_PER_PLANE,
+            ),
+            (
+                "geometry.pages_per_block",
+                self.pages_per_block,
+                MAX_PAGES_PER_BLOCK,
+            ),
+        ] {
+            if v == 0 || v > max {
+                return Err(bad(name, format!("{v} is not in 1..={max}")));
+            }
+        }
+        if !self.page_size_bytes.is_power_of_two() || !(512..=65536).contains(&self.page_size_bytes)
+        {
+            return Err(bad(
+                "geometry.page_size_bytes",
+                format!(
+                    "{} is not a power of two in 512..=65536",
+                    self.page_size_bytes
+                ),
+            ));
+        }
+        let dies = self.channels as u64 * self.dies_per_channel as u64;
+        if dies > MAX_DIES as u64 {
+            return Err(bad(
+                "geometry",
+                format!("{dies} dies (channels x dies per channel) exceed {MAX_DIES}"),
+            ));
+        }
+        // Every product below fits u64 with these bounds: dies x planes x blocks x pages x page
+        // size <= 2^16 * 2^4 * 2^24 * 2^16 * 2^16 = 2^76 would not, so check the last steps.
+        let sb = (dies * self.planes_per_die as u64)
+            .checked_mul(self.pages_per_block as u64 * self.page_size_bytes as u64);
+        let phys = sb.and_then(|sb| sb.checked_mul(self.blocks_per_plane as u64));
+        if phys.is_none() {
+            return Err(bad("geometry", "the raw capacity overflows 64 bits"));
+        }
+        Ok(())
+    }
+
     /// Number of dies in the device.
     pub fn dies(&self) -> u32 {
         self.channels * self.dies_per_channel
@@ -281,11 +349,25 @@ impl SsdConfig {
     /// Chooses `blocks_per_plane` so that the spare factor (physical - logical) / physical is at
     /// least `spare_factor` (the erase units GC keeps free count as spare), and at least the GC
     /// reserve plus one erase unit of spare (see [`SsdConfig::fit_reserve`]).
+    ///
+    /// A geometry that fails [`Geometry::check`] is kept as given (nothing is sized), so that
+    /// [`SsdConfig::validate`] reports what is wrong with it.
     pub fn sized(mut geometry: Geometry, logical_bytes: u64, spare_factor: f64) -> SsdConfig {
-        let sb = geometry.superblock_bytes();
-        let sf = spare_factor.clamp(0.0, 0.95);
-        let physical_min = (logical_bytes as f64 / (1.0 - sf)).ceil() as u64;
-        geometry.blocks_per_plane = physical_min.div_ceil(sb).max(8) as u32;
+        let sized = Geometry {
+            blocks_per_plane: 1,
+            ..geometry
+        };
+        if sized.check().is_ok() {
+            let sb = geometry.superblock_bytes();
+            let sf = if spare_factor.is_nan() {
+                0.0
+            } else {
+                spare_factor.clamp(0.0, 0.95)
+            };
+            let physical_min = (logical_bytes as f64 / (1.0 - sf)).ceil() as u64;
+            let blocks = physical_min.div_ceil(sb).max(8);
+            geometry.blocks_per_plane = blocks.min(MAX_BLOCKS_PER_PLANE as u64 + 1) as u32;
+        }
         let mut cfg = SsdConfig {
             geometry,
             logical_bytes,
@@ -312,7 +394,11 @@ impl SsdConfig {
     /// Grows `blocks_per_plane` if the logical capacity plus the GC reserve (which depends on the
     /// GC settings and the number of FDP handles) would not fit. Call it after changing those.
     pub fn fit_reserve(&mut self) {
-        if matches!(self.mode, Mode::Zns(_)) {
+        if matches!(self.mode, Mode::Zns(_))
+            || self.geometry.check().is_err()
+            || self.mapping_unit_bytes == 0
+            || self.mapping_unit_bytes > self.geometry.page_size_bytes
+        {
             return;
         }
         let per_lane_units = self.eu_units() as u64;
@@ -321,7 +407,7 @@ impl SsdConfig {
         let data_eus_per_lane = logical_units.div_ceil(per_lane_units * lanes);
         let need = data_eus_per_lane + self.reserve_eus_per_lane() as u64;
         if (self.geometry.blocks_per_plane as u64) < need {
-            self.geometry.blocks_per_plane = need as u32;
+            self.geometry.blocks_per_plane = need.min(MAX_BLOCKS_PER_PLANE as u64 + 1) as u32;
         }
     }
 
@@ -337,23 +423,7 @@ impl SsdConfig {
     /// Checks every field; a config that passes can be simulated.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let g = &self.geometry;
-        for (name, v) in [
-            ("geometry.channels", g.channels),
-            ("geometry.dies_per_channel", g.dies_per_channel),
-            ("geometry.planes_per_die", g.planes_per_die),
-            ("geometry.blocks_per_plane", g.blocks_per_plane),
-            ("geometry.pages_per_block", g.pages_per_block),
-        ] {
-            if v == 0 {
-                return Err(bad(name, "must be at least 1"));
-            }
-        }
-        if !g.page_size_bytes.is_power_of_two() || !(512..=65536).contains(&g.page_size_bytes) {
-            return Err(bad(
-                "geometry.page_size_bytes",
-                format!("{} is not a power of two in 512..=65536", g.page_size_bytes),
-            ));
-        }
+        g.check()?;
         let mu = self.mapping_unit_bytes;
         if !mu.is_power_of_two() || !(512..=16384).contains(&mu) {
             return Err(bad(
@@ -533,4 +603,41 @@ pub struct Capacity {
     pub spare_factor: f64,
     pub eu_bytes: u64,
     pub erase_units: u32,
+}
+
+#[cfg(test)]
+mod geometry_checks {
+    use super::*;
+
+    fn g(channels: u32, dies: u32, page: u32) -> Geometry {
+        Geometry {
+            channels,
+            dies_per_channel: dies,
+            planes_per_die: 1,
+            blocks_per_plane: 1,
+            pages_per_block: 64,
+            page_size_bytes: page,
+        }
+    }
+
+    /// Bad geometries (zero, tiny or huge fields, products that overflow) are config errors from
+    /// `sized` + `validate`, never a panic or a silent wrap-around.
+    #[test]
+    fn bad_geometries_are_errors_not_panics() {
+        for (geo, field) in [
+            (g(8, 4, 0), "geometry.page_size_bytes"),
+            (g(8, 4, 1), "geometry.page_size_bytes"),
+            (g(8, 4, 3000), "geometry.page_size_bytes"),
+            (g(0, 4, 16384), "geometry.channels"),
+            (g(65536, 65536, 16384), "geometry.channels"),
+            (g(1024, 1024, 16384), "geometry"),
+            (g(8, u32::MAX, 16384), "geometry.dies_per_channel"),
+        ] {
+            let cfg = SsdConfig::sized(geo.clone(), 64 << 20, 0.1);
+            let e = cfg.validate().expect_err("must be refused");
+            assert_eq!(e.field, field, "{geo:?}: {e}");
+        }
+        let ok = SsdConfig::sized(g(8, 4, 16384), 64 << 20, f64::NAN);
+        ok.validate().unwrap();
+    }
 }

@@ -33,6 +33,10 @@ pub const FILL_CHUNK_BYTES: u64 = 128 << 10;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The most host writes a run may be asked for, in device capacities (a larger value is a typo:
+/// it would run for days).
+pub const MAX_CAPACITY_MULTIPLE: f64 = 10_000.0;
+
 /// How long to run and how to drive the device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -72,6 +76,15 @@ impl RunParams {
             }
         };
         pos("capacity_multiple", self.capacity_multiple)?;
+        if self.capacity_multiple > MAX_CAPACITY_MULTIPLE {
+            return Err(bad(
+                "capacity_multiple",
+                format!(
+                    "{} is more than {MAX_CAPACITY_MULTIPLE} device capacities of writes",
+                    self.capacity_multiple
+                ),
+            ));
+        }
         pos(
             "interval_capacity_fraction",
             self.interval_capacity_fraction,

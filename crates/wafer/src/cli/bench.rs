@@ -95,6 +95,12 @@ impl YcsbArgs {
             cfg.validate().map_err(CliError::Usage)?;
             return Ok(cfg);
         }
+        if !(self.theta.is_finite() && self.theta >= 0.0) {
+            return Err(CliError::Usage(format!(
+                "--theta {} must be a finite number >= 0 (0: uniform keys)",
+                self.theta
+            )));
+        }
         let ycsb = YcsbConfig {
             workload: self.workload,
             // D reads the latest inserts (YCSB's standard); the others follow --theta.

@@ -236,8 +236,12 @@ impl LoopConfig {
         if self.clients == 0 || self.cores == 0 {
             return Err("clients and cores must be at least 1".into());
         }
-        if self.capacity_multiple.is_nan() || self.capacity_multiple <= 0.0 {
-            return Err("capacity_multiple must be positive".into());
+        let cm = self.capacity_multiple;
+        if !(cm.is_finite() && cm > 0.0 && cm <= crate::simrun::MAX_CAPACITY_MULTIPLE) {
+            return Err(format!(
+                "capacity_multiple {cm} must be a positive number of at most {}",
+                crate::simrun::MAX_CAPACITY_MULTIPLE
+            ));
         }
         if self.interval_fraction.is_nan() || self.interval_fraction <= 0.0 {
             return Err("interval_fraction must be positive".into());
