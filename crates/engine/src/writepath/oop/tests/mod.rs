@@ -1,0 +1,85 @@
+//! Tests of the out-of-place write path below the database: formatting and settings
+//! (`format`), reads and writes (`read_write`), DB garbage collection (`gc`), a device that
+//! fills up (`full_device`), snapshots and recovery (`recovery`), power cuts during GC and NoWA
+//! compensation (`power_cut`), and NoWA on a simulated SSD (`nowa`).
+
+mod format;
+mod full_device;
+mod gc;
+mod nowa;
+mod power_cut;
+mod read_write;
+mod recovery;
+
+use super::*;
+use crate::device::MemDevice;
+use crate::page::PageType;
+use crate::writepath::MemLog;
+use rand::SeedableRng;
+
+/// A device the test keeps a handle on (to reopen or crash it after the write path lets go).
+type Held<D> = crate::device::Handle<D>;
+
+/// A sealed leaf page of 4 KiB with page LSN `lsn` whose body is `fill` repeated
+/// (`compressible`) or pseudo-random bytes.
+fn page(pid: PageId, lsn: Lsn, fill: u8, compressible: bool) -> Vec<u8> {
+    let mut p = vec![0u8; 4096];
+    page::init(&mut p, pid, PageType::Leaf);
+    page::set_page_lsn(&mut p, lsn);
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(pid * 1000 + fill as u64);
+    for b in p[page::PAGE_HEADER_BYTES..].iter_mut() {
+        *b = if compressible {
+            fill
+        } else {
+            rng.next_u64() as u8
+        };
+    }
+    page::note_write(&mut p);
+    page::seal(&mut p);
+    p
+}
+
+/// A sealed leaf page of `size` bytes (page LSN `lsn`, write noted) whose body compresses to
+/// about 40% with LZ4: 7 random bytes then 9 copies of one byte, per 16.
+fn page_image(pid: u64, lsn: u64, size: usize, rng: &mut impl RngCore) -> Vec<u8> {
+    let mut p = vec![0u8; size];
+    page::init(&mut p, pid, PageType::Leaf);
+    page::set_page_lsn(&mut p, lsn);
+    for chunk in p[page::PAGE_HEADER_BYTES..].chunks_mut(16) {
+        let b = rng.next_u32() as u8;
+        for (i, x) in chunk.iter_mut().enumerate() {
+            *x = if i < 7 { rng.next_u32() as u8 } else { b };
+        }
+    }
+    page::note_write(&mut p);
+    page::seal(&mut p);
+    p
+}
+
+fn small_cfg(codec: Codec) -> OopConfig {
+    OopConfig {
+        codec,
+        zone_bytes: 64 * 1024,
+        max_open_zones: 2,
+        batch_pages: 8,
+        ..OopConfig::default()
+    }
+}
+
+/// Zones of 8 pages, two open, batches of 8 pages, no compression: a 1 MiB device fills up and
+/// garbage-collects quickly.
+fn tiny_cfg() -> OopConfig {
+    OopConfig {
+        codec: Codec::None,
+        zone_bytes: 32 * 1024,
+        max_open_zones: 2,
+        batch_pages: 8,
+        ..OopConfig::default()
+    }
+}
+
+fn new_wp(cfg: OopConfig, bytes: u64) -> OutOfPlace {
+    let mut wp = OutOfPlace::create(Box::new(MemDevice::new(bytes, 4096)), 4096, cfg).unwrap();
+    wp.finish_format().unwrap();
+    wp
+}
