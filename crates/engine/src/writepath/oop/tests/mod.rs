@@ -13,9 +13,10 @@ mod recovery;
 
 use super::*;
 use crate::device::MemDevice;
-use crate::page::PageType;
+use crate::page::{self, PageType};
+use crate::writepath::pack::{self, Codec};
 use crate::writepath::MemLog;
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 
 /// A device the test keeps a handle on (to reopen or crash it after the write path lets go).
 type Held<D> = crate::device::Handle<D>;

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 #[test]
 fn snapshot_and_replay_restore_the_map() {
     let cfg = small_cfg(Codec::Lz4);
-    let mut wp = new_wp(cfg.clone(), 4 << 20);
+    let dev = Held::new(MemDevice::new(4 << 20, 4096));
+    let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
+    wp.finish_format().unwrap();
     let mut log = MemLog::default();
     let mut latest = HashMap::new();
     for i in 0..300u64 {
@@ -29,8 +31,7 @@ fn snapshot_and_replay_restore_the_map() {
     }
     wp.sync(&mut log).unwrap();
     let records = log.records.clone();
-    let dev = std::mem::replace(&mut wp.dev, Box::new(MemDevice::new(4096 * 8, 4096)));
-    let mut wp2 = OutOfPlace::open(dev, cfg).unwrap();
+    let mut wp2 = OutOfPlace::open(Box::new(dev.clone()), cfg).unwrap();
     wp2.recover_begin(u64::MAX).unwrap();
     for (lsn, ch) in &records {
         wp2.redo_map(*lsn, ch).unwrap();
@@ -41,10 +42,12 @@ fn snapshot_and_replay_restore_the_map() {
         wp2.read_page(*pid, &mut buf).unwrap();
         assert_eq!(&buf, p, "page {pid}");
     }
-    let places =
-        |w: &OutOfPlace| -> Vec<(u64, u32)> { w.map.iter().map(|l| (l.off, l.len)).collect() };
+    let places = |w: &OutOfPlace| -> Vec<(u64, u32)> {
+        w.area.map().iter().map(|l| (l.off, l.len)).collect()
+    };
     assert_eq!(places(&wp2), places(&wp));
-    let valid = |w: &OutOfPlace| -> Vec<u32> { w.zones.iter().map(|z| z.valid_pages).collect() };
+    let valid =
+        |w: &OutOfPlace| -> Vec<u32> { w.area.zones().iter().map(|z| z.valid_pages).collect() };
     assert_eq!(
         valid(&wp2),
         valid(&wp),
