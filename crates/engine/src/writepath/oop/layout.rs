@@ -162,9 +162,21 @@ impl OopLayout {
         })
     }
 
-    /// Refuses a layout that does not fit a device of `capacity_bytes`.
+    /// Refuses a header that does not fit a device of `capacity_bytes`, or whose fields
+    /// contradict each other (it passed its checksum, but was written by something else).
     pub(super) fn check_fits(&self, capacity_bytes: u64) -> Result<()> {
-        if self.data_end() > capacity_bytes {
+        if self.page_size == 0
+            || self.zone_bytes == 0
+            || self.pages > capacity_bytes / self.page_size as u64
+        {
+            return Err(Error::NotADatabase(
+                "the out-of-place header is inconsistent".into(),
+            ));
+        }
+        let end = (self.zone_count as u64)
+            .checked_mul(self.zone_bytes)
+            .and_then(|b| b.checked_add(self.data_start));
+        if end.is_none_or(|e| e > capacity_bytes) {
             return Err(Error::NotADatabase(
                 "the out-of-place layout exceeds the data device".into(),
             ));

@@ -77,6 +77,9 @@ impl OutOfPlace {
                 "out-of-place writes need a device block dividing {SLOT_BYTES} (got {block})"
             )));
         }
+        if page_size == 0 {
+            return Err(Error::Config("page size 0".into()));
+        }
         let cap = dev.capacity_bytes();
         let backend = backend::detect(dev);
         let req = ZoneRequest {
@@ -170,7 +173,11 @@ impl WritePath for OutOfPlace {
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         self.fail_check()?;
         if pid >= self.area.page_capacity() {
-            return Err(Error::Full(format!("page {pid} is beyond the data device")));
+            // Not "full": a page id past the device comes from a corrupt page (a pointer).
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the page capacity of the data device",
+            });
         }
         if self.read_staged(pid, buf)? {
             return Ok(());

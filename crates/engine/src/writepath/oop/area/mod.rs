@@ -200,10 +200,14 @@ impl LogArea {
     }
 
     /// Reads the current copy of page `pid` into `buf` (one aligned read of the slots holding
-    /// it) and verifies it; a page never written reads as zeros.
+    /// it) and verifies it; a page never written reads as zeros. A page id beyond the map is
+    /// `CorruptPage`: whoever asks for it took it from a corrupt page.
     pub(crate) fn read(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         let Some(&loc) = self.map.get(pid as usize) else {
-            return Err(Error::Full(format!("page {pid} is beyond the data device")));
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the page capacity of the data device",
+            });
         };
         if !loc.is_some() {
             buf.fill(0);

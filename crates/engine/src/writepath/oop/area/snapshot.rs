@@ -203,7 +203,9 @@ impl LogArea {
         let crc = crc_of(img);
         put_u32(img, CRC_AT, crc);
         if (total * BLOCK) as u64 > self.layout.snap_bytes {
-            return Err(Error::Config("the map snapshot exceeds its slot".into()));
+            return Err(Error::NotADatabase(
+                "the map snapshot exceeds its slot: the device header is inconsistent".into(),
+            ));
         }
         // The blocks to write, as runs of adjacent blocks (one write each).
         let mut changed = Vec::new();

@@ -1,8 +1,9 @@
 //! Tests of the out-of-place write path below the database: formatting and settings
-//! (`format`), reads and writes (`read_write`), DB garbage collection (`gc`), a device that
+//! (`format`), the kind of error each failure gives (`errors`), reads and writes (`read_write`), DB garbage collection (`gc`), a device that
 //! fills up (`full_device`), snapshots and recovery (`recovery`), power cuts during GC and NoWA
 //! compensation (`power_cut`), and NoWA on a simulated SSD (`nowa`).
 
+mod errors;
 mod format;
 mod full_device;
 mod gc;
@@ -12,10 +13,11 @@ mod read_write;
 mod recovery;
 
 use super::*;
-use crate::device::MemDevice;
+use crate::device::{MemDevice, SimDevice, VirtualClock};
 use crate::page::{self, PageType};
 use crate::writepath::pack::{self, Codec};
 use crate::writepath::MemLog;
+use flashsim::{Geometry, Mode, SsdConfig};
 use rand::{RngCore, SeedableRng};
 
 /// A device the test keeps a handle on (to reopen or crash it after the write path lets go).
@@ -83,4 +85,26 @@ fn new_wp(cfg: OopConfig, bytes: u64) -> OutOfPlace {
     let mut wp = OutOfPlace::create(Box::new(MemDevice::new(bytes, 4096)), 4096, cfg).unwrap();
     wp.finish_format().unwrap();
     wp
+}
+
+/// 4 channels x 2 dies, 16 KiB pages, 8 pages per block: a 1 MiB superblock (the SSD GC unit).
+fn ssd(logical: u64, mode: Mode) -> SsdConfig {
+    let g = Geometry {
+        channels: 4,
+        dies_per_channel: 2,
+        planes_per_die: 1,
+        blocks_per_plane: 1,
+        pages_per_block: 8,
+        page_size_bytes: 16 * 1024,
+    };
+    let mut c = SsdConfig::sized(g, logical, 0.12);
+    c.data = flashsim::DataMode::Memory;
+    c.timing.enabled = false;
+    c.mode = mode;
+    c.fit_reserve();
+    c
+}
+
+fn sim(cfg: SsdConfig) -> Held<SimDevice> {
+    Held::new(SimDevice::new(cfg, VirtualClock::shared()).unwrap())
 }

@@ -2,33 +2,10 @@
 //! workload without NoWA and alignment makes it copy.
 
 use super::*;
-use crate::device::{SimDevice, VirtualClock};
 use crate::writepath::LogSink;
-use flashsim::{Geometry, Mode, SsdConfig};
+use flashsim::Mode;
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
-
-/// 4 channels x 2 dies, 16 KiB pages, 8 pages per block: a 1 MiB superblock (the SSD GC unit).
-fn ssd(logical: u64, mode: Mode) -> SsdConfig {
-    let g = Geometry {
-        channels: 4,
-        dies_per_channel: 2,
-        planes_per_die: 1,
-        blocks_per_plane: 1,
-        pages_per_block: 8,
-        page_size_bytes: 16 * 1024,
-    };
-    let mut c = SsdConfig::sized(g, logical, 0.12);
-    c.data = flashsim::DataMode::Memory;
-    c.timing.enabled = false;
-    c.mode = mode;
-    c.fit_reserve();
-    c
-}
-
-fn sim(cfg: SsdConfig) -> Held<SimDevice> {
-    Held::new(SimDevice::new(cfg, VirtualClock::shared()).unwrap())
-}
 
 /// Skewed overwrites of 70% of the page ids through the write path; returns SSD WAF over the
 /// part after the first full pass.

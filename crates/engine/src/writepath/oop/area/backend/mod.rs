@@ -63,7 +63,8 @@ pub(crate) trait ZoneBackend: Send {
     /// The placement id of a zone opened for `role`, given those of the open user zones.
     fn placement_for(&self, role: ZoneRole, in_use: &[u16]) -> u16;
     /// Writes `image` at `at`, the write pointer of its zone, with placement id `piid`. A zoned
-    /// device that puts it elsewhere is an error.
+    /// device that puts it elsewhere is an `Error::Device` (the device's state is not what the
+    /// database knows: the write path must stop).
     fn append_run(&mut self, at: u64, image: &[u8], piid: u16) -> Result<()>;
     /// The zone at `start` takes no more appends; `written_bytes` of it are written.
     fn finish_zone(&mut self, start: u64, written_bytes: u64) -> Result<()>;

@@ -5,7 +5,7 @@
 //! device keeps no stale copies (SSD WAF = 1).
 
 use super::{ZoneBackend, ZoneRequest, ZoneRole};
-use crate::device::BlockDevice;
+use crate::device::{BlockDevice, DeviceError};
 use crate::error::{Error, Result};
 use crate::writepath::oop::area::nowa::Groups;
 use crate::writepath::oop::layout::{MetaLayout, OopLayout, ZoneGeometry};
@@ -45,10 +45,10 @@ impl Zoned {
         let zone = self.device_zone(at);
         let got = self.dev.zone_append(zone, data)?;
         if got != at {
-            return Err(Error::Config(format!(
-                "zone append landed at {got}, expected {at}: the zone's write pointer is not \
-                 where the database left it"
-            )));
+            return Err(Error::Device(DeviceError::Io(format!(
+                "zone append to zone {zone} landed at byte {got}, expected {at}: the zone's \
+                 write pointer is not where the database left it"
+            ))));
         }
         Ok(())
     }
@@ -95,7 +95,7 @@ impl ZoneBackend for Zoned {
         Ok(())
     }
     fn write_header(&mut self, hdr: &[u8]) -> Result<()> {
-        self.dev.zone_append(0, hdr)?;
+        self.append_at(0, hdr)?;
         Ok(self.dev.zone_finish(0)?)
     }
     fn placement_for(&self, _role: ZoneRole, _in_use: &[u16]) -> u16 {
