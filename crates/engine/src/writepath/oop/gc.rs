@@ -108,6 +108,7 @@ impl OutOfPlace {
         }
         self.area.counters_mut().gc_rounds += 1;
         self.collect(&victims, Kind::Gc, log)?;
+        self.debug_check_invariants();
         Ok(true)
     }
 
@@ -143,6 +144,7 @@ impl OutOfPlace {
         };
         self.area.counters_mut().compensation_rounds += 1;
         self.collect(&zones, Kind::Compensation, log)?;
+        self.debug_check_invariants();
         Ok(true)
     }
 

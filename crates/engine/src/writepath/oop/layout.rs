@@ -17,6 +17,15 @@ const HEADER_CRC_AT: usize = 81;
 /// Bytes of the header that carry data (the rest of its block is zero).
 pub(super) const HEADER_BYTES: usize = HEADER_CRC_AT + 4;
 
+// The header is one block of its own, read and written whole; every field ends before the CRC.
+const _: () = assert!(HEADER_BYTES <= SLOT_BYTES);
+const _: () = assert!(
+    HEADER_CRC_AT == 73 + 8,
+    "the CRC follows the last field (pages, u64)"
+);
+// Slots are the unit of alignment, packing and trims: a power of two that device blocks divide.
+const _: () = assert!(SLOT_BYTES.is_power_of_two() && SLOT_BYTES >= 512);
+
 /// Where things are on the data device (stored in its header).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OopLayout {

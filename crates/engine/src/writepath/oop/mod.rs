@@ -167,6 +167,17 @@ impl OutOfPlace {
         }
         r
     }
+
+    /// The zones agree with the page map, and the zones placement holds open are open.
+    pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.area.check_consistency()?;
+        self.placement.check(&self.area)
+    }
+
+    /// [`OutOfPlace::check_invariants`] in debug builds (after each GC round).
+    fn debug_check_invariants(&self) {
+        debug_assert_eq!(self.check_invariants(), Ok(()));
+    }
 }
 
 impl WritePath for OutOfPlace {
@@ -230,7 +241,9 @@ impl WritePath for OutOfPlace {
 
     fn recover_end(&mut self) -> Result<()> {
         self.placement.reset();
-        self.area.recover_end()
+        self.area.recover_end()?;
+        self.debug_check_invariants();
+        Ok(())
     }
 
     fn finish_format(&mut self) -> Result<()> {

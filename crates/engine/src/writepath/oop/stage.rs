@@ -9,7 +9,7 @@ use super::area::space::StoredPage;
 use super::placement::Kind;
 use super::OutOfPlace;
 use crate::error::{Error, Result};
-use crate::page::PageId;
+use crate::page::{self, PageId};
 use crate::writepath::pack;
 use crate::writepath::{LogSink, WriteReason};
 use std::collections::{HashMap, VecDeque};
@@ -85,6 +85,13 @@ impl OutOfPlace {
             if pid >= self.area.page_capacity() {
                 return Err(Error::Full(format!("page {pid} is beyond the data device")));
             }
+            let lsn = page::page_lsn(data);
+            debug_assert!(
+                lsn < log.durable_lsn(),
+                "write-ahead rule: page {pid} (LSN {lsn}) is written before the log is durable \
+                 past it (durable below {})",
+                log.durable_lsn()
+            );
             let c = self.area.counters_mut();
             c.user_write_bytes += data.len() as u64;
             match reason {
@@ -98,7 +105,12 @@ impl OutOfPlace {
                 0
             };
             let bytes = pack::stored_bytes(pid, &pack::compress_page(self.cfg.codec, data));
-            self.stage.put(StoredPage { pid, bytes, edt });
+            self.stage.put(StoredPage {
+                pid,
+                bytes,
+                edt,
+                lsn,
+            });
             if self.stage.batch_full(self.cfg.batch_pages) {
                 let r = self.flush_staged(log, false);
                 self.note(r)?;
@@ -116,6 +128,11 @@ impl OutOfPlace {
         }
         self.ensure_free(log)?;
         let mut items: VecDeque<StoredPage> = self.stage.take().into();
+        // The write-ahead rule at the data write itself: the log is durable past every page.
+        debug_assert!(
+            items.iter().all(|p| p.lsn < log.durable_lsn()),
+            "write-ahead rule: a staged page's LSN is not durable in the log"
+        );
         let mut carried = Vec::new();
         let carry = (!all).then_some(&mut carried);
         let r = self.placement.place(

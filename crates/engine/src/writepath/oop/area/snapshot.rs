@@ -21,6 +21,7 @@ use super::space::Loc;
 use super::LogArea;
 use crate::error::{Error, Result};
 use crate::page::{get_u32, get_u64, put_u32, put_u64, Lsn};
+use crate::writepath::pack::SLOT_BYTES;
 
 const MAGIC: &[u8; 8] = b"WAFSNAP1";
 const BLOCK: usize = 4096;
@@ -33,6 +34,15 @@ const META_REC: usize = 1 + 4 * MAX_PIECES;
 const CRC_AT: usize = 52;
 /// Metadata owners in block 0: the two snapshot slots and the device header.
 const META_OWNERS: usize = 3;
+
+// Blocks are slots (the snapshot slots are slot aligned); records never straddle a block.
+const _: () = assert!(BLOCK == SLOT_BYTES);
+const _: () = assert!(PAGES_PER_BLOCK * PAGE_REC <= BLOCK && ZONES_PER_BLOCK * ZONE_REC <= BLOCK);
+// Block 0: the header fields end before the CRC, the CRC before the metadata owners, which fit.
+const _: () = assert!(48 + 4 <= CRC_AT && CRC_AT + 4 <= META_AT);
+const _: () = assert!(META_AT + META_OWNERS * META_REC <= BLOCK);
+// A zone record: write pointer, average EDT, unit count (u8), then the units.
+const _: () = assert!(ZONE_REC == 16 + 1 + 4 * MAX_PIECES && MAX_PIECES <= u8::MAX as usize);
 
 /// The snapshot state of an area: which slot holds what, and the image last written.
 pub(super) struct SnapState {

@@ -6,17 +6,19 @@
 //! The estimated deathtime (EDT) of each copy is the caller's: the area stores it with the copy
 //! and averages it per zone (both go into snapshots) but never computes or uses it.
 
-use crate::page::PageId;
+use crate::page::{Lsn, PageId};
 
 /// EDT of pages with no history: the coldest.
 pub(crate) const MAX_EDT: u64 = u64::MAX / 4;
 
-/// A page as the area stores it: its stored bytes (a blob or the raw page, see `pack`) and the
-/// EDT its placement used.
+/// A page as the area stores it: its stored bytes (a blob or the raw page, see `pack`), the
+/// EDT its placement used, and its page LSN (for the write-ahead check; 0 for copies of pages
+/// already stored, whose LSN was durable when they were first written).
 pub(crate) struct StoredPage {
     pub pid: PageId,
     pub bytes: Vec<u8>,
     pub edt: u64,
+    pub lsn: Lsn,
 }
 
 /// Where a page is stored. `off == NONE`: never written.

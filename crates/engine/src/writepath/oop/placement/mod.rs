@@ -221,4 +221,24 @@ impl Placement {
         self.gc_zone = Some(z);
         Ok(z)
     }
+
+    /// Checks that the zones placement holds open are open in the area, once each.
+    pub(super) fn check(&self, area: &LogArea) -> std::result::Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        for &z in self.open.iter().chain(&self.gc_zone) {
+            if !seen.insert(z) {
+                return Err(format!("zone {z} is open twice"));
+            }
+            if area.zone(z).state != super::area::space::ZoneState::Open {
+                return Err(format!(
+                    "zone {z} is held open but is {:?}",
+                    area.zone(z).state
+                ));
+            }
+        }
+        if self.open.len() > area.layout().max_open as usize {
+            return Err(format!("{} zones open", self.open.len()));
+        }
+        Ok(())
+    }
 }

@@ -6,15 +6,6 @@
 use super::*;
 use flashsim::ZnsConfig;
 
-/// A log durable below 2^40: the small page LSNs of these tests are durable.
-fn durable() -> MemLog {
-    MemLog {
-        next: 1 << 40,
-        durable: 1 << 40,
-        records: Vec::new(),
-    }
-}
-
 #[test]
 fn zone_append_landing_elsewhere_is_a_device_error_and_poisons() {
     let mode = Mode::Zns(ZnsConfig {
@@ -30,7 +21,7 @@ fn zone_append_landing_elsewhere_is_a_device_error_and_poisons() {
     };
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg).unwrap();
     wp.finish_format().unwrap();
-    let mut log = durable();
+    let mut log = durable_log();
     for pid in 0..4 {
         let p = page(pid, 1, pid as u8, false);
         wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)

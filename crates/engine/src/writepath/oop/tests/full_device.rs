@@ -23,7 +23,7 @@ fn write_until_full(
         };
         log.next += 10;
         let p = page_image(pid, log.next, 4096, rng);
-        match wp.write_pages(&[(pid, &p)], WriteReason::Eviction, log) {
+        match write_page(wp, log, pid, &p) {
             Ok(()) => accepted(pid, p),
             Err(_) => return Some((pid, p)),
         }

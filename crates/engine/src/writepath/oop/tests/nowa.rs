@@ -31,10 +31,8 @@ fn overwrite_run(cfg: OopConfig, passes: u64) -> (f64, OutOfPlace) {
                 }
             };
             lsn += 100;
-            log.next = lsn;
             let p = page_image(pid, lsn, 4096, &mut rng);
-            wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-                .unwrap();
+            write_page(&mut wp, &mut log, pid, &p).unwrap();
             if i % 64 == 0 {
                 log.force(log.next).unwrap();
                 wp.maintain(&mut log).unwrap();

@@ -116,7 +116,9 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
                     rng.random_range(0..n)
                 };
                 version += 1;
-                log.next = log.next.max(version);
+                // The page's last record is logged, and forced before the page is written.
+                log.next = log.next.max(version + 1);
+                log.force(version)?;
                 let p = page_image(pid, version, 4096, &mut rng);
                 wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)?;
                 if step % 16 == 0 {

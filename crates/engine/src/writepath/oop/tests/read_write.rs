@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn writes_read_back_from_stage_and_device() {
     let mut wp = new_wp(small_cfg(Codec::Lz4), 8 << 20);
-    let mut log = MemLog::default();
+    let mut log = durable_log();
     let a = page(1, 10, 3, true);
     wp.write_pages(&[(1, &a)], WriteReason::Eviction, &mut log)
         .unwrap();
@@ -33,7 +33,7 @@ fn writes_read_back_from_stage_and_device() {
 #[test]
 fn incompressible_pages_are_stored_raw() {
     let mut wp = new_wp(small_cfg(Codec::Lz4), 8 << 20);
-    let mut log = MemLog::default();
+    let mut log = durable_log();
     let a = page(5, 10, 9, false);
     wp.write_pages(&[(5, &a)], WriteReason::Checkpoint, &mut log)
         .unwrap();

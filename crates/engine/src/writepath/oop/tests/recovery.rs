@@ -14,7 +14,7 @@ fn snapshot_and_replay_restore_the_map() {
     let dev = Held::new(MemDevice::new(4 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
     wp.finish_format().unwrap();
-    let mut log = MemLog::default();
+    let mut log = durable_log();
     let mut latest = HashMap::new();
     for i in 0..300u64 {
         let pid = i % 120;
@@ -42,6 +42,7 @@ fn snapshot_and_replay_restore_the_map() {
         wp2.read_page(*pid, &mut buf).unwrap();
         assert_eq!(&buf, p, "page {pid}");
     }
+    assert_eq!(wp2.check_invariants(), Ok(()));
     let places = |w: &OutOfPlace| -> Vec<(u64, u32)> {
         w.area.map().iter().map(|l| (l.off, l.len)).collect()
     };
@@ -79,8 +80,7 @@ fn retried_checkpoint_keeps_the_last_valid_snapshot() {
     for pid in 0..20 {
         log.next += 10;
         let p = page_image(pid, log.next, 4096, &mut rng);
-        wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-            .unwrap();
+        write_page(&mut wp, &mut log, pid, &p).unwrap();
     }
     // Complete checkpoint at C.
     wp.sync(&mut log).unwrap();
@@ -136,8 +136,7 @@ fn large_pages_round_trip_through_gc_and_recovery() {
             let pid = rng.random_range(0..n);
             log.next += 10;
             let p = page_image(pid, log.next, ps, &mut rng);
-            wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-                .unwrap();
+            write_page(&mut wp, &mut log, pid, &p).unwrap();
             want.insert(pid, p);
             if step % 7 == 0 {
                 wp.maintain(&mut log).unwrap();
