@@ -88,21 +88,3 @@ pub fn value(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
-
-/// A sealed leaf page of `size` bytes (page LSN `lsn`, write noted) whose body compresses to
-/// about 40% with LZ4: 7 random bytes then 9 copies of one byte, per 16.
-pub fn page_image(pid: u64, lsn: u64, size: usize, rng: &mut impl rand::RngCore) -> Vec<u8> {
-    use wafer_engine::page::{self, PageType};
-    let mut p = vec![0u8; size];
-    page::init(&mut p, pid, PageType::Leaf);
-    page::set_page_lsn(&mut p, lsn);
-    for chunk in p[page::PAGE_HEADER_BYTES..].chunks_mut(16) {
-        let b = rng.next_u32() as u8;
-        for (i, x) in chunk.iter_mut().enumerate() {
-            *x = if i < 7 { rng.next_u32() as u8 } else { b };
-        }
-    }
-    page::note_write(&mut p);
-    page::seal(&mut p);
-    p
-}

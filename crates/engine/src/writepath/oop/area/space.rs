@@ -1,9 +1,25 @@
-//! Space metadata of the out-of-place write path (paper 002 section 6.2): the page map
+//! Space metadata of the log-structured area (paper 002 section 6.2): the page map
 //! (`PID2OffsetTable`: page id -> byte offset and stored length) and the zones (`StorageSpace`:
 //! state, write pointer, valid bytes and pages, average EDT, and the reverse map: which page was
 //! written at which offset of the zone, in write order).
+//!
+//! The estimated deathtime (EDT) of each copy is the caller's: the area stores it with the copy
+//! and averages it per zone (both go into snapshots) but never computes or uses it.
 
-use crate::page::PageId;
+use crate::page::{Lsn, PageId};
+
+/// EDT of pages with no history: the coldest.
+pub(crate) const MAX_EDT: u64 = u64::MAX / 4;
+
+/// A page as the area stores it: its stored bytes (a blob or the raw page, see `pack`), the
+/// EDT its placement used, and its page LSN (for the write-ahead check; 0 for copies of pages
+/// already stored, whose LSN was durable when they were first written).
+pub(crate) struct StoredPage {
+    pub pid: PageId,
+    pub bytes: Vec<u8>,
+    pub edt: u64,
+    pub lsn: Lsn,
+}
 
 /// Where a page is stored. `off == NONE`: never written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +65,7 @@ pub struct Zone {
     /// Sum and count of the EDTs of pages written here (GDT).
     pub edt_sum: u128,
     pub edt_n: u64,
-    /// FDP placement id used for this zone's writes.
+    /// Placement id of this zone's writes (FDP; see the backend).
     pub piid: u16,
     /// Live page copies per 4 KiB slot (slot trims; empty when not tracked).
     pub slot_live: Vec<u16>,
@@ -83,5 +99,10 @@ impl Zone {
     /// Back to free.
     pub fn clear(&mut self) {
         *self = Zone::empty();
+    }
+
+    /// Bytes the zone can still take.
+    pub fn room(&self, zone_bytes: u64) -> u64 {
+        zone_bytes - self.wp
     }
 }

@@ -18,9 +18,10 @@
 
 use super::nowa::{Groups, Owner, MAX_PIECES};
 use super::space::Loc;
-use super::{Backend, OutOfPlace};
+use super::LogArea;
 use crate::error::{Error, Result};
 use crate::page::{get_u32, get_u64, put_u32, put_u64, Lsn};
+use crate::writepath::pack::SLOT_BYTES;
 
 const MAGIC: &[u8; 8] = b"WAFSNAP1";
 const BLOCK: usize = 4096;
@@ -31,6 +32,50 @@ const ZONES_PER_BLOCK: usize = BLOCK / ZONE_REC;
 const META_AT: usize = 64;
 const META_REC: usize = 1 + 4 * MAX_PIECES;
 const CRC_AT: usize = 52;
+/// Metadata owners in block 0: the two snapshot slots and the device header.
+const META_OWNERS: usize = 3;
+
+// Blocks are slots (the snapshot slots are slot aligned); records never straddle a block.
+const _: () = assert!(BLOCK == SLOT_BYTES);
+const _: () = assert!(PAGES_PER_BLOCK * PAGE_REC <= BLOCK && ZONES_PER_BLOCK * ZONE_REC <= BLOCK);
+// Block 0: the header fields end before the CRC, the CRC before the metadata owners, which fit.
+const _: () = assert!(48 + 4 <= CRC_AT && CRC_AT + 4 <= META_AT);
+const _: () = assert!(META_AT + META_OWNERS * META_REC <= BLOCK);
+// A zone record: write pointer, average EDT, unit count (u8), then the units.
+const _: () = assert!(ZONE_REC == 16 + 1 + 4 * MAX_PIECES && MAX_PIECES <= u8::MAX as usize);
+
+/// The snapshot state of an area: which slot holds what, and the image last written.
+pub(super) struct SnapState {
+    /// Number of the next snapshot.
+    pub(super) seq: u64,
+    /// The snapshot image as last written, and per 4 KiB block of it the number of the
+    /// snapshot it last changed for: a snapshot rewrites only the blocks changed since the
+    /// one before last (the other slot holds the last one).
+    pub(super) img: Vec<u8>,
+    pub(super) dirty: Vec<u64>,
+    /// Snapshots to write whole (after format or recovery, the slots' contents are unknown).
+    pub(super) full: u8,
+    /// The slot holding the snapshot of the last complete checkpoint (never overwritten), and
+    /// the slot written by a checkpoint not confirmed complete yet.
+    pub(super) confirmed: Option<usize>,
+    pub(super) unconfirmed: Option<usize>,
+    /// Recovery: the tag of the snapshot loaded (records before it are in it).
+    pub(super) tag: Lsn,
+}
+
+impl SnapState {
+    pub(super) fn new() -> SnapState {
+        SnapState {
+            seq: 0,
+            img: Vec::new(),
+            dirty: Vec::new(),
+            full: 2,
+            confirmed: None,
+            unconfirmed: None,
+            tag: 0,
+        }
+    }
+}
 
 fn blocks(pages: u64, zones: u64) -> (usize, usize) {
     (
@@ -40,7 +85,7 @@ fn blocks(pages: u64, zones: u64) -> (usize, usize) {
 }
 
 /// Bytes of a snapshot of `pages` pages and `zones` zones.
-pub(super) fn image_bytes(pages: u64, zones: u64) -> u64 {
+pub(crate) fn image_bytes(pages: u64, zones: u64) -> u64 {
     let (m, z) = blocks(pages, zones);
     ((1 + m + z) * BLOCK) as u64
 }
@@ -63,7 +108,7 @@ fn crc_of(img: &[u8]) -> u32 {
     crc32c::crc32c_append(c, &img[CRC_AT + 4..])
 }
 
-impl OutOfPlace {
+impl LogArea {
     fn snap_blocks(&self) -> (usize, usize) {
         blocks(self.map.len() as u64, self.zones.len() as u64)
     }
@@ -75,19 +120,19 @@ impl OutOfPlace {
 
     /// Page `pid`'s location changed.
     pub(super) fn touch_page(&mut self, pid: u64) {
-        if self.snap_dirty.is_empty() {
-            self.snap_dirty = vec![0; self.dirty_len()];
+        if self.snap.dirty.is_empty() {
+            self.snap.dirty = vec![0; self.dirty_len()];
         }
-        self.snap_dirty[1 + pid as usize / PAGES_PER_BLOCK] = self.snap_seq;
+        self.snap.dirty[1 + pid as usize / PAGES_PER_BLOCK] = self.snap.seq;
     }
 
     /// Zone `z`'s record changed.
     pub(super) fn touch_zone(&mut self, z: u32) {
-        if self.snap_dirty.is_empty() {
-            self.snap_dirty = vec![0; self.dirty_len()];
+        if self.snap.dirty.is_empty() {
+            self.snap.dirty = vec![0; self.dirty_len()];
         }
         let (m, _) = self.snap_blocks();
-        self.snap_dirty[1 + m + z as usize / ZONES_PER_BLOCK] = self.snap_seq;
+        self.snap.dirty[1 + m + z as usize / ZONES_PER_BLOCK] = self.snap.seq;
     }
 
     fn encode_map_block(&mut self, b: usize) {
@@ -96,8 +141,8 @@ impl OutOfPlace {
         let base = b * BLOCK;
         for (i, l) in self.map[first..last].iter().enumerate() {
             let at = base + i * PAGE_REC;
-            put_u64(&mut self.snap_img, at, l.off);
-            put_u32(&mut self.snap_img, at + 8, l.len);
+            put_u64(&mut self.snap.img, at, l.off);
+            put_u32(&mut self.snap.img, at + 8, l.len);
         }
     }
 
@@ -108,37 +153,37 @@ impl OutOfPlace {
         for z in first..last {
             let at = base + (z - first) * ZONE_REC;
             let zone = &self.zones[z];
-            put_u64(&mut self.snap_img, at, zone.wp);
-            put_u64(&mut self.snap_img, at + 8, zone.avg_edt().unwrap_or(0));
-            let units = self.groups.pieces_of(Owner::Zone(z as u32)).to_vec();
-            put_units(&mut self.snap_img, at + 16, &units);
+            put_u64(&mut self.snap.img, at, zone.wp);
+            put_u64(&mut self.snap.img, at + 8, zone.avg_edt().unwrap_or(0));
+            let units = self.stream.pieces_of(Owner::Zone(z as u32)).to_vec();
+            put_units(&mut self.snap.img, at + 16, &units);
         }
     }
 
     /// Writes the snapshot tagged `tag` to its slot and makes it durable.
-    pub(super) fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
-        let n = self.snap_seq;
+    pub(crate) fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
+        let n = self.snap.seq;
         // Never the slot of the last complete checkpoint's snapshot. A checkpoint that wrote a
         // snapshot but did not complete leaves its slot in an unknown state for the incremental
         // rule below: the next two snapshots are written whole.
-        let slot = match self.snap_confirmed {
+        let slot = match self.snap.confirmed {
             Some(c) => 1 - c,
             None => (n % 2) as usize,
         };
-        if self.snap_unconfirmed.is_some() {
-            self.snap_full = 2;
+        if self.snap.unconfirmed.is_some() {
+            self.snap.full = 2;
         }
         let (mb, zb) = self.snap_blocks();
         let total = 1 + mb + zb;
-        let full = self.snap_full > 0 || self.snap_img.len() != total * BLOCK;
-        if self.snap_img.len() != total * BLOCK {
-            self.snap_img = vec![0u8; total * BLOCK];
+        let full = self.snap.full > 0 || self.snap.img.len() != total * BLOCK;
+        if self.snap.img.len() != total * BLOCK {
+            self.snap.img = vec![0u8; total * BLOCK];
         }
-        if self.snap_dirty.len() != total {
-            self.snap_dirty = vec![n; total];
+        if self.snap.dirty.len() != total {
+            self.snap.dirty = vec![n; total];
         }
         let write: Vec<bool> = (0..total)
-            .map(|b| b == 0 || full || self.snap_dirty[b] + 1 >= n)
+            .map(|b| b == 0 || full || self.snap.dirty[b] + 1 >= n)
             .collect();
         for (b, &w) in write.iter().enumerate().skip(1) {
             if w && b <= mb {
@@ -148,84 +193,77 @@ impl OutOfPlace {
             }
         }
         // Block 0: header and the metadata owners (whose units change as this slot is rewritten).
-        self.groups.kill(Owner::Meta(slot as u8));
-        let written: usize = write.iter().filter(|&&w| w).count() * BLOCK;
-        self.groups.write(Owner::Meta(slot as u8), written as u64);
-        let img = &mut self.snap_img;
+        self.stream.kill(Owner::Meta(slot as u8));
+        let rewritten: usize = write.iter().filter(|&&w| w).count() * BLOCK;
+        self.stream.write(Owner::Meta(slot as u8), rewritten as u64);
+        let img = &mut self.snap.img;
         img[..BLOCK].fill(0);
         img[..8].copy_from_slice(MAGIC);
         put_u64(img, 8, tag);
         put_u64(img, 16, n);
         put_u64(img, 24, self.map.len() as u64);
         put_u32(img, 32, self.zones.len() as u32);
-        put_u64(img, 36, self.groups.pos);
+        put_u64(img, 36, self.stream.pos);
         put_u32(img, 44, mb as u32);
         put_u32(img, 48, zb as u32);
-        for m in 0..3u8 {
-            let units = self.groups.pieces_of(Owner::Meta(m)).to_vec();
+        for m in 0..META_OWNERS as u8 {
+            let units = self.stream.pieces_of(Owner::Meta(m)).to_vec();
             put_units(img, META_AT + m as usize * META_REC, &units);
         }
         let crc = crc_of(img);
         put_u32(img, CRC_AT, crc);
         if (total * BLOCK) as u64 > self.layout.snap_bytes {
-            return Err(Error::Config("the map snapshot exceeds its slot".into()));
+            return Err(Error::NotADatabase(
+                "the map snapshot exceeds its slot: the device header is inconsistent".into(),
+            ));
+        }
+        // The blocks to write, as runs of adjacent blocks (one write each).
+        let mut changed = Vec::new();
+        let mut b = 0;
+        while b < total {
+            if !write[b] {
+                b += 1;
+                continue;
+            }
+            let mut e = b + 1;
+            while e < total && write[e] {
+                e += 1;
+            }
+            changed.push((b * BLOCK, (e - b) * BLOCK));
+            b = e;
         }
         let start = self.layout.snap_start[slot];
-        if self.layout.zoned {
-            // Zones are append-only: the slot is rewritten whole.
-            let zbytes = self.layout.zone_bytes;
-            let first = self.layout.device_zone(start);
-            let k = (self.layout.snap_bytes / zbytes) as u32;
-            for dz in first..first + k {
-                self.dev.zone_reset(dz)?;
-            }
-            for (i, chunk) in self.snap_img.chunks(zbytes as usize).enumerate() {
-                let dz = first + i as u32;
-                for part in chunk.chunks(1 << 20) {
-                    self.dev.zone_append(dz, part)?;
-                }
-                if (chunk.len() as u64) < zbytes {
-                    self.dev.zone_finish(dz)?;
-                }
-            }
-            self.counters.metadata_bytes += self.snap_img.len() as u64;
-            self.counters.db_write_bytes += self.snap_img.len() as u64;
-        } else {
-            let mut b = 0;
-            while b < total {
-                if !write[b] {
-                    b += 1;
-                    continue;
-                }
-                let mut e = b + 1;
-                while e < total && write[e] {
-                    e += 1;
-                }
-                let bytes = &self.snap_img[b * BLOCK..e * BLOCK];
-                let at = start + (b * BLOCK) as u64;
-                match self.backend {
-                    Backend::Fdp { handles } => {
-                        self.dev.write_placed(at, bytes, (handles - 1) as u16)?
-                    }
-                    _ => self.dev.write_at(at, bytes)?,
-                }
-                self.counters.metadata_bytes += bytes.len() as u64;
-                self.counters.db_write_bytes += bytes.len() as u64;
-                b = e;
-            }
-        }
-        self.dev.flush()?;
-        self.snap_full = self.snap_full.saturating_sub(1);
-        self.snap_seq += 1;
-        self.snap_unconfirmed = Some(slot);
+        let mut written = 0;
+        let r = self.backend.write_snapshot(
+            start,
+            self.layout.snap_bytes,
+            &self.snap.img,
+            &changed,
+            &mut written,
+        );
+        self.counters.metadata_bytes += written;
+        self.counters.db_write_bytes += written;
+        r?;
+        self.flush()?;
+        self.snap.full = self.snap.full.saturating_sub(1);
+        self.snap.seq += 1;
+        self.snap.unconfirmed = Some(slot);
         Ok(())
+    }
+
+    /// The checkpoint whose snapshot was written last is complete: its slot is now the one
+    /// recovery needs, never to be overwritten until the next checkpoint completes.
+    pub(crate) fn snapshot_done(&mut self) {
+        if let Some(s) = self.snap.unconfirmed.take() {
+            self.snap.confirmed = Some(s);
+        }
     }
 
     /// Reads snapshot slot `s`: (tag, seq, image) if it is complete and intact.
     pub(super) fn read_snapshot(&mut self, s: usize) -> Result<Option<(Lsn, u64, Vec<u8>)>> {
         let start = self.layout.snap_start[s];
         let mut head = vec![0u8; BLOCK];
-        self.dev.read_at(start, &mut head)?;
+        self.backend.dev_mut().read_at(start, &mut head)?;
         if &head[..8] != MAGIC {
             return Ok(None);
         }
@@ -234,7 +272,7 @@ impl OutOfPlace {
             return Ok(None);
         }
         let mut img = vec![0u8; total * BLOCK];
-        self.dev.read_at(start, &mut img)?;
+        self.backend.dev_mut().read_at(start, &mut img)?;
         if crc_of(&img) != get_u32(&img, CRC_AT) {
             return Ok(None);
         }
@@ -264,23 +302,23 @@ impl OutOfPlace {
                 edt: 0,
             };
         }
-        self.groups = Groups::new(self.layout.gc_unit);
-        self.groups.pos = get_u64(img, 36);
+        self.stream = Groups::new(self.layout.gc_unit);
+        self.stream.pos = get_u64(img, 36);
         let mut info = Vec::with_capacity(zc);
         for z in 0..zc {
             let at = BLOCK * (1 + mb + z / ZONES_PER_BLOCK) + (z % ZONES_PER_BLOCK) * ZONE_REC;
-            self.groups
+            self.stream
                 .restore(Owner::Zone(z as u32), &get_units(img, at + 16));
             info.push((get_u64(img, at), get_u64(img, at + 8)));
         }
-        for m in 0..3u8 {
-            self.groups.restore(
+        for m in 0..META_OWNERS as u8 {
+            self.stream.restore(
                 Owner::Meta(m),
                 &get_units(img, META_AT + m as usize * META_REC),
             );
         }
-        self.snap_img = img.to_vec();
-        self.snap_full = 2;
+        self.snap.img = img.to_vec();
+        self.snap.full = 2;
         Ok(info)
     }
 }

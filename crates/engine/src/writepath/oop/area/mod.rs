@@ -1,0 +1,425 @@
+//! The log-structured area: a region of the data device cut into zones that are only appended
+//! to, with the page map saying where the current copy of each page is. It is the mechanism of
+//! out-of-place writes without their policies, so that other write paths (the journal of a
+//! journal + remap path, paper 004) can store pages the same way.
+//!
+//! # What it owns
+//!
+//! * the device, through a [`backend::ZoneBackend`] (conventional, FDP or ZNS);
+//! * the zones ([`space::Zone`]: state, write pointer, valid bytes and pages, reverse map,
+//!   average EDT, live copies per 4 KiB slot) and the queue of free zones;
+//! * the page map (page id -> offset, stored length, EDT of the copy);
+//! * packed appends: a run of stored pages and its packing plan become one sequential write;
+//! * map logging: every location change is kept until [`LogArea::commit_locations`] makes the
+//!   written data durable (device flush) and logs the changes (`Body::Map`) through the
+//!   [`LogSink`];
+//! * reclaiming: a zone left without a live page is trimmed or reset, and a 4 KiB slot left
+//!   without a live page is trimmed, only once the log is durable past the record that emptied
+//!   it;
+//! * map snapshots (two slots, written at checkpoints, see `snapshot.rs`) and recovery from a
+//!   snapshot plus later location records (`recovery.rs`);
+//! * the NoWA model of the device's write stream ([`nowa::Groups`]), fed by every write it
+//!   makes and saved in its snapshots;
+//! * the counters of what it writes and reads (device bytes, padding, metadata, reads, trims,
+//!   zones reclaimed); callers add what only they know (user bytes, why bytes were written).
+//!
+//! # What callers do
+//!
+//! * Choose zones: open a free one ([`LogArea::open_zone`], with the backend's placement id
+//!   for its role), append to it, close it ([`LogArea::close_zone`]) when it is full or should
+//!   take no more. The area keeps no list of open zones: which zone gets which page is policy.
+//! * Plan the packing of each run (`pack::plan_best_fit`) so that it fits the zone's room.
+//! * Follow the write-ahead rule: a page is appended only after the log is durable past its page
+//!   LSN (checked in debug builds by the caller, which knows the page LSNs).
+//! * Call [`LogArea::commit_locations`] before anything may depend on the new copies being
+//!   found after a crash (a sync, a checkpoint), and before the old copies may be overwritten:
+//!   zones are reused only through [`LogArea::reclaim_dead`] or
+//!   [`LogArea::force_and_reclaim`], which force the log first. Never trim or reset a zone
+//!   directly.
+//! * At a checkpoint: have every location logged, then [`LogArea::write_snapshot`] before the
+//!   checkpoint record, and [`LogArea::snapshot_done`] once that record is durable.
+//! * On restart: [`LogArea::recover_begin`], [`LogArea::redo_map`] for every location record
+//!   from the checkpoint on, [`LogArea::recover_end`]; then every zone is full or free.
+//! * Treat `Error::Device` from any call as fatal for the area (poison the handle): the device
+//!   may hold writes the map does not know about.
+
+pub(crate) mod backend;
+mod durability;
+mod invariants;
+pub(crate) mod nowa;
+mod recovery;
+mod snapshot;
+pub(crate) mod space;
+
+use self::backend::ZoneBackend;
+use self::nowa::{Groups, Owner};
+use self::space::{Loc, StoredPage, Zone, ZoneState, MAX_EDT};
+use super::layout::OopLayout;
+use crate::device::DeviceStats;
+use crate::error::{Error, Result};
+use crate::page::{Lsn, PageId};
+use crate::wal::record::MapChange;
+use crate::writepath::pack::{self, Plan, SLOT_BYTES};
+use crate::writepath::WriteCounters;
+use std::collections::VecDeque;
+
+// A slot holds at most SLOT_BYTES / 22 stored pages (a blob is at least its 21-byte header plus
+// one byte): the per-slot live counts fit a u16.
+const _: () = assert!(SLOT_BYTES / (pack::BLOB_HEADER_BYTES + 1) < u16::MAX as usize);
+
+/// Bytes of a map snapshot of `pages` page ids and `zones` zones (the size of a snapshot slot).
+pub(crate) fn snapshot_bytes(pages: u64, zones: u64) -> u64 {
+    snapshot::image_bytes(pages, zones)
+}
+
+/// Slots (of [`SLOT_BYTES`]) a stored page at `off` (in its zone) of `len` bytes touches.
+fn slot_range(off: u64, len: u32) -> std::ops::Range<usize> {
+    let s = SLOT_BYTES as u64;
+    (off / s) as usize..(off + len as u64).div_ceil(s) as usize
+}
+
+/// Dead 4 KiB slots waiting to be trimmed.
+#[derive(Default)]
+struct SlotTrims {
+    /// Whether slots are trimmed at all (the device trims and is not zoned; configurable).
+    enabled: bool,
+    /// Slots emptied by location changes not logged yet.
+    unlogged: Vec<u64>,
+    /// Slots waiting for the log to be durable past the record that emptied them.
+    waiting: VecDeque<(Lsn, Vec<u64>)>,
+}
+
+/// The log-structured area; see the module documentation for its contract.
+pub(crate) struct LogArea {
+    backend: Box<dyn ZoneBackend>,
+    layout: OopLayout,
+    map: Vec<Loc>,
+    zones: Vec<Zone>,
+    free: VecDeque<u32>,
+    /// Full zones without valid pages, reclaimable once the log is durable past `last_map_lsn`.
+    dead: Vec<u32>,
+    /// Location changes written but not yet logged.
+    pending: Vec<MapChange>,
+    last_map_lsn: Lsn,
+    trims: SlotTrims,
+    stream: Groups,
+    snap: snapshot::SnapState,
+    counters: WriteCounters,
+}
+
+impl LogArea {
+    fn new(backend: Box<dyn ZoneBackend>, layout: OopLayout, trim_slots: bool) -> LogArea {
+        let trims = SlotTrims {
+            enabled: trim_slots && backend.trims_slots(),
+            ..SlotTrims::default()
+        };
+        LogArea {
+            zones: vec![Zone::empty(); layout.zone_count as usize],
+            free: (0..layout.zone_count).collect(),
+            map: vec![Loc::EMPTY; layout.pages as usize],
+            stream: Groups::new(layout.gc_unit),
+            backend,
+            layout,
+            dead: Vec::new(),
+            pending: Vec::new(),
+            last_map_lsn: 0,
+            trims,
+            snap: snapshot::SnapState::new(),
+            counters: WriteCounters::default(),
+        }
+    }
+
+    /// A new area on a device being formatted: whatever an earlier database left is erased
+    /// (a stale snapshot could be loaded, stale zone contents would stay valid inside the SSD).
+    /// The header is written later ([`LogArea::write_header`]). `trim_slots`: trim dead 4 KiB
+    /// slots where the backend can.
+    pub(crate) fn format(
+        backend: Box<dyn ZoneBackend>,
+        layout: OopLayout,
+        trim_slots: bool,
+    ) -> Result<LogArea> {
+        let mut area = LogArea::new(backend, layout, trim_slots);
+        area.backend.format(&area.layout, &mut area.stream)?;
+        area.backend.dev_mut().flush()?;
+        Ok(area)
+    }
+
+    /// The area of a formatted device; its map is empty until recovery loads it.
+    pub(crate) fn open(
+        backend: Box<dyn ZoneBackend>,
+        layout: OopLayout,
+        trim_slots: bool,
+    ) -> LogArea {
+        LogArea::new(backend, layout, trim_slots)
+    }
+
+    /// Writes the header block and makes it durable: from then on the device opens as formatted.
+    pub(crate) fn write_header(&mut self) -> Result<()> {
+        let hdr = self.layout.encode();
+        self.backend.write_header(&hdr)?;
+        self.counters.metadata_bytes += hdr.len() as u64;
+        self.counters.db_write_bytes += hdr.len() as u64;
+        self.flush()
+    }
+
+    pub(crate) fn layout(&self) -> &OopLayout {
+        &self.layout
+    }
+
+    pub(crate) fn backend(&self) -> &dyn ZoneBackend {
+        self.backend.as_ref()
+    }
+
+    pub(crate) fn device_capacity_bytes(&self) -> u64 {
+        self.backend.dev().capacity_bytes()
+    }
+
+    pub(crate) fn device_stats(&self) -> DeviceStats {
+        self.backend.dev().stats()
+    }
+
+    /// Makes every completed write durable (logs nothing).
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        Ok(self.backend.dev_mut().flush()?)
+    }
+
+    pub(crate) fn counters(&self) -> &WriteCounters {
+        &self.counters
+    }
+
+    /// For the caller's share of the counters (user bytes and why bytes were written).
+    pub(crate) fn counters_mut(&mut self) -> &mut WriteCounters {
+        &mut self.counters
+    }
+
+    /// The NoWA model of the device's write stream.
+    pub(crate) fn stream(&self) -> &Groups {
+        &self.stream
+    }
+
+    // ------------------------------------------------------------------ the page map
+
+    /// Page ids the map holds.
+    pub(crate) fn page_capacity(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// Reads the current copy of page `pid` into `buf` (one aligned read of the slots holding
+    /// it) and verifies it; a page never written reads as zeros. A page id beyond the map is
+    /// `CorruptPage`: whoever asks for it took it from a corrupt page.
+    pub(crate) fn read(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        let Some(&loc) = self.map.get(pid as usize) else {
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the page capacity of the data device",
+            });
+        };
+        if !loc.is_some() {
+            buf.fill(0);
+            return Ok(());
+        }
+        let slot = SLOT_BYTES as u64;
+        let start = loc.off / slot * slot;
+        let end = (loc.off + loc.len as u64).div_ceil(slot) * slot;
+        let mut io = vec![0u8; (end - start) as usize];
+        self.backend.dev_mut().read_at(start, &mut io)?;
+        self.counters.page_reads += 1;
+        self.counters.read_bytes += io.len() as u64;
+        pack::unpack_into(&io, (loc.off - start) as usize, loc.len as usize, pid, buf)
+    }
+
+    // ------------------------------------------------------------------ zones
+
+    pub(crate) fn zone(&self, z: u32) -> &Zone {
+        &self.zones[z as usize]
+    }
+
+    /// Bytes zone `z` can still take.
+    pub(crate) fn zone_room(&self, z: u32) -> u64 {
+        self.zones[z as usize].room(self.layout.zone_bytes)
+    }
+
+    pub(crate) fn free_zones(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Full zones (candidates for GC), in zone order.
+    pub(crate) fn full_zones(&self) -> impl Iterator<Item = (u32, &Zone)> {
+        (0..self.layout.zone_count)
+            .map(|z| (z, &self.zones[z as usize]))
+            .filter(|(_, zone)| zone.state == ZoneState::Full)
+    }
+
+    /// Opens the free zone free longest, writing with placement id `piid`; None if no zone is
+    /// free.
+    pub(crate) fn open_zone(&mut self, piid: u16) -> Option<u32> {
+        let z = self.free.pop_front()?;
+        let zone = &mut self.zones[z as usize];
+        zone.clear();
+        zone.state = ZoneState::Open;
+        zone.piid = piid;
+        Some(z)
+    }
+
+    /// Closes zone `z`: it takes no more appends (a zoned device finishes it).
+    pub(crate) fn close_zone(&mut self, z: u32) -> Result<()> {
+        let start = self.layout.zone_start(z);
+        let zone = &mut self.zones[z as usize];
+        zone.state = ZoneState::Full;
+        let wp = zone.wp;
+        self.backend.finish_zone(start, wp)?;
+        if self.zones[z as usize].valid_pages == 0 {
+            self.dead.push(z);
+        }
+        Ok(())
+    }
+
+    /// The `Full` error: no free zone left, with what the zones hold.
+    pub(crate) fn full_error(&self, open_zones: usize) -> Error {
+        let full = self
+            .zones
+            .iter()
+            .filter(|z| z.state == ZoneState::Full)
+            .count();
+        let valid: u64 = self.zones.iter().map(|z| z.valid_bytes).sum();
+        Error::Full(format!(
+            "the data device has no free zone left ({} zones of {} bytes: {} full, {} open, \
+             {} free; {} pages mapped, {} valid bytes)",
+            self.layout.zone_count,
+            self.layout.zone_bytes,
+            full,
+            open_zones,
+            self.free.len(),
+            self.map.iter().filter(|l| l.is_some()).count(),
+            valid
+        ))
+    }
+
+    // ------------------------------------------------------------------ appending
+
+    /// Appends `run` to open zone `z` as one write, packed by `plan` (`pack::plan_best_fit` of
+    /// exactly these pages' lengths; it must fit the zone's room), and points the map at the new
+    /// copies (not durable or logged yet). The zone's average EDT counts every copy's EDT
+    /// (`note_all_edts`) or only those below [`MAX_EDT`] (copies whose deathtime is unknown do
+    /// not pull it). Returns the stored bytes (without padding).
+    pub(crate) fn append(
+        &mut self,
+        z: u32,
+        run: &[StoredPage],
+        plan: &Plan,
+        note_all_edts: bool,
+    ) -> Result<u64> {
+        let fits = self.zones.get(z as usize).is_some_and(|zone| {
+            zone.state == ZoneState::Open
+                && (plan.slots * SLOT_BYTES) as u64 <= zone.room(self.layout.zone_bytes)
+        });
+        let pages_ok = run.iter().all(|p| p.pid < self.map.len() as u64);
+        if !fits || !pages_ok || plan.places.len() != run.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a run of {} pages in {} slots does not fit zone {z} (or names pages beyond \
+                 the map)",
+                run.len(),
+                plan.slots
+            )));
+        }
+        let slices: Vec<&[u8]> = run.iter().map(|i| i.bytes.as_slice()).collect();
+        let (image, at) = pack::pack_planned(&slices, plan, SLOT_BYTES);
+        let stored: u64 = run.iter().map(|i| i.bytes.len() as u64).sum();
+        let base = self.layout.zone_start(z) + self.zones[z as usize].wp;
+        let piid = self.zones[z as usize].piid;
+        self.backend.append_run(base, &image, piid)?;
+        let len = image.len() as u64;
+        self.stream.write(Owner::Zone(z), len);
+        self.counters.db_write_bytes += len;
+        self.counters.padding_bytes += len - stored;
+        self.zones[z as usize].wp += len;
+        for (it, &o) in run.iter().zip(&at) {
+            let off = base + o as u64;
+            let len = it.bytes.len() as u32;
+            self.relocate(it.pid, off, len, it.edt, note_all_edts);
+            self.pending.push(MapChange {
+                pid: it.pid,
+                offset: off,
+                len,
+            });
+        }
+        Ok(stored)
+    }
+
+    /// Points page `pid` at its new copy and invalidates the old one.
+    fn relocate(&mut self, pid: PageId, off: u64, len: u32, edt: u64, note_edt: bool) {
+        self.invalidate(pid);
+        let z = self.layout.zone_of(off);
+        let zs = self.layout.zone_start(z);
+        let zone = &mut self.zones[z as usize];
+        zone.valid_bytes += len as u64;
+        zone.valid_pages += 1;
+        zone.rev.push(((off - zs) as u32, pid));
+        if self.trims.enabled {
+            if zone.slot_live.is_empty() {
+                zone.slot_live = vec![0; (self.layout.zone_bytes / SLOT_BYTES as u64) as usize];
+            }
+            for s in slot_range(off - zs, len) {
+                zone.slot_live[s] += 1;
+            }
+        }
+        if note_edt || edt != MAX_EDT {
+            zone.note_edt(edt.min(MAX_EDT));
+        }
+        self.map[pid as usize] = Loc { off, len, edt };
+        self.touch_page(pid);
+        self.touch_zone(z);
+    }
+
+    /// The copy of `pid` the map names is dead.
+    fn invalidate(&mut self, pid: PageId) {
+        let old = self.map[pid as usize];
+        if !old.is_some() {
+            return;
+        }
+        let z = self.layout.zone_of(old.off);
+        let zs = self.layout.zone_start(z);
+        let zone = &mut self.zones[z as usize];
+        zone.valid_bytes -= old.len as u64;
+        zone.valid_pages -= 1;
+        if !zone.slot_live.is_empty() {
+            for s in slot_range(old.off - zs, old.len) {
+                zone.slot_live[s] -= 1;
+                if zone.slot_live[s] == 0 {
+                    self.trims.unlogged.push(zs + (s * SLOT_BYTES) as u64);
+                }
+            }
+        }
+        if zone.valid_pages == 0 && zone.state == ZoneState::Full {
+            self.dead.push(z);
+        }
+        self.map[pid as usize] = Loc::EMPTY;
+    }
+
+    /// The live copies in zone `z`, in write order, with the EDT each was placed with (one read
+    /// of the zone's written bytes, counted as GC reads).
+    pub(crate) fn live_copies(&mut self, z: u32) -> Result<Vec<StoredPage>> {
+        let zone = &self.zones[z as usize];
+        let len = zone.wp as usize;
+        if zone.valid_pages == 0 || len == 0 {
+            return Ok(Vec::new());
+        }
+        let start = self.layout.zone_start(z);
+        let mut buf = vec![0u8; len];
+        self.backend.dev_mut().read_at(start, &mut buf)?;
+        self.counters.gc_read_bytes += len as u64;
+        let mut live = Vec::new();
+        for &(o, pid) in &self.zones[z as usize].rev {
+            let loc = self.map[pid as usize];
+            if loc.off == start + o as u64 {
+                live.push(StoredPage {
+                    pid,
+                    bytes: buf[o as usize..o as usize + loc.len as usize].to_vec(),
+                    edt: loc.edt,
+                    lsn: 0,
+                });
+            }
+        }
+        Ok(live)
+    }
+}
