@@ -30,12 +30,20 @@
 //!   break off (with `torn_writes`): an append keeps a random prefix of its blocks, possibly none
 //!   (an append's offset is known only once the inner device returns, so even an append the power
 //!   cut interrupts is applied first, then fails with [`DeviceError::PowerCut`]); a reset or a
-//!   finish is atomic: it happened or it did not, with equal probability. A zone whose surviving
-//!   state differs from the inner device's is rebuilt there: reset, the surviving contents
-//!   appended again, finished if it was finished, so its write pointer and condition are what
-//!   survived (`CrashReport::zones_rebuilt`). Zones rebuilt empty go first; a rebuild that the
-//!   inner device refuses (e.g. more active zones than it allows) is reported in
+//!   finish is atomic: it happened or it did not, with equal probability. The zones' states
+//!   together stay within the inner device's active-zone limit (a device keeps its zone
+//!   resources consistent across a power loss): where independent choices would exceed it,
+//!   zones keep their whole history until they fit. A zone whose surviving state differs from
+//!   the inner device's is rebuilt there: reset, the surviving contents appended again,
+//!   finished if it was finished, so its write pointer and condition are what survived
+//!   (`CrashReport::zones_rebuilt`); a rebuild the inner device refuses is reported in
 //!   `CrashReport::restore_error`. Writes to a zoned device are never misdirected.
+//!
+//! A power cut is armed by command number (`FaultConfig::power_cut_after`,
+//! [`FaultHandle::cut_power_at`]) or at the Nth command of a kind
+//! ([`FaultHandle::cut_power_at_nth`], e.g. the 3rd zone reset from now), and
+//! [`FaultHandle::cut_on`] says which kind of command it fired on. Several devices (data and
+//! log) can share one power domain ([`FaultDevice::in_power_domain`]): one switch, one count.
 //!
 //! Deterministic: the same seed and the same command sequence give the same faults.
 //!
@@ -125,79 +133,153 @@ pub struct CrashReport {
     pub restored_bytes: u64,
     /// Zones rebuilt (reset, surviving contents appended again) to their surviving state.
     pub zones_rebuilt: u64,
+    /// The command of this device an armed power cut fired on (None: no cut fired here, e.g.
+    /// it fired on another device of the power domain or power was cut from outside).
+    pub cut_command: Option<CommandKind>,
     /// An error of the inner device while restoring (the crash image is then incomplete).
     pub restore_error: Option<DeviceError>,
 }
 
 const NO_CUT: u64 = u64::MAX;
 
-/// State shared between a [`FaultDevice`] and its [`FaultHandle`]s.
+/// The kinds of command a [`FaultDevice`] counts (one per [`BlockDevice`] method that reaches
+/// the device; a placed write is a `Write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CommandKind {
+    Read,
+    Write,
+    Flush,
+    Trim,
+    Remap,
+    ZoneAppend,
+    ZoneReset,
+    ZoneFinish,
+    ZoneReport,
+}
+
+impl CommandKind {
+    const ALL: usize = 9;
+
+    /// Whether the command changes data (and so may be applied, then torn or undone, when the
+    /// power cut interrupts it).
+    fn changes_data(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Write
+                | CommandKind::Remap
+                | CommandKind::ZoneAppend
+                | CommandKind::ZoneReset
+                | CommandKind::ZoneFinish
+        )
+    }
+}
+
+/// State shared between a [`FaultDevice`] and its [`FaultHandle`]s (and the other devices of its
+/// power domain).
 #[derive(Debug)]
 struct Shared {
     commands: AtomicU64,
     writes: AtomicU64,
-    /// Command number at which power is cut (NO_CUT: none).
+    /// CommandKind number at which power is cut (NO_CUT: none).
     cut_at: AtomicU64,
+    /// The command the last armed power cut fired on.
+    cut_on: Mutex<Option<CommandKind>>,
     powered_off: AtomicBool,
     power_cuts: AtomicU64,
     io_errors: AtomicU64,
     misdirects: Mutex<Vec<Misdirect>>,
 }
 
+/// One device's own counters (the rest of its state is its power domain's).
+#[derive(Debug, Default)]
+struct Local {
+    /// Commands so far by kind (indexed by `CommandKind as usize`).
+    by_kind: [AtomicU64; CommandKind::ALL],
+    /// A power cut at the nth command of a kind (counted like `by_kind`).
+    cut_at_kind: Mutex<Option<(CommandKind, u64)>>,
+}
+
 /// A cloneable handle on a [`FaultDevice`]'s counters and power switch, for a test that has
-/// handed the device itself to the engine.
+/// handed the device itself to the engine. The power switch, the command count and the fault
+/// counters are the power domain's; the counts by kind and cuts by kind are the device's.
 #[derive(Clone, Debug)]
-pub struct FaultHandle(Arc<Shared>);
+pub struct FaultHandle {
+    shared: Arc<Shared>,
+    local: Arc<Local>,
+}
 
 impl FaultHandle {
     /// Commands submitted so far (including failed ones).
     pub fn commands(&self) -> u64 {
-        self.0.commands.load(Ordering::SeqCst)
+        self.shared.commands.load(Ordering::SeqCst)
+    }
+
+    /// Commands of one kind this device received so far (including failed ones).
+    pub fn commands_of(&self, kind: CommandKind) -> u64 {
+        self.local.by_kind[kind as usize].load(Ordering::SeqCst)
+    }
+
+    /// Arms (or, with None, disarms) a power cut at this device's `n`th command of `kind`
+    /// (1-based, counted like [`FaultHandle::commands_of`]; a number already passed cuts power at
+    /// the next command of that kind). It adds to a cut armed by command number: the first to
+    /// come fires, and it cuts the power of the whole domain.
+    pub fn cut_power_at_nth(&self, kind: CommandKind, n: Option<u64>) {
+        *lock(&self.local.cut_at_kind) = n.map(|n| (kind, n));
+    }
+
+    /// The command an armed power cut (by number or by kind) last fired on; None if none has
+    /// fired or power was cut from outside.
+    pub fn cut_on(&self) -> Option<CommandKind> {
+        *lock(&self.shared.cut_on)
     }
 
     /// Write commands (zone appends included) that reached the device so far.
     pub fn writes(&self) -> u64 {
-        self.0.writes.load(Ordering::SeqCst)
+        self.shared.writes.load(Ordering::SeqCst)
     }
 
     /// Cuts power now: every later command fails with [`DeviceError::PowerCut`] until
     /// [`FaultDevice::crash`].
     pub fn cut_power_now(&self) {
-        if !self.0.powered_off.swap(true, Ordering::SeqCst) {
-            self.0.power_cuts.fetch_add(1, Ordering::SeqCst);
+        if !self.shared.powered_off.swap(true, Ordering::SeqCst) {
+            self.shared.power_cuts.fetch_add(1, Ordering::SeqCst);
         }
-        self.0.cut_at.store(NO_CUT, Ordering::SeqCst);
+        self.shared.cut_at.store(NO_CUT, Ordering::SeqCst);
+        *lock(&self.local.cut_at_kind) = None;
     }
 
     /// Arms (or, with None, disarms) a power cut at absolute command number `n` (1-based; a
     /// number already passed cuts power at the next command).
     pub fn cut_power_at(&self, n: Option<u64>) {
-        self.0.cut_at.store(n.unwrap_or(NO_CUT), Ordering::SeqCst);
+        self.shared
+            .cut_at
+            .store(n.unwrap_or(NO_CUT), Ordering::SeqCst);
     }
 
     /// Whether power is off.
     pub fn is_powered_off(&self) -> bool {
-        self.0.powered_off.load(Ordering::SeqCst)
+        self.shared.powered_off.load(Ordering::SeqCst)
     }
 
     /// Power cuts so far.
     pub fn power_cuts(&self) -> u64 {
-        self.0.power_cuts.load(Ordering::SeqCst)
+        self.shared.power_cuts.load(Ordering::SeqCst)
     }
 
     /// Injected I/O errors so far.
     pub fn io_errors(&self) -> u64 {
-        self.0.io_errors.load(Ordering::SeqCst)
+        self.shared.io_errors.load(Ordering::SeqCst)
     }
 
     /// Misdirected writes so far.
     pub fn misdirects(&self) -> Vec<Misdirect> {
-        self.0
-            .misdirects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.shared.misdirects).clone()
     }
+}
+
+/// A mutex's contents, even if a thread panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,11 +323,14 @@ pub struct FaultDevice<D: BlockDevice> {
     cfg: FaultConfig,
     rng: Pcg64Mcg,
     shared: Arc<Shared>,
+    local: Arc<Local>,
     journal: Vec<Change>,
     /// Zones with journaled commands: their state before the first.
     zones_before: BTreeMap<u32, ZoneBefore>,
     /// The inner device's zone size (None: conventional).
     zone_bytes: Option<u64>,
+    /// The command of this device an armed power cut fired on.
+    cut_here: Option<CommandKind>,
     stats: DeviceStats,
 }
 
@@ -256,26 +341,47 @@ impl<D: BlockDevice> FaultDevice<D> {
             commands: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             cut_at: AtomicU64::new(cfg.power_cut_after.unwrap_or(NO_CUT)),
+            cut_on: Mutex::new(None),
             powered_off: AtomicBool::new(false),
             power_cuts: AtomicU64::new(0),
             io_errors: AtomicU64::new(0),
             misdirects: Mutex::new(Vec::new()),
         });
+        FaultDevice::with_shared(inner, cfg, shared)
+    }
+
+    /// Wraps `inner` in the power domain of `power` (e.g. a log device next to a data device):
+    /// the devices share one power switch and one command count (so a cut at the Nth command
+    /// counts the commands of both and stops both), one I/O error and misdirect numbering, and
+    /// the counters a [`FaultHandle`] reads. `cfg.power_cut_after` is ignored (arm the cut on
+    /// the handle); the other faults of `cfg` apply to this device, with its own seed. Each
+    /// device keeps its own journal and its own counts by kind: call [`FaultDevice::crash`] on
+    /// every device of the domain (the first powers the domain back on).
+    pub fn in_power_domain(inner: D, cfg: FaultConfig, power: &FaultHandle) -> FaultDevice<D> {
+        FaultDevice::with_shared(inner, cfg, power.shared.clone())
+    }
+
+    fn with_shared(inner: D, cfg: FaultConfig, shared: Arc<Shared>) -> FaultDevice<D> {
         FaultDevice {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             zone_bytes: inner.capabilities().zone_bytes,
             inner,
             cfg,
             shared,
+            local: Arc::default(),
             journal: Vec::new(),
             zones_before: BTreeMap::new(),
+            cut_here: None,
             stats: DeviceStats::default(),
         }
     }
 
     /// A handle for reading the command count and cutting power from outside.
     pub fn handle(&self) -> FaultHandle {
-        FaultHandle(self.shared.clone())
+        FaultHandle {
+            shared: self.shared.clone(),
+            local: self.local.clone(),
+        }
     }
 
     /// The configuration.
@@ -323,15 +429,19 @@ impl<D: BlockDevice> FaultDevice<D> {
     }
 
     /// Counts a command and decides whether it runs.
-    fn gate(&mut self, is_write: bool) -> Result<Gate, DeviceError> {
+    fn gate(&mut self, cmd: CommandKind) -> Result<Gate, DeviceError> {
         let s = &self.shared;
         let n = s.commands.fetch_add(1, Ordering::SeqCst) + 1;
+        let nk = self.local.by_kind[cmd as usize].fetch_add(1, Ordering::SeqCst) + 1;
         if s.powered_off.load(Ordering::SeqCst) {
             return Err(DeviceError::PowerCut);
         }
-        if n >= s.cut_at.load(Ordering::SeqCst) {
+        let by_kind = lock(&self.local.cut_at_kind).is_some_and(|(k, at)| k == cmd && nk >= at);
+        if n >= s.cut_at.load(Ordering::SeqCst) || by_kind {
             self.handle().cut_power_now();
-            return if is_write && self.cfg.torn_writes {
+            *lock(&self.shared.cut_on) = Some(cmd);
+            self.cut_here = Some(cmd);
+            return if cmd.changes_data() && self.cfg.torn_writes {
                 Ok(Gate::Interrupted)
             } else {
                 Err(DeviceError::PowerCut)
@@ -388,20 +498,16 @@ impl<D: BlockDevice> FaultDevice<D> {
         } else {
             None
         };
-        self.shared
-            .misdirects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Misdirect {
-                intended: offset,
-                actual,
-                len,
-            });
+        lock(&self.shared.misdirects).push(Misdirect {
+            intended: offset,
+            actual,
+            len,
+        });
         actual
     }
 
     fn write_cmd(&mut self, offset: u64, data: &[u8], pid: Option<u16>) -> Result<(), DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::Write)?;
         let len = data.len() as u64;
         let valid = check_io(
             offset,
@@ -495,6 +601,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         let mut report = CrashReport {
             was_powered_off: self.is_powered_off(),
             unflushed: self.journal.len() as u64,
+            cut_command: self.cut_here.take(),
             ..CrashReport::default()
         };
         let journal = std::mem::take(&mut self.journal);
@@ -507,6 +614,7 @@ impl<D: BlockDevice> FaultDevice<D> {
             }
         }
         self.shared.cut_at.store(NO_CUT, Ordering::SeqCst);
+        *lock(&self.local.cut_at_kind) = None;
         self.shared.powered_off.store(false, Ordering::SeqCst);
         report
     }
@@ -623,7 +731,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Read)?;
         self.inner.read_at(offset, buf)?;
         self.stats.reads += 1;
         self.stats.read_bytes += buf.len() as u64;
@@ -639,7 +747,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn flush(&mut self) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Flush)?;
         self.inner.flush()?;
         self.journal.clear();
         self.zones_before.clear();
@@ -648,7 +756,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Trim)?;
         check_io(
             offset,
             len,
@@ -663,13 +771,13 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
 
     /// Atomic per batch (see the module documentation).
     fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::Remap)?;
         let r = self.remap_cmd(ops);
         interrupted(gate, r)
     }
 
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::ZoneAppend)?;
         self.shared.writes.fetch_add(1, Ordering::SeqCst);
         let r = self.append_cmd(zone, data);
         let at = interrupted(gate, r)?;
@@ -680,20 +788,20 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
 
     /// Atomic (see the module documentation).
     fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::ZoneReset)?;
         let r = self.zone_mgmt_cmd(zone, ZoneOp::Reset { prev: Vec::new() });
         interrupted(gate, r)
     }
 
     /// Atomic (see the module documentation).
     fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::ZoneFinish)?;
         let r = self.zone_mgmt_cmd(zone, ZoneOp::Finish);
         interrupted(gate, r)
     }
 
     fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::ZoneReport)?;
         self.inner.zone_report(zone)
     }
 

@@ -20,7 +20,9 @@ mod mem;
 mod partition;
 mod sim;
 
-pub use fault::{CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite};
+pub use fault::{
+    CommandKind, CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite,
+};
 pub use file::FileDevice;
 pub use handle::Handle;
 pub use mem::MemDevice;
@@ -77,6 +79,8 @@ pub struct Capabilities {
     pub gc_unit_bytes: Option<u64>,
     /// Zoned: how many zones may be open at once.
     pub max_open_zones: Option<u32>,
+    /// Zoned: how many zones may be active (open or closed: written in part) at once.
+    pub max_active_zones: Option<u32>,
 }
 
 /// How a [`RemapOp`] treats its source range.

@@ -127,6 +127,7 @@ impl BlockDevice for Partition {
         Capabilities {
             zone_bytes: None,
             max_open_zones: None,
+            max_active_zones: None,
             ..self.dev.lock().capabilities()
         }
     }

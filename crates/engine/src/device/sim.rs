@@ -278,6 +278,10 @@ impl BlockDevice for SimDevice {
                 Mode::Zns(z) => Some(z.max_open_zones),
                 _ => None,
             },
+            max_active_zones: match &cfg.mode {
+                Mode::Zns(z) => Some(z.max_active_zones),
+                _ => None,
+            },
         }
     }
 

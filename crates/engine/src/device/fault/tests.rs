@@ -334,6 +334,7 @@ impl BlockDevice for ZonedMem {
         Capabilities {
             zone_bytes: Some(ZONE_BLOCKS * B as u64),
             max_open_zones: Some(ZONES as u32),
+            max_active_zones: Some(ZONES as u32),
             mapping_unit_bytes: B as u32,
             ..Capabilities::default()
         }
@@ -554,4 +555,51 @@ fn zone_commands_are_counted_and_passed_through() {
     assert_eq!(d.zone_append(0, &[1; B]), Err(DeviceError::PowerCut));
     assert_eq!(d.zone_report(0), Err(DeviceError::PowerCut));
     assert_eq!(d.inner().zones[0], (0, false));
+}
+
+#[test]
+fn cut_at_the_nth_command_of_a_kind_in_a_shared_power_domain() {
+    let mut data = FaultDevice::new(ZonedMem::new(), FaultConfig::default());
+    let h = data.handle();
+    let mut log = FaultDevice::in_power_domain(
+        MemDevice::new(16 * B as u64, B as u32),
+        FaultConfig {
+            seed: 1,
+            lose_unflushed: true,
+            ..FaultConfig::default()
+        },
+        &h,
+    );
+    h.cut_power_at_nth(
+        CommandKind::ZoneReset,
+        Some(h.commands_of(CommandKind::ZoneReset) + 2),
+    );
+    data.zone_append(0, &[1; B]).unwrap();
+    data.zone_reset(0).unwrap();
+    log.write_at(0, &[2; B]).unwrap();
+    data.zone_append(1, &[1; B]).unwrap();
+    assert_eq!(h.cut_on(), None);
+    assert_eq!(data.zone_reset(1), Err(DeviceError::PowerCut));
+    assert_eq!(h.cut_on(), Some(CommandKind::ZoneReset));
+    assert_eq!(
+        data.inner().zones[1],
+        (1, false),
+        "not applied without torn writes"
+    );
+    // The log device lost power with the data device.
+    assert_eq!(log.flush(), Err(DeviceError::PowerCut));
+    assert_eq!(h.commands(), 6, "one count for the domain");
+    assert_eq!(log.handle().commands(), 6);
+    assert_eq!(
+        h.commands_of(CommandKind::Write),
+        0,
+        "counts by kind are per device"
+    );
+    assert_eq!(log.handle().commands_of(CommandKind::Write), 1);
+    assert_eq!(h.commands_of(CommandKind::ZoneAppend), 2);
+    assert!(data.crash().was_powered_off);
+    log.crash();
+    assert!(!h.is_powered_off());
+    log.write_at(0, &[3; B]).unwrap();
+    data.zone_reset(1).unwrap();
 }
