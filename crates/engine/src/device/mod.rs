@@ -1,7 +1,8 @@
 //! The device layer: everything the engine knows about storage goes through [`BlockDevice`].
 //!
 //! Implementations: [`MemDevice`] (in memory, for tests), [`FileDevice`] (a regular file or block
-//! device), [`SimDevice`] (a flashsim SSD in data mode, in virtual time), [`Partition`] (a byte range of a shared
+//! device), `SimDevice` (a flashsim SSD in data mode, in virtual time; only with the cargo feature
+//! `sim`, so embedders do not build the simulator), [`Partition`] (a byte range of a shared
 //! device, so one device can hold several roles), and [`FaultDevice`] (fault injection: power cut
 //! at the Nth command, lost unflushed writes, torn writes, I/O errors, misdirected writes, and
 //! the same for zone commands and remaps).
@@ -18,6 +19,7 @@ mod file;
 mod handle;
 mod mem;
 mod partition;
+#[cfg(feature = "sim")]
 mod sim;
 
 pub use fault::{
@@ -27,6 +29,7 @@ pub use file::FileDevice;
 pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};
+#[cfg(feature = "sim")]
 pub use sim::{SimDevice, VirtualClock};
 
 /// Errors of a device. An error poisons nothing by itself; the engine decides.

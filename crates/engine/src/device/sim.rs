@@ -5,6 +5,8 @@
 //! advances to the completion time flashsim returns. Several devices (data, log, ...) may share
 //! one clock, so the time spent waiting on each adds up as it would for a single-threaded client.
 //!
+//! Only built with the cargo feature `sim` (it is what pulls flashsim into the engine).
+//!
 //! Remap batches map onto flashsim's batched remap command: one command (one command overhead
 //! in virtual time) for the whole batch, shared or moved per operation without programming flash
 //! where the ranges are aligned to the mapping unit (the block size here), reference counted.
