@@ -110,21 +110,24 @@ impl Ssd {
 
     /// Report of every zone.
     pub fn zone_report(&self) -> Vec<ZoneInfo> {
-        let Some(zs) = self.zones.as_ref() else {
-            return Vec::new();
-        };
-        let zbytes = zs.zone_units as u64 * self.unit as u64;
-        zs.zones
-            .iter()
-            .enumerate()
-            .map(|(i, z)| ZoneInfo {
-                zone: i as u32,
-                start_bytes: i as u64 * zbytes,
-                capacity_bytes: zbytes,
-                write_pointer_bytes: i as u64 * zbytes + z.wp as u64 * self.unit as u64,
-                state: z.state,
-            })
+        (0..self.zone_count())
+            .filter_map(|z| self.zone_info(z))
             .collect()
+    }
+
+    /// Report of one zone (None on a conventional device or for a zone past the last).
+    pub fn zone_info(&self, zone: u32) -> Option<ZoneInfo> {
+        let zs = self.zones.as_ref()?;
+        let z = zs.zones.get(zone as usize)?;
+        let unit = self.unit as u64;
+        let zbytes = zs.zone_units as u64 * unit;
+        Some(ZoneInfo {
+            zone,
+            start_bytes: zone as u64 * zbytes,
+            capacity_bytes: zbytes,
+            write_pointer_bytes: zone as u64 * zbytes + z.wp as u64 * unit,
+            state: z.state,
+        })
     }
 
     fn check_zone(&self, zone: u32) -> Result<(), SimError> {

@@ -1,30 +1,71 @@
 //! Fault injection for crash tests: a [`FaultDevice`] wraps any [`BlockDevice`] and can cut
 //! power at the Nth command, lose or tear writes that were not flushed, return an I/O error once,
-//! and misdirect a write.
+//! and misdirect a write. Every command the trait has is forwarded and counted: reads, writes,
+//! placed writes, flushes, trims, remap batches, zone appends, resets, finishes and zone reports.
+//! Capabilities are the inner device's.
 //!
-//! Model: the inner device always holds the newest data (writes are applied at once). While a
-//! fault that can undo writes is enabled (`lose_unflushed` or `torn_writes`), the wrapper keeps an
-//! undo journal of every write, trim and remap since the last successful flush: the range and its
-//! previous contents, read from the inner device just before it is overwritten. [`FaultDevice::crash`]
-//! walks the journal from newest to oldest, decides per entry whether it survived, restores the
-//! previous contents of the lost parts (never over blocks a newer surviving write covers), clears
-//! the journal and powers the device back on so the engine can reopen on it.
+//! Model: the inner device always holds the newest data (commands are applied at once). While a
+//! fault that can undo changes is enabled (`lose_unflushed` or `torn_writes`), the wrapper keeps
+//! an undo journal of every change since the last successful flush. [`FaultDevice::crash`]
+//! decides which of them survived, puts the inner device in the state that leaves, clears the
+//! journal and powers the device back on so the engine can reopen on it.
+//!
+//! * **Writes, trims, remaps** (conventional devices): the journal keeps the changed ranges and
+//!   their previous contents, read from the inner device just before the change. At the crash it
+//!   is walked from newest to oldest; each change survives or not, and the previous contents of
+//!   the lost parts are written back (never over blocks a newer surviving change covers). The
+//!   newest write may be torn at block granularity (a random prefix or subset of its blocks).
+//! * **Remap batches are atomic per batch**: a batch is one journal entry holding the previous
+//!   contents of every range it changed (each destination, and the source of a move); it
+//!   survives whole or is undone whole. A batch the power cut interrupts (with `torn_writes`) is
+//!   applied, fails with [`DeviceError::PowerCut`], and at the crash happened or not with equal
+//!   probability.
+//! * **Zones** (zoned inner devices): appends, writes into a zone, resets and finishes are
+//!   journaled per zone, in order, with the zone's write pointer and condition before the first
+//!   of them (from a zone report) and, for a reset, the contents the zone held up to its write
+//!   pointer. A zone only ever holds a prefix of its history: at the crash each zone keeps the
+//!   commands up to a random point of its journal (with `lose_unflushed`; uniform over the
+//!   points) and loses every later one, so data appended after a lost reset is lost too and the
+//!   data that survives is contiguous from the zone's start. The newest command of all may also
+//!   break off (with `torn_writes`): an append keeps a random prefix of its blocks, possibly none
+//!   (an append's offset is known only once the inner device returns, so even an append the power
+//!   cut interrupts is applied first, then fails with [`DeviceError::PowerCut`]); a reset or a
+//!   finish is atomic: it happened or it did not, with equal probability. The zones' states
+//!   together stay within the inner device's active-zone limit (a device keeps its zone
+//!   resources consistent across a power loss): where independent choices would exceed it,
+//!   zones keep their whole history until they fit. A zone whose surviving state differs from
+//!   the inner device's is rebuilt there: reset, the surviving contents appended again,
+//!   finished if it was finished, so its write pointer and condition are what survived
+//!   (`CrashReport::zones_rebuilt`); a rebuild the inner device refuses is reported in
+//!   `CrashReport::restore_error`. Writes to a zoned device are never misdirected.
+//!
+//! A power cut is armed by command number (`FaultConfig::power_cut_after`,
+//! [`FaultHandle::cut_power_at`]) or at the Nth command of a kind
+//! ([`FaultHandle::cut_power_at_nth`], e.g. the 3rd zone reset from now), and
+//! [`FaultHandle::cut_on`] says which kind of command it fired on. Several devices (data and
+//! log) can share one power domain ([`FaultDevice::in_power_domain`]): one switch, one count.
 //!
 //! Deterministic: the same seed and the same command sequence give the same faults.
 //!
-//! The journal's reads of previous contents and the restores go to the inner device directly, so
-//! the inner device's own statistics include them (and, over a [`super::SimDevice`], they take
-//! virtual time); [`FaultDevice::stats`] counts only what the host asked for (with
-//! `media_write_bytes` from the inner device).
+//! The journal's reads of previous contents, zone reports and the restores go to the inner
+//! device directly, so the inner device's own statistics include them (and, over a simulated
+//! SSD, they take virtual time); [`FaultDevice::stats`] counts only what the host asked for
+//! (with `media_write_bytes` from the inner device).
 
-use std::collections::HashSet;
+mod zones;
+
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+use self::zones::{ZoneBefore, ZoneOp};
+use super::{
+    check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapMode, RemapOp,
+    ZoneReport,
+};
 
 /// Which faults to inject. The default injects none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,21 +73,25 @@ pub struct FaultConfig {
     /// Seed of every random choice (which writes are lost, how a write tears, where a write is
     /// misdirected).
     pub seed: u64,
-    /// Cut power at the Nth command (1-based, counting reads, writes, flushes, trims and remaps):
-    /// that command and every later one fail with [`DeviceError::PowerCut`] until
-    /// [`FaultDevice::crash`]. If the Nth command is a write and `torn_writes` is set, the
-    /// interrupted write is partly applied (it is then the last unflushed write, and may tear).
+    /// Cut power at the Nth command (1-based, counting every command: reads, writes, flushes,
+    /// trims, remap batches, zone appends, resets, finishes and reports): that command and every
+    /// later one fail with [`DeviceError::PowerCut`] until [`FaultDevice::crash`]. If the Nth
+    /// command changes data (a write, an append, a reset, a finish, a remap batch) and
+    /// `torn_writes` is set, it is applied before it fails: it is then the newest unflushed
+    /// change and may tear (a write, an append) or be undone (an atomic command) at the crash.
     pub power_cut_after: Option<u64>,
     /// At a power cut the last unflushed write may be torn at block granularity: a random prefix
     /// or a random subset of its blocks is durable, the rest keeps the previous contents.
     pub torn_writes: bool,
-    /// At a power cut each unflushed write (or trim, or remap) is independently lost with
-    /// probability 1/2: its range returns to the previous contents.
+    /// At a power cut each unflushed write (or trim, or remap batch) on a conventional device is
+    /// independently lost with probability 1/2: its ranges return to the previous contents. On a
+    /// zoned device each zone loses the commands after a random point of its unflushed history.
     pub lose_unflushed: bool,
     /// The Nth command (1-based) fails once with [`DeviceError::Io`] and has no effect.
     pub io_error_after: Option<u64>,
-    /// The Nth write (1-based, counting write commands that reach the device) lands at another
-    /// block-aligned offset (or nowhere, if no other offset fits it); it reports success.
+    /// The Nth write (1-based, counting write commands, zone appends included, that reach the
+    /// device) lands at another block-aligned offset (or nowhere, if no other offset fits it); it
+    /// reports success. Zone appends and writes to a zoned device are never misdirected.
     pub misdirect_after: Option<u64>,
 }
 
@@ -72,92 +117,169 @@ pub struct TornWrite {
     pub durable_blocks: Vec<bool>,
 }
 
-/// What a crash did to the unflushed writes.
+/// What a crash did to the unflushed changes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CrashReport {
     /// Whether power was off (a power cut had fired) when `crash` was called.
     pub was_powered_off: bool,
-    /// Unflushed writes, trims and remaps in the journal at the crash.
+    /// Unflushed changes (writes, trims, remap batches, zone commands) in the journal at the
+    /// crash.
     pub unflushed: u64,
-    /// Of those, how many were lost entirely.
+    /// Of those, how many were lost entirely (a reset or finish that did not happen counts).
     pub lost: u64,
-    /// The last unflushed write, if it was torn.
+    /// The last unflushed write or zone append, if it was torn (for an append: a prefix).
     pub torn: Option<TornWrite>,
-    /// Bytes written back into the inner device to undo lost writes.
+    /// Bytes written back into the inner device to undo lost changes (zone rebuilds included).
     pub restored_bytes: u64,
+    /// Zones rebuilt (reset, surviving contents appended again) to their surviving state.
+    pub zones_rebuilt: u64,
+    /// The command of this device an armed power cut fired on (None: no cut fired here, e.g.
+    /// it fired on another device of the power domain or power was cut from outside).
+    pub cut_command: Option<CommandKind>,
     /// An error of the inner device while restoring (the crash image is then incomplete).
     pub restore_error: Option<DeviceError>,
 }
 
 const NO_CUT: u64 = u64::MAX;
 
-/// State shared between a [`FaultDevice`] and its [`FaultHandle`]s.
+/// The kinds of command a [`FaultDevice`] counts (one per [`BlockDevice`] method that reaches
+/// the device; a placed write is a `Write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CommandKind {
+    Read,
+    Write,
+    Flush,
+    Trim,
+    Remap,
+    ZoneAppend,
+    ZoneReset,
+    ZoneFinish,
+    ZoneReport,
+}
+
+impl CommandKind {
+    const ALL: usize = 9;
+
+    /// Whether the command changes data (and so may be applied, then torn or undone, when the
+    /// power cut interrupts it).
+    fn changes_data(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Write
+                | CommandKind::Remap
+                | CommandKind::ZoneAppend
+                | CommandKind::ZoneReset
+                | CommandKind::ZoneFinish
+        )
+    }
+}
+
+/// State shared between a [`FaultDevice`] and its [`FaultHandle`]s (and the other devices of its
+/// power domain).
 #[derive(Debug)]
 struct Shared {
     commands: AtomicU64,
     writes: AtomicU64,
-    /// Command number at which power is cut (NO_CUT: none).
+    /// CommandKind number at which power is cut (NO_CUT: none).
     cut_at: AtomicU64,
+    /// The command the last armed power cut fired on.
+    cut_on: Mutex<Option<CommandKind>>,
     powered_off: AtomicBool,
     power_cuts: AtomicU64,
     io_errors: AtomicU64,
     misdirects: Mutex<Vec<Misdirect>>,
 }
 
+/// One device's own counters (the rest of its state is its power domain's).
+#[derive(Debug, Default)]
+struct Local {
+    /// Commands so far by kind (indexed by `CommandKind as usize`).
+    by_kind: [AtomicU64; CommandKind::ALL],
+    /// A power cut at the nth command of a kind (counted like `by_kind`).
+    cut_at_kind: Mutex<Option<(CommandKind, u64)>>,
+}
+
 /// A cloneable handle on a [`FaultDevice`]'s counters and power switch, for a test that has
-/// handed the device itself to the engine.
+/// handed the device itself to the engine. The power switch, the command count and the fault
+/// counters are the power domain's; the counts by kind and cuts by kind are the device's.
 #[derive(Clone, Debug)]
-pub struct FaultHandle(Arc<Shared>);
+pub struct FaultHandle {
+    shared: Arc<Shared>,
+    local: Arc<Local>,
+}
 
 impl FaultHandle {
     /// Commands submitted so far (including failed ones).
     pub fn commands(&self) -> u64 {
-        self.0.commands.load(Ordering::SeqCst)
+        self.shared.commands.load(Ordering::SeqCst)
     }
 
-    /// Write commands that reached the device so far.
+    /// Commands of one kind this device received so far (including failed ones).
+    pub fn commands_of(&self, kind: CommandKind) -> u64 {
+        self.local.by_kind[kind as usize].load(Ordering::SeqCst)
+    }
+
+    /// Arms (or, with None, disarms) a power cut at this device's `n`th command of `kind`
+    /// (1-based, counted like [`FaultHandle::commands_of`]; a number already passed cuts power at
+    /// the next command of that kind). It adds to a cut armed by command number: the first to
+    /// come fires, and it cuts the power of the whole domain.
+    pub fn cut_power_at_nth(&self, kind: CommandKind, n: Option<u64>) {
+        *lock(&self.local.cut_at_kind) = n.map(|n| (kind, n));
+    }
+
+    /// The command an armed power cut (by number or by kind) last fired on; None if none has
+    /// fired or power was cut from outside.
+    pub fn cut_on(&self) -> Option<CommandKind> {
+        *lock(&self.shared.cut_on)
+    }
+
+    /// Write commands (zone appends included) that reached the device so far.
     pub fn writes(&self) -> u64 {
-        self.0.writes.load(Ordering::SeqCst)
+        self.shared.writes.load(Ordering::SeqCst)
     }
 
     /// Cuts power now: every later command fails with [`DeviceError::PowerCut`] until
     /// [`FaultDevice::crash`].
     pub fn cut_power_now(&self) {
-        if !self.0.powered_off.swap(true, Ordering::SeqCst) {
-            self.0.power_cuts.fetch_add(1, Ordering::SeqCst);
+        if !self.shared.powered_off.swap(true, Ordering::SeqCst) {
+            self.shared.power_cuts.fetch_add(1, Ordering::SeqCst);
         }
-        self.0.cut_at.store(NO_CUT, Ordering::SeqCst);
+        self.shared.cut_at.store(NO_CUT, Ordering::SeqCst);
+        *lock(&self.local.cut_at_kind) = None;
     }
 
     /// Arms (or, with None, disarms) a power cut at absolute command number `n` (1-based; a
     /// number already passed cuts power at the next command).
     pub fn cut_power_at(&self, n: Option<u64>) {
-        self.0.cut_at.store(n.unwrap_or(NO_CUT), Ordering::SeqCst);
+        self.shared
+            .cut_at
+            .store(n.unwrap_or(NO_CUT), Ordering::SeqCst);
     }
 
     /// Whether power is off.
     pub fn is_powered_off(&self) -> bool {
-        self.0.powered_off.load(Ordering::SeqCst)
+        self.shared.powered_off.load(Ordering::SeqCst)
     }
 
     /// Power cuts so far.
     pub fn power_cuts(&self) -> u64 {
-        self.0.power_cuts.load(Ordering::SeqCst)
+        self.shared.power_cuts.load(Ordering::SeqCst)
     }
 
     /// Injected I/O errors so far.
     pub fn io_errors(&self) -> u64 {
-        self.0.io_errors.load(Ordering::SeqCst)
+        self.shared.io_errors.load(Ordering::SeqCst)
     }
 
     /// Misdirected writes so far.
     pub fn misdirects(&self) -> Vec<Misdirect> {
-        self.0
-            .misdirects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.shared.misdirects).clone()
     }
+}
+
+/// A mutex's contents, even if a thread panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,18 +290,31 @@ enum Kind {
 }
 
 /// One undoable change since the last flush.
-struct JournalEntry {
-    kind: Kind,
-    offset: u64,
-    /// Contents of `[offset, offset + prev.len())` before the change.
-    prev: Vec<u8>,
+enum Change {
+    /// A write, trim or remap batch: each range it changed (offset, contents before the change).
+    Ranges {
+        kind: Kind,
+        ranges: Vec<(u64, Vec<u8>)>,
+    },
+    /// A command on one zone of a zoned device.
+    Zone { zone: u32, op: ZoneOp },
 }
 
 /// What the command gate decided.
 enum Gate {
     Proceed,
-    /// Power is cut by this write command: apply it (to be torn at the crash), then fail.
+    /// Power is cut by this command, which changes data: apply it (to be torn or undone at the
+    /// crash), then fail.
     Interrupted,
+}
+
+/// The outcome of a data-changing command the gate let through: a command the power cut
+/// interrupts fails with [`DeviceError::PowerCut`] whether it was applied or not.
+fn interrupted<T>(gate: Gate, r: Result<T, DeviceError>) -> Result<T, DeviceError> {
+    match gate {
+        Gate::Proceed => r,
+        Gate::Interrupted => Err(DeviceError::PowerCut),
+    }
 }
 
 /// A block device with injected faults. See the module documentation for the model.
@@ -188,7 +323,14 @@ pub struct FaultDevice<D: BlockDevice> {
     cfg: FaultConfig,
     rng: Pcg64Mcg,
     shared: Arc<Shared>,
-    journal: Vec<JournalEntry>,
+    local: Arc<Local>,
+    journal: Vec<Change>,
+    /// Zones with journaled commands: their state before the first.
+    zones_before: BTreeMap<u32, ZoneBefore>,
+    /// The inner device's zone size (None: conventional).
+    zone_bytes: Option<u64>,
+    /// The command of this device an armed power cut fired on.
+    cut_here: Option<CommandKind>,
     stats: DeviceStats,
 }
 
@@ -199,24 +341,47 @@ impl<D: BlockDevice> FaultDevice<D> {
             commands: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             cut_at: AtomicU64::new(cfg.power_cut_after.unwrap_or(NO_CUT)),
+            cut_on: Mutex::new(None),
             powered_off: AtomicBool::new(false),
             power_cuts: AtomicU64::new(0),
             io_errors: AtomicU64::new(0),
             misdirects: Mutex::new(Vec::new()),
         });
+        FaultDevice::with_shared(inner, cfg, shared)
+    }
+
+    /// Wraps `inner` in the power domain of `power` (e.g. a log device next to a data device):
+    /// the devices share one power switch and one command count (so a cut at the Nth command
+    /// counts the commands of both and stops both), one I/O error and misdirect numbering, and
+    /// the counters a [`FaultHandle`] reads. `cfg.power_cut_after` is ignored (arm the cut on
+    /// the handle); the other faults of `cfg` apply to this device, with its own seed. Each
+    /// device keeps its own journal and its own counts by kind: call [`FaultDevice::crash`] on
+    /// every device of the domain (the first powers the domain back on).
+    pub fn in_power_domain(inner: D, cfg: FaultConfig, power: &FaultHandle) -> FaultDevice<D> {
+        FaultDevice::with_shared(inner, cfg, power.shared.clone())
+    }
+
+    fn with_shared(inner: D, cfg: FaultConfig, shared: Arc<Shared>) -> FaultDevice<D> {
         FaultDevice {
-            inner,
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
+            zone_bytes: inner.capabilities().zone_bytes,
+            inner,
             cfg,
             shared,
+            local: Arc::default(),
             journal: Vec::new(),
+            zones_before: BTreeMap::new(),
+            cut_here: None,
             stats: DeviceStats::default(),
         }
     }
 
     /// A handle for reading the command count and cutting power from outside.
     pub fn handle(&self) -> FaultHandle {
-        FaultHandle(self.shared.clone())
+        FaultHandle {
+            shared: self.shared.clone(),
+            local: self.local.clone(),
+        }
     }
 
     /// The configuration.
@@ -249,7 +414,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         self.shared.powered_off.load(Ordering::SeqCst)
     }
 
-    /// Unflushed writes, trims and remaps in the undo journal.
+    /// Unflushed changes (writes, trims, remap batches, zone commands) in the undo journal.
     pub fn unflushed(&self) -> usize {
         self.journal.len()
     }
@@ -264,15 +429,19 @@ impl<D: BlockDevice> FaultDevice<D> {
     }
 
     /// Counts a command and decides whether it runs.
-    fn gate(&mut self, is_write: bool) -> Result<Gate, DeviceError> {
+    fn gate(&mut self, cmd: CommandKind) -> Result<Gate, DeviceError> {
         let s = &self.shared;
         let n = s.commands.fetch_add(1, Ordering::SeqCst) + 1;
+        let nk = self.local.by_kind[cmd as usize].fetch_add(1, Ordering::SeqCst) + 1;
         if s.powered_off.load(Ordering::SeqCst) {
             return Err(DeviceError::PowerCut);
         }
-        if n >= s.cut_at.load(Ordering::SeqCst) {
+        let by_kind = lock(&self.local.cut_at_kind).is_some_and(|(k, at)| k == cmd && nk >= at);
+        if n >= s.cut_at.load(Ordering::SeqCst) || by_kind {
             self.handle().cut_power_now();
-            return if is_write && self.cfg.torn_writes {
+            *lock(&self.shared.cut_on) = Some(cmd);
+            self.cut_here = Some(cmd);
+            return if cmd.changes_data() && self.cfg.torn_writes {
                 Ok(Gate::Interrupted)
             } else {
                 Err(DeviceError::PowerCut)
@@ -287,12 +456,19 @@ impl<D: BlockDevice> FaultDevice<D> {
         Ok(Gate::Proceed)
     }
 
-    /// Records the previous contents of a range about to change.
-    fn journal(&mut self, kind: Kind, offset: u64, len: u64) -> Result<(), DeviceError> {
+    /// Records the previous contents of ranges about to change (one journal entry).
+    fn journal(&mut self, kind: Kind, ranges: &[(u64, u64)]) -> Result<(), DeviceError> {
         if self.journaling() {
-            let mut prev = vec![0u8; len as usize];
-            self.inner.read_at(offset, &mut prev)?;
-            self.journal.push(JournalEntry { kind, offset, prev });
+            let mut saved = Vec::with_capacity(ranges.len());
+            for &(offset, len) in ranges {
+                let mut prev = vec![0u8; len as usize];
+                self.inner.read_at(offset, &mut prev)?;
+                saved.push((offset, prev));
+            }
+            self.journal.push(Change::Ranges {
+                kind,
+                ranges: saved,
+            });
         }
         Ok(())
     }
@@ -307,7 +483,7 @@ impl<D: BlockDevice> FaultDevice<D> {
     /// Where the current write lands: its own offset, or another one if it is misdirected.
     fn target(&mut self, offset: u64, len: u64) -> Option<u64> {
         let w = self.shared.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.cfg.misdirect_after != Some(w) {
+        if self.cfg.misdirect_after != Some(w) || self.zone_bytes.is_some() {
             return Some(offset);
         }
         let block = self.inner.block_bytes() as u64;
@@ -322,20 +498,16 @@ impl<D: BlockDevice> FaultDevice<D> {
         } else {
             None
         };
-        self.shared
-            .misdirects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Misdirect {
-                intended: offset,
-                actual,
-                len,
-            });
+        lock(&self.shared.misdirects).push(Misdirect {
+            intended: offset,
+            actual,
+            len,
+        });
         actual
     }
 
     fn write_cmd(&mut self, offset: u64, data: &[u8], pid: Option<u16>) -> Result<(), DeviceError> {
-        let gate = self.gate(true)?;
+        let gate = self.gate(CommandKind::Write)?;
         let len = data.len() as u64;
         let valid = check_io(
             offset,
@@ -355,7 +527,13 @@ impl<D: BlockDevice> FaultDevice<D> {
             Gate::Interrupted => Some(offset),
         };
         if let Some(at) = target {
-            self.journal(Kind::Write, at, len)?;
+            match self.zone_bytes {
+                // A write into a zone: journaled like an append at its offset.
+                Some(zb) if zb > 0 => {
+                    self.journal_zone((at / zb) as u32, ZoneOp::Append { offset: at, len })?
+                }
+                _ => self.journal(Kind::Write, &[(at, len)])?,
+            }
             let r = match pid {
                 Some(pid) => self.inner.write_placed(at, data, pid),
                 None => self.inner.write_at(at, data),
@@ -373,55 +551,155 @@ impl<D: BlockDevice> FaultDevice<D> {
         Ok(())
     }
 
+    /// A remap batch past the gate: checked whole, journaled as one entry (the previous contents
+    /// of every destination and of every moved source), sent.
+    fn remap_cmd(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        check_remap(ops, self.inner.capacity_bytes(), self.inner.block_bytes())?;
+        let mut ranges = Vec::new();
+        for op in ops.iter().filter(|op| op.len > 0) {
+            ranges.push((op.dst, op.len));
+            if op.mode == RemapMode::Move {
+                ranges.push((op.src, op.len));
+            }
+        }
+        self.journal(Kind::Remap, &ranges)?;
+        self.inner.remap(ops).inspect_err(|_| self.unjournal())
+    }
+
+    /// A zone append past the gate: the zone's state is noted, the append sent and journaled
+    /// where it landed.
+    fn append_cmd(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        self.note_zone(zone)?;
+        let at = self.inner.zone_append(zone, data)?;
+        self.journal_zone(
+            zone,
+            ZoneOp::Append {
+                offset: at,
+                len: data.len() as u64,
+            },
+        )?;
+        Ok(at)
+    }
+
+    /// A zone reset or finish past the gate: journaled, sent.
+    fn zone_mgmt_cmd(&mut self, zone: u32, op: ZoneOp) -> Result<(), DeviceError> {
+        let reset = matches!(op, ZoneOp::Reset { .. });
+        self.journal_zone(zone, op)?;
+        let r = if reset {
+            self.inner.zone_reset(zone)
+        } else {
+            self.inner.zone_finish(zone)
+        };
+        r.inspect_err(|_| self.unjournal())
+    }
+
     /// Simulates the crash after a power cut (or anytime): decides which unflushed changes
-    /// survive, restores the previous contents of the rest in the inner device, flushes it,
-    /// clears the journal, and powers the device back on with no power cut armed.
+    /// survive, restores the previous contents of the rest in the inner device (rebuilding the
+    /// zones whose surviving state differs), flushes it, clears the journal, and powers the
+    /// device back on with no power cut armed.
     pub fn crash(&mut self) -> CrashReport {
-        let block = self.inner.block_bytes() as u64;
         let mut report = CrashReport {
             was_powered_off: self.is_powered_off(),
             unflushed: self.journal.len() as u64,
+            cut_command: self.cut_here.take(),
             ..CrashReport::default()
         };
+        let journal = std::mem::take(&mut self.journal);
+        self.undo_ranges(&journal, &mut report);
+        self.undo_zones(&journal, &mut report);
+        self.zones_before.clear();
+        if report.restored_bytes > 0 || report.zones_rebuilt > 0 {
+            if let Err(err) = self.inner.flush() {
+                report.restore_error.get_or_insert(err);
+            }
+        }
+        self.shared.cut_at.store(NO_CUT, Ordering::SeqCst);
+        *lock(&self.local.cut_at_kind) = None;
+        self.shared.powered_off.store(false, Ordering::SeqCst);
+        report
+    }
+
+    /// The crash for writes, trims and remap batches: newest to oldest, each survives or not;
+    /// the previous contents of lost blocks are written back unless a newer surviving change
+    /// covers them.
+    fn undo_ranges(&mut self, journal: &[Change], report: &mut CrashReport) {
+        let block = self.inner.block_bytes() as u64;
         // Blocks whose contents come from a newer surviving change.
         let mut settled: HashSet<u64> = HashSet::new();
-        let journal = std::mem::take(&mut self.journal);
         for (i, e) in journal.iter().rev().enumerate() {
-            let blocks = e.prev.len() as u64 / block;
+            let Change::Ranges { kind, ranges } = e else {
+                continue;
+            };
             let lost = self.cfg.lose_unflushed && self.rng.random_bool(0.5);
-            let durable: Vec<bool> = if lost {
+            let single = match ranges.as_slice() {
+                [(offset, prev)] => Some((*offset, prev.len() as u64 / block)),
+                _ => None,
+            };
+            // Per range, per block: whether the change is durable there.
+            let durable: Vec<Vec<bool>> = if lost {
                 report.lost += 1;
-                vec![false; blocks as usize]
-            } else if i == 0 && self.cfg.torn_writes && e.kind == Kind::Write && blocks > 0 {
+                ranges
+                    .iter()
+                    .map(|r| vec![false; r.1.len() / block as usize])
+                    .collect()
+            } else if i == 0 && self.cfg.torn_writes && *kind == Kind::Write && single.is_some() {
+                let (offset, blocks) = single.expect("one range");
                 let mask = self.tear(blocks as usize);
                 report.torn = Some(TornWrite {
-                    offset: e.offset,
-                    len: e.prev.len() as u64,
+                    offset,
+                    len: blocks * block,
                     durable_blocks: mask.clone(),
                 });
-                mask
+                vec![mask]
+            } else if i == 0 && self.cfg.torn_writes && *kind == Kind::Remap {
+                // The newest remap batch is atomic: it happened or it did not.
+                let undone = self.rng.random_bool(0.5);
+                if undone {
+                    report.lost += 1;
+                }
+                ranges
+                    .iter()
+                    .map(|r| vec![!undone; r.1.len() / block as usize])
+                    .collect()
             } else {
-                vec![true; blocks as usize]
+                ranges
+                    .iter()
+                    .map(|r| vec![true; r.1.len() / block as usize])
+                    .collect()
             };
-            let first = e.offset / block;
-            let mut j = 0u64;
-            while j < blocks {
-                if durable[j as usize] {
-                    settled.insert(first + j);
-                    j += 1;
-                    continue;
+            // Decide every range of the entry before settling any (a batch's ranges may overlap
+            // each other; all hold the contents from before the batch).
+            let mut restore = Vec::new();
+            for ((offset, prev), durable) in ranges.iter().zip(&durable) {
+                let first = offset / block;
+                let blocks = durable.len() as u64;
+                let mut j = 0u64;
+                while j < blocks {
+                    if durable[j as usize] || settled.contains(&(first + j)) {
+                        j += 1;
+                        continue;
+                    }
+                    // A run of blocks to restore.
+                    let start = j;
+                    while j < blocks && !durable[j as usize] && !settled.contains(&(first + j)) {
+                        j += 1;
+                    }
+                    restore.push((
+                        offset + start * block,
+                        &prev[(start * block) as usize..(j * block) as usize],
+                    ));
                 }
-                if settled.contains(&(first + j)) {
-                    j += 1;
-                    continue;
+            }
+            for ((offset, _), durable) in ranges.iter().zip(&durable) {
+                let first = offset / block;
+                for (j, &d) in durable.iter().enumerate() {
+                    if d {
+                        settled.insert(first + j as u64);
+                    }
                 }
-                // A run of blocks to restore.
-                let start = j;
-                while j < blocks && !durable[j as usize] && !settled.contains(&(first + j)) {
-                    j += 1;
-                }
-                let bytes = &e.prev[(start * block) as usize..(j * block) as usize];
-                match self.inner.write_at(e.offset + start * block, bytes) {
+            }
+            for (at, bytes) in restore {
+                match self.inner.write_at(at, bytes) {
                     Ok(()) => report.restored_bytes += bytes.len() as u64,
                     Err(err) => {
                         report.restore_error.get_or_insert(err);
@@ -429,14 +707,6 @@ impl<D: BlockDevice> FaultDevice<D> {
                 }
             }
         }
-        if report.restored_bytes > 0 {
-            if let Err(err) = self.inner.flush() {
-                report.restore_error.get_or_insert(err);
-            }
-        }
-        self.shared.cut_at.store(NO_CUT, Ordering::SeqCst);
-        self.shared.powered_off.store(false, Ordering::SeqCst);
-        report
     }
 
     /// Which blocks of a torn write of `blocks` blocks are durable: a random prefix or a random
@@ -461,7 +731,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Read)?;
         self.inner.read_at(offset, buf)?;
         self.stats.reads += 1;
         self.stats.read_bytes += buf.len() as u64;
@@ -477,36 +747,62 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn flush(&mut self) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Flush)?;
         self.inner.flush()?;
         self.journal.clear();
+        self.zones_before.clear();
         self.stats.flushes += 1;
         Ok(())
     }
 
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
-        self.gate(false)?;
+        self.gate(CommandKind::Trim)?;
         check_io(
             offset,
             len,
             self.inner.capacity_bytes(),
             self.inner.block_bytes(),
         )?;
-        self.journal(Kind::Trim, offset, len)?;
+        self.journal(Kind::Trim, &[(offset, len)])?;
         self.inner
             .trim(offset, len)
             .inspect_err(|_| self.unjournal())
     }
 
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        self.gate(false)?;
-        let (cap, block) = (self.inner.capacity_bytes(), self.inner.block_bytes());
-        check_io(src, len, cap, block)?;
-        check_io(dst, len, cap, block)?;
-        self.journal(Kind::Remap, dst, len)?;
-        self.inner
-            .remap(src, dst, len)
-            .inspect_err(|_| self.unjournal())
+    /// Atomic per batch (see the module documentation).
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        let gate = self.gate(CommandKind::Remap)?;
+        let r = self.remap_cmd(ops);
+        interrupted(gate, r)
+    }
+
+    fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        let gate = self.gate(CommandKind::ZoneAppend)?;
+        self.shared.writes.fetch_add(1, Ordering::SeqCst);
+        let r = self.append_cmd(zone, data);
+        let at = interrupted(gate, r)?;
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(at)
+    }
+
+    /// Atomic (see the module documentation).
+    fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
+        let gate = self.gate(CommandKind::ZoneReset)?;
+        let r = self.zone_mgmt_cmd(zone, ZoneOp::Reset { prev: Vec::new() });
+        interrupted(gate, r)
+    }
+
+    /// Atomic (see the module documentation).
+    fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
+        let gate = self.gate(CommandKind::ZoneFinish)?;
+        let r = self.zone_mgmt_cmd(zone, ZoneOp::Finish);
+        interrupted(gate, r)
+    }
+
+    fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
+        self.gate(CommandKind::ZoneReport)?;
+        self.inner.zone_report(zone)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -522,200 +818,4 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::device::MemDevice;
-
-    const B: usize = 512;
-
-    fn dev(cfg: FaultConfig) -> FaultDevice<MemDevice> {
-        FaultDevice::new(MemDevice::new(64 * B as u64, B as u32), cfg)
-    }
-
-    fn read(d: &mut FaultDevice<MemDevice>, block: usize) -> Vec<u8> {
-        d.inner().bytes()[block * B..(block + 1) * B].to_vec()
-    }
-
-    #[test]
-    fn power_cut_fails_later_commands_until_crash() {
-        let mut d = dev(FaultConfig {
-            power_cut_after: Some(3),
-            ..FaultConfig::default()
-        });
-        let h = d.handle();
-        d.write_at(0, &[1; B]).unwrap();
-        d.flush().unwrap();
-        assert_eq!(d.write_at(0, &[2; B]), Err(DeviceError::PowerCut));
-        assert_eq!(read(&mut d, 0), vec![1; B], "the cut write is not applied");
-        assert_eq!(d.read_at(0, &mut [0; B]), Err(DeviceError::PowerCut));
-        assert_eq!(d.flush(), Err(DeviceError::PowerCut));
-        assert!(h.is_powered_off());
-        assert_eq!(h.commands(), 5);
-        let r = d.crash();
-        assert!(r.was_powered_off);
-        assert!(!h.is_powered_off());
-        // Re-armed: no further cut.
-        for _ in 0..10 {
-            d.write_at(0, &[3; B]).unwrap();
-        }
-        d.flush().unwrap();
-        assert_eq!(h.power_cuts(), 1);
-        // Cut from outside.
-        h.cut_power_now();
-        assert_eq!(d.flush(), Err(DeviceError::PowerCut));
-        d.crash();
-        h.cut_power_at(Some(h.commands() + 2));
-        d.flush().unwrap();
-        assert_eq!(d.flush(), Err(DeviceError::PowerCut));
-    }
-
-    #[test]
-    fn io_error_returned_once() {
-        let mut d = dev(FaultConfig {
-            io_error_after: Some(2),
-            ..FaultConfig::default()
-        });
-        d.write_at(0, &[1; B]).unwrap();
-        assert!(matches!(d.write_at(0, &[2; B]), Err(DeviceError::Io(_))));
-        assert_eq!(read(&mut d, 0), vec![1; B]);
-        d.write_at(0, &[3; B]).unwrap();
-        assert_eq!(read(&mut d, 0), vec![3; B]);
-        assert_eq!(d.handle().io_errors(), 1);
-        assert_eq!(d.stats().writes, 2);
-    }
-
-    #[test]
-    fn misdirected_write_lands_elsewhere() {
-        let mut d = dev(FaultConfig {
-            seed: 9,
-            misdirect_after: Some(2),
-            ..FaultConfig::default()
-        });
-        d.write_at(4 * B as u64, &[1; B]).unwrap();
-        d.write_at(8 * B as u64, &[2; 2 * B]).unwrap();
-        assert_eq!(read(&mut d, 8), vec![0; B]);
-        let m = d.handle().misdirects();
-        assert_eq!(m.len(), 1);
-        assert_eq!(m[0].intended, 8 * B as u64);
-        let at = m[0].actual.unwrap();
-        assert_ne!(at, 8 * B as u64);
-        assert_eq!(at % B as u64, 0);
-        assert_eq!(
-            &d.inner().bytes()[at as usize..at as usize + 2 * B],
-            &[2; 2 * B]
-        );
-        // Only once.
-        d.write_at(8 * B as u64, &[3; B]).unwrap();
-        assert_eq!(read(&mut d, 8), vec![3; B]);
-    }
-
-    #[test]
-    fn without_loss_faults_crash_keeps_everything() {
-        let mut d = dev(FaultConfig::default());
-        d.write_at(0, &[1; B]).unwrap();
-        d.cut_power_now();
-        let r = d.crash();
-        assert_eq!(r.unflushed, 0);
-        assert_eq!(read(&mut d, 0), vec![1; B]);
-    }
-
-    #[test]
-    fn torn_only_tears_the_last_write() {
-        let mut torn = 0;
-        for seed in 0..64 {
-            let mut d = dev(FaultConfig {
-                seed,
-                torn_writes: true,
-                ..FaultConfig::default()
-            });
-            d.write_at(0, &[1; 8 * B]).unwrap();
-            d.flush().unwrap();
-            d.write_at(0, &[2; 4 * B]).unwrap();
-            d.write_at(0, &[3; 8 * B]).unwrap();
-            d.cut_power_now();
-            let r = d.crash();
-            let t = r.torn.unwrap();
-            assert_eq!((t.offset, t.len), (0, 8 * B as u64));
-            for (b, &durable) in t.durable_blocks.iter().enumerate() {
-                let want = if durable {
-                    3
-                } else if b < 4 {
-                    2
-                } else {
-                    1
-                };
-                assert_eq!(read(&mut d, b), vec![want; B], "seed {seed} block {b}");
-            }
-            if t.durable_blocks.iter().any(|&x| !x) {
-                torn += 1;
-            }
-        }
-        assert!(torn > 10);
-    }
-
-    #[test]
-    fn interrupted_write_can_tear() {
-        let mut partial = 0;
-        for seed in 0..32 {
-            let mut d = dev(FaultConfig {
-                seed,
-                power_cut_after: Some(2),
-                torn_writes: true,
-                ..FaultConfig::default()
-            });
-            d.write_at(0, &[1; 4 * B]).unwrap();
-            assert_eq!(d.write_at(0, &[2; 4 * B]), Err(DeviceError::PowerCut));
-            let r = d.crash();
-            let t = r.torn.unwrap();
-            for (b, &durable) in t.durable_blocks.iter().enumerate() {
-                assert_eq!(read(&mut d, b), vec![if durable { 2 } else { 1 }; B]);
-            }
-            if t.durable_blocks.iter().any(|&x| x) {
-                partial += 1;
-            }
-        }
-        assert!(partial > 0);
-    }
-
-    #[test]
-    fn deterministic_given_seed() {
-        let run = |seed| {
-            let mut d = dev(FaultConfig {
-                seed,
-                torn_writes: true,
-                lose_unflushed: true,
-                ..FaultConfig::default()
-            });
-            for i in 0..20u8 {
-                d.write_at((i as u64 % 8) * B as u64, &[i; 2 * B]).unwrap();
-            }
-            let r = d.crash();
-            (r, d.into_inner().bytes().to_vec())
-        };
-        assert_eq!(run(5), run(5));
-        assert_ne!(run(5).1, run(6).1);
-    }
-
-    #[test]
-    fn trim_is_journaled() {
-        let mut d = dev(FaultConfig {
-            seed: 1,
-            lose_unflushed: true,
-            ..FaultConfig::default()
-        });
-        d.write_at(0, &[7; B]).unwrap();
-        d.flush().unwrap();
-        d.trim(0, B as u64).unwrap();
-        assert_eq!(d.unflushed(), 1);
-        assert!(d.remap(0, B as u64, B as u64).is_err());
-        assert_eq!(d.unflushed(), 1, "a failed remap leaves no journal entry");
-        let r = d.crash();
-        // The trim either survived (MemDevice reads trimmed blocks as zeros) or was undone.
-        let got = read(&mut d, 0);
-        if r.lost == 1 {
-            assert_eq!(got, vec![7; B]);
-        } else {
-            assert_eq!(got, vec![0; B]);
-        }
-    }
-}
+mod tests;

@@ -351,6 +351,7 @@ impl BlockDevice for FileDevice {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             trim: self.punch_hole,
+            mapping_unit_bytes: BLOCK_BYTES,
             ..Capabilities::default()
         }
     }

@@ -1,7 +1,7 @@
 //! A device shared between the engine and its owner: the owner keeps a clone of the handle to
 //! read the concrete device's own state (e.g. a simulated SSD's counters) while the engine uses it.
 
-use super::{BlockDevice, Capabilities, DeviceError, DeviceStats};
+use super::{BlockDevice, Capabilities, DeviceError, DeviceStats, RemapOp, ZoneReport};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An `Arc<Mutex<D>>` that is itself a [`BlockDevice`].
@@ -52,8 +52,8 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
         self.lock().write_placed(offset, data, pid)
     }
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        self.lock().remap(src, dst, len)
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        self.lock().remap(ops)
     }
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
         self.lock().zone_append(zone, data)
@@ -63,6 +63,9 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     }
     fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
         self.lock().zone_finish(zone)
+    }
+    fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
+        self.lock().zone_report(zone)
     }
 }
 

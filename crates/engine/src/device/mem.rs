@@ -1,7 +1,10 @@
 //! An in-memory device: a byte vector. Writes are durable at once (flush is a no-op); wrap it in a
-//! `FaultDevice` to model volatile caches and power cuts.
+//! `FaultDevice` to model volatile caches and power cuts. Trim zeroes; remap copies (a move also
+//! zeroes the source), mapped in blocks.
 
-use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+use super::{
+    check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapMode, RemapOp,
+};
 
 pub struct MemDevice {
     data: Vec<u8>,
@@ -60,9 +63,23 @@ impl BlockDevice for MemDevice {
         self.data[offset as usize..(offset + len) as usize].fill(0);
         Ok(())
     }
+    /// Copies each source range to its destination, in order; a move then zeroes the source.
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        check_remap(ops, self.capacity_bytes(), self.block)?;
+        for op in ops {
+            let (s, d, n) = (op.src as usize, op.dst as usize, op.len as usize);
+            self.data.copy_within(s..s + n, d);
+            if op.mode == RemapMode::Move {
+                self.data[s..s + n].fill(0);
+            }
+        }
+        Ok(())
+    }
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             trim: true,
+            remap: true,
+            mapping_unit_bytes: self.block,
             ..Capabilities::default()
         }
     }

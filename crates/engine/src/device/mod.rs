@@ -1,27 +1,35 @@
 //! The device layer: everything the engine knows about storage goes through [`BlockDevice`].
 //!
 //! Implementations: [`MemDevice`] (in memory, for tests), [`FileDevice`] (a regular file or block
-//! device), [`SimDevice`] (a flashsim SSD in data mode, in virtual time), [`Partition`] (a byte range
-//! of a shared device, so one device can hold several roles), and [`FaultDevice`] (fault injection:
-//! power cut at the Nth command, lost unflushed writes, torn writes, I/O errors, misdirected writes).
+//! device), `SimDevice` (a flashsim SSD in data mode, in virtual time; only with the cargo feature
+//! `sim`, so embedders do not build the simulator), [`Partition`] (a byte range of a shared
+//! device, so one device can hold several roles), and [`FaultDevice`] (fault injection: power cut
+//! at the Nth command, lost unflushed writes, torn writes, I/O errors, misdirected writes, and
+//! the same for zone commands and remaps).
 //!
 //! Semantics every implementation follows: a write is visible to later reads at once; it is
 //! durable only after a later `flush` returns (a power cut may lose or tear unflushed writes). I/O
 //! offsets and lengths should be multiples of `block_bytes()`; the write of one aligned block is
-//! atomic on power loss unless the device says otherwise.
+//! atomic on power loss unless the device says otherwise. Zone appends are writes (durable after
+//! a flush); zone resets, zone finishes and remap batches take effect at once for later commands
+//! and are durable after a flush too.
 
 mod fault;
 mod file;
 mod handle;
 mod mem;
 mod partition;
+#[cfg(feature = "sim")]
 mod sim;
 
-pub use fault::{CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite};
+pub use fault::{
+    CommandKind, CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite,
+};
 pub use file::FileDevice;
 pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};
+#[cfg(feature = "sim")]
 pub use sim::{SimDevice, VirtualClock};
 
 /// Errors of a device. An error poisons nothing by itself; the engine decides.
@@ -45,17 +53,13 @@ pub enum DeviceError {
     Unsupported(&'static str),
     #[error("simulated device: {0}")]
     Sim(String),
+    #[error("remap operation {index}: source and destination ranges overlap")]
+    RemapOverlap { index: usize },
 }
 
 impl From<std::io::Error> for DeviceError {
     fn from(e: std::io::Error) -> Self {
         DeviceError::Io(e.to_string())
-    }
-}
-
-impl From<flashsim::SimError> for DeviceError {
-    fn from(e: flashsim::SimError) -> Self {
-        DeviceError::Sim(e.to_string())
     }
 }
 
@@ -68,12 +72,83 @@ pub struct Capabilities {
     pub placement_ids: u32,
     /// Zoned: zone size in bytes (None = conventional).
     pub zone_bytes: Option<u64>,
-    /// Remap (copy by reference) of aligned ranges.
+    /// [`BlockDevice::remap`] batches (share or move ranges without copying the data).
     pub remap: bool,
+    /// The granularity of the device's own logical-to-physical mapping in bytes: an FTL's
+    /// mapping unit on an SSD (remaps of ranges aligned to it move no data; smaller writes cost a
+    /// read-modify-write inside the device), the block size on devices without one. 0 = unknown.
+    pub mapping_unit_bytes: u32,
     /// The device's own GC unit in bytes, when known (superblock / reclaim unit).
     pub gc_unit_bytes: Option<u64>,
     /// Zoned: how many zones may be open at once.
     pub max_open_zones: Option<u32>,
+    /// Zoned: how many zones may be active (open or closed: written in part) at once.
+    pub max_active_zones: Option<u32>,
+}
+
+/// How a [`RemapOp`] treats its source range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RemapMode {
+    /// Both ranges refer to the data afterwards (a copy by reference; the device counts the
+    /// references and frees the data when the last one goes).
+    Share,
+    /// The destination gets the data and the source range becomes unmapped (reads as a trimmed
+    /// range does).
+    Move,
+}
+
+/// One operation of a [`BlockDevice::remap`] batch: make `[dst, dst+len)` hold what
+/// `[src, src+len)` holds, without copying the data where the device can avoid it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RemapOp {
+    /// Byte offset of the source range.
+    pub src: u64,
+    /// Byte offset of the destination range.
+    pub dst: u64,
+    /// Length of both ranges in bytes.
+    pub len: u64,
+    /// Share or move.
+    pub mode: RemapMode,
+}
+
+/// Checks every operation of a remap batch against a capacity and a block size, and that no
+/// operation's source and destination overlap. Nothing of a batch that fails this check may be
+/// applied.
+pub fn check_remap(ops: &[RemapOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
+    for (index, op) in ops.iter().enumerate() {
+        check_io(op.src, op.len, capacity, block)?;
+        check_io(op.dst, op.len, capacity, block)?;
+        if op.len > 0 && op.src < op.dst + op.len && op.dst < op.src + op.len {
+            return Err(DeviceError::RemapOverlap { index });
+        }
+    }
+    Ok(())
+}
+
+/// A zone's condition in a [`ZoneReport`] (the NVMe ZNS zone states, open ones merged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZoneCondition {
+    /// Nothing written since the last reset.
+    Empty,
+    /// Open for writing (implicitly or explicitly).
+    Open,
+    /// Written to part of its capacity, holding active-zone resources but not open ones.
+    Closed,
+    /// Not writable until a reset (written to its capacity, or finished).
+    Full,
+}
+
+/// One zone of a zoned device, as a zone report gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ZoneReport {
+    /// Byte offset of the zone's first block.
+    pub start_bytes: u64,
+    /// Bytes the zone can hold.
+    pub capacity_bytes: u64,
+    /// Byte offset (absolute, like `start_bytes`) where the next append lands.
+    pub write_pointer_bytes: u64,
+    /// The zone's condition.
+    pub condition: ZoneCondition,
 }
 
 /// Cumulative I/O statistics of a device as seen from the host (and the media, when known).
@@ -104,9 +179,12 @@ pub trait BlockDevice: Send {
     fn trim(&mut self, _offset: u64, _len: u64) -> Result<(), DeviceError> {
         Ok(())
     }
-    /// Capability queries.
+    /// Capability queries. The default: nothing beyond read/write/flush, mapped in blocks.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
+        Capabilities {
+            mapping_unit_bytes: self.block_bytes(),
+            ..Capabilities::default()
+        }
     }
     /// I/O statistics.
     fn stats(&self) -> DeviceStats;
@@ -114,10 +192,14 @@ pub trait BlockDevice: Send {
     fn write_placed(&mut self, offset: u64, data: &[u8], _pid: u16) -> Result<(), DeviceError> {
         self.write_at(offset, data)
     }
-    /// Makes `[dst, dst+len)` hold what `[src, src+len)` holds without moving the data (copy by
-    /// reference; both ranges refer to it afterwards). Only devices whose capabilities say
-    /// `remap` support it; the default returns [`DeviceError::Unsupported`].
-    fn remap(&mut self, _src: u64, _dst: u64, _len: u64) -> Result<(), DeviceError> {
+    /// Applies a batch of remaps as one command, in order (an operation sees the effect of the
+    /// ones before it): each makes its destination hold what its source holds, sharing or moving
+    /// the data instead of copying it where the ranges are aligned to the mapping unit. The
+    /// whole batch is checked first ([`check_remap`]); a batch that fails the check changes
+    /// nothing. Like a write, a remap is visible at once and durable after a later `flush`.
+    /// Only devices whose capabilities say `remap` support it; the default returns
+    /// [`DeviceError::Unsupported`].
+    fn remap(&mut self, _ops: &[RemapOp]) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("remap"))
     }
     /// Zoned devices: writes `data` at the write pointer of `zone` and returns the byte offset
@@ -132,6 +214,10 @@ pub trait BlockDevice: Send {
     /// Zoned devices: moves `zone` to full (releases its open-zone resources).
     fn zone_finish(&mut self, _zone: u32) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("zone finish"))
+    }
+    /// Zoned devices: the condition and write pointer of `zone`.
+    fn zone_report(&mut self, _zone: u32) -> Result<ZoneReport, DeviceError> {
+        Err(DeviceError::Unsupported("zone report"))
     }
 }
 
@@ -178,8 +264,8 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
         (**self).write_placed(offset, data, pid)
     }
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        (**self).remap(src, dst, len)
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        (**self).remap(ops)
     }
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
         (**self).zone_append(zone, data)
@@ -189,5 +275,8 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
         (**self).zone_finish(zone)
+    }
+    fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
+        (**self).zone_report(zone)
     }
 }

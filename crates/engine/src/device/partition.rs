@@ -1,7 +1,7 @@
 //! One device, several roles: a [`SharedDevice`] is a device behind a mutex that several
 //! [`Partition`]s (byte ranges of it) use at once, e.g. data and log on one SSD.
 
-use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+use super::{check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapOp};
 
 pub use super::handle::SharedDevice;
 
@@ -9,7 +9,11 @@ pub use super::handle::SharedDevice;
 ///
 /// I/O outside the range is rejected with [`DeviceError::OutOfRange`]. `flush` flushes the whole
 /// underlying device. Statistics count only this partition's commands (no media bytes: those
-/// cannot be attributed to a range). Capabilities are the device's, without zones.
+/// cannot be attributed to a range). Capabilities are the device's, without zones (a partition
+/// does not pass zone commands on); the mapping unit is the device's, so remaps in the partition
+/// are whole mapping units on the device only if the partition's base is a multiple of it.
+/// Remap batches are translated to device offsets and checked whole against the partition
+/// before any is sent, so a batch never touches bytes outside the partition.
 pub struct Partition {
     dev: SharedDevice,
     base: u64,
@@ -106,16 +110,24 @@ impl BlockDevice for Partition {
         self.dev.lock().trim(at, len)
     }
 
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        let s = self.check(src, len)?;
-        let d = self.check(dst, len)?;
-        self.dev.lock().remap(s, d, len)
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        check_remap(ops, self.len, self.block)?;
+        let on_device: Vec<RemapOp> = ops
+            .iter()
+            .map(|op| RemapOp {
+                src: self.base + op.src,
+                dst: self.base + op.dst,
+                ..*op
+            })
+            .collect();
+        self.dev.lock().remap(&on_device)
     }
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             zone_bytes: None,
             max_open_zones: None,
+            max_active_zones: None,
             ..self.dev.lock().capabilities()
         }
     }
@@ -182,11 +194,31 @@ mod tests {
             shared.partition(512, 4096),
             Err(DeviceError::Unaligned { .. })
         ));
+        let op = |src, dst, len| RemapOp {
+            src,
+            dst,
+            len,
+            mode: crate::device::RemapMode::Share,
+        };
         assert_eq!(a.stats(), DeviceStats::default());
+        // Offsets are translated: the partition's 0 is the device's 8 KiB.
+        a.write_at(0, &[5u8; 4096]).unwrap();
+        a.remap(&[op(0, 4096, 4096)]).unwrap();
+        let mut buf = vec![0u8; 4096];
+        shared.lock().read_at(8192 + 4096, &mut buf).unwrap();
+        assert_eq!(buf, vec![5u8; 4096]);
+        // Checked against the partition before the device sees it: nothing of a bad batch runs.
+        a.write_at(0, &[6u8; 4096]).unwrap();
         assert!(matches!(
-            a.remap(0, 4096, 4096),
-            Err(DeviceError::Unsupported(_))
+            a.remap(&[op(0, 4096, 4096), op(4096, 8192, 4096)]),
+            Err(DeviceError::OutOfRange { .. })
         ));
+        assert!(matches!(
+            a.remap(&[op(0, 4096, 4096), op(4096, 4096, 4096)]),
+            Err(DeviceError::RemapOverlap { index: 1 })
+        ));
+        shared.lock().read_at(8192 + 4096, &mut buf).unwrap();
+        assert_eq!(buf, vec![5u8; 4096]);
         drop(a);
         assert!(shared.try_into_inner().is_ok());
     }

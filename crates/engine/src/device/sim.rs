@@ -4,13 +4,28 @@
 //! Every I/O is synchronous in virtual time: it is submitted at `clock.now()` and the clock
 //! advances to the completion time flashsim returns. Several devices (data, log, ...) may share
 //! one clock, so the time spent waiting on each adds up as it would for a single-threaded client.
+//!
+//! Only built with the cargo feature `sim` (it is what pulls flashsim into the engine).
+//!
+//! Remap batches map onto flashsim's batched remap command: one command (one command overhead
+//! in virtual time) for the whole batch, shared or moved per operation without programming flash
+//! where the ranges are aligned to the mapping unit (the block size here), reference counted.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, RemapOp, Ssd, SsdConfig, ZoneAction};
+use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, Ssd, SsdConfig, ZoneAction, ZoneState};
 
-use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+use super::{
+    check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapMode, RemapOp,
+    ZoneCondition, ZoneReport,
+};
+
+impl From<flashsim::SimError> for DeviceError {
+    fn from(e: flashsim::SimError) -> Self {
+        DeviceError::Sim(e.to_string())
+    }
+}
 
 /// A shared virtual time in nanoseconds. Cheap to share through an `Arc`; all operations are
 /// atomic, so it may be read from any thread.
@@ -178,19 +193,27 @@ impl BlockDevice for SimDevice {
         Ok(())
     }
 
-    fn remap(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
-        self.check(src, len)?;
-        self.check(dst, len)?;
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        check_remap(ops, self.capacity_bytes(), self.block_bytes())?;
         if self.is_zoned() {
             return Err(DeviceError::Unsupported("remap on a zoned device"));
         }
-        let op = RemapOp {
-            src,
-            dst,
-            len,
-            kind: RemapKind::Share,
-        };
-        let done = self.ssd.remap(self.clock.now(), &[op])?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let batch: Vec<flashsim::RemapOp> = ops
+            .iter()
+            .map(|op| flashsim::RemapOp {
+                src: op.src,
+                dst: op.dst,
+                len: op.len,
+                kind: match op.mode {
+                    RemapMode::Share => RemapKind::Share,
+                    RemapMode::Move => RemapKind::Move,
+                },
+            })
+            .collect();
+        let done = self.ssd.remap(self.clock.now(), &batch)?;
         self.clock.advance_to(done);
         Ok(())
     }
@@ -216,6 +239,30 @@ impl BlockDevice for SimDevice {
         self.zone_mgmt(zone, ZoneAction::Finish)
     }
 
+    /// Read from flashsim's zone report (no virtual time: the report is not timed there).
+    fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
+        if !self.is_zoned() {
+            return Err(DeviceError::Unsupported(
+                "zone report on a conventional device",
+            ));
+        }
+        let z = self
+            .ssd
+            .zone_info(zone)
+            .ok_or(DeviceError::Sim(format!("no zone {zone}")))?;
+        Ok(ZoneReport {
+            start_bytes: z.start_bytes,
+            capacity_bytes: z.capacity_bytes,
+            write_pointer_bytes: z.write_pointer_bytes,
+            condition: match z.state {
+                ZoneState::Empty => ZoneCondition::Empty,
+                ZoneState::ImplicitOpen | ZoneState::ExplicitOpen => ZoneCondition::Open,
+                ZoneState::Closed => ZoneCondition::Closed,
+                ZoneState::Full => ZoneCondition::Full,
+            },
+        })
+    }
+
     fn capabilities(&self) -> Capabilities {
         let cfg = self.ssd.config();
         let zoned = self.is_zoned();
@@ -227,9 +274,14 @@ impl BlockDevice for SimDevice {
             },
             zone_bytes: zoned.then(|| self.ssd.zone_size_bytes()),
             remap: !zoned,
+            mapping_unit_bytes: self.ssd.unit_bytes(),
             gc_unit_bytes: Some(cfg.eu_bytes()),
             max_open_zones: match &cfg.mode {
                 Mode::Zns(z) => Some(z.max_open_zones),
+                _ => None,
+            },
+            max_active_zones: match &cfg.mode {
+                Mode::Zns(z) => Some(z.max_active_zones),
                 _ => None,
             },
         }
@@ -318,13 +370,112 @@ mod tests {
     fn remap_and_trim() {
         let mut d = SimDevice::new(cfg(), VirtualClock::shared()).unwrap();
         d.write_at(0, &[7u8; 4096]).unwrap();
-        d.remap(0, 8192, 4096).unwrap();
+        d.write_at(4096, &[8u8; 4096]).unwrap();
+        let media = d.stats().media_write_bytes;
+        let op = |src, dst, mode| RemapOp {
+            src,
+            dst,
+            len: 4096,
+            mode,
+        };
+        // One batch: share block 0 to 2, move block 1 to 3, then share the moved block on to 4
+        // (an operation sees the ones before it).
+        d.remap(&[
+            op(0, 8192, RemapMode::Share),
+            op(4096, 12288, RemapMode::Move),
+            op(12288, 16384, RemapMode::Share),
+        ])
+        .unwrap();
+        assert_eq!(
+            d.stats().media_write_bytes,
+            media,
+            "aligned remaps program nothing"
+        );
+        assert_eq!(d.ssd().counters().remap_units, 3);
         let mut b = vec![0u8; 4096];
-        d.read_at(8192, &mut b).unwrap();
-        assert_eq!(b, vec![7u8; 4096]);
+        for (at, want) in [(0, 7u8), (8192, 7), (4096, 0), (12288, 8), (16384, 8)] {
+            d.read_at(at, &mut b).unwrap();
+            assert_eq!(b, vec![want; 4096], "offset {at}");
+        }
         d.trim(0, 4096).unwrap();
         d.read_at(0, &mut b).unwrap();
         assert_eq!(b, vec![0u8; 4096]);
+        d.read_at(8192, &mut b).unwrap();
+        assert_eq!(
+            b,
+            vec![7u8; 4096],
+            "the shared copy outlives the trim of the source"
+        );
+        // A bad batch changes nothing.
+        assert_eq!(
+            d.remap(&[op(8192, 0, RemapMode::Move), op(0, 2048, RemapMode::Share)]),
+            Err(DeviceError::Unaligned {
+                offset: 2048,
+                len: 4096,
+                block: 4096
+            })
+        );
+        d.read_at(0, &mut b).unwrap();
+        assert_eq!(b, vec![0u8; 4096]);
+        assert_eq!(d.capabilities().mapping_unit_bytes, 4096);
+    }
+
+    #[test]
+    fn remap_batch_is_one_command() {
+        let clock = VirtualClock::shared();
+        let mut d = SimDevice::new(cfg(), clock.clone()).unwrap();
+        d.write_at(0, &[1u8; 8 * 4096]).unwrap();
+        d.flush().unwrap();
+        let op = |i: u64| RemapOp {
+            src: i * 4096,
+            dst: (64 + i) * 4096,
+            len: 4096,
+            mode: RemapMode::Share,
+        };
+        let t0 = clock.now();
+        d.remap(&[op(0)]).unwrap();
+        let one = clock.now() - t0;
+        let t1 = clock.now();
+        d.remap(&(1..8).map(op).collect::<Vec<_>>()).unwrap();
+        assert!(one > 0);
+        assert_eq!(clock.now() - t1, one, "a batch costs one command");
+        assert_eq!(d.ssd().counters().remap_units, 8);
+    }
+
+    #[test]
+    fn zns_zone_commands_and_report() {
+        let mut c = cfg();
+        c.mode = Mode::Zns(flashsim::ZnsConfig {
+            zone_eus: 1,
+            max_open_zones: 4,
+            max_active_zones: 4,
+        });
+        c.fit_reserve();
+        let mut d = SimDevice::new(c, VirtualClock::shared()).unwrap();
+        let caps = d.capabilities();
+        let zb = caps.zone_bytes.unwrap();
+        assert!(!caps.remap && !caps.trim);
+        assert_eq!(caps.mapping_unit_bytes, 4096);
+        let r = d.zone_report(1).unwrap();
+        assert_eq!((r.start_bytes, r.capacity_bytes), (zb, zb));
+        assert_eq!(r.write_pointer_bytes, zb);
+        assert_eq!(r.condition, ZoneCondition::Empty);
+        assert_eq!(d.zone_append(1, &[5u8; 8192]).unwrap(), zb);
+        let r = d.zone_report(1).unwrap();
+        assert_eq!(r.write_pointer_bytes, zb + 8192);
+        assert_eq!(r.condition, ZoneCondition::Open);
+        d.zone_finish(1).unwrap();
+        assert_eq!(d.zone_report(1).unwrap().condition, ZoneCondition::Full);
+        d.zone_reset(1).unwrap();
+        assert_eq!(d.zone_report(1).unwrap().write_pointer_bytes, zb);
+        assert!(matches!(d.zone_report(10_000), Err(DeviceError::Sim(_))));
+        let op = RemapOp {
+            src: 0,
+            dst: zb,
+            len: 4096,
+            mode: RemapMode::Move,
+        };
+        assert!(matches!(d.remap(&[op]), Err(DeviceError::Unsupported(_))));
     }
 
     #[test]
