@@ -9,6 +9,8 @@
 
 pub mod node;
 pub mod overflow;
+#[cfg(test)]
+mod tests;
 pub mod tree;
 
 pub use node::{LeafValue, NodeKind, PutError, Search};

@@ -17,6 +17,8 @@ mod log;
 mod master;
 mod reader;
 pub mod record;
+#[cfg(test)]
+mod tests;
 
 pub use group::{GroupCommit, SharedWal, WalGuard};
 pub use log::{Wal, WalConfig, WalStats};

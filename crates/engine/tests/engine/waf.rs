@@ -1,9 +1,7 @@
 //! DB WAF of the in-place write path, measured from the engine's counters and cross-checked with
 //! the data device's own byte counts: 2.0 with the doublewrite buffer, 1.0 without.
 
-mod common;
-
-use common::{key, value, MemPair};
+use crate::support::{key, value, MemPair};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use wafer_engine::{Db, DbConfig};

@@ -1,21 +1,16 @@
-//! Review: a power cut at *every* device command of one engine action (a checkpoint, a stepped
+//! A power cut at *every* device command of one engine action (a checkpoint, a stepped
 //! checkpoint under maintenance, a rollback, a recovery), on separate data and log devices with
 //! 512-byte blocks (so pages can tear). A deterministic scenario builds the state before the
 //! action: committed rows, a checkpoint, more committed rows, a live transaction `T` with puts,
 //! overflow values and deletes, and a committed transaction after it. After the crash the
 //! database must reopen with exactly the committed rows.
 
-mod review_support;
-
+use crate::support::{LinkedRig, Oracle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use review_support::{Map, Rig};
-use std::collections::BTreeMap;
-use std::ops::Bound;
 use wafer_engine::{Db, DbConfig, Tree, Txn};
 
 const TREES: [&str; 2] = ["t", "u"];
-type State = BTreeMap<String, Map>;
 
 fn config() -> DbConfig {
     DbConfig {
@@ -48,7 +43,7 @@ fn ops(
     rng: &mut Pcg64Mcg,
     x: &mut Txn,
     trees: &[Tree],
-    staged: &mut State,
+    staged: &mut Oracle,
     n: usize,
     lo: u64,
     hi: u64,
@@ -56,24 +51,23 @@ fn ops(
     for _ in 0..n {
         let t = &trees[rng.random_range(0..trees.len())];
         let k = key(rng.random_range(lo..hi));
-        let m = staged.get_mut(t.name()).unwrap();
         if rng.random_bool(0.25) {
-            m.remove(&k);
+            staged.delete(t.name(), &k);
             x.delete(t, &k).unwrap();
         } else {
             let v = val(rng);
-            m.insert(k.clone(), v.clone());
+            staged.put(t.name(), &k, &v);
             x.put(t, &k, &v).unwrap();
         }
     }
 }
 
 /// Builds the scenario; returns the db, its trees, the committed state and the live `T`.
-fn scenario(rig: &Rig, seed: u64) -> (Db, Vec<Tree>, State, Txn) {
+fn scenario(rig: &LinkedRig, seed: u64) -> (Db, Vec<Tree>, Oracle, Txn) {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let db = Db::open(rig.devices(), config()).unwrap();
     let trees: Vec<Tree> = TREES.iter().map(|n| db.create_tree(n).unwrap()).collect();
-    let mut state: State = TREES.iter().map(|n| (n.to_string(), Map::new())).collect();
+    let mut state = Oracle::new(&TREES);
     for i in 0..30 {
         let mut x = db.begin().unwrap();
         let mut staged = state.clone();
@@ -101,35 +95,15 @@ fn scenario(rig: &Rig, seed: u64) -> (Db, Vec<Tree>, State, Txn) {
     (db, trees, state, t)
 }
 
-fn read_all(db: &Db) -> State {
-    let mut x = db.begin().unwrap();
-    let mut out = State::new();
-    for n in TREES {
-        let t = db.open_tree(n).unwrap();
-        let rows = x
-            .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, usize::MAX)
-            .unwrap();
-        out.insert(n.to_string(), rows.into_iter().collect());
-    }
-    x.commit().unwrap();
-    out
-}
-
-fn reopen_and_check(rig: &Rig, want: &State, what: &str) -> Db {
+fn reopen_and_check(rig: &LinkedRig, want: &Oracle, what: &str) -> Db {
     let db = Db::open(rig.devices(), config()).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
-    db.verify()
-        .unwrap_or_else(|e| panic!("{what}: verify: {e}"));
-    let got = read_all(&db);
-    assert!(
-        got == *want,
-        "{what}: recovered rows are not the committed rows"
-    );
+    want.check(&db, what);
     db
 }
 
 /// Counts the commands `action` sends when nothing fails.
 fn commands_of(seed: u64, action: impl Fn(&Db, Txn)) -> u64 {
-    let rig = Rig::new(seed, 4 << 20, 2 << 20, 512);
+    let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
     let (db, _, _, t) = scenario(&rig, seed);
     let before = rig.commands();
     action(&db, t);
@@ -141,7 +115,7 @@ fn every_point(seed: u64, name: &str, action: impl Fn(&Db, Txn)) {
     assert!(n > 0, "{name}: the action sent no command");
     eprintln!("{name}: seed {seed}: {n} commands");
     for cut in 1..=n + 1 {
-        let rig = Rig::new(seed * 1000 + cut, 4 << 20, 2 << 20, 512);
+        let rig = LinkedRig::new(seed * 1000 + cut, 4 << 20, 2 << 20, 512);
         let (db, _, state, t) = scenario(&rig, seed);
         rig.cut_after(cut);
         action(&db, t);
@@ -156,16 +130,13 @@ fn every_point(seed: u64, name: &str, action: impl Fn(&Db, Txn)) {
         x.commit().unwrap();
         drop(db);
         let mut state = state.clone();
-        state
-            .get_mut("t")
-            .unwrap()
-            .insert(b"after".to_vec(), b"crash".to_vec());
+        state.put("t", b"after", b"crash");
         reopen_and_check(&rig, &state, &format!("{what}, clean reopen"));
     }
 }
 
 #[test]
-fn review_power_cut_at_every_command_of_a_checkpoint() {
+fn power_cut_at_every_command_of_a_checkpoint() {
     for seed in [1u64, 2] {
         every_point(seed, "checkpoint", |db, t| {
             let _ = db.checkpoint();
@@ -175,7 +146,7 @@ fn review_power_cut_at_every_command_of_a_checkpoint() {
 }
 
 #[test]
-fn review_power_cut_at_every_command_of_stepped_maintenance() {
+fn power_cut_at_every_command_of_stepped_maintenance() {
     let seed = 3u64;
     every_point(seed, "maintenance", |db, t| {
         // Steps of background work (the page cleaner, then a stepped checkpoint once the log
@@ -208,7 +179,7 @@ fn review_power_cut_at_every_command_of_stepped_maintenance() {
 }
 
 #[test]
-fn review_power_cut_at_every_command_of_a_rollback() {
+fn power_cut_at_every_command_of_a_rollback() {
     for seed in [5u64, 6] {
         every_point(seed, "rollback", |db, t| {
             // Make T's records durable first so a crash mid-rollback leaves a partial rollback.
@@ -219,10 +190,10 @@ fn review_power_cut_at_every_command_of_a_rollback() {
 }
 
 #[test]
-fn review_power_cut_at_every_command_of_recovery() {
+fn power_cut_at_every_command_of_recovery() {
     for seed in [7u64, 8] {
         // Crash with T's records durable (a loser to undo) and dirty pages to redo.
-        let prepare = |rig: &Rig| -> State {
+        let prepare = |rig: &LinkedRig| -> Oracle {
             let (db, trees, state, t) = scenario(rig, seed);
             // More committed work after a checkpoint so redo has work too.
             db.checkpoint().unwrap();
@@ -233,14 +204,11 @@ fn review_power_cut_at_every_command_of_recovery() {
             drop(db);
             rig.crash();
             let mut state = state;
-            state
-                .get_mut("u")
-                .unwrap()
-                .insert(b"late".to_vec(), b"row".to_vec());
+            state.put("u", b"late", b"row");
             state
         };
         let n = {
-            let rig = Rig::new(seed, 4 << 20, 2 << 20, 512);
+            let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
             let state = prepare(&rig);
             let before = rig.commands();
             reopen_and_check(&rig, &state, "plain recovery");
@@ -248,7 +216,7 @@ fn review_power_cut_at_every_command_of_recovery() {
         };
         eprintln!("recovery: seed {seed}: {n} commands");
         for cut in 1..=n {
-            let rig = Rig::new(seed, 4 << 20, 2 << 20, 512);
+            let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
             let state = prepare(&rig);
             rig.cut_after(cut);
             let _ = Db::open(rig.devices(), config());

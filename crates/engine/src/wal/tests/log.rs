@@ -1,12 +1,10 @@
 //! The circular log on a memory device: append/flush/reopen/scan, wrap-around with truncation,
 //! a full log, torn tails, torn masters, foreign devices, reformatting, I/O errors.
 
-mod wal_support;
-
+use super::support::{body, rng, Held, Volatile};
+use crate::wal::{Body, LogRecord, Master, ScanStop, Wal, WalConfig};
+use crate::Error;
 use rand::Rng;
-use wafer_engine::wal::{Body, LogRecord, Master, ScanStop, Wal, WalConfig};
-use wafer_engine::Error;
-use wal_support::{body, rng, Held, Volatile};
 
 const BLOCK: u32 = 512;
 
@@ -37,7 +35,7 @@ fn phys(wal: &Wal, lsn: u64) -> usize {
 }
 
 #[test]
-fn wal_append_flush_reopen_scan() {
+fn append_flush_reopen_scan() {
     let dev = Held::new(256 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let first = wal.next_lsn();
@@ -100,7 +98,7 @@ fn wal_append_flush_reopen_scan() {
 }
 
 #[test]
-fn wal_unflushed_records_are_not_on_the_device() {
+fn unflushed_records_are_not_on_the_device() {
     let dev = Held::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let a = wal.append(1, 0, Body::Commit).unwrap();
@@ -113,7 +111,7 @@ fn wal_unflushed_records_are_not_on_the_device() {
 }
 
 #[test]
-fn wal_wrap_around_with_truncation() {
+fn wrap_around_with_truncation() {
     let dev = Held::new(2 * 512 + 16 * 512, BLOCK); // 8 KiB of log space
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let cap = wal.capacity_bytes();
@@ -166,12 +164,12 @@ fn wal_wrap_around_with_truncation() {
 }
 
 #[test]
-fn wal_log_full_until_start_advances() {
+fn log_full_until_start_advances() {
     let dev = Held::new(2 * 512 + 8 * 512, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let first = wal.next_lsn();
     let big = Body::System {
-        redo: wafer_engine::wal::Redo::LeafPut {
+        redo: crate::wal::Redo::LeafPut {
             pid: 1,
             key: vec![1; 10],
             value: vec![2; 400],
@@ -213,7 +211,7 @@ fn wal_log_full_until_start_advances() {
     wal.append(0, 0, &big).unwrap();
     // A record larger than the whole log never fits.
     let huge = Body::System {
-        redo: wafer_engine::wal::Redo::Images(vec![(1, vec![0; 8192])]),
+        redo: crate::wal::Redo::Images(vec![(1, vec![0; 8192])]),
     };
     assert!(matches!(
         wal.append(0, 0, &huge),
@@ -228,7 +226,7 @@ fn wal_log_full_until_start_advances() {
 }
 
 #[test]
-fn wal_torn_tail_ends_the_scan_at_the_previous_record() {
+fn torn_tail_ends_the_scan_at_the_previous_record() {
     let dev = Held::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let mut g = rng(3);
@@ -260,7 +258,7 @@ fn wal_torn_tail_ends_the_scan_at_the_previous_record() {
 }
 
 #[test]
-fn wal_torn_master_falls_back_to_the_other_copy() {
+fn torn_master_falls_back_to_the_other_copy() {
     let dev = Held::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let mut lsns = Vec::new();
@@ -297,7 +295,7 @@ fn wal_torn_master_falls_back_to_the_other_copy() {
 }
 
 #[test]
-fn wal_next_master_write_goes_to_the_older_copy() {
+fn next_master_write_goes_to_the_older_copy() {
     let dev = Held::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let a = wal.append(0, 0, Body::Commit).unwrap();
@@ -316,7 +314,7 @@ fn wal_next_master_write_goes_to_the_older_copy() {
 }
 
 #[test]
-fn wal_foreign_device_and_mismatches_are_clear_errors() {
+fn foreign_device_and_mismatches_are_clear_errors() {
     let dev = Held::new(64 * 1024, BLOCK);
     match Wal::open(dev.boxed(), cfg(0)) {
         Err(Error::NotADatabase(_)) => {}
@@ -368,7 +366,7 @@ fn wal_foreign_device_and_mismatches_are_clear_errors() {
 }
 
 #[test]
-fn wal_space_bytes_bounds_the_log() {
+fn space_bytes_bounds_the_log() {
     let dev = Held::new(1 << 20, BLOCK);
     let wal = Wal::create(dev.boxed(), cfg(100_000)).unwrap();
     assert_eq!(wal.capacity_bytes(), 100_000 / 512 * 512);
@@ -379,7 +377,7 @@ fn wal_space_bytes_bounds_the_log() {
 }
 
 #[test]
-fn wal_reformat_never_resurrects_old_records() {
+fn reformat_never_resurrects_old_records() {
     let dev = Held::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     for _ in 0..50 {
@@ -396,7 +394,7 @@ fn wal_reformat_never_resurrects_old_records() {
 }
 
 #[test]
-fn wal_append_before_set_end_is_refused() {
+fn append_before_set_end_is_refused() {
     let dev = Held::new(64 * 1024, BLOCK);
     drop(Wal::create(dev.boxed(), cfg(0)).unwrap());
     let (mut wal, m) = Wal::open(dev.boxed(), cfg(0)).unwrap();
@@ -410,7 +408,7 @@ fn wal_append_before_set_end_is_refused() {
 }
 
 #[test]
-fn wal_write_error_poisons_the_log() {
+fn write_error_poisons_the_log() {
     let dev = Volatile::new(64 * 1024, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let a = wal.append(1, 0, Body::Commit).unwrap();
@@ -425,12 +423,12 @@ fn wal_write_error_poisons_the_log() {
 }
 
 #[test]
-fn wal_a_full_buffer_is_written_out() {
+fn a_full_buffer_is_written_out() {
     let dev = Held::new(1 << 20, BLOCK);
     let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
     let buf = wal.buffer_bytes();
     let b = Body::System {
-        redo: wafer_engine::wal::Redo::LeafDel {
+        redo: crate::wal::Redo::LeafDel {
             pid: 1,
             key: vec![0; 200],
         },

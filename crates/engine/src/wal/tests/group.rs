@@ -1,12 +1,10 @@
 //! Group commit: several committing threads share log flushes; one thread flushes at once.
 
-mod wal_support;
-
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use wafer_engine::wal::{Body, GroupCommit, Redo, SharedWal, Undo, Wal, WalConfig};
-use wal_support::Held;
+use super::support::Held;
+use crate::wal::{Body, GroupCommit, Redo, SharedWal, Undo, Wal, WalConfig};
 
 fn update(i: u64) -> Body {
     Body::Update {
@@ -32,7 +30,7 @@ fn shared(dev: &Held, gc: GroupCommit) -> SharedWal {
 }
 
 #[test]
-fn wal_concurrent_commits_share_flushes() {
+fn concurrent_commits_share_flushes() {
     const THREADS: u64 = 8;
     const TXNS: u64 = 40;
     let dev = Held::new(4 << 20, 512);
@@ -100,7 +98,7 @@ fn wal_concurrent_commits_share_flushes() {
 }
 
 #[test]
-fn wal_single_thread_commit_flushes_at_once() {
+fn single_thread_commit_flushes_at_once() {
     let dev = Held::new(1 << 20, 512);
     let wal = shared(
         &dev,
@@ -124,7 +122,7 @@ fn wal_single_thread_commit_flushes_at_once() {
 }
 
 #[test]
-fn wal_leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
+fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
     let dev = Held::new(1 << 20, 512);
     let wal = shared(
         &dev,
@@ -161,7 +159,7 @@ fn wal_leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
 }
 
 #[test]
-fn wal_policy_decisions() {
+fn policy_decisions() {
     let p = GroupCommit {
         max_delay_us: 100,
         min_batch_records: 3,
@@ -175,7 +173,7 @@ fn wal_policy_decisions() {
 }
 
 #[test]
-fn wal_commit_wait_on_an_unknown_lsn_is_an_error() {
+fn commit_wait_on_an_unknown_lsn_is_an_error() {
     let dev = Held::new(1 << 20, 512);
     let wal = shared(&dev, GroupCommit::immediate());
     let next = wal.lock().next_lsn();

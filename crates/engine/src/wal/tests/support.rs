@@ -1,15 +1,13 @@
-//! Helpers of the WAL integration tests: a memory device the test keeps a handle on (to reopen,
+//! Helpers of the log's unit tests: a memory device the test keeps a handle on (to reopen,
 //! corrupt or crash it after the log lets go), a device with a volatile write cache that can lose
 //! unflushed writes, and record generators.
 
-#![allow(dead_code)]
-
 use std::sync::{Arc, Mutex};
 
+use crate::device::{BlockDevice, DeviceError, DeviceStats, MemDevice};
+use crate::wal::{Body, CheckpointData, Redo, Undo};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use wafer_engine::device::{BlockDevice, DeviceError, DeviceStats, MemDevice};
-use wafer_engine::wal::{Body, CheckpointData, Redo, Undo};
 
 /// A memory device shared between the test and the log.
 #[derive(Clone)]
@@ -113,13 +111,13 @@ impl BlockDevice for Volatile {
     }
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
         let s = self.0.lock().unwrap();
-        wafer_engine::device::check_io(offset, buf.len() as u64, s.current.len() as u64, s.block)?;
+        crate::device::check_io(offset, buf.len() as u64, s.current.len() as u64, s.block)?;
         buf.copy_from_slice(&s.current[offset as usize..offset as usize + buf.len()]);
         Ok(())
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         let mut s = self.0.lock().unwrap();
-        wafer_engine::device::check_io(offset, data.len() as u64, s.current.len() as u64, s.block)?;
+        crate::device::check_io(offset, data.len() as u64, s.current.len() as u64, s.block)?;
         if s.fail_writes {
             return Err(DeviceError::Io("injected write error".into()));
         }

@@ -1,10 +1,9 @@
 //! The public API in its other configurations: threads committing concurrently through group
 //! commit with background maintenance, 8 and 16 KiB pages, one device for data and log, file
-//! devices, and a truncated log device.
+//! devices, and a truncated log device; deferred commits; handles of another database; aborted
+//! and dropped transactions.
 
-mod common;
-
-use common::{key, value, MemPair};
+use crate::support::{key, value, MemPair, DATA_BYTES, LOG_BYTES};
 use std::time::Duration;
 use wafer_engine::device::MemDevice;
 use wafer_engine::{Db, DbConfig, Devices, Error, GroupCommitConfig};
@@ -134,10 +133,7 @@ fn truncated_log_device_is_a_typed_error() {
     db.create_tree("t").unwrap();
     drop(db);
     // Reopen with the log partition cut to a quarter of its size.
-    let mut parts = pair
-        .shared
-        .split(&[common::DATA_BYTES, common::LOG_BYTES / 4])
-        .unwrap();
+    let mut parts = pair.shared.split(&[DATA_BYTES, LOG_BYTES / 4]).unwrap();
     let log = parts.pop().unwrap();
     let data = parts.pop().unwrap();
     let r = Db::open(
@@ -238,4 +234,31 @@ fn finishing_a_commit_before_the_flush_flushes_it() {
         Err(Error::InvalidArgument(_))
     ));
     y.commit().unwrap();
+}
+
+#[test]
+fn aborted_and_dropped_transactions_leave_no_trace() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut a = db.begin().unwrap();
+    for i in 0..500u64 {
+        a.put(&t, &key(i, 20), &value(i, 300)).unwrap();
+    }
+    a.commit().unwrap();
+    let mut b = db.begin().unwrap();
+    for i in 0..500u64 {
+        if i % 2 == 0 {
+            b.delete(&t, &key(i, 20)).unwrap();
+        } else {
+            b.put(&t, &key(i, 20), &value(i + 1, 700)).unwrap();
+        }
+    }
+    drop(b);
+    let mut c = db.begin().unwrap();
+    for i in 0..500u64 {
+        assert_eq!(c.get(&t, &key(i, 20)).unwrap(), Some(value(i, 300)));
+    }
+    c.commit().unwrap();
+    assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 500)]);
 }

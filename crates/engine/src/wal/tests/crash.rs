@@ -2,15 +2,13 @@
 //! prefix of what was appended, containing at least everything that was flushed, and continuing
 //! after recovery never lets stale records of the lost tail resurface.
 
-mod wal_support;
-
+use super::support::{body, rng, Volatile};
+use crate::wal::{Body, LogRecord, Master, Redo, Wal, WalConfig};
+use crate::Error;
 use rand::Rng;
-use wafer_engine::wal::{Body, LogRecord, Master, Redo, Wal, WalConfig};
-use wafer_engine::Error;
-use wal_support::{body, rng, Volatile};
 
 #[test]
-fn wal_crash_recover_continue() {
+fn crash_recover_continue() {
     for seed in 0..40u64 {
         run(seed);
     }
@@ -102,7 +100,7 @@ fn recover(dev: &Volatile) -> (Wal, Vec<LogRecord>) {
 }
 
 #[test]
-fn wal_stale_records_behind_a_lost_block_never_resurface() {
+fn stale_records_behind_a_lost_block_never_resurface() {
     let dev = Volatile::new(2 * 512 + 64 * 512, 512);
     let mut wal = Wal::create(dev.boxed(), WalConfig::default()).unwrap();
     assert!(

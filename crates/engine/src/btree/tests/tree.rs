@@ -1,11 +1,11 @@
 //! B+tree algorithms against a BTreeMap oracle, over an in-memory page store.
 
+use crate::btree::{node, tree, PageStore};
+use crate::page::{self, PageId, PageType};
+use crate::{Error, Result};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
-use wafer_engine::btree::{node, tree, PageStore};
-use wafer_engine::page::{self, PageId, PageType};
-use wafer_engine::{Error, Result};
 
 /// Pages in a HashMap, a free list, and the set of pages written / allocated / freed since the
 /// last `reset_touched`.
@@ -256,7 +256,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
     #[test]
-    fn btree_model_4k_8k(
+    fn model_4k_8k(
         page_size in prop::sample::select(vec![4096usize, 8192]),
         ops in prop::collection::vec(op_strategy(400), 1..700),
     ) {
@@ -266,7 +266,7 @@ proptest! {
     /// Small pages give deep trees: internal splits, internal merges, root collapse; keys over
     /// 64 bytes are rejected with KeyTooLong.
     #[test]
-    fn btree_model_small_pages(
+    fn model_small_pages(
         page_size in prop::sample::select(vec![512usize, 1024]),
         ops in prop::collection::vec(op_strategy(1500), 1..1500),
     ) {
@@ -285,7 +285,7 @@ impl Rng {
 }
 
 #[test]
-fn btree_many_inserts_then_delete_all_leaks_nothing() {
+fn many_inserts_then_delete_all_leaks_nothing() {
     for page_size in [512usize, 4096] {
         let mut s = MemStore::new(page_size);
         let root = tree::create(&mut s).unwrap();
@@ -332,7 +332,7 @@ fn btree_many_inserts_then_delete_all_leaks_nothing() {
 }
 
 #[test]
-fn btree_sequential_inserts_fill_leaves() {
+fn sequential_inserts_fill_leaves() {
     let mut s = MemStore::new(4096);
     let root = tree::create(&mut s).unwrap();
     for i in 0..20_000u32 {
@@ -345,7 +345,7 @@ fn btree_sequential_inserts_fill_leaves() {
 }
 
 #[test]
-fn btree_simple_outcomes_and_overflow() {
+fn simple_outcomes_and_overflow() {
     let mut s = MemStore::new(4096);
     let root = tree::create(&mut s).unwrap();
     s.reset_touched();
@@ -423,7 +423,7 @@ fn btree_simple_outcomes_and_overflow() {
 }
 
 #[test]
-fn btree_clear_and_destroy_free_all_pages() {
+fn clear_and_destroy_free_all_pages() {
     let mut s = MemStore::new(1024);
     let a = tree::create(&mut s).unwrap();
     let b = tree::create(&mut s).unwrap();
@@ -443,7 +443,7 @@ fn btree_clear_and_destroy_free_all_pages() {
 }
 
 #[test]
-fn btree_check_detects_damage() {
+fn check_detects_damage() {
     let mut s = MemStore::new(512);
     let root = tree::create(&mut s).unwrap();
     for i in 0..500u32 {

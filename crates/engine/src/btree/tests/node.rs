@@ -1,9 +1,9 @@
 //! Node format: unit tests of the slotted-page functions, and decoding of garbage never panics.
 
+use crate::btree::node::{self, LeafValue, NodeKind, PutError, Search};
+use crate::btree::overflow;
+use crate::page::{self, PageType, NO_PAGE};
 use proptest::prelude::*;
-use wafer_engine::btree::node::{self, LeafValue, NodeKind, PutError, Search};
-use wafer_engine::btree::overflow;
-use wafer_engine::page::{self, PageType, NO_PAGE};
 
 fn leaf(page_size: usize, pid: u64) -> Vec<u8> {
     let mut p = vec![0; page_size];
@@ -13,7 +13,7 @@ fn leaf(page_size: usize, pid: u64) -> Vec<u8> {
 }
 
 #[test]
-fn btree_node_leaf_put_get_replace_delete() {
+fn leaf_put_get_replace_delete() {
     let mut p = leaf(4096, 5);
     assert_eq!(node::free_bytes(&p).unwrap(), 4096 - 64);
     for k in [b"m".as_slice(), b"c", b"x", b"a"] {
@@ -54,7 +54,7 @@ fn btree_node_leaf_put_get_replace_delete() {
 }
 
 #[test]
-fn btree_node_compacts_fragmented_space_and_reports_full() {
+fn compacts_fragmented_space_and_reports_full() {
     let mut p = leaf(512, 1);
     let mut i = 0u32;
     while node::leaf_put_inline(&mut p, &i.to_be_bytes(), &[1; 40]).is_ok() {
@@ -90,7 +90,7 @@ fn btree_node_compacts_fragmented_space_and_reports_full() {
 }
 
 #[test]
-fn btree_node_split_and_merge_roundtrip() {
+fn split_and_merge_roundtrip() {
     for kind in [NodeKind::Leaf, NodeKind::Internal] {
         let mut l = vec![0; 1024];
         page::init(&mut l, 3, kind.page_type());
@@ -150,7 +150,7 @@ fn btree_node_split_and_merge_roundtrip() {
 }
 
 #[test]
-fn btree_node_limits_and_separators() {
+fn limits_and_separators() {
     assert_eq!(node::max_key_len(4096), 512);
     assert_eq!(node::max_leaf_cell_bytes(4096), 1342);
     assert_eq!(node::max_inline_value(4096, 10), 1342 - 17);
@@ -170,7 +170,7 @@ fn btree_node_limits_and_separators() {
 }
 
 #[test]
-fn btree_overflow_page_format() {
+fn overflow_page_format() {
     let mut p = vec![0; 512];
     page::init(&mut p, 9, PageType::Overflow);
     overflow::init(&mut p, 10, &[7; 100]).unwrap();
@@ -296,17 +296,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn btree_node_garbage_never_panics(p in garbage_page()) {
+    fn garbage_never_panics(p in garbage_page()) {
         exercise(&p);
     }
 
     #[test]
-    fn btree_node_damage_never_panics(p in damaged_node()) {
+    fn damage_never_panics(p in damaged_node()) {
         exercise(&p);
     }
 
     #[test]
-    fn btree_node_short_pages_never_panic(len in 0usize..600, b in any::<u8>()) {
+    fn short_pages_never_panic(len in 0usize..600, b in any::<u8>()) {
         let p = vec![b; len];
         let _ = node::search(&p, b"k");
         let _ = node::leaf_entries(&p);

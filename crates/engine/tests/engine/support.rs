@@ -1,18 +1,242 @@
-//! Helpers of the review tests: a crash rig with *separate* data and log devices (so a log flush
-//! does not make data writes durable, as with two real devices), each a `FaultDevice` over a
-//! `MemDevice` with small blocks (so a page write can tear), and one global command counter that
-//! cuts power on both devices at once.
-
-#![allow(dead_code)]
+//! Helpers of the engine's public-API tests: devices the test keeps a handle on (so it can reopen,
+//! corrupt or crash them after the engine lets go), a crash rig with separate data and log
+//! devices and one power switch, key and value generators, the committed-state [`Oracle`], and a
+//! page-accounting check of a data device image.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use wafer_engine::device::{
     BlockDevice, CrashReport, DeviceError, DeviceStats, FaultConfig, FaultDevice, FaultHandle,
-    MemDevice,
+    MemDevice, SharedDevice,
 };
-use wafer_engine::Devices;
+use wafer_engine::{Db, Devices};
+
+/// A device the test shares with the engine (the engine's own `Handle`).
+pub type Held<D> = wafer_engine::device::Handle<D>;
+
+pub const DATA_BYTES: u64 = 32 << 20;
+pub const LOG_BYTES: u64 = 8 << 20;
+
+/// One in-memory device split into data and log, reopenable.
+pub struct MemPair {
+    pub shared: SharedDevice,
+}
+
+impl MemPair {
+    pub fn new() -> MemPair {
+        MemPair {
+            shared: SharedDevice::shared(MemDevice::new(DATA_BYTES + LOG_BYTES, 4096)),
+        }
+    }
+    pub fn devices(&self) -> Devices {
+        let mut p = self.shared.split(&[DATA_BYTES, LOG_BYTES]).unwrap();
+        let log = p.pop().unwrap();
+        let data = p.pop().unwrap();
+        Devices::new(Box::new(data), Box::new(log))
+    }
+}
+
+/// A key of `len` bytes derived from `n`.
+pub fn key(n: u64, len: usize) -> Vec<u8> {
+    let mut k = format!("k{n:08}").into_bytes();
+    k.resize(len.max(9), b'.');
+    k
+}
+
+/// A value of `len` bytes derived from `seed`.
+pub fn value(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 26) as u8 + b'a'
+        })
+        .collect()
+}
+
+/// How many rounds a randomized crash test runs: `default`, or `WAFER_TEST_ROUNDS` if set (a
+/// longer hunt).
+pub fn rounds(default: u64) -> u64 {
+    std::env::var("WAFER_TEST_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The rows of one tree: key -> value.
+pub type Rows = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Committed state of a database as a test expects it: tree name -> key -> value. Tests apply
+/// each transaction's writes to a clone (the staged state) and keep it once the commit returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Oracle {
+    trees: BTreeMap<String, Rows>,
+}
+
+impl Oracle {
+    /// Empty trees `names`.
+    pub fn new(names: &[&str]) -> Oracle {
+        Oracle {
+            trees: names.iter().map(|n| (n.to_string(), Rows::new())).collect(),
+        }
+    }
+
+    /// Reads the whole of trees `names` from `db` in one transaction.
+    pub fn read(db: &Db, names: &[&str]) -> Oracle {
+        Oracle::read_range(db, names, (Bound::Unbounded, Bound::Unbounded))
+    }
+
+    /// Reads the keys in `range` of trees `names` from `db` in one transaction.
+    pub fn read_range(db: &Db, names: &[&str], range: (Bound<&[u8]>, Bound<&[u8]>)) -> Oracle {
+        let mut x = db.begin().unwrap();
+        let mut out = Oracle::default();
+        for name in names {
+            let t = db.open_tree(name).unwrap();
+            let rows = x.scan(&t, range, false, usize::MAX).unwrap();
+            out.trees
+                .insert(name.to_string(), rows.into_iter().collect());
+        }
+        x.commit().unwrap();
+        out
+    }
+
+    /// Rows in all trees.
+    pub fn row_count(&self) -> usize {
+        self.trees.values().map(|r| r.len()).sum()
+    }
+
+    /// Sets `key` to `value` in `tree`; returns the old value.
+    pub fn put(&mut self, tree: &str, key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+        self.tree_mut(tree).insert(key.to_vec(), value.to_vec())
+    }
+
+    /// Deletes `key` from `tree`; returns the old value.
+    pub fn delete(&mut self, tree: &str, key: &[u8]) -> Option<Vec<u8>> {
+        self.tree_mut(tree).remove(key)
+    }
+
+    pub fn get(&self, tree: &str, key: &[u8]) -> Option<&Vec<u8>> {
+        self.trees[tree].get(key)
+    }
+
+    /// What `Txn::scan` must return: the pairs of `tree` with keys in `range` (empty if the range
+    /// is inverted), in key order (descending if `reverse`), at most `limit` of them.
+    pub fn scan(
+        &self,
+        tree: &str,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let empty = match range {
+            (
+                Bound::Included(lo) | Bound::Excluded(lo),
+                Bound::Included(hi) | Bound::Excluded(hi),
+            ) => {
+                lo > hi || (lo == hi && !matches!(range, (Bound::Included(_), Bound::Included(_))))
+            }
+            _ => false,
+        };
+        if empty {
+            return Vec::new();
+        }
+        let it = self.trees[tree].range::<[u8], _>(range);
+        let pair = |(k, v): (&Vec<u8>, &Vec<u8>)| (k.clone(), v.clone());
+        if reverse {
+            it.rev().take(limit).map(pair).collect()
+        } else {
+            it.take(limit).map(pair).collect()
+        }
+    }
+
+    /// Asserts that `db` holds exactly this state: every tree of `db` is one of the oracle's, its
+    /// forward and reverse scans give the oracle's rows, and `verify` counts as many keys.
+    pub fn check(&self, db: &Db, what: &str) {
+        let mut x = db.begin().unwrap();
+        for (name, rows) in &self.trees {
+            let t = db
+                .open_tree(name)
+                .unwrap_or_else(|e| panic!("{what}: tree {name}: {e}"));
+            let all = (Bound::Unbounded, Bound::Unbounded);
+            let got = x.scan(&t, all, false, usize::MAX).unwrap();
+            let want: Vec<(Vec<u8>, Vec<u8>)> =
+                rows.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if got != want {
+                let one = |rows: Rows| Oracle {
+                    trees: [(name.clone(), rows)].into(),
+                };
+                let diff = one(rows.clone()).diff(&one(got.into_iter().collect()));
+                panic!(
+                    "{what}: a scan of tree {name} is not its committed rows (keys out of order \
+                     or repeated if no difference is listed):\n{}",
+                    diff.join("\n")
+                );
+            }
+            let rev = x.scan(&t, all, true, usize::MAX).unwrap();
+            assert!(
+                rev.iter().rev().eq(got.iter()),
+                "{what}: reverse scan of {name}"
+            );
+        }
+        x.commit().unwrap();
+        let counts = db
+            .verify()
+            .unwrap_or_else(|e| panic!("{what}: verify: {e}"));
+        for (name, n) in counts {
+            let want = self.trees.get(&name).map(|r| r.len());
+            assert_eq!(Some(n as usize), want, "{what}: verify count of {name}");
+        }
+    }
+
+    /// Asserts that `got` (say, read back from a database) is this state; the message lists the
+    /// differences.
+    pub fn assert_same(&self, got: &Oracle, what: &str) {
+        assert!(
+            got == self,
+            "{what}: the rows differ from the committed rows:\n{}",
+            self.diff(got).join("\n")
+        );
+    }
+
+    /// How `got` differs from this state: one line per lost, wrong or extra key (at most 20).
+    pub fn diff(&self, got: &Oracle) -> Vec<String> {
+        let show = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+        let empty = Rows::new();
+        let mut out = Vec::new();
+        let names: std::collections::BTreeSet<&String> =
+            self.trees.keys().chain(got.trees.keys()).collect();
+        for name in names {
+            let want = self.trees.get(name).unwrap_or(&empty);
+            let have = got.trees.get(name).unwrap_or(&empty);
+            for (k, v) in want {
+                match have.get(k) {
+                    None => out.push(format!("  tree {name}: lost {}", show(k))),
+                    Some(g) if g != v => out.push(format!("  tree {name}: wrong {}", show(k))),
+                    _ => {}
+                }
+            }
+            for k in have.keys().filter(|k| !want.contains_key(*k)) {
+                out.push(format!("  tree {name}: extra {}", show(k)));
+            }
+        }
+        if out.len() > 20 {
+            let n = out.len();
+            out.truncate(20);
+            out.push(format!("  ... {} more", n - 20));
+        }
+        out
+    }
+
+    fn tree_mut(&mut self, tree: &str) -> &mut Rows {
+        self.trees
+            .get_mut(tree)
+            .unwrap_or_else(|| panic!("the oracle has no tree {tree}"))
+    }
+}
 
 type Dev = Arc<Mutex<FaultDevice<MemDevice>>>;
 
@@ -25,7 +249,7 @@ struct Link {
     handles: [FaultHandle; 2],
 }
 
-/// One of the two devices as the engine sees it.
+/// One of the two devices of a [`LinkedRig`] as the engine sees it.
 pub struct Linked {
     dev: Dev,
     me: usize,
@@ -79,16 +303,19 @@ impl BlockDevice for Linked {
     }
 }
 
-/// Separate data and log devices with a common power switch.
-pub struct Rig {
+/// A crash rig with *separate* data and log devices (so a log flush does not make data writes
+/// durable, as with two real devices), each a `FaultDevice` over a `MemDevice` with small blocks
+/// (so a page write can tear), and one global command counter that cuts power on both devices
+/// at once.
+pub struct LinkedRig {
     data: Dev,
     log: Dev,
     link: Arc<Link>,
 }
 
-impl Rig {
+impl LinkedRig {
     /// `block` is the device block size (512 lets a 4 KiB page tear).
-    pub fn new(seed: u64, data_bytes: u64, log_bytes: u64, block: u32) -> Rig {
+    pub fn new(seed: u64, data_bytes: u64, log_bytes: u64, block: u32) -> LinkedRig {
         let cfg = |s| FaultConfig {
             seed: s,
             torn_writes: true,
@@ -98,7 +325,7 @@ impl Rig {
         let data = FaultDevice::new(MemDevice::new(data_bytes, block), cfg(seed));
         let log = FaultDevice::new(MemDevice::new(log_bytes, block), cfg(seed ^ 0x5555));
         let handles = [data.handle(), log.handle()];
-        Rig {
+        LinkedRig {
             data: Arc::new(Mutex::new(data)),
             log: Arc::new(Mutex::new(log)),
             link: Arc::new(Link {
@@ -157,12 +384,7 @@ impl Rig {
         let l = self.log.lock().unwrap().crash();
         (d, l)
     }
-}
 
-/// Committed state of one tree: key -> value.
-pub type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-
-impl Rig {
     /// The data device's current bytes (what is durable after a crash, or after a close).
     pub fn data_image(&self) -> Vec<u8> {
         self.data.lock().unwrap().inner().bytes().to_vec()
@@ -173,6 +395,8 @@ impl Rig {
 /// every page id below the meta page's next-page id must be exactly one of: the meta page, a
 /// page reachable from a tree (node or overflow page), or a page on the free list. Returns a
 /// description of every violation (leaks, double use, bad free pages).
+///
+/// This reads the on-device formats through the engine's `btree`, `meta` and `page` modules.
 pub fn page_accounting(image: &[u8], page_size: usize, dw_pages: u64) -> Vec<String> {
     use std::collections::HashMap;
     use wafer_engine::btree::{self, node, overflow, LeafValue, NodeKind};

@@ -1,14 +1,11 @@
-//! Review: range scans against a BTreeMap oracle with every kind of bound (included, excluded,
+//! Range scans against the committed-state oracle with every kind of bound (included, excluded,
 //! unbounded, empty and inverted ranges, bounds between keys and beyond both ends), both
 //! directions and limits including 0, on a multi-level tree that has been through splits and
 //! merges. (Limit 0 has its own test.)
 
-mod common;
-
-use common::MemPair;
+use crate::support::{MemPair, Oracle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use wafer_engine::{Db, DbConfig};
 
@@ -42,37 +39,8 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-fn want(
-    m: &BTreeMap<Vec<u8>, Vec<u8>>,
-    lo: &Bound<Vec<u8>>,
-    hi: &Bound<Vec<u8>>,
-    reverse: bool,
-    limit: usize,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let inside = |key: &Vec<u8>| {
-        let above = match lo {
-            Bound::Included(l) => key >= l,
-            Bound::Excluded(l) => key > l,
-            Bound::Unbounded => true,
-        };
-        let below = match hi {
-            Bound::Included(h) => key <= h,
-            Bound::Excluded(h) => key < h,
-            Bound::Unbounded => true,
-        };
-        above && below
-    };
-    let it = m.iter().filter(|(key, _)| inside(key));
-    let v: Vec<_> = if reverse {
-        it.rev().take(limit).collect()
-    } else {
-        it.take(limit).collect()
-    };
-    v.into_iter().map(|(a, b)| (a.clone(), b.clone())).collect()
-}
-
 #[test]
-fn review_scans_match_the_oracle() {
+fn scans_with_any_bounds_directions_and_limits_match_the_oracle() {
     let pair = MemPair::new();
     let cfg = DbConfig {
         buffer_pages: 64,
@@ -81,13 +49,13 @@ fn review_scans_match_the_oracle() {
     };
     let db = Db::open(pair.devices(), cfg).unwrap();
     let t = db.create_tree("t").unwrap();
-    let mut m = BTreeMap::new();
+    let mut m = Oracle::new(&["t"]);
     let mut rng = Pcg64Mcg::seed_from_u64(42);
     let mut x = db.begin().unwrap();
     for n in (0..2000u64).step_by(2) {
         let v = vec![(n % 251) as u8; (n % 40) as usize];
         x.put(&t, &k(n), &v).unwrap();
-        m.insert(k(n), v);
+        m.put("t", &k(n), &v);
     }
     x.commit().unwrap();
     for phase in 0..3 {
@@ -97,7 +65,7 @@ fn review_scans_match_the_oracle() {
             for _ in 0..300 {
                 let n = rng.random_range(0..1000u64) * 2;
                 x.delete(&t, &k(n)).unwrap();
-                m.remove(&k(n));
+                m.delete("t", &k(n));
             }
             x.commit().unwrap();
         }
@@ -115,7 +83,7 @@ fn review_scans_match_the_oracle() {
             let got = x
                 .scan(&t, (as_ref(&lo), as_ref(&hi)), reverse, limit)
                 .unwrap();
-            let w = want(&m, &lo, &hi, reverse, limit);
+            let w = m.scan("t", (as_ref(&lo), as_ref(&hi)), reverse, limit);
             assert!(
                 got == w,
                 "phase {phase}: scan {:?}..{:?} reverse {reverse} limit {limit}: got {} rows, want {}",
@@ -132,7 +100,7 @@ fn review_scans_match_the_oracle() {
 
 /// `limit` is "at most `limit` of them": a limit of 0 must return no row.
 #[test]
-fn review_scan_with_limit_zero_returns_nothing() {
+fn a_scan_with_limit_zero_returns_no_row() {
     let db = Db::open(
         wafer_engine::Devices::memory(16 << 20, 4 << 20),
         DbConfig::default(),

@@ -1,10 +1,8 @@
-//! Review: bad input must give a clear error and leave the handle usable (DESIGN.md: "bad input
-//! gets a clear error, never a panic; an I/O error poisons the handle"). Each test here feeds
-//! one kind of oversized input and then checks that the database still works.
+//! Bad input must give a clear error and leave the handle usable (DESIGN.md: "bad input gets a
+//! clear error, never a panic; an I/O error poisons the handle"). Each test here feeds one kind
+//! of bad or oversized input; most then check that the database still works.
 
-mod common;
-
-use common::{key, value, MemPair};
+use crate::support::{key, value, MemPair};
 use wafer_engine::{Db, DbConfig, Error};
 
 fn still_usable(db: &Db) {
@@ -15,10 +13,35 @@ fn still_usable(db: &Db) {
     db.verify().unwrap();
 }
 
+/// Duplicate and unknown tree names, an empty name, a key over the limit and a bad page size.
+#[test]
+fn bad_input_gets_typed_errors() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    assert!(matches!(db.create_tree("t"), Err(Error::TreeExists(_))));
+    assert!(matches!(db.open_tree("nope"), Err(Error::NoSuchTree(_))));
+    assert!(db.create_tree("").is_err());
+    let mut x = db.begin().unwrap();
+    assert!(matches!(
+        x.put(&t, &vec![1u8; 5000], b"v"),
+        Err(Error::KeyTooLong { .. })
+    ));
+    x.commit().unwrap();
+    let bad = DbConfig {
+        page_size: 1000,
+        ..DbConfig::default()
+    };
+    assert!(matches!(
+        Db::open(pair.devices(), bad),
+        Err(Error::Config(_))
+    ));
+}
+
 /// The catalog lives in the meta page, so the number of trees is bounded. Creating one tree too
 /// many must fail with a typed error, not poison the database.
 #[test]
-fn review_too_many_trees_is_a_clean_error() {
+fn too_many_trees_is_a_clean_error() {
     let pair = MemPair::new();
     let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
     let mut created = 0;
@@ -48,7 +71,7 @@ fn review_too_many_trees_is_a_clean_error() {
 /// A value whose log record cannot fit in the log: a clear error (ValueTooLong / LogFull), and
 /// the database stays usable.
 #[test]
-fn review_value_larger_than_the_log_is_a_clean_error() {
+fn value_larger_than_the_log_is_a_clean_error() {
     let pair = MemPair::new();
     let cfg = DbConfig {
         buffer_pages: 1024,
@@ -70,7 +93,7 @@ fn review_value_larger_than_the_log_is_a_clean_error() {
 
 /// A value that would fit in the log space as a whole but not in what is left of it.
 #[test]
-fn review_value_larger_than_the_free_log_is_a_clean_error() {
+fn value_larger_than_the_free_log_is_a_clean_error() {
     let pair = MemPair::new();
     let cfg = DbConfig {
         buffer_pages: 1024,
@@ -106,7 +129,7 @@ fn review_value_larger_than_the_free_log_is_a_clean_error() {
 /// A value whose overflow chain needs more frames than the buffer pool has (all pages an
 /// operation touches stay pinned until it is logged).
 #[test]
-fn review_value_larger_than_the_buffer_pool_is_a_clean_error() {
+fn value_larger_than_the_buffer_pool_is_a_clean_error() {
     let pair = MemPair::new();
     let cfg = DbConfig {
         buffer_pages: 32,
@@ -132,7 +155,7 @@ fn review_value_larger_than_the_buffer_pool_is_a_clean_error() {
 /// Keys at the limit and values at the inline limit boundary round-trip; a key one byte over
 /// the limit is rejected without harm.
 #[test]
-fn review_key_and_value_limits() {
+fn keys_and_values_at_their_limits_round_trip() {
     let pair = MemPair::new();
     let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
     let t = db.create_tree("t").unwrap();
@@ -159,7 +182,7 @@ fn review_key_and_value_limits() {
 /// insert that does not fit fails with `Full`, and the database stays usable so the caller can
 /// delete rows to make room.
 #[test]
-fn review_full_data_device_is_a_clean_error() {
+fn full_data_device_is_a_clean_error() {
     // 100-byte values: the last insert needs pages for a split; 6000-byte values: a two-page
     // overflow chain whose second page does not fit.
     for len in [100usize, 3000, 6000] {

@@ -1,0 +1,16 @@
+//! The engine's public-API tests, one test binary (each file under `tests/` is its own binary and
+//! link step). One module per subject; shared devices, rigs, generators and the committed-state
+//! oracle are in `support`.
+
+mod api;
+mod checkpoint_policy;
+mod crash_points;
+mod durability;
+mod input;
+mod isolation;
+mod log_space;
+mod model;
+mod page_allocation;
+mod scans;
+mod support;
+mod waf;
