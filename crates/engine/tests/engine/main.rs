@@ -4,12 +4,15 @@
 
 mod api;
 mod checkpoint_policy;
+mod crash;
 mod crash_points;
+mod devices;
 mod durability;
 mod input;
 mod isolation;
 mod log_space;
 mod model;
+mod out_of_place;
 mod page_allocation;
 mod scans;
 mod support;

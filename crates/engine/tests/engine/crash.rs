@@ -5,14 +5,11 @@
 //! its checksum and reopen fails with a clear error instead of returning wrong data; corrupted or
 //! foreign devices give typed errors.
 
-mod common;
-
-use common::{key, small_eu_ssd, value, CrashRig, DualRig, MemPair, Oracle};
+use crate::support::{key, small_eu_ssd, value, CrashRig, DualRig, MemPair, Oracle};
 use flashsim::{FdpConfig, Mode, ZnsConfig};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use wafer_engine::device::{BlockDevice, CommandKind, FaultConfig};
 use wafer_engine::writepath::pack::Codec;
 use wafer_engine::writepath::OopConfig;
@@ -47,7 +44,6 @@ fn workload(db: &Db, seed: u64, oracle: &mut Oracle) -> Option<Oracle> {
         for _ in 0..n {
             let tree = &trees[rng.random_range(0..trees.len())];
             let k = key(rng.random_range(0..300), 16);
-            let m = staged.get_mut(tree.name()).unwrap();
             let r = if rng.random_bool(0.75) {
                 let len = if rng.random_bool(0.03) {
                     5000
@@ -55,10 +51,10 @@ fn workload(db: &Db, seed: u64, oracle: &mut Oracle) -> Option<Oracle> {
                     rng.random_range(10..150)
                 };
                 let v = value(rng.random(), len);
-                m.insert(k.clone(), v.clone());
+                staged.put(tree.name(), &k, &v);
                 t.put(tree, &k, &v).map(|_| ())
             } else {
-                m.remove(&k);
+                staged.delete(tree.name(), &k);
                 t.delete(tree, &k).map(|_| ())
             };
             if let Err(e) = r {
@@ -87,22 +83,7 @@ fn workload(db: &Db, seed: u64, oracle: &mut Oracle) -> Option<Oracle> {
 }
 
 fn state(db: &Db) -> Oracle {
-    let mut out = Oracle::new();
-    let mut t = db.begin().unwrap();
-    for name in TREES {
-        let tree = db.open_tree(name).unwrap();
-        let rows = t
-            .scan(
-                &tree,
-                (Bound::Unbounded, Bound::Unbounded),
-                false,
-                usize::MAX,
-            )
-            .unwrap();
-        out.insert(name.to_string(), rows.into_iter().collect());
-    }
-    t.commit().unwrap();
-    out
+    Oracle::read(db, &TREES)
 }
 
 fn crash_once(seed: u64, cut_after: u64, doublewrite: bool) {
@@ -172,7 +153,7 @@ fn crash_once_with(seed: u64, cut_after: u64, cfg: DbConfig) -> Option<DbStats> 
     let data_bytes = if cfg.out_of_place.is_some() {
         OOP_DATA_BYTES
     } else {
-        common::DATA_BYTES
+        crate::support::DATA_BYTES
     };
     let rig = CrashRig::sized(
         FaultConfig {
@@ -188,10 +169,7 @@ fn crash_once_with(seed: u64, cut_after: u64, cfg: DbConfig) -> Option<DbStats> 
     for n in TREES {
         db.create_tree(n).unwrap();
     }
-    let mut oracle: Oracle = TREES
-        .iter()
-        .map(|n| (n.to_string(), BTreeMap::new()))
-        .collect();
+    let mut oracle = Oracle::new(&TREES);
     {
         let f = rig.fault.lock();
         f.handle().cut_power_at(Some(f.commands() + cut_after));
@@ -209,7 +187,7 @@ fn crash_once_with(seed: u64, cut_after: u64, cfg: DbConfig) -> Option<DbStats> 
     let rec = db.stats().recovery.expect("recovery ran");
     eprintln!(
         "seed {seed} cut {cut_after}: committed rows {}, unflushed {}, lost {}, torn {}, redo {} applied {}, undo txns {}",
-        oracle.values().map(|m| m.len()).sum::<usize>(),
+        oracle.row_count(),
         report.unflushed,
         report.lost,
         report.torn.is_some(),
@@ -281,10 +259,7 @@ fn crash_on_device(
     for n in TREES {
         db.create_tree(n).unwrap();
     }
-    let mut oracle: Oracle = TREES
-        .iter()
-        .map(|n| (n.to_string(), BTreeMap::new()))
-        .collect();
+    let mut oracle = Oracle::new(&TREES);
     let power = rig.power();
     match cut {
         Cut::After(n) => power.cut_power_at(Some(power.commands() + n)),
@@ -469,10 +444,7 @@ fn power_cut_without_doublewrite_recovers_or_reports_a_torn_page() {
         for n in TREES {
             db.create_tree(n).unwrap();
         }
-        let mut oracle: Oracle = TREES
-            .iter()
-            .map(|n| (n.to_string(), BTreeMap::new()))
-            .collect();
+        let mut oracle = Oracle::new(&TREES);
         {
             let f = rig.fault.lock();
             f.handle()
@@ -573,7 +545,7 @@ fn foreign_and_corrupted_devices_give_typed_errors() {
     drop(db);
     {
         let mut dev = pair.shared.lock();
-        let log = common::DATA_BYTES;
+        let log = crate::support::DATA_BYTES;
         for off in [log, log + 4096] {
             let mut b = vec![0u8; 4096];
             dev.read_at(off, &mut b).unwrap();

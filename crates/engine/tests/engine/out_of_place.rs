@@ -3,13 +3,10 @@
 //! the write path itself (NoWA, power cuts during GC) are unit tests in
 //! `src/writepath/oop/tests/`.
 
-mod common;
-
-use common::{key, value, Held};
+use crate::support::{key, value, Held, Oracle};
 use flashsim::{FdpConfig, Geometry, Mode, SsdConfig, ZnsConfig};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::BTreeMap;
 use wafer_engine::device::{MemDevice, SimDevice, VirtualClock};
 use wafer_engine::writepath::pack::Codec;
 use wafer_engine::writepath::OopConfig;
@@ -51,7 +48,7 @@ fn db_round_trip(data: Held<SimDevice>, oop: OopConfig) -> (u64, u64) {
     let devices = || Devices::new(Box::new(data.clone()), Box::new(log.clone()));
     let db = Db::open(devices(), cfg.clone()).unwrap();
     let t = db.create_tree("t").unwrap();
-    let mut oracle = BTreeMap::new();
+    let mut oracle = Oracle::new(&["t"]);
     let mut rng = Pcg64Mcg::seed_from_u64(4);
     for i in 0..6000u64 {
         let mut x = db.begin().unwrap();
@@ -59,7 +56,7 @@ fn db_round_trip(data: Held<SimDevice>, oop: OopConfig) -> (u64, u64) {
             let k = key(rng.random_range(0..3000), 16);
             let v = value(i, rng.random_range(100..600));
             x.put(&t, &k, &v).unwrap();
-            oracle.insert(k, v);
+            oracle.put("t", &k, &v);
         }
         x.commit().unwrap();
         if i % 20 == 0 {
@@ -71,12 +68,7 @@ fn db_round_trip(data: Held<SimDevice>, oop: OopConfig) -> (u64, u64) {
     db.close().unwrap();
     drop(db);
     let db = Db::open(devices(), cfg).unwrap();
-    let t = db.open_tree("t").unwrap();
-    let mut x = db.begin().unwrap();
-    for (k, v) in &oracle {
-        assert_eq!(x.get(&t, k).unwrap().as_deref(), Some(v.as_slice()));
-    }
-    x.commit().unwrap();
+    assert_eq!(Oracle::read(&db, &["t"]), oracle, "the reopened database");
     let s = data.lock().ssd().counters().clone();
     (s.host_write_bytes, s.media_write_bytes)
 }
