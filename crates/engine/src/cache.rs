@@ -21,13 +21,14 @@ use crate::writepath::{LogSink, WritePath, WriteReason};
 pub enum DirtyVictim {
     /// Write it through the write path (after forcing the log to its LSN), then drop it.
     WriteBack,
-    /// Drop it without a write; the page table keeps it as `EvictedDirty`.
+    /// Drop it without a write; the page table keeps it as `EvictedDirty`. (Chosen by paper
+    /// 001's flushing-less eviction; `cache::tests` exercise it until that policy lands.)
+    #[allow(dead_code)]
     Drop,
 }
 
 /// How the buffer chooses and treats victims.
 pub trait EvictionPolicy: Send {
-    fn name(&self) -> &'static str;
     /// Whether a frame holding uncommitted changes may be evicted (steal). A no-steal policy
     /// returns false.
     fn steal(&self) -> bool;
@@ -39,9 +40,6 @@ pub trait EvictionPolicy: Send {
 pub struct WriteBack;
 
 impl EvictionPolicy for WriteBack {
-    fn name(&self) -> &'static str {
-        "write-back"
-    }
     fn steal(&self) -> bool {
         true
     }
@@ -226,9 +224,6 @@ mod tests {
     /// No-steal, and dirty victims dropped: the policy of paper 001.
     struct DropNoSteal;
     impl EvictionPolicy for DropNoSteal {
-        fn name(&self) -> &'static str {
-            "drop-no-steal"
-        }
         fn steal(&self) -> bool {
             false
         }

@@ -187,7 +187,7 @@ impl DbStats {
 /// An open database. Cheap to clone (shared handle).
 #[derive(Clone)]
 pub struct Db {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Db {
@@ -408,6 +408,15 @@ impl Db {
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
         core.verify(&mut wal)
+    }
+
+    /// An fsck of page allocation: every page below the high-water mark must be the meta page,
+    /// a node or overflow page of exactly one tree, or on the free list. Returns one line per
+    /// violation (leak, double use, damaged free list); empty when consistent.
+    pub fn check_pages(&self) -> Result<Vec<String>> {
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.check_pages(&mut wal)
     }
 
     /// Pages ever allocated (the high-water mark; freed pages are reused first) and the page

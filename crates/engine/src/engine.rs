@@ -379,6 +379,12 @@ impl Core {
         Ok(out)
     }
 
+    /// Page accounting of every tree and the free list (see `btree::accounting`).
+    pub fn check_pages(&mut self, wal: &mut Wal) -> Result<Vec<String>> {
+        self.check()?;
+        crate::ops::read(&mut self.cache, wal, |m| crate::btree::accounting::check(m))
+    }
+
     /// Pages ever allocated and the data device's page capacity.
     pub fn page_usage(&mut self, wal: &mut Wal) -> Result<(u64, u64)> {
         self.check()?;

@@ -59,37 +59,44 @@
 //! # }
 //! ```
 
-pub mod btree;
-pub mod buffer;
+mod btree;
+mod buffer;
 mod cache;
 mod catalog;
 mod cc;
-pub mod checkpoint;
-pub mod clock;
-pub mod config;
+mod checkpoint;
+mod clock;
+mod config;
 mod db;
 pub mod device;
 mod engine;
-pub mod error;
+mod error;
 mod health;
-pub mod locks;
-pub mod meta;
+mod locks;
+mod meta;
 mod mtr;
 mod ops;
-pub mod page;
-pub mod recovery;
+mod page;
+mod recovery;
 mod redo;
 mod txn;
 mod txn_table;
 mod undo;
-pub mod wal;
-pub mod writepath;
+mod wal;
+mod writepath;
 
-pub use cache::{AfterRead, DirtyVictim, EvictionPolicy, WriteBack};
+// The public surface: what an embedder needs, re-exported here. Every module but `device` (the
+// storage seam an embedder may implement or wrap) is internal.
+pub use buffer::PoolStats;
 pub use catalog::Tree;
 pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use clock::{Clock, WallClock};
-pub use config::{DbConfig, GroupCommitConfig, OpenMode};
+pub use config::{DbConfig, GroupCommitConfig, OpenMode, MAX_BUFFER_PAGES};
 pub use db::{Background, Db, DbStats, Devices, EngineStats};
 pub use error::{Error, Result};
+pub use recovery::RecoveryReport;
 pub use txn::{Cursor, PendingCommit, Txn};
+pub use wal::record::{TreeId, TxnId};
+pub use wal::WalStats;
+pub use writepath::pack::Codec;
+pub use writepath::{OopConfig, WriteCounters};

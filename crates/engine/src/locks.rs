@@ -107,10 +107,6 @@ impl LockManager {
             }
         }
     }
-
-    pub fn locked_keys(&self) -> usize {
-        self.held.len()
-    }
 }
 
 #[cfg(test)]

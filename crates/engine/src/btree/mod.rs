@@ -7,14 +7,12 @@
 //! in place through the store; the store records which pages an operation touched, and the engine
 //! turns that into one log record per operation.
 
+pub(crate) mod accounting;
 pub mod node;
 pub mod overflow;
 #[cfg(test)]
 mod tests;
 pub mod tree;
-
-pub use node::{LeafValue, NodeKind, PutError, Search};
-pub use tree::{Outcome, TreeStats};
 
 use crate::error::Result;
 use crate::page::{PageId, PageType};

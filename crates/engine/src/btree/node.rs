@@ -422,6 +422,7 @@ pub fn child_at(page: &[u8], c: usize) -> Result<PageId> {
     Ok(get_u64(page, e - 8))
 }
 
+#[cfg(test)]
 /// Sets child `c` (numbered as in [`child_at`]).
 pub fn set_child(page: &mut [u8], c: usize, pid: PageId) -> Result<()> {
     let mut h = hdr(page)?;
@@ -530,6 +531,7 @@ fn compact_h(page: &mut [u8], h: &mut Hdr) -> Result<()> {
     Ok(())
 }
 
+#[cfg(test)]
 /// Rewrites the node so all free space is contiguous (cells packed at the page end in slot
 /// order, slot 0's cell last in the page; the gap zeroed).
 pub fn compact(page: &mut [u8]) -> Result<()> {
@@ -751,6 +753,7 @@ fn merge_parts(left: &[u8], right: &[u8], sep: &[u8]) -> Result<(Hdr, Hdr, Vec<V
     Ok((hl, hr, cells))
 }
 
+#[cfg(test)]
 /// True if [`merge`] of these two nodes would fit.
 pub fn can_merge(left: &[u8], right: &[u8], sep: &[u8]) -> Result<bool> {
     let (hl, _, cells) = merge_parts(left, right, sep)?;

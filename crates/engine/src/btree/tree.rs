@@ -691,6 +691,7 @@ fn check_node<S: PageStore>(
     Ok(())
 }
 
+#[cfg(test)]
 /// Frees every page below `pid` (children and overflow chains), not `pid` itself.
 fn free_below<S: PageStore>(store: &mut S, pid: PageId, depth: usize) -> Result<()> {
     if depth > MAX_DEPTH {
@@ -714,12 +715,14 @@ fn free_below<S: PageStore>(store: &mut S, pid: PageId, depth: usize) -> Result<
     Ok(())
 }
 
+#[cfg(test)]
 /// Removes every key: frees all pages but the root, which becomes an empty leaf.
 pub fn clear<S: PageStore>(store: &mut S, root: PageId) -> Result<()> {
     free_below(store, root, 1)?;
     store.write_page(root, |p| node::init(p, NodeKind::Leaf, NO_PAGE))
 }
 
+#[cfg(test)]
 /// Frees every page of the tree, the root included.
 pub fn destroy<S: PageStore>(store: &mut S, root: PageId) -> Result<()> {
     free_below(store, root, 1)?;

@@ -96,6 +96,7 @@ fn crc_of(record: &[u8]) -> u32 {
     crc32c::crc32c(&record[8..])
 }
 
+#[cfg(test)]
 /// Appends the encoding of `rec` to `out` and returns its length. Fails (leaving `out` as it was)
 /// if the record would exceed `u32::MAX` bytes or a byte string exceeds `u32::MAX` bytes.
 pub fn encode(rec: &LogRecord, out: &mut Vec<u8>) -> Result<usize> {
@@ -177,6 +178,7 @@ pub fn encode_parts(
     Ok(len)
 }
 
+#[cfg(test)]
 /// Encodes `rec` into a new vector.
 pub fn encode_to_vec(rec: &LogRecord) -> Result<Vec<u8>> {
     let mut v = Vec::new();

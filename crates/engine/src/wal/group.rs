@@ -17,6 +17,7 @@
 //!
 //! The flush runs with the log locked, so appends wait for it; the next batch forms behind it.
 
+#[cfg(test)]
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -26,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::page::Lsn;
-use crate::wal::log::{Wal, WalStats};
+use crate::wal::log::Wal;
+#[cfg(test)]
+use crate::wal::log::WalStats;
+#[cfg(test)]
 use crate::wal::record::{Body, TxnId};
 
 /// Group commit policy.
@@ -48,6 +52,7 @@ impl Default for GroupCommit {
 }
 
 impl GroupCommit {
+    #[cfg(test)]
     /// Every commit flushes at once.
     pub fn immediate() -> GroupCommit {
         GroupCommit {
@@ -142,6 +147,7 @@ impl SharedWal {
         WalGuard(self.state())
     }
 
+    #[cfg(test)]
     /// Appends a record (see [`Wal::append`]).
     pub fn append(&self, txn: TxnId, prev_lsn: Lsn, body: impl Borrow<Body>) -> Result<Lsn> {
         self.state().wal.append(txn, prev_lsn, body)
@@ -205,24 +211,14 @@ impl SharedWal {
         res
     }
 
-    /// Makes the record at `lsn` durable at once (the write-ahead rule before a page write).
-    pub fn flush_to(&self, lsn: Lsn) -> Result<()> {
-        self.state().wal.flush_to(lsn)
-    }
-
+    #[cfg(test)]
     pub fn stats(&self) -> WalStats {
         self.state().wal.stats()
     }
 
+    #[cfg(test)]
     pub fn durable_lsn(&self) -> Lsn {
         self.state().wal.durable_lsn()
-    }
-
-    /// The log back, if this is the last handle.
-    pub fn into_inner(self) -> Option<Wal> {
-        Arc::try_unwrap(self.inner)
-            .ok()
-            .map(|i| i.state.into_inner().unwrap_or_else(|e| e.into_inner()).wal)
     }
 }
 

@@ -710,6 +710,7 @@ impl Wal {
         }
     }
 
+    #[cfg(test)]
     /// Bytes of the log buffer: pending bytes beyond it are written out by `append`, and at most
     /// this much is written between two device flushes.
     pub fn buffer_bytes(&self) -> u64 {
@@ -721,6 +722,7 @@ impl Wal {
         self.master
     }
 
+    #[cfg(test)]
     /// Sequence number of the current master copy.
     pub fn master_sequence(&self) -> u64 {
         self.sequence
@@ -746,11 +748,6 @@ impl Wal {
     /// Statistics of the log device.
     pub fn device_stats(&self) -> crate::device::DeviceStats {
         self.dev.stats()
-    }
-
-    /// Gives the device back (unflushed records are lost).
-    pub fn into_device(self) -> Box<dyn BlockDevice> {
-        self.dev
     }
 }
 

@@ -20,8 +20,10 @@ pub mod record;
 #[cfg(test)]
 mod tests;
 
-pub use group::{GroupCommit, SharedWal, WalGuard};
+pub use group::{GroupCommit, SharedWal};
 pub use log::{Wal, WalConfig, WalStats};
-pub use master::{Master, FORMAT_VERSION, MAGIC};
-pub use reader::{LogReader, ScanStop};
-pub use record::{Body, CheckpointData, LogRecord, Redo, TreeId, TxnId, Undo};
+pub use master::Master;
+#[cfg(test)]
+pub use reader::ScanStop;
+#[cfg(test)]
+pub use record::{Body, CheckpointData, LogRecord, Redo, Undo};

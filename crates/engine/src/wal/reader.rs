@@ -60,12 +60,14 @@ impl<'a> LogReader<'a> {
         self.pos
     }
 
+    #[cfg(test)]
     /// Where the valid log ends, once the scan stopped ([`LogReader::stop`] is Some): the
     /// position, i.e. the LSN after the last valid record.
     pub fn end_lsn(&self) -> Lsn {
         self.pos
     }
 
+    #[cfg(test)]
     /// Why the scan stopped (None while it goes on, or after an error).
     pub fn stop(&self) -> Option<&ScanStop> {
         self.stop.as_ref()

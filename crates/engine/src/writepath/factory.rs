@@ -108,6 +108,11 @@ pub fn open(
             (Box::new(wp), ps)
         }
     };
+    debug_assert_eq!(
+        wp.kind(),
+        cfg.kind(),
+        "the factory opened another write path"
+    );
     if theirs != page_size {
         return Err(Error::Config(format!(
             "the database has {theirs}-byte pages, the config asks for {page_size}"

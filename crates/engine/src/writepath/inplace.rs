@@ -363,7 +363,6 @@ impl InPlace {
         match reason {
             WriteReason::Eviction => self.counters.eviction_writes += n,
             WriteReason::Checkpoint => self.counters.checkpoint_writes += n,
-            WriteReason::Shutdown => self.counters.shutdown_writes += n,
         }
         if !self.doublewrite || self.layout.dw_pages == 0 {
             return self.write_homes(pages);

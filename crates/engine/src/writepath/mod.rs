@@ -11,7 +11,7 @@ pub mod oop;
 pub mod pack;
 
 pub use factory::{Probe, WritePathConfig};
-pub use inplace::{InPlace, InPlaceLayout};
+pub use inplace::InPlace;
 pub use oop::{OopConfig, OutOfPlace};
 
 use crate::error::Result;
@@ -49,6 +49,7 @@ impl LogSink for crate::wal::Wal {
     }
 }
 
+#[cfg(test)]
 /// A log kept in memory, for exercising a write path without a database: location records are
 /// kept with their LSNs; `durable` is what `force` reached.
 #[derive(Debug, Default)]
@@ -58,6 +59,7 @@ pub struct MemLog {
     pub records: Vec<(Lsn, Vec<MapChange>)>,
 }
 
+#[cfg(test)]
 impl LogSink for MemLog {
     fn force(&mut self, lsn: Lsn) -> Result<()> {
         self.durable = self.durable.max(lsn + 1);
@@ -84,8 +86,6 @@ pub enum WriteReason {
     Eviction,
     /// The checkpointer writes a page to advance the checkpoint.
     Checkpoint,
-    /// Shutdown or an explicit flush of everything.
-    Shutdown,
 }
 
 /// Counters of a write path. DB WAF = `db_write_bytes / user_write_bytes`.
@@ -95,7 +95,6 @@ pub struct WriteCounters {
     pub user_write_bytes: u64,
     pub eviction_writes: u64,
     pub checkpoint_writes: u64,
-    pub shutdown_writes: u64,
     /// Every byte written to the data device.
     pub db_write_bytes: u64,
     /// Bytes of doublewrite copies.

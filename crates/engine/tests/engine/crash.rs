@@ -11,8 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 use wafer_engine::device::{BlockDevice, CommandKind, FaultConfig};
-use wafer_engine::writepath::pack::Codec;
-use wafer_engine::writepath::OopConfig;
+use wafer_engine::Codec;
+use wafer_engine::OopConfig;
 use wafer_engine::{Db, DbConfig, DbStats, Error, Tree};
 
 const TREES: [&str; 2] = ["orders", "stock"];

@@ -6,8 +6,8 @@ use crate::support::{key, value, MemPair, Oracle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::ops::Bound;
-use wafer_engine::writepath::pack::Codec;
-use wafer_engine::writepath::OopConfig;
+use wafer_engine::Codec;
+use wafer_engine::OopConfig;
 use wafer_engine::{Db, DbConfig, Tree};
 
 const TREES: [&str; 3] = ["alpha", "beta", "gamma"];

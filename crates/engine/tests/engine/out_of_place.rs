@@ -8,8 +8,8 @@ use flashsim::{FdpConfig, Geometry, Mode, SsdConfig, ZnsConfig};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use wafer_engine::device::{MemDevice, SimDevice, VirtualClock};
-use wafer_engine::writepath::pack::Codec;
-use wafer_engine::writepath::OopConfig;
+use wafer_engine::Codec;
+use wafer_engine::OopConfig;
 use wafer_engine::{Db, DbConfig, Devices};
 
 /// 4 channels x 2 dies, 16 KiB pages, 8 pages per block: a 1 MiB superblock (the SSD GC unit).

@@ -1,7 +1,7 @@
 //! Helpers of the engine's public-API tests: devices the test keeps a handle on (so it can reopen,
 //! corrupt or crash them after the engine lets go), a crash rig with separate data and log
 //! devices and one power switch, key and value generators, the committed-state [`Oracle`], and a
-//! page-accounting check of a data device image.
+//! copy of the data device image.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -478,138 +478,8 @@ impl LinkedRig {
     }
 
     /// The data device's current bytes (what is durable after a crash, or after a close).
+    #[allow(dead_code)] // for tests that inspect the device
     pub fn data_image(&self) -> Vec<u8> {
         self.data.lock().unwrap().inner().bytes().to_vec()
     }
-}
-
-/// Page accounting of a data device image (in-place layout, doublewrite area of `dw_pages`):
-/// every page id below the meta page's next-page id must be exactly one of: the meta page, a
-/// page reachable from a tree (node or overflow page), or a page on the free list. Returns a
-/// description of every violation (leaks, double use, bad free pages).
-///
-/// This reads the on-device formats through the engine's `btree`, `meta` and `page` modules.
-pub fn page_accounting(image: &[u8], page_size: usize, dw_pages: u64) -> Vec<String> {
-    use std::collections::HashMap;
-    use wafer_engine::btree::{self, node, overflow, LeafValue, NodeKind};
-    use wafer_engine::page::{self, PageId, PageType};
-
-    struct Img<'a> {
-        image: &'a [u8],
-        ps: usize,
-        dw: u64,
-    }
-    impl btree::PageStore for Img<'_> {
-        fn page_size(&self) -> usize {
-            self.ps
-        }
-        fn read_page<R>(
-            &mut self,
-            pid: PageId,
-            f: impl FnOnce(&[u8]) -> R,
-        ) -> wafer_engine::Result<R> {
-            let at = ((1 + self.dw + pid) as usize) * self.ps;
-            let p = &self.image[at..at + self.ps];
-            page::verify(p, Some(pid))?;
-            Ok(f(p))
-        }
-        fn write_page<R>(
-            &mut self,
-            _: PageId,
-            _: impl FnOnce(&mut [u8]) -> R,
-        ) -> wafer_engine::Result<R> {
-            unreachable!("read only")
-        }
-        fn alloc_page(&mut self, _: PageType) -> wafer_engine::Result<PageId> {
-            unreachable!("read only")
-        }
-        fn free_page(&mut self, _: PageId) -> wafer_engine::Result<()> {
-            unreachable!("read only")
-        }
-    }
-    let mut s = Img {
-        image,
-        ps: page_size,
-        dw: dw_pages,
-    };
-    use btree::PageStore;
-    let mut bad = Vec::new();
-    let meta = s.read_page(0, |p| p.to_vec()).expect("meta page");
-    let next = wafer_engine::meta::next_pid(&meta);
-    let trees = wafer_engine::meta::trees(&meta).expect("catalog");
-    let mut owner: HashMap<PageId, String> = HashMap::new();
-    owner.insert(0, "meta".into());
-    let mut claim = |pid: PageId, who: String, bad: &mut Vec<String>| {
-        if pid >= next {
-            bad.push(format!("page {pid} ({who}) is beyond next_pid {next}"));
-        }
-        if let Some(o) = owner.insert(pid, who.clone()) {
-            bad.push(format!("page {pid} used twice: {o} and {who}"));
-        }
-    };
-    for t in &trees {
-        let mut stack = vec![t.root];
-        while let Some(pid) = stack.pop() {
-            claim(pid, format!("tree {} node", t.name), &mut bad);
-            let buf = match s.read_page(pid, |p| p.to_vec()) {
-                Ok(b) => b,
-                Err(e) => {
-                    bad.push(format!("tree {} page {pid}: {e}", t.name));
-                    continue;
-                }
-            };
-            match node::kind(&buf) {
-                Ok(NodeKind::Internal) => {
-                    let (left, cells) = node::internal_entries(&buf).unwrap();
-                    stack.push(left);
-                    stack.extend(cells.iter().map(|c| c.1));
-                }
-                Ok(NodeKind::Leaf) => {
-                    for (_, v) in node::leaf_entries(&buf).unwrap() {
-                        if let LeafValue::Overflow { total_len, first } = v {
-                            match overflow::chain_pages(&mut s, first, total_len) {
-                                Ok(ps) => {
-                                    for op in ps {
-                                        claim(op, format!("tree {} overflow", t.name), &mut bad)
-                                    }
-                                }
-                                Err(e) => bad.push(format!("overflow chain at {first}: {e}")),
-                            }
-                        }
-                    }
-                }
-                Err(e) => bad.push(format!("page {pid}: {e}")),
-            }
-        }
-    }
-    let mut f = wafer_engine::meta::free_head(&meta);
-    let mut steps = 0;
-    while f != 0 {
-        claim(f, "free list".into(), &mut bad);
-        let p = match s.read_page(f, |p| p.to_vec()) {
-            Ok(p) => p,
-            Err(e) => {
-                bad.push(format!("free page {f}: {e}"));
-                break;
-            }
-        };
-        if page::page_type(&p) != Some(PageType::Free) {
-            bad.push(format!(
-                "free-list page {f} has type {:?}",
-                page::page_type(&p)
-            ));
-        }
-        f = wafer_engine::meta::free_next(&p);
-        steps += 1;
-        if steps > next {
-            bad.push("free list has a cycle".into());
-            break;
-        }
-    }
-    for pid in 0..next {
-        if !owner.contains_key(&pid) {
-            bad.push(format!("page {pid} leaked (neither in a tree nor free)"));
-        }
-    }
-    bad
 }

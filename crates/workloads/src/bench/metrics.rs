@@ -123,7 +123,7 @@ pub fn window(a: &Snapshot, b: &Snapshot) -> Window {
     let hits = b.db.pool.hits - a.db.pool.hits;
     let misses = b.db.pool.misses - a.db.pool.misses;
     let ck = wb.checkpoint_writes - wa.checkpoint_writes;
-    let ev = (wb.eviction_writes - wa.eviction_writes) + (wb.shutdown_writes - wa.shutdown_writes);
+    let ev = wb.eviction_writes - wa.eviction_writes;
     // Log record bytes (the log device writes whole blocks, so it sees more: `Breakdown::wal_bytes`).
     let wal = b.db.wal.appended_bytes - a.db.wal.appended_bytes;
     Window {

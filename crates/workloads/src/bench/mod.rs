@@ -110,9 +110,9 @@ impl Preset {
     }
 
     /// The out-of-place settings (None: in place).
-    pub fn out_of_place(self) -> Option<wafer_engine::writepath::OopConfig> {
-        use wafer_engine::writepath::pack::Codec;
-        use wafer_engine::writepath::OopConfig;
+    pub fn out_of_place(self) -> Option<wafer_engine::OopConfig> {
+        use wafer_engine::Codec;
+        use wafer_engine::OopConfig;
         let plain = OopConfig::default();
         let comp = OopConfig {
             codec: Codec::Lz4,

@@ -181,7 +181,7 @@ pub struct TpccSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryOutcome {
     /// Records and wall-clock times of analysis, redo and undo.
-    pub report: wafer_engine::recovery::RecoveryReport,
+    pub report: wafer_engine::RecoveryReport,
     /// Virtual time the reopen took (recovery's reads and writes on the simulated SSDs, and its
     /// final checkpoint).
     pub virtual_ms: f64,

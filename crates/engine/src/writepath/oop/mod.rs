@@ -140,16 +140,6 @@ impl OutOfPlace {
         self.area.layout()
     }
 
-    /// Free zones, open zones, live device GC units (NoWA model) and its limit.
-    pub fn space_summary(&self) -> (usize, usize, usize, usize) {
-        (
-            self.area.free_zones(),
-            self.placement.open_zones().len(),
-            self.area.stream().live(),
-            self.nowa_limit(),
-        )
-    }
-
     fn fail_check(&self) -> Result<()> {
         match &self.failed {
             Some(why) => Err(Error::Poisoned(format!(

@@ -97,7 +97,6 @@ impl OutOfPlace {
             match reason {
                 WriteReason::Eviction => c.eviction_writes += 1,
                 WriteReason::Checkpoint => c.checkpoint_writes += 1,
-                WriteReason::Shutdown => c.shutdown_writes += 1,
             }
             let edt = if self.cfg.gdt {
                 self.placement.edt.estimate(data, now)

@@ -183,6 +183,7 @@ fn zstd_decompress(data: &[u8], out: &mut [u8]) -> Option<usize> {
     })
 }
 
+#[cfg(test)]
 /// Where a packed page lives within its batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlobLocation {
@@ -195,6 +196,7 @@ pub struct BlobLocation {
     pub len: u32,
 }
 
+#[cfg(test)]
 impl BlobLocation {
     /// True if the page is stored raw (its stored length is the page size).
     pub fn is_raw(&self, page_size: usize) -> bool {
@@ -275,6 +277,7 @@ pub fn plan_best_fit(lens: &[usize], slot_bytes: usize) -> Plan {
     }
 }
 
+#[cfg(test)]
 /// A packed batch: the slot images to write with one sequential I/O, and where each page went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackedBatch {
@@ -291,6 +294,7 @@ pub struct PackedBatch {
     pub padding_bytes: u64,
 }
 
+#[cfg(test)]
 impl PackedBatch {
     pub fn slot_count(&self) -> usize {
         self.image.len() / self.slot_bytes
@@ -308,13 +312,9 @@ impl PackedBatch {
     pub fn compression_ratio(&self) -> f64 {
         ratio(self.stored_bytes, self.uncompressed_bytes)
     }
-
-    /// Stored bytes over slot bytes written (1.0 = no padding; 1.0 for an empty batch).
-    pub fn packing_efficiency(&self) -> f64 {
-        ratio(self.stored_bytes, self.image.len() as u64)
-    }
 }
 
+#[cfg(test)]
 fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 {
         return 1.0;
@@ -322,6 +322,7 @@ fn ratio(num: u64, den: u64) -> f64 {
     num as f64 / den as f64
 }
 
+#[cfg(test)]
 /// Packs compressed pages into slots of `slot_bytes` (normally [`SLOT_BYTES`]). `slot_bytes`
 /// must be a power of two of at least 512 (`Error::InvalidArgument` otherwise).
 pub fn pack_batch(pages: &[(PageId, Compressed)], slot_bytes: usize) -> Result<PackedBatch> {
@@ -368,14 +369,6 @@ pub fn stored_bytes(pid: PageId, c: &Compressed) -> Vec<u8> {
     v
 }
 
-/// Packs already-formed stored pages (blobs or raw pages, from [`stored_bytes`] or read back
-/// from a device) into `slot_bytes` slots by best fit. Returns the image (zero padding) and the
-/// byte offset of each item in it, in input order.
-pub fn pack_stored(items: &[&[u8]], slot_bytes: usize) -> (Vec<u8>, Vec<usize>) {
-    let lens: Vec<usize> = items.iter().map(|b| b.len()).collect();
-    pack_planned(items, &plan_best_fit(&lens, slot_bytes), slot_bytes)
-}
-
 /// [`pack_stored`] with a plan already made for exactly these items' lengths.
 pub fn pack_planned(items: &[&[u8]], plan: &Plan, slot_bytes: usize) -> (Vec<u8>, Vec<usize>) {
     debug_assert_eq!(items.len(), plan.places.len());
@@ -411,6 +404,7 @@ fn blob_crc(blob: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&blob[..17]), &blob[BLOB_HEADER_BYTES..])
 }
 
+#[cfg(test)]
 /// Reads page `expected_pid` of `page_size` bytes from the blob at `buf[offset..offset + len]`
 /// (`buf` = the slots of one aligned read and `offset` = [`BlobLocation::offset`], or the whole
 /// batch image and [`BlobLocation::batch_offset`]). See [`unpack_into`].
@@ -487,6 +481,7 @@ pub fn unpack_into(
     Ok(())
 }
 
+#[cfg(test)]
 /// Running totals over many batches, for the write path's counters and reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackStats {
@@ -499,6 +494,7 @@ pub struct PackStats {
     pub slots: u64,
 }
 
+#[cfg(test)]
 impl PackStats {
     /// Adds a batch whose pages have `page_size` bytes (raw pages are counted by that).
     pub fn add(&mut self, b: &PackedBatch, page_size: usize) {
