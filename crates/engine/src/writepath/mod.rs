@@ -189,7 +189,7 @@ pub trait WritePath: Send {
     }
     /// Makes the write path read and write the database's shared poison signal (a failed data
     /// device write poisons the whole handle; a poisoned handle writes nothing more).
-    fn share_health(&mut self, _health: crate::health::Health) {}
+    fn share_health(&mut self, health: crate::health::Health);
     /// A short name of the strategy ("in-place", "out-of-place").
     fn kind(&self) -> &'static str;
     /// Log bytes this write path needs kept for its own records (the log's system reserve: out

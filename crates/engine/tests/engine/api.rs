@@ -262,3 +262,21 @@ fn aborted_and_dropped_transactions_leave_no_trace() {
     c.commit().unwrap();
     assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 500)]);
 }
+
+/// Each device role's I/O is reported on its own: data and log always, undo and temp when the
+/// database has them.
+#[test]
+fn stats_report_every_device_role() {
+    let db = Db::open(Devices::memory(16 << 20, 4 << 20), DbConfig::default()).unwrap();
+    let s = db.stats();
+    assert!(s.undo_device.is_none() && s.temp_device.is_none());
+    assert!(s.data_device.write_bytes > 0 && s.log_device.write_bytes > 0);
+    drop(db);
+    let devices = Devices::memory(16 << 20, 4 << 20)
+        .with_undo(Box::new(MemDevice::new(1 << 20, 4096)))
+        .with_temp(Box::new(MemDevice::new(2 << 20, 4096)));
+    let db = Db::open(devices, DbConfig::default()).unwrap();
+    let s = db.stats();
+    assert_eq!(s.undo_device.map(|d| d.write_bytes), Some(0));
+    assert_eq!(s.temp_device.map(|d| d.write_bytes), Some(0));
+}

@@ -47,6 +47,7 @@ use super::pack::SLOT_BYTES;
 use super::{LogSink, WriteCounters, WritePath, WriteReason};
 use crate::device::{BlockDevice, DeviceStats};
 use crate::error::{Error, Result};
+use crate::health::Health;
 use crate::page::{Lsn, PageId};
 use crate::wal::record::MapChange;
 
@@ -64,7 +65,8 @@ pub struct OutOfPlace {
     placement: Placement,
     stage: Stage,
     /// Why the write path is poisoned (an earlier data device error), if it is.
-    failed: Option<String>,
+    /// The database's poison signal (shared once the database is open).
+    health: Health,
 }
 
 impl OutOfPlace {
@@ -131,7 +133,7 @@ impl OutOfPlace {
             cfg,
             area,
             stage: Stage::default(),
-            failed: None,
+            health: Health::new(),
         }
     }
 
@@ -141,19 +143,15 @@ impl OutOfPlace {
     }
 
     fn fail_check(&self) -> Result<()> {
-        match &self.failed {
-            Some(why) => Err(Error::Poisoned(format!(
-                "an earlier data device error: {why}"
-            ))),
-            None => Ok(()),
-        }
+        self.health.check()
     }
 
     /// Poisons the write path on a device error (the device may hold writes the map does not
     /// know about, or lack writes it does).
     fn note<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(Error::Device(e)) = &r {
-            self.failed.get_or_insert_with(|| e.to_string());
+            self.health
+                .poison_with(|| format!("an earlier data device error: {e}"));
         }
         r
     }
@@ -171,6 +169,13 @@ impl OutOfPlace {
 }
 
 impl WritePath for OutOfPlace {
+    fn share_health(&mut self, health: Health) {
+        if let Err(Error::Poisoned(why)) = self.health.check() {
+            health.poison_with(|| why);
+        }
+        self.health = health;
+    }
+
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         self.fail_check()?;
         if pid >= self.area.page_capacity() {
