@@ -385,6 +385,22 @@ impl SsdConfig {
         cfg
     }
 
+    /// [`SsdConfig::sized`], in `mode`, keeping data in memory and with timing off: the device
+    /// tests run an engine on when they count bytes rather than time.
+    pub fn sized_untimed(
+        geometry: Geometry,
+        logical_bytes: u64,
+        spare_factor: f64,
+        mode: Mode,
+    ) -> SsdConfig {
+        let mut c = SsdConfig::sized(geometry, logical_bytes, spare_factor);
+        c.data = DataMode::Memory;
+        c.timing.enabled = false;
+        c.mode = mode;
+        c.fit_reserve();
+        c
+    }
+
     /// Erase units per lane that GC needs beyond the logical data: the foreground threshold,
     /// one open unit per frontier, and one unit of slack so GC can make progress.
     pub fn reserve_eus_per_lane(&self) -> u32 {

@@ -113,12 +113,7 @@ pub fn small_eu_ssd(logical_bytes: u64, mode: flashsim::Mode) -> flashsim::SsdCo
         pages_per_block: 8,
         page_size_bytes: 4096,
     };
-    let mut c = flashsim::SsdConfig::sized(g, logical_bytes, 0.12);
-    c.data = flashsim::DataMode::Memory;
-    c.timing.enabled = false;
-    c.mode = mode;
-    c.fit_reserve();
-    c
+    flashsim::SsdConfig::sized_untimed(g, logical_bytes, 0.12, mode)
 }
 
 /// A data device and a log device, each a simulated SSD behind its own fault injector, in one

@@ -125,12 +125,7 @@ fn ssd(logical: u64, mode: Mode) -> SsdConfig {
         pages_per_block: 8,
         page_size_bytes: 16 * 1024,
     };
-    let mut c = SsdConfig::sized(g, logical, 0.12);
-    c.data = flashsim::DataMode::Memory;
-    c.timing.enabled = false;
-    c.mode = mode;
-    c.fit_reserve();
-    c
+    SsdConfig::sized_untimed(g, logical, 0.12, mode)
 }
 
 fn sim(cfg: SsdConfig) -> Held<SimDevice> {
