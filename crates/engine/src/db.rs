@@ -101,10 +101,24 @@ impl Devices {
         Ok(Devices::new(Box::new(data), Box::new(log)))
     }
 
-    /// Files `data.wafer` and `log.wafer` in `dir` (created with the given sizes if missing).
+    /// Files `data.wafer` and `log.wafer` in `dir`, created with the given sizes if missing; an
+    /// existing file must have exactly its size (a truncated file, or sizes that disagree with
+    /// the ones the database was made with, are refused with `DeviceError::WrongSize`).
     pub fn files(dir: &std::path::Path, data_bytes: u64, log_bytes: u64) -> Result<Devices> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
+        for (name, want) in [("data.wafer", data_bytes), ("log.wafer", log_bytes)] {
+            let path = dir.join(name);
+            if let Ok(m) = std::fs::metadata(&path) {
+                if m.is_file() && m.len() != 0 && m.len() != want {
+                    return Err(Error::Device(crate::device::DeviceError::WrongSize {
+                        path: path.display().to_string(),
+                        expected_bytes: want,
+                        found_bytes: m.len(),
+                    }));
+                }
+            }
+        }
         let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
         let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
         Ok(Devices::new(Box::new(data), Box::new(log)))

@@ -102,6 +102,7 @@ pub(crate) fn recover(
     let mut att: HashMap<TxnId, TxnEntry> = HashMap::new();
     let mut next_txn = 1;
     let mut end = scan_start;
+    let mut saw_checkpoint = false;
     // The write path reloads what it saved at that checkpoint (out of place: the page map).
     cache.wp.recover_begin(master.checkpoint_lsn)?;
     {
@@ -114,6 +115,7 @@ pub(crate) fn recover(
             }
             match &rec.body {
                 Body::Checkpoint(d) if rec.lsn == master.checkpoint_lsn => {
+                    saw_checkpoint = true;
                     for &(pid, l) in &d.dirty_pages {
                         dpt.entry(pid).or_insert(l);
                     }
@@ -170,6 +172,15 @@ pub(crate) fn recover(
                 }
             }
         }
+    }
+    if master.checkpoint_lsn != 0 && !saw_checkpoint {
+        // The master is written only after its checkpoint record is durable: a log that ends
+        // before that record lost durable records (zeroed, truncated or overwritten), which a
+        // torn tail cannot explain. Recovering from it would resurrect or drop committed work.
+        return Err(Error::CorruptLog {
+            lsn: master.checkpoint_lsn,
+            reason: "the checkpoint record the log master names is missing".into(),
+        });
     }
     wal.set_end(end)?;
     cache.wp.recover_end()?;

@@ -159,16 +159,26 @@ impl FileDevice {
             meta.len()
         };
         let capacity = match capacity_bytes {
-            Some(c) if c > size => {
-                if block_device {
-                    return Err(DeviceError::OutOfRange {
-                        offset: 0,
-                        len: c,
-                        capacity: size,
-                    });
-                }
+            Some(c) if c > size && block_device => {
+                return Err(DeviceError::OutOfRange {
+                    offset: 0,
+                    len: c,
+                    capacity: size,
+                });
+            }
+            // A new (empty) file gets the size asked for.
+            Some(c) if size == 0 => {
                 file.set_len(c).map_err(|e| io_err(&path, "set_len", e))?;
                 c
+            }
+            // An existing file shorter than asked for was truncated: zero-extending it would
+            // hide the loss. (A longer one may serve its prefix.)
+            Some(c) if !block_device && c > size => {
+                return Err(DeviceError::WrongSize {
+                    path: path.display().to_string(),
+                    expected_bytes: c,
+                    found_bytes: size,
+                });
             }
             Some(c) => c,
             None => size - size % BLOCK_BYTES as u64,
@@ -503,5 +513,23 @@ mod tests {
         let d = FileDevice::open(&path, Some(64 * 1024), false).unwrap();
         assert_eq!(d.capacity_bytes(), 64 * 1024);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn a_truncated_file_is_not_zero_extended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev");
+        drop(FileDevice::open(&path, Some(1 << 20), true).unwrap());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(64 * 1024)
+            .unwrap();
+        assert!(matches!(
+            FileDevice::open(&path, Some(1 << 20), true),
+            Err(DeviceError::WrongSize { .. })
+        ));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 64 * 1024);
     }
 }

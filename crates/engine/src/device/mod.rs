@@ -47,6 +47,15 @@ pub enum DeviceError {
         "I/O not aligned to the device block of {block} bytes (offset {offset}, length {len})"
     )]
     Unaligned { offset: u64, len: u64, block: u32 },
+    #[error(
+        "{path} is {found_bytes} bytes, expected {expected_bytes}: a truncated file, or one made \
+         with another size"
+    )]
+    WrongSize {
+        path: String,
+        expected_bytes: u64,
+        found_bytes: u64,
+    },
     #[error("device lost power")]
     PowerCut,
     #[error("{0} is not supported by this device")]

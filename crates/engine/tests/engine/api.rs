@@ -124,6 +124,24 @@ fn one_device_for_data_and_log_and_file_devices() {
     }
     let db = Db::open(Devices::files(dir.path(), 16 << 20, 4 << 20).unwrap(), cfg).unwrap();
     assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 500)]);
+    drop(db);
+    // Other sizes on reopen, or a truncated file, are refused instead of zero-extended.
+    let wrong_size = |r: Result<Devices, Error>| {
+        matches!(
+            r,
+            Err(Error::Device(
+                wafer_engine::device::DeviceError::WrongSize { .. }
+            ))
+        )
+    };
+    assert!(wrong_size(Devices::files(dir.path(), 32 << 20, 4 << 20)));
+    assert!(wrong_size(Devices::files(dir.path(), 16 << 20, 2 << 20)));
+    let log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("log.wafer"))
+        .unwrap();
+    log.set_len(1 << 20).unwrap();
+    assert!(wrong_size(Devices::files(dir.path(), 16 << 20, 4 << 20)));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! ignored", DESIGN.md); stale doublewrite copies after switching doublewrite off; and a database
 //! created over an old one.
 
-use crate::support::{Held, LinkedRig, MemPair};
+use crate::support::{Held, LinkedRig, MemPair, LOG_BYTES};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -389,5 +389,33 @@ fn create_over_an_old_database_with_a_new_log_does_not_resurrect_old_pages() {
         keys,
         vec!["fresh".to_string()],
         "pages of the old database shadow the new database's logged changes"
+    );
+}
+
+/// The log master names a checkpoint whose record was lost (log blocks zeroed behind an intact
+/// master): recovery must refuse with a typed error, not take the hole for a torn tail and
+/// answer from an older state.
+#[test]
+fn a_checkpoint_record_missing_behind_the_master_is_corruption() {
+    let pair = MemPair::new();
+    {
+        let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let mut x = db.begin().unwrap();
+        x.put(&t, b"k", b"committed").unwrap();
+        x.commit().unwrap();
+        db.close().unwrap();
+    }
+    // Zero the log's data area (everything after the two master blocks).
+    let mut log = pair.devices().log;
+    let zeros = vec![0u8; (LOG_BYTES - 8192) as usize];
+    log.write_at(8192, &zeros).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let r = Db::open(pair.devices(), DbConfig::default());
+    assert!(
+        matches!(r, Err(Error::CorruptLog { .. })),
+        "got {:?}",
+        r.err()
     );
 }
