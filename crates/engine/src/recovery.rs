@@ -106,7 +106,7 @@ pub(crate) fn recover(
     // The write path reloads what it saved at that checkpoint (out of place: the page map).
     cache.wp.recover_begin(master.checkpoint_lsn)?;
     {
-        let mut reader = wal.scan_from(scan_start)?;
+        let mut reader = wal.scan_from(scan_start)?.detecting_damage();
         while let Some(rec) = reader.next_record()? {
             rep.analysis_records += 1;
             end = reader.position();

@@ -710,7 +710,6 @@ impl Wal {
         }
     }
 
-    #[cfg(test)]
     /// Bytes of the log buffer: pending bytes beyond it are written out by `append`, and at most
     /// this much is written between two device flushes.
     pub fn buffer_bytes(&self) -> u64 {

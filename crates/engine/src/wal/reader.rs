@@ -40,6 +40,8 @@ pub struct LogReader<'a> {
     window: Vec<u8>,
     stop: Option<ScanStop>,
     failed: bool,
+    /// Tell a torn tail from damage in the middle of the log (see [`LogReader::detecting_damage`]).
+    detect_damage: bool,
 }
 
 impl<'a> LogReader<'a> {
@@ -52,7 +54,41 @@ impl<'a> LogReader<'a> {
             window: Vec::new(),
             stop: None,
             failed: false,
+            detect_damage: false,
         }
+    }
+
+    /// Makes the scan tell a torn tail from damage in the middle of the log: a record whose
+    /// checksum fails but whose length is plausible is followed, record by record; if valid
+    /// records continue past the largest write the log ever makes at once (its buffer, plus a
+    /// block), the bad record was in an earlier write that had been made durable, so it was
+    /// damaged afterwards: the scan fails with `CorruptLog` instead of ending there.
+    pub fn detecting_damage(mut self) -> Self {
+        self.detect_damage = true;
+        self
+    }
+
+    /// After a bad checksum at `at` for a record of `total` bytes: whether valid records follow
+    /// it beyond the torn-write window.
+    fn valid_records_follow(&mut self, at: Lsn, total: u64) -> Result<Option<Lsn>> {
+        let window = self.wal.buffer_bytes() + self.wal.block_bytes();
+        let mut q = at + total;
+        while q + HEADER_BYTES as u64 <= self.limit {
+            let head = self.get(q, HEADER_BYTES)?;
+            let len = codec::record_len(head).unwrap_or(0) as u64;
+            let lsn = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            if lsn != q || len < HEADER_BYTES as u64 || q + len > self.limit {
+                return Ok(None);
+            }
+            if codec::check(self.get(q, len as usize)?).is_err() {
+                return Ok(None);
+            }
+            if q >= at + window {
+                return Ok(Some(q));
+            }
+            q += len;
+        }
+        Ok(None)
     }
 
     /// The LSN after the last record returned (where the next one would start).
@@ -124,7 +160,21 @@ impl<'a> LogReader<'a> {
                 self.pos += total as u64;
                 Ok(Some(rec))
             }
-            Err(Fault::BadChecksum) => self.end(ScanStop::BadChecksum),
+            Err(Fault::BadChecksum) => {
+                if self.detect_damage {
+                    if let Some(q) = self.valid_records_follow(pos, total as u64)? {
+                        self.failed = true;
+                        return Err(Error::CorruptLog {
+                            lsn: pos,
+                            reason: format!(
+                                "the record's checksum fails but valid records follow it (at LSN \
+                                 {q}): the log was damaged after it was written, not torn"
+                            ),
+                        });
+                    }
+                }
+                self.end(ScanStop::BadChecksum)
+            }
             Err(f) => {
                 self.failed = true;
                 Err(Error::CorruptLog {

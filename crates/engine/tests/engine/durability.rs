@@ -419,3 +419,49 @@ fn a_checkpoint_record_missing_behind_the_master_is_corruption() {
         r.err()
     );
 }
+
+/// One flipped bit in the middle of the log: the damaged record is followed by a megabyte of
+/// valid, durable records, so this is corruption, not a torn tail; reopening must fail with a
+/// typed error instead of silently dropping every commit after the damage.
+#[test]
+fn a_bit_flip_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
+    // A log with room for the whole run: no checkpoint after the one at open, so recovery scans
+    // every record written.
+    let cfg = DbConfig {
+        log_space_bytes: Some(LOG_BYTES),
+        checkpoint_log_fill: 0.9,
+        ..DbConfig::default()
+    };
+    let pair = MemPair::new();
+    let flip_lsn = {
+        let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let start = db.stats().checkpoint_lsn;
+        for i in 0..1500u32 {
+            let mut x = db.begin().unwrap();
+            x.put(&t, &i.to_be_bytes(), &[i as u8; 300]).unwrap();
+            x.commit().unwrap();
+        }
+        let s = db.stats();
+        assert_eq!(s.checkpoint_lsn, start, "no checkpoint during the run");
+        assert!(s.wal.bytes_written > 1 << 20);
+        // A crash: no close.
+        start + 100 * 1024
+    };
+    // The log's data area starts after its two 4 KiB master blocks and wraps at its capacity.
+    let cap = LOG_BYTES - 8192;
+    let at = 8192 + (flip_lsn % cap) / 4096 * 4096;
+    let mut log = pair.devices().log;
+    let mut block = vec![0u8; 4096];
+    log.read_at(at, &mut block).unwrap();
+    block[1234] ^= 0x10;
+    log.write_at(at, &block).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let r = Db::open(pair.devices(), cfg);
+    assert!(
+        matches!(r, Err(Error::CorruptLog { .. })),
+        "got {:?}",
+        r.map(|db| db.stats().recovery)
+    );
+}
