@@ -324,6 +324,15 @@ impl BufferPool {
             }
         }
         assert_eq!(dirty, self.flush_list.len(), "flush list and dirty frames");
+        for (&pid, state) in &self.table {
+            if let PageState::Resident(f) = *state {
+                assert_eq!(
+                    self.frames[f as usize].pid,
+                    Some(pid),
+                    "the page table puts page {pid} in frame {f}, which holds another"
+                );
+            }
+        }
     }
 }
 

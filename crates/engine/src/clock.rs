@@ -1,5 +1,6 @@
-//! Time as the engine sees it: checkpoint intervals, recovery phase times and group-commit delays
-//! are measured on a [`Clock`]. Real devices run on [`WallClock`]; simulated devices bring their
+//! Time as the engine sees it: checkpoint intervals and recovery phase times are measured on a
+//! [`Clock`] (the threads' group-commit delay in `wal/group.rs` is real waiting, on the wall
+//! clock). Real devices run on [`WallClock`]; simulated devices bring their
 //! own virtual clock (the `sim` adapter's `VirtualClock` implements this trait), so a run in
 //! virtual time gives the same numbers every time.
 

@@ -258,6 +258,9 @@ pub(crate) fn recover(
         }
         let a = wal.append(txn, prev, Body::Abort)?;
         wal.append(txn, a, Body::End)?;
+        // The loser's changes are undone: its pages hold nothing uncommitted of it any more.
+        cache.pool.txn_ended(txn, &changed);
+        changed.clear();
     }
     let last = wal.next_lsn();
     wal.flush_to(last)?;

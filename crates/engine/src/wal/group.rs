@@ -164,11 +164,13 @@ impl SharedWal {
         g.recent.insert(std::thread::current().id(), Instant::now());
         self.inner.joined.notify_all();
         let res = loop {
-            if let Err(e) = g.wal.check_ok() {
-                break Err(e);
-            }
+            // Durability first: a commit whose record is durable has committed, whatever failed
+            // since (the handle may be poisoned by another thread's data write).
             if g.wal.durable_lsn() > lsn {
                 break Ok(());
+            }
+            if let Err(e) = g.wal.check_ok() {
+                break Err(e);
             }
             if lsn >= g.wal.next_lsn() {
                 break Err(Error::InvalidArgument(format!(

@@ -86,14 +86,15 @@ pub fn open(
 ) -> Result<Box<dyn WritePath>> {
     if let Probe::Formatted(kind) = found {
         if kind != cfg.kind() {
-            return Err(Error::Config(match cfg {
-                WritePathConfig::InPlace { .. } => "the database was created with out-of-place \
-                     writes: set out_of_place in the configuration to open it"
-                    .into(),
-                WritePathConfig::OutOfPlace(_) => "the database was created with in-place writes: \
-                     unset out_of_place to open it"
-                    .into(),
-            }));
+            return Err(Error::Config(format!(
+                "the database was created with {kind} writes and the configuration asks for {}: \
+                 {}",
+                cfg.kind(),
+                match kind {
+                    "out-of-place" => "set out_of_place in the configuration to open it",
+                    _ => "unset out_of_place to open it",
+                }
+            )));
         }
     }
     let (wp, theirs): (Box<dyn WritePath>, u32) = match cfg {

@@ -91,7 +91,7 @@ pub enum WriteReason {
 /// Counters of a write path. DB WAF = `db_write_bytes / user_write_bytes`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteCounters {
-    /// Page-size bytes of pages written for eviction, checkpoint or shutdown.
+    /// Page-size bytes of pages written for eviction or checkpoint.
     pub user_write_bytes: u64,
     pub eviction_writes: u64,
     pub checkpoint_writes: u64,

@@ -481,7 +481,11 @@ pub fn run(
     Ok(BenchSummary {
         name: name.to_string(),
         description: cfg.preset.describe().to_string(),
-        config: cfg.clone(),
+        // The engine configuration the run used (the preset's write path, the run's pool).
+        config: BenchConfig {
+            engine: cfg.engine_config(cfg.buffer_pages().max(64)),
+            ..cfg.clone()
+        },
         records,
         fill_achieved: used as f64 / capacity as f64,
         load: metrics::window(&before_load, &after_load),

@@ -360,7 +360,8 @@ pub fn run_vtime(
         preset: cfg.preset,
         data_ssd: cfg.data_ssd.clone(),
         log_ssd: cfg.log_ssd.clone(),
-        engine: cfg.engine.clone(),
+        // The engine configuration the run used (the preset's write path, the run's pool).
+        engine: cfg.engine_config(buffer_pages),
         fill: fill.clamp(0.05, 0.98),
         buffer_fraction: cfg.buffer_fraction,
         ycsb: YcsbConfig {

@@ -64,7 +64,6 @@ pub struct OutOfPlace {
     area: LogArea,
     placement: Placement,
     stage: Stage,
-    /// Why the write path is poisoned (an earlier data device error), if it is.
     /// The database's poison signal (shared once the database is open).
     health: Health,
 }
