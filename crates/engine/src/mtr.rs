@@ -54,12 +54,15 @@ impl<'a> Mtr<'a> {
         self.cache.fetch(pid, &mut *self.log)
     }
 
-    fn touch(&mut self, pid: PageId, f: u32, created: bool) {
+    /// Pins a page the operation changes and keeps what a failure must put back: its contents
+    /// before the operation (`before`: given for a page that is being created over a cached
+    /// image; read from the frame otherwise), or None for a page created in a frame of its own.
+    fn touch(&mut self, pid: PageId, f: u32, created: bool, before: Option<Box<[u8]>>) {
         if !self.touched.iter().any(|(p, _)| *p == pid) {
             self.cache.pool.pin(f);
             self.touched.push((pid, f));
             self.before.push(if created {
-                None
+                before
             } else {
                 Some(self.cache.pool.data(f).into())
             });
@@ -117,14 +120,20 @@ impl<'a> Mtr<'a> {
     }
 
     /// Unpins without logging. For a failed operation: every page it changed gets its
-    /// contents from before the operation back (pages it created stay unused).
+    /// contents from before the operation back, and a page it created in a frame of its own
+    /// leaves the pool (its frame held nothing the device does not: the next read of that page,
+    /// e.g. a free-list page the allocation had taken, comes from the device again).
     pub fn release(mut self) {
         let before = std::mem::take(&mut self.before);
         for ((_, f), img) in std::mem::take(&mut self.touched).into_iter().zip(before) {
-            if let Some(img) = img {
-                self.cache.pool.data_mut(f).copy_from_slice(&img);
-            }
             self.cache.pool.unpin(f);
+            match img {
+                Some(img) => self.cache.pool.data_mut(f).copy_from_slice(&img),
+                None => {
+                    debug_assert!(!self.cache.pool.frames[f as usize].dirty);
+                    self.cache.pool.evict(f, false);
+                }
+            }
         }
     }
 }
@@ -182,7 +191,7 @@ impl PageStore for Mtr<'_> {
 
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let fr = self.frame(pid)?;
-        self.touch(pid, fr, false);
+        self.touch(pid, fr, false, None);
         Ok(f(self.cache.pool.data_mut(fr)))
     }
 
@@ -203,8 +212,15 @@ impl PageStore for Mtr<'_> {
             self.write_page(META_PID, |p| meta::set_next_pid(p, pid + 1))?;
             pid
         };
+        // A page reused from the free list may be cached: a failure must give that image back.
+        let cached: Option<Box<[u8]>> = self
+            .cache
+            .pool
+            .lookup(pid)
+            .filter(|_| !self.touched.iter().any(|(p, _)| *p == pid))
+            .map(|f| self.cache.pool.data(f).into());
         let fr = self.cache.create(pid, &mut *self.log)?;
-        self.touch(pid, fr, true);
+        self.touch(pid, fr, true, cached);
         page::init(self.cache.pool.data_mut(fr), pid, kind);
         Ok(pid)
     }

@@ -100,3 +100,46 @@ fn recovery_rolls_back_a_transaction_that_filled_the_log() {
         base.check(&db, &format!("len {len}"));
     }
 }
+
+/// A put that fails because the pool is too small for its value must leave nothing behind: later
+/// operations and the next checkpoint see a consistent free list.
+#[test]
+fn a_put_refused_for_want_of_frames_leaves_the_pages_consistent() {
+    let cfg = wafer_engine::DbConfig {
+        buffer_pages: 16,
+        log_space_bytes: Some(8 << 20),
+        ..wafer_engine::DbConfig::default()
+    };
+    let db =
+        wafer_engine::Db::open(wafer_engine::Devices::memory(64 << 20, 16 << 20), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    // Free pages on the free list: a large value written and deleted.
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"z", &vec![9u8; 30_000]).unwrap();
+    x.commit().unwrap();
+    let mut x = db.begin().unwrap();
+    x.delete(&t, b"z").unwrap();
+    x.commit().unwrap();
+    let mut x = db.begin().unwrap();
+    let a = x.put(&t, b"a", &vec![1u8; 58_006]);
+    let b = x.put(&t, b"b", &vec![2u8; 38_598]);
+    assert!(
+        matches!(a, Err(wafer_engine::Error::PoolExhausted(_))),
+        "{a:?}"
+    );
+    // The transaction goes on and commits what did succeed.
+    assert!(b.is_ok(), "{b:?}");
+    x.commit().unwrap();
+    for i in 0..50u32 {
+        let mut x = db.begin().unwrap();
+        x.put(&t, &i.to_be_bytes(), &vec![3u8; 3000]).unwrap();
+        x.commit().unwrap();
+    }
+    db.checkpoint().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    db.verify().unwrap();
+    let mut x = db.begin().unwrap();
+    assert_eq!(x.get(&t, b"a").unwrap(), None);
+    assert_eq!(x.get(&t, b"b").unwrap().map(|v| v.len()), Some(38_598));
+    x.commit().unwrap();
+}
