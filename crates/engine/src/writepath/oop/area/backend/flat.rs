@@ -19,47 +19,50 @@ const DEFAULT_GC_UNIT_BYTES: u64 = 1 << 20;
 /// Zone 0 starts at a multiple of this, after the header and the snapshot slots.
 const DATA_ALIGN_BYTES: u64 = 1 << 16;
 
-/// A conventional SSD (or file, or disk).
-pub(crate) struct Conventional {
+/// A device without zones: a conventional SSD (or file, or disk), or an FDP SSD with `handles`
+/// placement ids.
+pub(crate) struct Flat {
     dev: Box<dyn BlockDevice>,
     trim: bool,
     gc_unit_bytes: Option<u64>,
+    /// FDP: the number of placement ids (at least 2); None: a conventional device.
+    handles: Option<u32>,
 }
 
-impl Conventional {
-    pub(crate) fn new(
+impl Flat {
+    pub(crate) fn conventional(
         dev: Box<dyn BlockDevice>,
         trim: bool,
         gc_unit_bytes: Option<u64>,
-    ) -> Conventional {
-        Conventional {
+    ) -> Flat {
+        Flat {
             dev,
             trim,
             gc_unit_bytes,
+            handles: None,
         }
     }
-}
 
-/// An FDP SSD with `handles` placement ids.
-pub(crate) struct Fdp {
-    dev: Box<dyn BlockDevice>,
-    trim: bool,
-    handles: u32,
-    gc_unit_bytes: Option<u64>,
-}
-
-impl Fdp {
-    pub(crate) fn new(
+    pub(crate) fn fdp(
         dev: Box<dyn BlockDevice>,
         trim: bool,
         handles: u32,
         gc_unit_bytes: Option<u64>,
-    ) -> Fdp {
-        Fdp {
+    ) -> Flat {
+        debug_assert!(handles >= 2);
+        Flat {
             dev,
             trim,
-            handles,
             gc_unit_bytes,
+            handles: Some(handles),
+        }
+    }
+
+    /// Writes `data` at `at`, with placement id `piid` on an FDP device.
+    fn write(&mut self, at: u64, data: &[u8], piid: u16) -> Result<(), DeviceError> {
+        match self.handles {
+            Some(_) => self.dev.write_placed(at, data, piid),
+            None => self.dev.write_at(at, data),
         }
     }
 }
@@ -100,22 +103,6 @@ fn flat_format(
     Ok(())
 }
 
-/// Writes the changed runs of a snapshot image in place with `write`.
-fn flat_write_snapshot(
-    dev: &mut dyn BlockDevice,
-    start: u64,
-    img: &[u8],
-    changed: &[(usize, usize)],
-    written: &mut u64,
-    mut write: impl FnMut(&mut dyn BlockDevice, u64, &[u8]) -> Result<(), DeviceError>,
-) -> Result<()> {
-    for &(off, len) in changed {
-        write(dev, start + off as u64, &img[off..off + len])?;
-        *written += len as u64;
-    }
-    Ok(())
-}
-
 fn trim_runs(dev: &mut dyn BlockDevice, trim: bool, runs: &[(u64, u64)]) -> Result<()> {
     if trim {
         for &(start, len) in runs {
@@ -125,7 +112,7 @@ fn trim_runs(dev: &mut dyn BlockDevice, trim: bool, runs: &[(u64, u64)]) -> Resu
     Ok(())
 }
 
-impl ZoneBackend for Conventional {
+impl ZoneBackend for Flat {
     fn dev(&self) -> &dyn BlockDevice {
         self.dev.as_ref()
     }
@@ -135,97 +122,40 @@ impl ZoneBackend for Conventional {
     fn zoned(&self) -> bool {
         false
     }
-    /// Aligned (paper 002 section 5.3): zone size x open zones = the device GC unit, so each
-    /// active group fills whole device GC units. Otherwise the configured size, or half the
-    /// aligned one.
+    /// Conventional, aligned (paper 002 section 5.3): zone size x open zones = the device GC
+    /// unit, so each active group fills whole device GC units; otherwise the configured size, or
+    /// half the aligned one. FDP: zone = reclaim unit (FDP tells the GC unit), one placement id
+    /// per open zone with two ids kept (GC copies, snapshots).
     fn zone_geometry(&self, req: &ZoneRequest, page_size: u32) -> ZoneGeometry {
         let unit = self.gc_unit_bytes.unwrap_or(DEFAULT_GC_UNIT_BYTES);
-        let aligned = round_zone_bytes(unit / req.open_zones as u64, page_size);
-        let zone_bytes = if req.aligned {
-            aligned
-        } else if req.zone_bytes > 0 {
-            req.zone_bytes
-        } else {
-            round_zone_bytes(aligned / 2, page_size)
-        };
-        ZoneGeometry {
-            zone_bytes,
-            max_open: req.open_zones,
-            gc_unit: unit,
-        }
-    }
-    fn metadata_layout(&self, snap_need_bytes: u64, _zone_bytes: u64) -> MetaLayout {
-        flat_metadata_layout(snap_need_bytes)
-    }
-    fn format(&mut self, layout: &OopLayout, stream: &mut Groups) -> Result<()> {
-        flat_format(self.dev.as_mut(), self.trim, layout, stream)
-    }
-    fn write_header(&mut self, hdr: &[u8]) -> Result<()> {
-        Ok(self.dev.write_at(0, hdr)?)
-    }
-    fn placement_for(&self, _role: ZoneRole, _in_use: &[u16]) -> u16 {
-        0
-    }
-    fn append_run(&mut self, at: u64, image: &[u8], _piid: u16) -> Result<()> {
-        Ok(self.dev.write_at(at, image)?)
-    }
-    fn finish_zone(&mut self, _start: u64, _written_bytes: u64) -> Result<()> {
-        Ok(())
-    }
-    fn reset_zone(&mut self, start: u64, len: u64) -> Result<()> {
-        trim_runs(self.dev.as_mut(), self.trim, &[(start, len)])
-    }
-    fn trims_slots(&self) -> bool {
-        self.trim
-    }
-    fn write_snapshot(
-        &mut self,
-        start: u64,
-        _slot_bytes: u64,
-        img: &[u8],
-        changed: &[(usize, usize)],
-        written: &mut u64,
-    ) -> Result<()> {
-        flat_write_snapshot(
-            self.dev.as_mut(),
-            start,
-            img,
-            changed,
-            written,
-            |d, at, b| d.write_at(at, b),
-        )
-    }
-    fn recovered_zone(&mut self, _start: u64, _live: bool) -> Result<()> {
-        Ok(())
-    }
-    fn release_free(&mut self, runs: &[(u64, u64)]) -> Result<()> {
-        trim_runs(self.dev.as_mut(), self.trim, runs)
-    }
-}
-
-impl ZoneBackend for Fdp {
-    fn dev(&self) -> &dyn BlockDevice {
-        self.dev.as_ref()
-    }
-    fn dev_mut(&mut self) -> &mut dyn BlockDevice {
-        self.dev.as_mut()
-    }
-    fn zoned(&self) -> bool {
-        false
-    }
-    /// Zone = reclaim unit (section 5.3: FDP tells the GC unit), one placement id per open zone
-    /// with two ids kept (GC copies, snapshots).
-    fn zone_geometry(&self, req: &ZoneRequest, page_size: u32) -> ZoneGeometry {
-        let ru = self.gc_unit_bytes.unwrap_or(DEFAULT_GC_UNIT_BYTES);
-        let zone_bytes = if req.zone_bytes > 0 {
-            req.zone_bytes
-        } else {
-            ru
-        };
-        ZoneGeometry {
-            zone_bytes: round_zone_bytes(zone_bytes, page_size),
-            max_open: req.open_zones.min(self.handles.saturating_sub(2).max(1)),
-            gc_unit: ru,
+        match self.handles {
+            Some(handles) => {
+                let zone_bytes = if req.zone_bytes > 0 {
+                    req.zone_bytes
+                } else {
+                    unit
+                };
+                ZoneGeometry {
+                    zone_bytes: round_zone_bytes(zone_bytes, page_size),
+                    max_open: req.open_zones.min(handles.saturating_sub(2).max(1)),
+                    gc_unit: unit,
+                }
+            }
+            None => {
+                let aligned = round_zone_bytes(unit / req.open_zones as u64, page_size);
+                let zone_bytes = if req.aligned {
+                    aligned
+                } else if req.zone_bytes > 0 {
+                    req.zone_bytes
+                } else {
+                    round_zone_bytes(aligned / 2, page_size)
+                };
+                ZoneGeometry {
+                    zone_bytes,
+                    max_open: req.open_zones,
+                    gc_unit: unit,
+                }
+            }
         }
     }
     fn metadata_layout(&self, snap_need_bytes: u64, _zone_bytes: u64) -> MetaLayout {
@@ -238,13 +168,14 @@ impl ZoneBackend for Fdp {
         Ok(self.dev.write_at(0, hdr)?)
     }
     fn placement_for(&self, role: ZoneRole, in_use: &[u16]) -> u16 {
-        match role {
-            ZoneRole::User => (0..).find(|p| !in_use.contains(p)).unwrap_or(0),
-            ZoneRole::Relocation => self.handles.saturating_sub(2) as u16,
+        match (self.handles, role) {
+            (None, _) => 0,
+            (Some(_), ZoneRole::User) => (0..).find(|p| !in_use.contains(p)).unwrap_or(0),
+            (Some(h), ZoneRole::Relocation) => h.saturating_sub(2) as u16,
         }
     }
     fn append_run(&mut self, at: u64, image: &[u8], piid: u16) -> Result<()> {
-        Ok(self.dev.write_placed(at, image, piid)?)
+        Ok(self.write(at, image, piid)?)
     }
     fn finish_zone(&mut self, _start: u64, _written_bytes: u64) -> Result<()> {
         Ok(())
@@ -255,6 +186,7 @@ impl ZoneBackend for Fdp {
     fn trims_slots(&self) -> bool {
         self.trim
     }
+    /// Snapshots are rewritten in place (FDP: with the last placement id).
     fn write_snapshot(
         &mut self,
         start: u64,
@@ -263,15 +195,12 @@ impl ZoneBackend for Fdp {
         changed: &[(usize, usize)],
         written: &mut u64,
     ) -> Result<()> {
-        let piid = (self.handles - 1) as u16;
-        flat_write_snapshot(
-            self.dev.as_mut(),
-            start,
-            img,
-            changed,
-            written,
-            |d, at, b| d.write_placed(at, b, piid),
-        )
+        let piid = self.handles.map_or(0, |h| (h - 1) as u16);
+        for &(off, len) in changed {
+            self.write(start + off as u64, &img[off..off + len], piid)?;
+            *written += len as u64;
+        }
+        Ok(())
     }
     fn recovered_zone(&mut self, _start: u64, _live: bool) -> Result<()> {
         Ok(())

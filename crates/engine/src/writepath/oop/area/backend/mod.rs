@@ -22,7 +22,7 @@ use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::writepath::oop::layout::{MetaLayout, OopLayout, ZoneGeometry};
 
-pub(crate) use flat::{Conventional, Fdp};
+pub(crate) use flat::Flat;
 pub(crate) use zoned::Zoned;
 
 /// What the caller asks for; the backend fits it to the device.
@@ -95,13 +95,13 @@ pub(crate) fn detect(dev: Box<dyn BlockDevice>) -> Box<dyn ZoneBackend> {
     let caps = dev.capabilities();
     match caps.zone_bytes {
         Some(zone_bytes) => Box::new(Zoned::new(dev, zone_bytes, caps.max_open_zones)),
-        None if caps.placement_ids >= 2 => Box::new(Fdp::new(
+        None if caps.placement_ids >= 2 => Box::new(Flat::fdp(
             dev,
             caps.trim,
             caps.placement_ids,
             caps.gc_unit_bytes,
         )),
-        None => Box::new(Conventional::new(dev, caps.trim, caps.gc_unit_bytes)),
+        None => Box::new(Flat::conventional(dev, caps.trim, caps.gc_unit_bytes)),
     }
 }
 
@@ -124,14 +124,14 @@ pub(crate) fn for_layout(
             caps.max_open_zones,
         )))
     } else if caps.placement_ids >= 2 {
-        Ok(Box::new(Fdp::new(
+        Ok(Box::new(Flat::fdp(
             dev,
             caps.trim,
             caps.placement_ids,
             caps.gc_unit_bytes,
         )))
     } else {
-        Ok(Box::new(Conventional::new(
+        Ok(Box::new(Flat::conventional(
             dev,
             caps.trim,
             caps.gc_unit_bytes,
