@@ -284,12 +284,16 @@ impl Checkpointer {
     /// undo) can run: checkpoints when the log passed its fill threshold or space runs short,
     /// and fails with `LogFull` when even a checkpoint that writes every dirty page leaves too
     /// little space beyond what live transactions have reserved for their rollback.
+    ///
+    /// The transaction that pins the log's start (`pinning`) may use the slack kept for the next
+    /// operation: it is the one whose end frees the log, so it must be able to finish.
     pub fn ensure_log_space(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
         txns: &TxnTable,
         need: u64,
+        pinning: bool,
     ) -> Result<()> {
         let want = self.op_reserve(wal).max(need) + txns.log_reserved();
         let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
@@ -300,7 +304,13 @@ impl Checkpointer {
             // The log grew by a checkpoint interval and no background checkpoint is under way.
             self.checkpoint(cache, wal, txns, false)?;
         }
-        if wal.free_bytes() <= want {
+        // The pinning transaction only needs room for its own record and the reservations.
+        let refuse_at = if pinning {
+            need + txns.log_reserved()
+        } else {
+            want
+        };
+        if wal.free_bytes() <= refuse_at {
             return Err(Error::LogFull(format!(
                 "{} of {} log bytes are in use or reserved for the rollback of live \
                  transactions ({} reserved); abort or commit them",

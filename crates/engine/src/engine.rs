@@ -31,7 +31,7 @@ use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::{SharedWal, Wal};
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Counters of user operations and transaction outcomes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     core: Mutex<Core>,
     pub wal: SharedWal,
     pub health: Health,
+    /// Signalled whenever a transaction ends (threads waiting for log space wait here).
+    ended: Condvar,
 }
 
 impl Shared {
@@ -75,6 +77,29 @@ impl Shared {
             core: Mutex::new(core),
             wal,
             health,
+            ended: Condvar::new(),
+        }
+    }
+
+    /// Wakes the threads waiting for a transaction to end.
+    pub fn notify_ended(&self) {
+        self.ended.notify_all();
+    }
+
+    /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.
+    pub fn wait_for_an_end<'a>(
+        &'a self,
+        guard: MutexGuard<'a, Core>,
+        timeout: std::time::Duration,
+    ) -> MutexGuard<'a, Core> {
+        match self.ended.wait_timeout(guard, timeout) {
+            Ok((g, _)) => g,
+            Err(p) => {
+                let (g, _) = p.into_inner();
+                g.health
+                    .poison_with(|| "a thread panicked inside the engine".into());
+                g
+            }
         }
     }
 
@@ -168,9 +193,10 @@ impl Core {
         self.access(txn, tree, Some(key), Access::Write)?;
         self.stats.ops += 1;
         let need = update_log_need(self.cfg.page_size, key, value);
+        let pinning = self.txns.pinning().is_some_and(|(id, _)| id == txn);
         let r = self
             .checkpointer
-            .ensure_log_space(&mut self.cache, wal, &self.txns, need);
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need, pinning);
         self.health.guard(r)?;
         let prev = self.txns.state(txn)?.last_lsn;
         let tree_id = tree.id;
@@ -247,6 +273,16 @@ impl Core {
         Ok(())
     }
 
+    /// Whether a `LogFull` of `txn` is worth waiting out: the transaction holding the log's
+    /// start is another one, last used by another thread, so its end (which frees the log) can
+    /// come while this thread waits.
+    pub fn log_pinned_by_another_thread(&self, txn: TxnId) -> bool {
+        match self.txns.pinning() {
+            Some((id, thread)) => id != txn && thread != Some(std::thread::current().id()),
+            None => false,
+        }
+    }
+
     /// Starts a transaction.
     pub fn begin(&mut self) -> Result<TxnId> {
         self.check()?;
@@ -319,7 +355,7 @@ impl Core {
         let need = 8 * self.cfg.page_size as u64;
         let r = self
             .checkpointer
-            .ensure_log_space(&mut self.cache, wal, &self.txns, need);
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need, false);
         self.health.guard(r)?;
         let r = crate::ops::run_op(
             &mut self.cache,

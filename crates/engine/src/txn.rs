@@ -48,10 +48,31 @@ impl Txn {
         self.write(tree, key, None)
     }
 
+    /// How long a write waits, in all, for other threads' transactions to free the log.
+    const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        core.write(&mut wal, self.id, tree, key, value)
+        let started = std::time::Instant::now();
+        loop {
+            let r = {
+                let mut wal = self.shared.wal.lock();
+                core.write(&mut wal, self.id, tree, key, value)
+            };
+            // The log is full because another thread's transaction holds its start: wait for
+            // transactions to end (the core latch is released meanwhile) rather than fail.
+            match r {
+                Err(Error::LogFull(_))
+                    if started.elapsed() < Self::LOG_WAIT
+                        && core.log_pinned_by_another_thread(self.id) =>
+                {
+                    core = self
+                        .shared
+                        .wait_for_an_end(core, std::time::Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most
@@ -166,7 +187,9 @@ impl Txn {
     fn rollback(&mut self) -> Result<()> {
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
-        core.rollback(&mut wal, self.id)
+        let r = core.rollback(&mut wal, self.id);
+        self.shared.notify_ended();
+        r
     }
 }
 
@@ -273,6 +296,8 @@ impl PendingCommit {
             let r = wal.append(self.id, self.lsn, Body::End);
             let _ = core.health.guard(r);
         }
-        core.end_commit(self.id)
+        let r = core.end_commit(self.id);
+        self.shared.notify_ended();
+        r
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct TxnState {
     pub reserved: u64,
     /// Pages it changed (with repeats), for the buffer's per-frame uncommitted lists.
     pub pages: Vec<PageId>,
+    /// The thread of its latest operation (a transaction may move between threads).
+    pub thread: Option<std::thread::ThreadId>,
 }
 
 /// Log space a transaction keeps reserved to roll back an update whose record took
@@ -104,10 +106,19 @@ impl TxnTable {
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()> {
-        if !self.txns.contains_key(&id) {
-            return Err(Error::TxnNotActive);
-        }
+        let st = self.txns.get_mut(&id).ok_or(Error::TxnNotActive)?;
+        st.thread = Some(std::thread::current().id());
         self.cc.before_access(id, tree, key, access)
+    }
+
+    /// The live transaction whose first record is the oldest the log must keep (it holds the
+    /// log's start where it is), with the thread of its latest operation.
+    pub fn pinning(&self) -> Option<(TxnId, Option<std::thread::ThreadId>)> {
+        self.txns
+            .iter()
+            .filter(|(_, s)| s.first_lsn != 0 && !s.committing)
+            .min_by_key(|(_, s)| s.first_lsn)
+            .map(|(&id, s)| (id, s.thread))
     }
 
     /// `id` logged an update at `lsn` whose record took `record_bytes`: remember how to undo it
