@@ -285,15 +285,15 @@ impl Checkpointer {
     /// and fails with `LogFull` when even a checkpoint that writes every dirty page leaves too
     /// little space beyond what live transactions have reserved for their rollback.
     ///
-    /// The transaction that pins the log's start (`pinning`) may use the slack kept for the next
-    /// operation: it is the one whose end frees the log, so it must be able to finish.
+    /// If `txn` is the transaction that pins the log's start, it may use the slack kept for the
+    /// next operation: it is the one whose end frees the log, so it must be able to finish.
     pub fn ensure_log_space(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
         txns: &TxnTable,
         need: u64,
-        pinning: bool,
+        txn: crate::wal::record::TxnId,
     ) -> Result<()> {
         let want = self.op_reserve(wal).max(need) + txns.log_reserved();
         let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
@@ -305,6 +305,8 @@ impl Checkpointer {
             self.checkpoint(cache, wal, txns, false)?;
         }
         // The pinning transaction only needs room for its own record and the reservations.
+        let pinning =
+            wal.free_bytes() <= want && txn != 0 && txns.pinning().is_some_and(|(id, _)| id == txn);
         let refuse_at = if pinning {
             need + txns.log_reserved()
         } else {

@@ -191,13 +191,13 @@ impl Core {
         self.txns.state(txn)?;
         self.check_sizes(key, value)?;
         self.access(txn, tree, Some(key), Access::Write)?;
-        self.stats.ops += 1;
         let need = update_log_need(self.cfg.page_size, key, value);
-        let pinning = self.txns.pinning().is_some_and(|(id, _)| id == txn);
         let r = self
             .checkpointer
-            .ensure_log_space(&mut self.cache, wal, &self.txns, need, pinning);
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need, txn);
         self.health.guard(r)?;
+        // Counted once it may proceed: a write refused for log space may be retried.
+        self.stats.ops += 1;
         let prev = self.txns.state(txn)?.last_lsn;
         let tree_id = tree.id;
         let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
@@ -355,7 +355,7 @@ impl Core {
         let need = 8 * self.cfg.page_size as u64;
         let r = self
             .checkpointer
-            .ensure_log_space(&mut self.cache, wal, &self.txns, need, false);
+            .ensure_log_space(&mut self.cache, wal, &self.txns, need, 0);
         self.health.guard(r)?;
         let r = crate::ops::run_op(
             &mut self.cache,
