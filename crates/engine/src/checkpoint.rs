@@ -124,6 +124,12 @@ pub(crate) struct Checkpointer {
     pub stats: CheckpointStats,
 }
 
+/// An upper bound of a checkpoint record's size when at most `frames` pages are dirty: 16 bytes a
+/// dirty page, plus a few hundred transactions and the record's own framing.
+pub(crate) fn record_bound(frames: usize) -> u64 {
+    16 * frames as u64 + (16 << 10)
+}
+
 fn log_fill(wal: &Wal) -> f64 {
     wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
 }

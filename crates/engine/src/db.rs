@@ -246,10 +246,11 @@ impl Db {
         let mut wp = wp;
         wp.share_health(health.clone());
         wal.share_health(health.clone());
-        let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages);
-        if reserve > 0 {
-            wal.set_system_reserve(reserve);
-        }
+        // Log space only checkpoints, the write path's location records and recovery may use:
+        // what the write path asks for, plus a checkpoint record that lists every buffer frame.
+        let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages)
+            + crate::checkpoint::record_bound(cfg.buffer_pages);
+        wal.set_system_reserve(reserve);
         let cache = PageCache::new(
             BufferPool::new(cfg.buffer_pages, cfg.page_size as usize)?,
             wp,

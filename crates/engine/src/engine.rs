@@ -207,8 +207,8 @@ impl Core {
             (txn, prev),
             &mut changed,
             tree,
-            key,
-            value,
+            (key, value),
+            crate::ops::Direction::Forward,
             |old, redo| Body::Update {
                 redo,
                 undo: Undo {
@@ -322,14 +322,17 @@ impl Core {
         let r = if self.health.is_poisoned() {
             Ok(())
         } else {
-            crate::undo::rollback(
+            wal.set_unreserved(true);
+            let r = crate::undo::rollback(
                 &mut self.cache,
                 wal,
                 &self.catalog,
                 &mut changed,
                 (txn, st.last_lsn),
                 &undo,
-            )
+            );
+            wal.set_unreserved(false);
+            r
         };
         self.txns.end(txn, &st);
         self.cache.pool.txn_ended(txn, &changed);

@@ -69,6 +69,15 @@ pub(crate) fn run_op<R>(
     }
 }
 
+/// Whether a change is a transaction's own or the undo of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Forward,
+    /// A rollback's change: a delete merges no nodes, so that undoing an insert never needs
+    /// more log space than the insert's own record (a rollback must fit its reservation).
+    Undo,
+}
+
 /// Applies a logical change (put, or delete if `value` is None) to `tree` for transaction `txn`
 /// whose previous record is `prev_lsn`; returns the old value and the LSN logged.
 #[allow(clippy::too_many_arguments)]
@@ -78,8 +87,8 @@ pub(crate) fn apply(
     txn: (TxnId, Lsn),
     changed: &mut Vec<PageId>,
     tree: &Tree,
-    key: &[u8],
-    value: Option<&[u8]>,
+    (key, value): (&[u8], Option<&[u8]>),
+    direction: Direction,
     body_of: impl FnOnce(&Option<Vec<u8>>, Redo) -> Body,
 ) -> Result<(Option<Vec<u8>>, Lsn)> {
     let root = tree.root;
@@ -99,7 +108,10 @@ pub(crate) fn apply(
                 Ok((out.old, leaf))
             }
             None => {
-                let out = bt::delete(m, root, key)?;
+                let out = match direction {
+                    Direction::Forward => bt::delete(m, root, key)?,
+                    Direction::Undo => bt::delete_keeping_shape(m, root, key)?,
+                };
                 let leaf = out.leaf.map(|pid| LeafInfo::Del {
                     pid,
                     key: key.to_vec(),

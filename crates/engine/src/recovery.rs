@@ -82,8 +82,23 @@ pub(crate) struct Recovered {
 }
 
 /// Crash recovery of the pages in `cache` from `wal`, whose master is `master`; phase times on
-/// `clock`. `catalog` is loaded on the way (the undo phase needs the trees).
+/// `clock`. `catalog` is loaded on the way (the undo phase needs the trees). Its appends may use
+/// the log's system reserve: the crashed run kept that free, and losers' rollbacks fit the
+/// space their reservations kept, so recovery always completes; `Db::open` checkpoints next.
 pub(crate) fn recover(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    catalog: &mut Catalog,
+    clock: &dyn Clock,
+    master: Master,
+) -> Result<Recovered> {
+    wal.set_unreserved(true);
+    let r = recover_inner(cache, wal, catalog, clock, master);
+    wal.set_unreserved(false);
+    r
+}
+
+fn recover_inner(
     cache: &mut PageCache,
     wal: &mut Wal,
     catalog: &mut Catalog,

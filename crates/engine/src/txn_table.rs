@@ -32,7 +32,8 @@ pub(crate) struct TxnState {
 
 /// Log space a transaction keeps reserved to roll back an update whose record took
 /// `record_bytes`: its compensation record mirrors it (the inverse leaf change, or images of a
-/// structure change of the same extent).
+/// structure change of the same extent). A rollback's deletes never merge nodes
+/// (`ops::Direction::Undo`), so undoing an insert logs no more than the insert did.
 pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
     record_bytes + 128
 }

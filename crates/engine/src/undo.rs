@@ -56,8 +56,8 @@ pub(crate) fn undo_one(
         (txn, prev),
         changed,
         &tree,
-        &u.key,
-        u.old.as_deref(),
+        (&u.key, u.old.as_deref()),
+        crate::ops::Direction::Undo,
         |_, redo| Body::Clr { redo, undo_next },
     )?;
     Ok(if lsn == 0 { prev } else { lsn })

@@ -382,6 +382,25 @@ fn insert_with_split<S: PageStore>(
 
 /// Removes `key`, returning its old value; merges under-full nodes and collapses the root.
 pub fn delete<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Outcome> {
+    delete_inner(store, root, key, true)
+}
+
+/// Removes `key` without merging under-full nodes (they merge at a later delete): the delete a
+/// rollback does, which must not need more log space than the change it undoes.
+pub fn delete_keeping_shape<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    key: &[u8],
+) -> Result<Outcome> {
+    delete_inner(store, root, key, false)
+}
+
+fn delete_inner<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    key: &[u8],
+    merge: bool,
+) -> Result<Outcome> {
     if key.len() > node::max_key_len(store.page_size()) {
         return Ok(Outcome::default());
     }
@@ -394,7 +413,7 @@ pub fn delete<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<O
     store.write_page(leaf, |p| node::leaf_del(p, key))??;
     let mut simple = matches!(old, Stored::Inline(_));
     old.free(store)?;
-    if rebalance(store, &path)? {
+    if merge && rebalance(store, &path)? {
         simple = false;
     }
     Ok(Outcome {

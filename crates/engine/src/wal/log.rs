@@ -165,6 +165,9 @@ pub struct Wal {
     /// Log bytes only [`Wal::append_system`] may use (page location records of the write path,
     /// which must be logged even while a checkpoint is freeing space).
     system_reserve: u64,
+    /// A rollback or recovery is running: every append may use the system reserve (they must
+    /// complete; see [`Wal::set_unreserved`]).
+    unreserved: bool,
     master: Master,
     sequence: u64,
     /// None after `open` until `set_end`.
@@ -223,6 +226,7 @@ impl Wal {
             area,
             buffer_bytes,
             system_reserve: 0,
+            unreserved: false,
             master: mb.master,
             sequence: mb.sequence,
             tail: None,
@@ -436,6 +440,14 @@ impl Wal {
         self.system_reserve = bytes.min(self.area.capacity / 4);
     }
 
+    /// While on, every append may use the system reserve (see [`Wal::set_system_reserve`]): for
+    /// rollbacks and recovery, which must complete. Their records fit the space transactions
+    /// reserved, except structure changes a rollback's re-inserts may cause beyond the one each
+    /// transaction reserves room for: those borrow from the system reserve.
+    pub(crate) fn set_unreserved(&mut self, on: bool) {
+        self.unreserved = on;
+    }
+
     fn append_inner(
         &mut self,
         txn: TxnId,
@@ -444,7 +456,11 @@ impl Wal {
         system: bool,
     ) -> Result<Lsn> {
         self.check_ok()?;
-        let reserve = if system { 0 } else { self.system_reserve };
+        let reserve = if system || self.unreserved {
+            0
+        } else {
+            self.system_reserve
+        };
         let limit = self.space_limit().saturating_sub(reserve);
         let capacity = self.area.capacity;
         let Some(tail) = self.tail.as_mut() else {

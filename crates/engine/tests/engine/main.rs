@@ -14,6 +14,7 @@ mod log_space;
 mod model;
 mod out_of_place;
 mod page_allocation;
+mod reopen;
 mod scans;
 mod support;
 mod waf;
