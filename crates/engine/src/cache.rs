@@ -58,6 +58,10 @@ pub trait AfterRead: Send {
 pub(crate) struct PageCache {
     pub pool: BufferPool,
     pub wp: Box<dyn WritePath>,
+    /// Never-used pages an allocation must leave untouched once the free list is empty: the
+    /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while
+    /// a rollback or recovery runs: they may take them.
+    pub page_reserve: u64,
     eviction: Box<dyn EvictionPolicy>,
     after_read: Option<Box<dyn AfterRead>>,
 }
@@ -67,6 +71,7 @@ impl PageCache {
         PageCache {
             pool,
             wp,
+            page_reserve: 0,
             eviction: Box::new(WriteBack),
             after_read: None,
         }

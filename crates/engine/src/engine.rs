@@ -228,6 +228,7 @@ impl Core {
                 old: old.clone(),
             };
             self.txns.updated(txn, lsn, record_bytes, undo);
+            self.cache.page_reserve = self.txns.pages_reserved();
         }
         Ok(old)
     }
@@ -308,6 +309,7 @@ impl Core {
     pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
         let st = self.txns.remove(txn)?;
         self.txns.end(txn, &st);
+        self.cache.page_reserve = self.txns.pages_reserved();
         self.cache.pool.txn_ended(txn, &st.pages);
         self.stats.commits += 1;
         Ok(())
@@ -322,7 +324,9 @@ impl Core {
         let r = if self.health.is_poisoned() {
             Ok(())
         } else {
+            // The rollback may use the log's system reserve and the pages kept for rollbacks.
             wal.set_unreserved(true);
+            self.cache.page_reserve = 0;
             let r = crate::undo::rollback(
                 &mut self.cache,
                 wal,
@@ -335,6 +339,7 @@ impl Core {
             r
         };
         self.txns.end(txn, &st);
+        self.cache.page_reserve = self.txns.pages_reserved();
         self.cache.pool.txn_ended(txn, &changed);
         self.stats.aborts += 1;
         if let Err(e) = &r {

@@ -204,9 +204,11 @@ impl PageStore for Mtr<'_> {
             head
         } else {
             let pid = self.read_page(META_PID, meta::next_pid)?;
-            if pid >= capacity {
+            let reserve = self.cache.page_reserve;
+            if pid.saturating_add(reserve) >= capacity {
                 return Err(Error::Full(format!(
-                    "all {capacity} pages of the data device are in use"
+                    "all {capacity} pages of the data device are in use or kept for the \
+                     rollback of live transactions ({reserve} kept)"
                 )));
             }
             self.write_page(META_PID, |p| meta::set_next_pid(p, pid + 1))?;

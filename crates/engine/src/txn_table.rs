@@ -24,6 +24,8 @@ pub(crate) struct TxnState {
     pub committing: bool,
     /// Log bytes reserved for this transaction's rollback (part of `TxnTable::log_reserved`).
     pub reserved: u64,
+    /// Pages its rollback may allocate (part of `TxnTable::pages_reserved`).
+    pub reserved_pages: u64,
     /// Pages it changed (with repeats), for the buffer's per-frame uncommitted lists.
     pub pages: Vec<PageId>,
     /// The thread of its latest operation (a transaction may move between threads).
@@ -45,12 +47,30 @@ pub(crate) fn txn_reserve(page_size: u32) -> u64 {
     256 + 4 * page_size as u64
 }
 
+/// Pages a transaction keeps reserved, once, for the structure changes its rollback may cause
+/// (a leaf split and its parent, or a new root).
+pub(crate) const TXN_RESERVE_PAGES: u64 = 4;
+
+/// Pages the rollback of a change needs to put `old` back under `key`: a value too long to be
+/// stored inline goes back into a new overflow chain.
+pub(crate) fn undo_pages(page_size: u32, key_len: usize, old: Option<&[u8]>) -> u64 {
+    let ps = page_size as usize;
+    match old {
+        Some(v) if v.len() > crate::btree::node::max_inline_value(ps, key_len) => {
+            crate::btree::overflow::pages_for(ps, v.len()) as u64
+        }
+        _ => 0,
+    }
+}
+
 /// The live transactions.
 pub(crate) struct TxnTable {
     txns: HashMap<TxnId, TxnState>,
     next_txn: TxnId,
     /// Log bytes reserved by live transactions for their rollback.
     log_reserved: u64,
+    /// Data pages reserved by live transactions for their rollback.
+    pages_reserved: u64,
     cc: Box<dyn ConcurrencyControl>,
     undo: Box<dyn UndoStore>,
     page_size: u32,
@@ -72,6 +92,7 @@ impl TxnTable {
             txns: HashMap::new(),
             next_txn: 1,
             log_reserved: 0,
+            pages_reserved: 0,
             cc: Box::new(TwoPhaseLocking::default()),
             undo: Box::new(MemUndo::default()),
             page_size,
@@ -97,6 +118,10 @@ impl TxnTable {
 
     pub fn log_reserved(&self) -> u64 {
         self.log_reserved
+    }
+
+    pub fn pages_reserved(&self) -> u64 {
+        self.pages_reserved
     }
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
@@ -127,6 +152,7 @@ impl TxnTable {
     pub fn updated(&mut self, id: TxnId, lsn: Lsn, record_bytes: u64, undo: Undo) {
         debug_assert!(lsn != 0);
         let mut add = undo_reserve(record_bytes);
+        let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref());
         let txn_reserve = txn_reserve(self.page_size);
         let st = self.txns.get_mut(&id).expect("active");
         debug_assert!(
@@ -136,8 +162,11 @@ impl TxnTable {
         if st.first_lsn == 0 {
             st.first_lsn = lsn;
             add += txn_reserve;
+            pages += TXN_RESERVE_PAGES;
         }
         st.reserved += add;
+        st.reserved_pages += pages;
+        self.pages_reserved += pages;
         st.last_lsn = lsn;
         self.log_reserved += add;
         self.undo.push(id, lsn, undo);
@@ -169,7 +198,9 @@ impl TxnTable {
     /// locks.
     pub fn end(&mut self, id: TxnId, st: &TxnState) {
         debug_assert!(self.log_reserved >= st.reserved);
+        debug_assert!(self.pages_reserved >= st.reserved_pages);
         self.log_reserved -= st.reserved;
+        self.pages_reserved -= st.reserved_pages;
         let _ = self.undo.take(id);
         self.cc.end(id);
     }

@@ -115,3 +115,69 @@ fn no_page_leaks_or_double_use_across_crashes() {
         }
     }
 }
+
+/// A rollback never needs a page that may not exist. T deletes a 40 KB value (its overflow pages
+/// go back to the free list); another transaction then fills the data device until it is full;
+/// T aborts: re-inserting its value needs ten pages. The filling transaction must be the one to
+/// get `Full` (the pages T's rollback may need stay reserved), T's abort must succeed, and the
+/// database must reopen, on both write paths.
+#[test]
+fn a_rollback_on_a_full_device_gets_its_pages() {
+    use wafer_engine::device::{MemDevice, SharedDevice};
+    use wafer_engine::{Devices, Error, OopConfig};
+    for oop in [false, true] {
+        let dev = SharedDevice::shared(MemDevice::new((3 << 20) + (16 << 20), 4096));
+        let devices = || {
+            let mut p = dev.split(&[3 << 20, 16 << 20]).unwrap();
+            let log = p.pop().unwrap();
+            Devices::new(Box::new(p.pop().unwrap()), Box::new(log))
+        };
+        let cfg = DbConfig {
+            buffer_pages: 1024,
+            log_space_bytes: Some(14 << 20),
+            out_of_place: oop.then(|| OopConfig {
+                zone_bytes: 64 << 10,
+                batch_pages: 8,
+                ..OopConfig::default()
+            }),
+            ..config()
+        };
+        let what = if oop { "out of place" } else { "in place" };
+        let db = Db::open(devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let big: Vec<u8> = (0..40_000u32).map(|i| i as u8).collect();
+        let mut x = db.begin().unwrap();
+        x.put(&t, b"big", &big).unwrap();
+        x.commit().unwrap();
+        let mut tx = db.begin().unwrap();
+        tx.delete(&t, b"big").unwrap();
+        let mut n = 0u64;
+        let err = 'fill: loop {
+            let mut filler = db.begin().unwrap();
+            for _ in 0..16 {
+                if let Err(e) = filler.put(&t, format!("fill{n:06}").as_bytes(), &[5u8; 3000]) {
+                    // The failed put left nothing behind; the others stay.
+                    filler.commit().unwrap();
+                    break 'fill e;
+                }
+                n += 1;
+            }
+            filler.commit().unwrap();
+            assert!(n < 100_000, "{what}: the device never filled");
+        };
+        assert!(matches!(err, Error::Full(_)), "{what}: filler got {err}");
+        tx.abort()
+            .unwrap_or_else(|e| panic!("{what}: the rollback on a full device failed: {e}"));
+        let mut x = db.begin().unwrap();
+        assert_eq!(x.get(&t, b"big").unwrap(), Some(big.clone()), "{what}");
+        x.commit().unwrap();
+        drop(db);
+        let db = Db::open(devices(), cfg)
+            .unwrap_or_else(|e| panic!("{what}: reopen after a full device failed: {e}"));
+        let t = db.open_tree("t").unwrap();
+        let mut x = db.begin().unwrap();
+        assert_eq!(x.get(&t, b"big").unwrap(), Some(big), "{what}");
+        x.commit().unwrap();
+        assert_eq!(db.check_pages().unwrap(), Vec::<String>::new(), "{what}");
+    }
+}

@@ -254,8 +254,21 @@ impl WritePath for OutOfPlace {
         "out-of-place"
     }
 
+    /// Page ids the engine may allocate. Uncompressed, only what fits in the zones that are
+    /// neither open nor kept for GC, less one more zone: then some zone always holds a zone's
+    /// worth of dead pages, so GC (and recovery's writes) always make progress and a device
+    /// never fills so far that even recovery cannot write. Compressed pages are smaller, so
+    /// with a codec every page id the map holds may be used; a device whose data does not
+    /// compress enough then fails writes with `Full`.
     fn page_capacity(&self) -> u64 {
-        self.area.layout().pages
+        let l = self.area.layout();
+        if self.cfg.codec != crate::writepath::pack::Codec::None {
+            return l.pages;
+        }
+        let keep =
+            l.max_open + self.cfg.gc_reserve_zones + self.cfg.gc_background_zones + SPARE_ZONES + 1;
+        let usable = l.zone_count.saturating_sub(keep) as u64;
+        (usable * l.zone_bytes / l.page_size as u64).min(l.pages)
     }
 
     fn counters(&self) -> &WriteCounters {

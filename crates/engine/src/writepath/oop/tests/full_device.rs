@@ -6,15 +6,17 @@ use crate::writepath::LogSink;
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
-/// Writes every page id once, then random ones, until a write fails (the device is full).
-/// `accepted` sees each page a write took; returns the page of the failing write.
+/// Writes every page id the map holds once (more than `page_capacity` lets the engine
+/// allocate without compression, so the device fills as one whose data compresses less than
+/// hoped), then random ones, until a write fails (the device is full). `accepted` sees each
+/// page a write took; returns the page of the failing write.
 fn write_until_full(
     wp: &mut OutOfPlace,
     log: &mut MemLog,
     rng: &mut Pcg64Mcg,
     mut accepted: impl FnMut(u64, Vec<u8>),
 ) -> Option<(u64, Vec<u8>)> {
-    let cap = wp.page_capacity();
+    let cap = wp.layout().pages;
     for step in 0..4 * cap {
         let pid = if step < cap {
             step
@@ -103,7 +105,7 @@ fn full_error_still_logs_written_locations_at_sync() {
     log.next = 2;
     log.force(1).unwrap();
     let mut rng = Pcg64Mcg::seed_from_u64(0);
-    let cap = wp.page_capacity();
+    let cap = wp.layout().pages;
     let failed = write_until_full(&mut wp, &mut log, &mut rng, |_, _| {}).is_some();
     assert!(failed, "the device never filled up");
     // Everything written so far is durable and logged once sync returns Ok.
