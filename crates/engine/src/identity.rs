@@ -24,7 +24,8 @@
 //!
 //! Anything else is [`Error::Mismatch`] saying what was found (a stale data file, a stale log, a
 //! log of another database), or [`Error::CorruptMetadata`] when the stamp that would match is
-//! damaged. The checks read only; a refused open writes nothing.
+//! damaged. The checks read only; a refused open writes nothing (in place, opening the data
+//! device first repairs torn pages from its own doublewrite copies).
 
 use crate::error::{Error, Result};
 use crate::page::Lsn;
