@@ -3,7 +3,8 @@
 //! A checkpoint (1) picks its candidates from the flush list (dirty pages, oldest modification
 //! first) through a [`CheckpointPolicy`], (2) writes them in batches, one batch per step, (3) makes
 //! them durable, logs a checkpoint record holding the dirty page table and the active transaction
-//! table, forces the log and (4) points the log master at it, which frees the log space before
+//! table, forces the log, stamps the data device with the checkpoint's generation (`identity.rs`)
+//! and (4) points the log master at it, which frees the log space before
 //! `min(oldest recLSN still dirty, oldest active transaction's first record, the checkpoint)`.
 //!
 //! Log-space rule (the policy may defer pages; the log must never overrun): when the log is more
@@ -227,9 +228,14 @@ impl Checkpointer {
     /// Completes a checkpoint: pages durable, record logged, log master moved.
     fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
         cache.wp.sync(wal)?;
+        // This checkpoint's generation: the data device is stamped with it before the master
+        // names it (identity.rs).
+        let generation = wal.master().generation + 1;
         // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
         // checkpoint record gets; recovery replays location records logged after it.
-        cache.wp.checkpoint(wal.next_lsn())?;
+        cache
+            .wp
+            .checkpoint(wal.next_lsn(), generation, wal.durable_lsn())?;
         let dirty_pages = cache.pool.dirty_pages();
         let t = txns.snapshot();
         // From the system reserve too: location records may have used the ordinary space, and a
@@ -247,9 +253,15 @@ impl Checkpointer {
         if let Some(l) = t.oldest_first_lsn {
             start = start.min(l);
         }
+        cache.wp.set_stamp(&crate::identity::Stamp {
+            id: wal.db_id(),
+            generation,
+            checkpoint_lsn: lsn,
+        })?;
         wal.set_master(Master {
             checkpoint_lsn: lsn,
             start_lsn: start,
+            generation,
         })?;
         cache.wp.checkpoint_done();
         self.stats.checkpoints += 1;

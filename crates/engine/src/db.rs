@@ -33,7 +33,7 @@ use crate::health::Health;
 use crate::page::Lsn;
 use crate::txn::Txn;
 use crate::txn_table::TxnTable;
-use crate::wal::{SharedWal, Wal, WalConfig, WalStats};
+use crate::wal::{LogProbe, SharedWal, Wal, WalConfig, WalStats};
 use crate::writepath::{factory, Probe, WriteCounters};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -122,6 +122,31 @@ impl Devices {
         let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
         let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
         Ok(Devices::new(Box::new(data), Box::new(log)))
+    }
+}
+
+/// Refuses to open a pair of devices one of which is blank while the other holds a database
+/// (a zeroed data header beside a log master, or a formatted data device beside a blank log):
+/// opening would recover from nothing or format over a database.
+fn refuse_blank_partner(found: Probe, log_found: LogProbe) -> Result<()> {
+    match (found, log_found) {
+        (Probe::Blank, LogProbe::Database { id, generation }) if generation > 0 => {
+            Err(Error::Mismatch(format!(
+                "the log master of database {} (checkpoint generation {generation}) is present \
+                 but the data header is blank: refusing to open or create a database over it",
+                crate::identity::show(id)
+            )))
+        }
+        (Probe::Blank, LogProbe::Unreadable) => Err(Error::Mismatch(
+            "the data header is blank and the log device holds a master that does not read \
+             back: refusing to open or create a database over it"
+                .into(),
+        )),
+        (Probe::Formatted(kind), LogProbe::Blank) => Err(Error::Mismatch(format!(
+            "the data device holds a database ({kind} writes) but the log device is blank (no \
+             master): refusing to open it without its log or to create a new one over it"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -216,11 +241,23 @@ impl Db {
             clock,
         } = devices;
         let found = factory::probe(data.as_mut())?;
+        let log_found = crate::wal::probe_log(log.as_mut())?;
         let create = match cfg.open_mode {
             OpenMode::Create => true,
             OpenMode::Open => false,
-            OpenMode::OpenOrCreate => found == Probe::Blank,
+            // A blank data device beside a log whose creation never completed a checkpoint is a
+            // creation cut short: format again. Beside a log of a database, refuse (below).
+            OpenMode::OpenOrCreate => {
+                found == Probe::Blank
+                    && matches!(
+                        log_found,
+                        LogProbe::Blank | LogProbe::Database { generation: 0, .. }
+                    )
+            }
         };
+        if !create {
+            refuse_blank_partner(found, log_found)?;
+        }
         let log_space = cfg
             .log_space_bytes
             .unwrap_or(cfg.buffer_bytes())
@@ -240,7 +277,10 @@ impl Db {
         } else {
             let wp = factory::open(&wp_cfg, data, cfg.page_size, found)?;
             let (wal, master) = Wal::open(log, wal_cfg)?;
-            (wp, wal, Some(master))
+            // The two devices must belong together and be at the same checkpoint, or the data
+            // device one ahead (identity.rs); recovery confirms the latter.
+            let agreement = crate::identity::check(&wp.stamp(), wal.db_id(), &master)?;
+            (wp, wal, Some((master, agreement)))
         };
         let health = Health::new();
         let mut wp = wp;
@@ -275,13 +315,14 @@ impl Db {
             let mut wal = db.shared.wal.lock();
             match master {
                 None => crate::recovery::format(&mut core.cache, &mut wal)?,
-                Some(m) => {
+                Some((m, agreement)) => {
                     let r = crate::recovery::recover(
                         &mut core.cache,
                         &mut wal,
                         &mut core.catalog,
                         clock.as_ref(),
                         m,
+                        agreement,
                     )?;
                     core.txns.set_next_txn(r.next_txn);
                     core.recovery = Some(r.report);
@@ -289,12 +330,9 @@ impl Db {
             }
             crate::recovery::load_catalog(&mut core.cache, &mut wal, &mut core.catalog)?;
         }
+        // The first checkpoint of a new database also writes its data header (the stamp).
         db.checkpoint()?;
         let mut core = db.shared.core();
-        if create {
-            let r = core.cache.wp.finish_format();
-            core.health.guard(r)?;
-        }
         // Checkpoint intervals count from the end of the open.
         core.checkpointer.restart_interval();
         drop(core);

@@ -15,6 +15,17 @@ pub enum Error {
     CorruptLog { lsn: u64, reason: String },
     #[error("not a wafer database: {0}")]
     NotADatabase(String),
+    /// The data and log devices do not belong together: a log of another database, a stale
+    /// copy of one of them beside a newer partner (their checkpoint generations disagree), or
+    /// one of them blank while the other holds a database. The message says what was found.
+    /// Nothing was written to either device.
+    #[error("data and log devices do not match: {0}")]
+    Mismatch(String),
+    /// Metadata on the data device that recovery needs (out of place: the map snapshot of the
+    /// checkpoint the log master names) is damaged; recovering without it would serve stale
+    /// pages.
+    #[error("data device metadata is corrupt: {0}")]
+    CorruptMetadata(String),
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("transaction conflict on {what}: retry the transaction")]

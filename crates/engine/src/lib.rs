@@ -72,6 +72,7 @@ pub mod device;
 mod engine;
 mod error;
 mod health;
+mod identity;
 mod locks;
 mod meta;
 mod mtr;

@@ -7,6 +7,7 @@ use crate::cache::PageCache;
 use crate::catalog::Catalog;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::identity::Agreement;
 use crate::meta::{self, META_PID};
 use crate::page::{Lsn, PageId};
 use crate::redo::Applied;
@@ -91,6 +92,7 @@ pub(crate) fn recover(
     catalog: &mut Catalog,
     clock: &dyn Clock,
     master: Master,
+    agreement: Agreement,
 ) -> Result<Recovered> {
     wal.set_unreserved(true);
     let r = recover_inner(cache, wal, catalog, clock, master);
@@ -118,6 +120,12 @@ fn recover_inner(
     let mut next_txn = 1;
     let mut end = scan_start;
     let mut saw_checkpoint = false;
+    // The checkpoint record the data device's stamp names when it is one checkpoint ahead.
+    let ahead_lsn = match agreement {
+        Agreement::Ahead { checkpoint_lsn, .. } => checkpoint_lsn,
+        Agreement::Same => 0,
+    };
+    let mut saw_ahead = false;
     // The write path reloads what it saved at that checkpoint (out of place: the page map).
     cache.wp.recover_begin(master.checkpoint_lsn)?;
     {
@@ -143,7 +151,7 @@ fn recover_inner(
                     }
                     next_txn = next_txn.max(d.next_txn);
                 }
-                Body::Checkpoint(_) => {}
+                Body::Checkpoint(_) => saw_ahead |= rec.lsn == ahead_lsn,
                 Body::Map(changes) => cache.wp.redo_map(rec.lsn, changes)?,
                 Body::Commit => {
                     att.entry(rec.txn).or_insert(TxnEntry {
@@ -196,6 +204,10 @@ fn recover_inner(
             lsn: master.checkpoint_lsn,
             reason: "the checkpoint record the log master names is missing".into(),
         });
+    }
+    // Before anything is written: the data device's stamp must be confirmed by the log.
+    if crate::identity::settle(agreement, saw_ahead, end)? {
+        cache.wp.discard_unfinished_checkpoint()?;
     }
     wal.set_end(end)?;
     cache.wp.recover_end()?;

@@ -74,8 +74,15 @@ fn same_seed_gives_byte_identical_summaries_and_metrics_match_raw_counters() {
         let name = run["name"].as_str().unwrap();
         let db_waf = run["run"]["db_waf"].as_f64().unwrap();
         match name {
-            "in-place" => assert_eq!(db_waf, 2.0),
-            "in-place-nodw" => assert_eq!(db_waf, 1.0),
+            // Page writes give exactly 2 and 1; each checkpoint adds one 4 KiB header block (the
+            // checkpoint stamp of the database identity).
+            "in-place" => assert!((2.0..2.01).contains(&db_waf), "in-place DB WAF {db_waf}"),
+            "in-place-nodw" => {
+                assert!(
+                    (1.0..1.01).contains(&db_waf),
+                    "in-place-nodw DB WAF {db_waf}"
+                )
+            }
             // Compressed pages: fewer bytes than the pages written, GC included.
             "oop-all" => assert!(db_waf < 1.0, "oop-all DB WAF {db_waf}"),
             other => panic!("unexpected run {other}"),

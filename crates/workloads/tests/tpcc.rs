@@ -98,7 +98,13 @@ fn every_configuration_keeps_consistency() {
             assert_checks(&s);
             if preset.out_of_place().is_none() {
                 let dw = if preset.doublewrite() { 2.0 } else { 1.0 };
-                assert!((s.bench.run.db_waf - dw).abs() < 1e-9);
+                // Pages give exactly `dw`; each checkpoint adds one 4 KiB header block (the
+                // checkpoint stamp of the database identity).
+                let waf = s.bench.run.db_waf;
+                assert!(
+                    waf >= dw - 1e-9 && waf < dw + 0.02,
+                    "DB WAF {waf}, pages give {dw}"
+                );
             }
             eprintln!(
                 "{} {mode:?} max_checkpoint_count {max_checkpoint_count}: {} txns, checkpoint share {:.2}, {}",

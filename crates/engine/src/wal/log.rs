@@ -170,6 +170,8 @@ pub struct Wal {
     unreserved: bool,
     master: Master,
     sequence: u64,
+    /// The database's id (in every master copy).
+    id: crate::identity::DbId,
     /// None after `open` until `set_end`.
     tail: Option<Tail>,
     /// The poison signal, shared with the rest of the database once it is open.
@@ -204,6 +206,42 @@ fn read_masters(dev: &mut dyn BlockDevice) -> Result<[MasterCopy; 2]> {
     ])
 }
 
+/// What a log device holds, read without changing it (for the open-or-create decision).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogProbe {
+    /// No master copy has the magic: never formatted (or zeroed).
+    Blank,
+    /// The log of database `id`, at checkpoint `generation` (0: its creation never completed
+    /// a checkpoint).
+    Database {
+        id: crate::identity::DbId,
+        generation: u64,
+    },
+    /// A master with the magic that does not read back (damaged, or another format version).
+    Unreadable,
+}
+
+/// Reads the master copies of `dev` and says what the log device holds.
+pub fn probe(dev: &mut dyn BlockDevice) -> Result<LogProbe> {
+    let copies = read_masters(dev)?;
+    if copies.iter().all(|c| *c == MasterCopy::NoMagic) {
+        return Ok(LogProbe::Blank);
+    }
+    if copies
+        .iter()
+        .any(|c| matches!(c, MasterCopy::UnknownVersion(_)))
+    {
+        return Ok(LogProbe::Unreadable);
+    }
+    Ok(match newest(&copies) {
+        Some(mb) => LogProbe::Database {
+            id: mb.id,
+            generation: mb.master.generation,
+        },
+        None => LogProbe::Unreadable,
+    })
+}
+
 /// The valid master copy with the highest sequence number.
 fn newest(copies: &[MasterCopy; 2]) -> Option<MasterBlock> {
     copies
@@ -229,13 +267,15 @@ impl Wal {
             unreserved: false,
             master: mb.master,
             sequence: mb.sequence,
+            id: mb.id,
             tail: None,
             health: Health::new(),
             stats: WalStats::default(),
         }
     }
 
-    /// Formats `dev` as an empty log and returns it ready to append.
+    /// Formats `dev` as an empty log of a new database (a fresh random id) and returns it ready
+    /// to append.
     pub fn create(mut dev: Box<dyn BlockDevice>, cfg: WalConfig) -> Result<Wal> {
         let block = dev.block_bytes() as u64;
         if block < MASTER_BYTES as u64 {
@@ -284,9 +324,11 @@ impl Wal {
             data_start,
             data_capacity: capacity,
             sequence: 1,
+            id: crate::identity::new_id(),
             master: Master {
                 checkpoint_lsn: 0,
                 start_lsn: first,
+                generation: 0,
             },
         };
         let mut img = vec![0u8; 2 * block as usize];
@@ -600,6 +642,7 @@ impl Wal {
             data_start: self.area.start,
             data_capacity: self.area.capacity,
             sequence,
+            id: self.id,
             master: m,
         }
         .encode(&mut img);
@@ -735,6 +778,11 @@ impl Wal {
     /// The master as last persisted.
     pub fn master(&self) -> Master {
         self.master
+    }
+
+    /// The database's id, from the master.
+    pub fn db_id(&self) -> crate::identity::DbId {
+        self.id
     }
 
     #[cfg(test)]

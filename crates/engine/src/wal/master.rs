@@ -6,23 +6,30 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `WAFERLOG` (ASCII) |
-//! | 8 | 4 | format version (u32, currently 1) |
+//! | 8 | 4 | format version (u32, currently 2) |
 //! | 12 | 4 | block size in bytes (u32): the device block the log was formatted for |
 //! | 16 | 8 | data area start: byte offset of the circular data area (2 x block size) |
 //! | 24 | 8 | data area capacity in bytes (a multiple of the block size) |
 //! | 32 | 8 | sequence number of this copy |
 //! | 40 | 8 | checkpoint LSN: the last complete checkpoint record (0 = none) |
 //! | 48 | 8 | log start LSN: the oldest LSN still needed; space before it is reusable |
-//! | 56 | 4 | CRC32C of bytes `[0, 56)` |
+//! | 56 | 16 | database id (u128): random at creation, the same in the data device's stamp |
+//! | 72 | 8 | checkpoint generation: completed checkpoints since creation (0 = none yet) |
+//! | 80 | 4 | CRC32C of bytes `[0, 80)` |
 //!
-//! The magic and the version stay at offsets 0 and 8 in every future version.
+//! The magic and the version stay at offsets 0 and 8 in every future version. Version 1 (no id
+//! or generation, CRC32C at 56) is recognised and refused as an unknown version.
 
 use crate::page::Lsn;
 
 pub const MAGIC: &[u8; 8] = b"WAFERLOG";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Offset of the CRC32C (of the bytes before it).
+const CRC_AT: usize = 80;
+/// Where version 1 had its CRC32C (to tell an old master from a damaged one).
+const V1_CRC_AT: usize = 56;
 /// Bytes of a master copy that carry data (the CRC included).
-pub const MASTER_BYTES: usize = 60;
+pub const MASTER_BYTES: usize = CRC_AT + 4;
 
 /// What the master tells recovery.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,6 +38,9 @@ pub struct Master {
     pub checkpoint_lsn: Lsn,
     /// The oldest LSN still needed (recovery starts no earlier); the space before it is reusable.
     pub start_lsn: Lsn,
+    /// Generation of the checkpoint at `checkpoint_lsn` (completed checkpoints since creation);
+    /// the data device's stamp must agree (`identity.rs`).
+    pub generation: u64,
 }
 
 /// One decoded master copy.
@@ -40,6 +50,8 @@ pub(crate) struct MasterBlock {
     pub data_start: u64,
     pub data_capacity: u64,
     pub sequence: u64,
+    /// The database's id (the same in every copy, from creation on).
+    pub id: crate::identity::DbId,
     pub master: Master,
 }
 
@@ -74,8 +86,10 @@ impl MasterBlock {
         block[32..40].copy_from_slice(&self.sequence.to_le_bytes());
         block[40..48].copy_from_slice(&self.master.checkpoint_lsn.to_le_bytes());
         block[48..56].copy_from_slice(&self.master.start_lsn.to_le_bytes());
-        let crc = crc32c::crc32c(&block[0..56]);
-        block[56..60].copy_from_slice(&crc.to_le_bytes());
+        block[56..72].copy_from_slice(&self.id.to_le_bytes());
+        block[72..80].copy_from_slice(&self.master.generation.to_le_bytes());
+        let crc = crc32c::crc32c(&block[0..CRC_AT]);
+        block[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// Classifies the contents of a master block.
@@ -83,22 +97,32 @@ impl MasterBlock {
         if block.len() < MASTER_BYTES || &block[0..8] != MAGIC {
             return MasterCopy::NoMagic;
         }
-        let crc_ok = u32_at(block, 56) == crc32c::crc32c(&block[0..56]);
         let version = u32_at(block, 8);
-        if !crc_ok {
+        if version != FORMAT_VERSION {
+            // Another version is reported only if it checks out as version 1 did (CRC32C of the
+            // bytes before offset 56); anything else is a damaged copy.
+            let v1_ok = u32_at(block, V1_CRC_AT) == crc32c::crc32c(&block[0..V1_CRC_AT]);
+            return if v1_ok {
+                MasterCopy::UnknownVersion(version)
+            } else {
+                MasterCopy::Corrupt
+            };
+        }
+        if u32_at(block, CRC_AT) != crc32c::crc32c(&block[0..CRC_AT]) {
             return MasterCopy::Corrupt;
         }
-        if version != FORMAT_VERSION {
-            return MasterCopy::UnknownVersion(version);
-        }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&block[56..72]);
         MasterCopy::Valid(MasterBlock {
             block_bytes: u32_at(block, 12),
             data_start: u64_at(block, 16),
             data_capacity: u64_at(block, 24),
             sequence: u64_at(block, 32),
+            id: u128::from_le_bytes(id),
             master: Master {
                 checkpoint_lsn: u64_at(block, 40),
                 start_lsn: u64_at(block, 48),
+                generation: u64_at(block, 72),
             },
         })
     }
@@ -115,9 +139,11 @@ mod tests {
             data_start: 1024,
             data_capacity: 8192,
             sequence: 5,
+            id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
             master: Master {
                 checkpoint_lsn: 900,
                 start_lsn: 600,
+                generation: 12,
             },
         };
         let mut b = vec![0u8; 512];
@@ -135,18 +161,14 @@ mod tests {
 
     #[test]
     fn unknown_version_is_reported() {
-        let m = MasterBlock {
-            block_bytes: 512,
-            data_start: 1024,
-            data_capacity: 8192,
-            sequence: 1,
-            master: Master::default(),
-        };
+        // A version-1 master (its CRC32C at 56) is an unknown version, not a damaged copy.
         let mut b = vec![0u8; 512];
-        m.encode(&mut b);
-        b[8..12].copy_from_slice(&7u32.to_le_bytes());
+        b[0..8].copy_from_slice(MAGIC);
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
         let crc = crc32c::crc32c(&b[0..56]);
         b[56..60].copy_from_slice(&crc.to_le_bytes());
-        assert_eq!(MasterBlock::decode(&b), MasterCopy::UnknownVersion(7));
+        assert_eq!(MasterBlock::decode(&b), MasterCopy::UnknownVersion(1));
+        b[20] ^= 1;
+        assert_eq!(MasterBlock::decode(&b), MasterCopy::Corrupt);
     }
 }

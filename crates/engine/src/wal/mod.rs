@@ -21,7 +21,7 @@ pub mod record;
 mod tests;
 
 pub use group::{GroupCommit, SharedWal};
-pub use log::{Wal, WalConfig, WalStats};
+pub use log::{probe as probe_log, LogProbe, Wal, WalConfig, WalStats};
 pub use master::Master;
 #[cfg(test)]
 pub use reader::ScanStop;

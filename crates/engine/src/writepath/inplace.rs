@@ -6,7 +6,7 @@
 //!
 //! | bytes | what |
 //! |---|---|
-//! | `0 .. page_size` | database header: magic `WAFERDB1`, version, page size, doublewrite pages, CRC32C |
+//! | `0 .. page_size` | database header: magic `WAFERDB1`, version, page size, doublewrite pages, the checkpoint stamp (database id, generation, checkpoint LSN), CRC32C |
 //! | `page_size .. (1 + dw_pages) * page_size` | doublewrite area (copies of sealed pages) |
 //! | `(1 + dw_pages + pid) * page_size` | home of page `pid` |
 
@@ -14,11 +14,16 @@ use super::{LogSink, WriteCounters, WritePath, WriteReason};
 use crate::device::{BlockDevice, DeviceStats};
 use crate::error::{Error, Result};
 use crate::health::Health;
-use crate::page::{self, get_u32, put_u32, PageId};
+use crate::identity::{DataStamp, Stamp};
+use crate::page::{self, get_u32, get_u64, put_u32, put_u64, PageId};
 use std::collections::HashMap;
 
 const DB_MAGIC: &[u8; 8] = b"WAFERDB1";
-const DB_FORMAT_VERSION: u32 = 1;
+const DB_FORMAT_VERSION: u32 = 2;
+/// Offset of the header's CRC32C (of the bytes before it; the same in version 1).
+const HEADER_CRC_AT: usize = 60;
+// The stamp (id u128 at 20, generation u64 at 36, checkpoint LSN u64 at 44) ends before the CRC.
+const _: () = assert!(44 + 8 <= HEADER_CRC_AT);
 
 /// Where things are on the data device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +55,8 @@ pub struct InPlace {
     /// Set by the first device error: the device's state is unknown from then on.
     /// The database's poison signal (shared once the database is open).
     health: Health,
+    /// The checkpoint stamp in the header (zero until the first checkpoint of a new database).
+    stamp: Stamp,
 }
 
 impl InPlace {
@@ -61,6 +68,7 @@ impl InPlace {
             homes_pending: false,
             counters: WriteCounters::default(),
             health: Health::new(),
+            stamp: Stamp::default(),
         }
     }
 
@@ -95,8 +103,9 @@ impl InPlace {
         let mut wp = InPlace::with(dev, layout, doublewrite);
         // Nothing of an earlier database on this device may survive: stale pages could carry
         // LSNs above the new log's and hide its records from redo, and stale doublewrite copies
-        // could be "repaired" in. The header is written last (`finish_format`), so a power cut
-        // during creation leaves a blank device that the next open formats again.
+        // could be "repaired" in. The header is written by the first checkpoint (`set_stamp`),
+        // before the log master names it, so a power cut during creation leaves a blank device
+        // beside a log without a checkpoint, which the next open formats again.
         wp.dev.write_at(0, &vec![0u8; page_size as usize])?;
         wp.zero_doublewrite_area()?;
         let homes = wp.layout.home(0);
@@ -135,19 +144,27 @@ impl InPlace {
         Ok(())
     }
 
-    /// Writes the database header: the device is a database from now on.
-    fn write_header(&mut self) -> Result<()> {
+    /// Writes the database header with `stamp` and makes it durable: the device is a database
+    /// (of `stamp.id`, at checkpoint `stamp.generation`) from now on. Only the first device
+    /// block is written (the rest of the header page stays zero), so a power cut cannot tear it.
+    fn write_header(&mut self, stamp: &Stamp) -> Result<()> {
         let page_size = self.layout.page_size;
-        let mut hdr = vec![0u8; page_size as usize];
+        let block = (self.dev.block_bytes() as usize).max(HEADER_CRC_AT + 4);
+        let mut hdr = vec![0u8; block.min(page_size as usize)];
         hdr[..8].copy_from_slice(DB_MAGIC);
         put_u32(&mut hdr, 8, DB_FORMAT_VERSION);
         put_u32(&mut hdr, 12, page_size);
         put_u32(&mut hdr, 16, self.layout.dw_pages);
-        let c = crc32c::crc32c(&hdr[..60]);
-        put_u32(&mut hdr, 60, c);
-        self.dev.flush()?;
+        hdr[20..36].copy_from_slice(&stamp.id.to_le_bytes());
+        put_u64(&mut hdr, 36, stamp.generation);
+        put_u64(&mut hdr, 44, stamp.checkpoint_lsn);
+        let c = crc32c::crc32c(&hdr[..HEADER_CRC_AT]);
+        put_u32(&mut hdr, HEADER_CRC_AT, c);
         self.dev.write_at(0, &hdr)?;
         self.dev.flush()?;
+        self.counters.db_write_bytes += hdr.len() as u64;
+        self.counters.metadata_bytes += hdr.len() as u64;
+        self.stamp = *stamp;
         Ok(())
     }
 
@@ -178,7 +195,7 @@ impl InPlace {
                 "data device has no wafer header (wrong magic)".into(),
             ));
         }
-        if crc32c::crc32c(&first[..60]) != get_u32(&first, 60) {
+        if crc32c::crc32c(&first[..HEADER_CRC_AT]) != get_u32(&first, HEADER_CRC_AT) {
             return Err(Error::NotADatabase(
                 "data device header checksum mismatch".into(),
             ));
@@ -199,7 +216,14 @@ impl InPlace {
                 layout.page_size
             )));
         }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&first[20..36]);
         let mut wp = InPlace::with(dev, layout, doublewrite);
+        wp.stamp = Stamp {
+            id: u128::from_le_bytes(id),
+            generation: get_u64(&first, 36),
+            checkpoint_lsn: get_u64(&first, 44),
+        };
         wp.repair_from_doublewrite()?;
         if !doublewrite {
             // Copies left from a run with doublewrite on would never be refreshed now; an old
@@ -303,9 +327,16 @@ impl WritePath for InPlace {
         self.note(r)
     }
 
-    fn finish_format(&mut self) -> Result<()> {
+    fn stamp(&self) -> DataStamp {
+        DataStamp {
+            stamp: self.stamp,
+            ..DataStamp::default()
+        }
+    }
+
+    fn set_stamp(&mut self, stamp: &Stamp) -> Result<()> {
         self.fail_check()?;
-        let r = self.write_header();
+        let r = self.write_header(stamp);
         self.note(r)
     }
 
@@ -416,7 +447,7 @@ mod tests {
     fn doublewrite_doubles_bytes_and_reads_back() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
-        wp.finish_format().unwrap();
+        wp.set_stamp(&Stamp::default()).unwrap();
         let a = page(3, 10, 1);
         let b = page(4, 11, 2);
         wp.write_pages(
@@ -425,7 +456,9 @@ mod tests {
             &mut durable_log(),
         )
         .unwrap();
-        assert_eq!(wp.counters().db_waf(), 2.0);
+        let c = wp.counters();
+        assert_eq!(c.metadata_bytes, 4096, "the header: one block");
+        assert_eq!(c.db_write_bytes - c.metadata_bytes, 2 * c.user_write_bytes);
         let mut buf = vec![0u8; 4096];
         wp.read_page(3, &mut buf).unwrap();
         assert_eq!(buf, a);
@@ -437,7 +470,7 @@ mod tests {
     fn torn_home_is_repaired_from_the_doublewrite_copy() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
-        wp.finish_format().unwrap();
+        wp.set_stamp(&Stamp::default()).unwrap();
         let a = page(3, 10, 1);
         wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut durable_log())
             .unwrap();
@@ -459,11 +492,12 @@ mod tests {
     fn without_doublewrite_a_torn_page_is_detected() {
         let dev = Box::new(MemDevice::new(1 << 20, 4096));
         let mut wp = InPlace::create(dev, 4096, 8, false).unwrap();
-        wp.finish_format().unwrap();
+        wp.set_stamp(&Stamp::default()).unwrap();
         let a = page(3, 10, 1);
         wp.write_pages(&[(3, &a)], WriteReason::Eviction, &mut durable_log())
             .unwrap();
-        assert_eq!(wp.counters().db_waf(), 1.0);
+        let c = wp.counters();
+        assert_eq!(c.db_write_bytes - c.metadata_bytes, c.user_write_bytes);
         let home = wp.layout().home(3);
         let mut dev = wp.dev;
         let mut torn = a.clone();

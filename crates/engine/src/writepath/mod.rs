@@ -168,8 +168,22 @@ pub trait WritePath: Send {
     }
     /// Called by a checkpoint after `sync` and before its record is logged at `tag` (= the log's
     /// next LSN): persist whatever recovery needs besides the log (out of place: the mapping
-    /// snapshot).
-    fn checkpoint(&mut self, _tag: Lsn) -> Result<()> {
+    /// snapshot, which also carries the checkpoint's `generation` and the log's `durable` LSN
+    /// now, see `identity.rs`).
+    fn checkpoint(&mut self, _tag: Lsn, _generation: u64, _durable: Lsn) -> Result<()> {
+        Ok(())
+    }
+    /// Called by a checkpoint once its record is durable and before the log master names it:
+    /// record `stamp` on the data device (in place: the header; out of place: the header once,
+    /// at creation, the snapshot carries the rest). The first call formats a new device: until
+    /// then it opens as blank.
+    fn set_stamp(&mut self, stamp: &crate::identity::Stamp) -> Result<()>;
+    /// The stamp the data device held when it was opened (or the last one set).
+    fn stamp(&self) -> crate::identity::DataStamp;
+    /// Recovery: the newest stamp belongs to a checkpoint that never logged its record (out of
+    /// place: a snapshot written just before a crash); make it invalid before anything is
+    /// logged, so no later record at its LSN can confirm it.
+    fn discard_unfinished_checkpoint(&mut self) -> Result<()> {
         Ok(())
     }
     /// The checkpoint whose `checkpoint` call came last is complete (its record is durable and
@@ -197,11 +211,6 @@ pub trait WritePath: Send {
     /// `buffer_pages` and of the DB GC it may run must fit even when the log is otherwise full).
     fn system_log_reserve_bytes(&self, _buffer_pages: usize) -> u64 {
         0
-    }
-    /// Completes the formatting of a new data device once the rest of the new database (log,
-    /// meta page, first checkpoint) is durable: until then the device opens as blank.
-    fn finish_format(&mut self) -> Result<()> {
-        Ok(())
     }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;

@@ -8,6 +8,7 @@ mod crash;
 mod crash_points;
 mod devices;
 mod durability;
+mod identity;
 mod input;
 mod isolation;
 mod log_space;

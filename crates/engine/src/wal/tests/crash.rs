@@ -33,6 +33,7 @@ fn run(seed: u64) {
                     wal.set_master(Master {
                         checkpoint_lsn: keep,
                         start_lsn: keep,
+                        ..Master::default()
                     })
                     .unwrap();
                     let i = log.iter().position(|r| r.lsn == keep).unwrap();

@@ -79,7 +79,8 @@ fn append_flush_reopen_scan() {
         master,
         Master {
             checkpoint_lsn: 0,
-            start_lsn: first
+            start_lsn: first,
+            ..Master::default()
         }
     );
     assert_eq!(got, recs);
@@ -130,6 +131,7 @@ fn wrap_around_with_truncation() {
                 wal.set_master(Master {
                     checkpoint_lsn: keep,
                     start_lsn: keep,
+                    ..Master::default()
                 })
                 .unwrap();
                 masters += 1;
@@ -193,18 +195,21 @@ fn log_full_until_start_advances() {
     assert!(wal
         .set_master(Master {
             checkpoint_lsn: 0,
-            start_lsn: first - 1
+            start_lsn: first - 1,
+            ..Master::default()
         })
         .is_err());
     assert!(wal
         .set_master(Master {
             checkpoint_lsn: 0,
-            start_lsn: wal.next_lsn() + 1
+            start_lsn: wal.next_lsn() + 1,
+            ..Master::default()
         })
         .is_err());
     wal.set_master(Master {
         checkpoint_lsn: lsns[3],
         start_lsn: lsns[3],
+        ..Master::default()
     })
     .unwrap();
     assert!(wal.free_bytes() >= 3 * 400);
@@ -268,11 +273,13 @@ fn torn_master_falls_back_to_the_other_copy() {
     let m1 = Master {
         checkpoint_lsn: lsns[2],
         start_lsn: lsns[1],
+        ..Master::default()
     };
     wal.set_master(m1).unwrap();
     let m2 = Master {
         checkpoint_lsn: lsns[5],
         start_lsn: lsns[4],
+        ..Master::default()
     };
     wal.set_master(m2).unwrap();
     let seq = wal.master_sequence();
@@ -303,6 +310,7 @@ fn next_master_write_goes_to_the_older_copy() {
     wal.set_master(Master {
         checkpoint_lsn: a,
         start_lsn: a,
+        ..Master::default()
     })
     .unwrap();
     let after = dev.with_bytes(|b| b[..1024].to_vec());
@@ -348,13 +356,13 @@ fn foreign_device_and_mismatches_are_clear_errors() {
     v2.with_bytes(|b| {
         b.copy_from_slice(&img);
         for copy in [0usize, 512] {
-            b[copy + 8..copy + 12].copy_from_slice(&2u32.to_le_bytes());
+            b[copy + 8..copy + 12].copy_from_slice(&3u32.to_le_bytes());
             let crc = crc32c::crc32c(&b[copy..copy + 56]);
             b[copy + 56..copy + 60].copy_from_slice(&crc.to_le_bytes());
         }
     });
     match Wal::open(v2.boxed(), cfg(0)) {
-        Err(Error::NotADatabase(m)) => assert!(m.contains("version 2"), "{m}"),
+        Err(Error::NotADatabase(m)) => assert!(m.contains("version 3"), "{m}"),
         other => panic!("{other:?}"),
     }
     // Too small to format.

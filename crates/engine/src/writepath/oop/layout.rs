@@ -11,17 +11,19 @@ use crate::page::{get_u32, get_u64, put_u32, put_u64};
 use crate::writepath::pack::SLOT_BYTES;
 
 const OOP_MAGIC: &[u8; 8] = b"WAFEROOP";
-const OOP_VERSION: u32 = 1;
+const OOP_VERSION: u32 = 2;
 /// Offset of the header's CRC32C (of the bytes before it).
-const HEADER_CRC_AT: usize = 81;
+const HEADER_CRC_AT: usize = 97;
+/// Where version 1 had its CRC32C (to report an old header as an unknown version).
+const V1_CRC_AT: usize = 81;
 /// Bytes of the header that carry data (the rest of its block is zero).
 pub(super) const HEADER_BYTES: usize = HEADER_CRC_AT + 4;
 
 // The header is one block of its own, read and written whole; every field ends before the CRC.
 const _: () = assert!(HEADER_BYTES <= SLOT_BYTES);
 const _: () = assert!(
-    HEADER_CRC_AT == 73 + 8,
-    "the CRC follows the last field (pages, u64)"
+    HEADER_CRC_AT == 81 + 16,
+    "the CRC follows the last field (database id, u128)"
 );
 // Slots are the unit of alignment, packing and trims: a power of two that device blocks divide.
 const _: () = assert!(SLOT_BYTES.is_power_of_two() && SLOT_BYTES >= 512);
@@ -44,6 +46,8 @@ pub struct OopLayout {
     pub gc_unit: u64,
     /// Page ids the device holds (the length of the page map).
     pub pages: u64,
+    /// The database's id (`identity.rs`; 0 until the header is written).
+    pub id: crate::identity::DbId,
 }
 
 /// Zone size, open zones and device GC unit, as a backend chooses them for a device.
@@ -115,6 +119,7 @@ impl OopLayout {
             max_open: geo.max_open,
             gc_unit: geo.gc_unit,
             pages,
+            id: 0,
         })
     }
 
@@ -134,6 +139,7 @@ impl OopLayout {
         put_u32(&mut b, 61, self.max_open);
         put_u64(&mut b, 65, self.gc_unit);
         put_u64(&mut b, 73, self.pages);
+        b[81..97].copy_from_slice(&self.id.to_le_bytes());
         let crc = crc32c::crc32c(&b[..HEADER_CRC_AT]);
         put_u32(&mut b, HEADER_CRC_AT, crc);
         b
@@ -146,12 +152,17 @@ impl OopLayout {
                 "no out-of-place header on the data device".into(),
             ));
         }
-        if get_u32(b, HEADER_CRC_AT) != crc32c::crc32c(&b[..HEADER_CRC_AT]) {
+        let v = get_u32(b, 8);
+        let crc_at = if v == OOP_VERSION {
+            HEADER_CRC_AT
+        } else {
+            V1_CRC_AT
+        };
+        if get_u32(b, crc_at) != crc32c::crc32c(&b[..crc_at]) {
             return Err(Error::NotADatabase(
                 "out-of-place header checksum mismatch".into(),
             ));
         }
-        let v = get_u32(b, 8);
         if v != OOP_VERSION {
             return Err(Error::NotADatabase(format!(
                 "out-of-place format version {v} (this build reads {OOP_VERSION})"
@@ -168,6 +179,7 @@ impl OopLayout {
             max_open: get_u32(b, 61),
             gc_unit: get_u64(b, 65),
             pages: get_u64(b, 73),
+            id: u128::from_le_bytes(b[81..97].try_into().expect("16 bytes")),
         })
     }
 

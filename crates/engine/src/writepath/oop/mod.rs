@@ -122,7 +122,7 @@ impl OutOfPlace {
         let layout = OopLayout::decode(&hdr)?;
         let backend = backend::for_layout(dev, &layout)?;
         layout.check_fits(backend.dev().capacity_bytes())?;
-        let area = LogArea::open(backend, layout, cfg.trim_slots);
+        let area = LogArea::open(backend, layout, cfg.trim_slots)?;
         Ok(OutOfPlace::with(cfg, area))
     }
 
@@ -218,10 +218,29 @@ impl WritePath for OutOfPlace {
         self.area.snapshot_done();
     }
 
-    fn checkpoint(&mut self, tag: Lsn) -> Result<()> {
+    fn checkpoint(&mut self, tag: Lsn, generation: u64, durable: Lsn) -> Result<()> {
         self.fail_check()?;
         debug_assert!(self.stage.is_empty() && !self.area.has_unlogged());
-        let r = self.area.write_snapshot(tag);
+        let r = self.area.write_snapshot(tag, generation, durable);
+        self.note(r)
+    }
+
+    fn set_stamp(&mut self, stamp: &crate::identity::Stamp) -> Result<()> {
+        self.fail_check()?;
+        if self.area.header_written() {
+            // The snapshot written before the checkpoint record carries the generation.
+            return Ok(());
+        }
+        let r = self.area.write_header(stamp.id);
+        self.note(r)
+    }
+
+    fn stamp(&self) -> crate::identity::DataStamp {
+        self.area.stamp()
+    }
+
+    fn discard_unfinished_checkpoint(&mut self) -> Result<()> {
+        let r = self.area.discard_unfinished_snapshot();
         self.note(r)
     }
 
@@ -238,12 +257,6 @@ impl WritePath for OutOfPlace {
         self.area.recover_end()?;
         self.debug_check_invariants();
         Ok(())
-    }
-
-    fn finish_format(&mut self) -> Result<()> {
-        self.fail_check()?;
-        let r = self.area.write_header();
-        self.note(r)
     }
 
     fn system_log_reserve_bytes(&self, buffer_pages: usize) -> u64 {

@@ -104,6 +104,10 @@ pub(crate) struct LogArea {
     trims: SlotTrims,
     stream: Groups,
     snap: snapshot::SnapState,
+    /// The snapshot slots as read at open, until recovery takes them.
+    opened: Option<[snapshot::SlotRead; 2]>,
+    /// The header is on the device (false from format until the first checkpoint's stamp).
+    header_written: bool,
     counters: WriteCounters,
 }
 
@@ -125,6 +129,8 @@ impl LogArea {
             last_map_lsn: 0,
             trims,
             snap: snapshot::SnapState::new(),
+            opened: None,
+            header_written: false,
             counters: WriteCounters::default(),
         }
     }
@@ -144,22 +150,36 @@ impl LogArea {
         Ok(area)
     }
 
-    /// The area of a formatted device; its map is empty until recovery loads it.
+    /// The area of a formatted device; its map is empty until recovery loads it. Both snapshot
+    /// slots are read (what the device says about its checkpoint: [`LogArea::stamp`]).
     pub(crate) fn open(
         backend: Box<dyn ZoneBackend>,
         layout: OopLayout,
         trim_slots: bool,
-    ) -> LogArea {
-        LogArea::new(backend, layout, trim_slots)
+    ) -> Result<LogArea> {
+        let mut area = LogArea::new(backend, layout, trim_slots);
+        area.header_written = true;
+        area.opened = Some([area.read_snapshot(0)?, area.read_snapshot(1)?]);
+        Ok(area)
     }
 
-    /// Writes the header block and makes it durable: from then on the device opens as formatted.
-    pub(crate) fn write_header(&mut self) -> Result<()> {
+    /// Whether the header block is on the device.
+    pub(crate) fn header_written(&self) -> bool {
+        self.header_written
+    }
+
+    /// Writes the header block (of database `id`) and makes it durable: from then on the device
+    /// opens as formatted. Written once, when the first checkpoint of a new database stamps the
+    /// device (a zoned device cannot rewrite it in place).
+    pub(crate) fn write_header(&mut self, id: crate::identity::DbId) -> Result<()> {
+        self.layout.id = id;
         let hdr = self.layout.encode();
         self.backend.write_header(&hdr)?;
         self.counters.metadata_bytes += hdr.len() as u64;
         self.counters.db_write_bytes += hdr.len() as u64;
-        self.flush()
+        self.flush()?;
+        self.header_written = true;
+        Ok(())
     }
 
     pub(crate) fn layout(&self) -> &OopLayout {

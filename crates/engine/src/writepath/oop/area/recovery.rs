@@ -8,39 +8,112 @@
 //! not logged; they count as written at the end of the stream).
 
 use super::nowa::Owner;
+use super::snapshot::{Found, SlotRead};
 use super::space::Loc;
 use super::{LogArea, ZoneState};
 use crate::error::{Error, Result};
+use crate::identity::{DataStamp, Stamp};
 use crate::page::{Lsn, PageId};
 use crate::wal::record::MapChange;
 use crate::writepath::pack::SLOT_BYTES;
 
 impl LogArea {
-    /// Loads the newest intact snapshot not newer than the checkpoint at `checkpoint_lsn`.
+    /// The slots as read at open (read now if they were taken already).
+    fn slots(&mut self) -> Result<[SlotRead; 2]> {
+        match self.opened.take() {
+            Some(s) => Ok(s),
+            None => Ok([self.read_snapshot(0)?, self.read_snapshot(1)?]),
+        }
+    }
+
+    /// What the device says about its checkpoint (`identity.rs`): the database id of the header
+    /// and the generation, tag and durable LSN of the newest intact snapshot; a slot that does
+    /// not read back is reported as possibly newer.
+    pub(crate) fn stamp(&self) -> DataStamp {
+        let mut out = DataStamp {
+            stamp: Stamp {
+                id: self.layout.id,
+                ..Stamp::default()
+            },
+            ..DataStamp::default()
+        };
+        let Some(slots) = &self.opened else {
+            return out;
+        };
+        let mut newest: Option<&Found> = None;
+        for (s, slot) in slots.iter().enumerate() {
+            match slot {
+                SlotRead::Valid(f) if newest.is_none_or(|n| f.tag > n.tag) => newest = Some(f),
+                SlotRead::Damaged => {
+                    out.damaged = Some(format!(
+                        "map snapshot slot {s} does not read back (checksum mismatch)"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if let Some(f) = newest {
+            out.stamp.generation = f.generation;
+            out.stamp.checkpoint_lsn = f.tag;
+            out.log_durable = Some(f.durable);
+        }
+        out
+    }
+
+    /// Loads the snapshot of the last complete checkpoint, the one tagged `checkpoint_lsn`
+    /// (0: no checkpoint yet, the map starts empty and every location record is replayed). An
+    /// older snapshot is never used instead: the location records between it and the checkpoint
+    /// are not replayed (recovery scans from the checkpoint), so its map would be stale.
     pub(crate) fn recover_begin(&mut self, checkpoint_lsn: Lsn) -> Result<()> {
-        let mut best: Option<(Lsn, u64, Vec<u8>, usize)> = None;
-        for s in 0..2 {
-            if let Some((tag, seq, img)) = self.read_snapshot(s)? {
-                if tag <= checkpoint_lsn && best.as_ref().is_none_or(|b| tag > b.0) {
-                    best = Some((tag, seq, img, s));
+        let slots = self.slots()?;
+        let mut seq = 0;
+        let mut pick = None;
+        for (s, slot) in slots.into_iter().enumerate() {
+            if let SlotRead::Valid(f) = slot {
+                seq = seq.max(f.seq + 1);
+                if checkpoint_lsn != 0 && f.tag == checkpoint_lsn {
+                    pick = Some((s, f));
                 }
             }
         }
-        let Some((tag, seq, img, slot)) = best else {
-            return Err(Error::NotADatabase(format!(
-                "no map snapshot for the checkpoint at LSN {checkpoint_lsn}"
+        self.snap.seq = seq;
+        self.snap.unconfirmed = None;
+        if checkpoint_lsn == 0 {
+            self.snap.confirmed = None;
+            self.snap.tag = 0;
+            return Ok(());
+        }
+        let Some((slot, f)) = pick else {
+            return Err(Error::CorruptMetadata(format!(
+                "the map snapshot of the checkpoint at LSN {checkpoint_lsn} is missing or does \
+                 not read back; an older snapshot would give stale pages"
             )));
         };
-        let info = self.load_snapshot(&img)?;
+        let info = self.load_snapshot(&f.img)?;
         self.snap.confirmed = Some(slot);
-        self.snap.unconfirmed = None;
-        self.snap.tag = tag;
-        self.snap.seq = seq + 1;
+        self.snap.tag = f.tag;
         for (z, (wp, edt)) in info.into_iter().enumerate() {
             let zone = &mut self.zones[z];
             zone.wp = wp;
             if edt != 0 {
                 zone.note_edt(edt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Recovery, before anything is logged: the snapshot newer than the one loaded belongs to a
+    /// checkpoint that never logged its record; erase it.
+    pub(crate) fn discard_unfinished_snapshot(&mut self) -> Result<()> {
+        let other: Vec<usize> = match self.snap.confirmed {
+            Some(c) => vec![1 - c],
+            None => vec![0, 1],
+        };
+        for s in other {
+            if let SlotRead::Valid(f) = self.read_snapshot(s)? {
+                if f.tag > self.snap.tag {
+                    self.erase_snapshot(s)?;
+                }
             }
         }
         Ok(())

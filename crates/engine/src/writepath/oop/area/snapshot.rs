@@ -7,9 +7,14 @@
 //!
 //! | block | contents |
 //! |---|---|
-//! | 0 | magic `WAFSNAP1`, tag u64, seq u64, pages u64, zones u32, stream position u64, map blocks u32, zone blocks u32, CRC32C u32 (at 52; of the whole image with this field zero), then the 3 metadata owners' NoWA units |
+//! | 0 | magic `WAFSNAP2`, tag u64, seq u64, pages u64, zones u32, stream position u64, map blocks u32, zone blocks u32, CRC32C u32 (at 52; of the whole image with this field zero), then the 3 metadata owners' NoWA units, then at 168 the checkpoint generation u64 and at 176 the log's durable LSN u64 when the snapshot was written |
 //! | 1 .. 1 + map blocks | 341 pages per block: offset u64 (`u64::MAX` = none), stored length u32 |
 //! | then zone blocks | 83 zones per block: write pointer u64, average EDT u64, unit count u8, 8 x unit u32 |
+//!
+//! The generation and durable LSN are the out-of-place data device's checkpoint stamp
+//! (`identity.rs`): recovery needs the snapshot tagged with the master's checkpoint and fails
+//! with `CorruptMetadata` when it does not read back, rather than fall back to the older one
+//! (whose later location records the log no longer replays).
 //!
 //! A snapshot writes block 0 and only the blocks that changed since the snapshot before last
 //! (which is what its slot holds); the first two after format or recovery write everything. A
@@ -23,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::page::{get_u32, get_u64, put_u32, put_u64, Lsn};
 use crate::writepath::pack::SLOT_BYTES;
 
-const MAGIC: &[u8; 8] = b"WAFSNAP1";
+const MAGIC: &[u8; 8] = b"WAFSNAP2";
 const BLOCK: usize = 4096;
 const PAGE_REC: usize = 12;
 const PAGES_PER_BLOCK: usize = BLOCK / PAGE_REC;
@@ -34,6 +39,10 @@ const META_REC: usize = 1 + 4 * MAX_PIECES;
 const CRC_AT: usize = 52;
 /// Metadata owners in block 0: the two snapshot slots and the device header.
 const META_OWNERS: usize = 3;
+/// Block 0: checkpoint generation and the log's durable LSN (after the metadata owners).
+const GEN_AT: usize = 168;
+const DURABLE_AT: usize = 176;
+const _: () = assert!(META_AT + META_OWNERS * META_REC <= GEN_AT && DURABLE_AT + 8 <= BLOCK);
 
 // Blocks are slots (the snapshot slots are slot aligned); records never straddle a block.
 const _: () = assert!(BLOCK == SLOT_BYTES);
@@ -43,6 +52,24 @@ const _: () = assert!(48 + 4 <= CRC_AT && CRC_AT + 4 <= META_AT);
 const _: () = assert!(META_AT + META_OWNERS * META_REC <= BLOCK);
 // A zone record: write pointer, average EDT, unit count (u8), then the units.
 const _: () = assert!(ZONE_REC == 16 + 1 + 4 * MAX_PIECES && MAX_PIECES <= u8::MAX as usize);
+
+/// A snapshot slot that reads back whole.
+pub(crate) struct Found {
+    pub(crate) tag: Lsn,
+    pub(crate) seq: u64,
+    pub(crate) generation: u64,
+    pub(crate) durable: Lsn,
+    pub(crate) img: Vec<u8>,
+}
+
+/// What a snapshot slot holds.
+pub(crate) enum SlotRead {
+    /// No snapshot magic: never written, or erased.
+    Empty,
+    /// A snapshot that does not read back (torn, or damaged later).
+    Damaged,
+    Valid(Found),
+}
 
 /// The snapshot state of an area: which slot holds what, and the image last written.
 pub(super) struct SnapState {
@@ -160,8 +187,9 @@ impl LogArea {
         }
     }
 
-    /// Writes the snapshot tagged `tag` to its slot and makes it durable.
-    pub(crate) fn write_snapshot(&mut self, tag: Lsn) -> Result<()> {
+    /// Writes the snapshot tagged `tag` (checkpoint `generation`, log durable below `durable`)
+    /// to its slot and makes it durable.
+    pub(crate) fn write_snapshot(&mut self, tag: Lsn, generation: u64, durable: Lsn) -> Result<()> {
         let n = self.snap.seq;
         // Never the slot of the last complete checkpoint's snapshot. A checkpoint that wrote a
         // snapshot but did not complete leaves its slot in an unknown state for the incremental
@@ -210,6 +238,8 @@ impl LogArea {
             let units = self.stream.pieces_of(Owner::Meta(m)).to_vec();
             put_units(img, META_AT + m as usize * META_REC, &units);
         }
+        put_u64(img, GEN_AT, generation);
+        put_u64(img, DURABLE_AT, durable);
         let crc = crc_of(img);
         put_u32(img, CRC_AT, crc);
         if (total * BLOCK) as u64 > self.layout.snap_bytes {
@@ -259,24 +289,49 @@ impl LogArea {
         }
     }
 
-    /// Reads snapshot slot `s`: (tag, seq, image) if it is complete and intact.
-    pub(super) fn read_snapshot(&mut self, s: usize) -> Result<Option<(Lsn, u64, Vec<u8>)>> {
+    /// Reads snapshot slot `s`.
+    pub(super) fn read_snapshot(&mut self, s: usize) -> Result<SlotRead> {
         let start = self.layout.snap_start[s];
         let mut head = vec![0u8; BLOCK];
         self.backend.dev_mut().read_at(start, &mut head)?;
         if &head[..8] != MAGIC {
-            return Ok(None);
+            return Ok(SlotRead::Empty);
         }
         let total = 1 + get_u32(&head, 44) as usize + get_u32(&head, 48) as usize;
         if (total * BLOCK) as u64 > self.layout.snap_bytes {
-            return Ok(None);
+            return Ok(SlotRead::Damaged);
         }
         let mut img = vec![0u8; total * BLOCK];
         self.backend.dev_mut().read_at(start, &mut img)?;
         if crc_of(&img) != get_u32(&img, CRC_AT) {
-            return Ok(None);
+            return Ok(SlotRead::Damaged);
         }
-        Ok(Some((get_u64(&img, 8), get_u64(&img, 16), img)))
+        Ok(SlotRead::Valid(Found {
+            tag: get_u64(&img, 8),
+            seq: get_u64(&img, 16),
+            generation: get_u64(&img, GEN_AT),
+            durable: get_u64(&img, DURABLE_AT),
+            img,
+        }))
+    }
+
+    /// Makes snapshot slot `s` read as empty (its block 0 zeroed; on a zoned device its zones
+    /// reset) and durable.
+    pub(super) fn erase_snapshot(&mut self, s: usize) -> Result<()> {
+        let start = self.layout.snap_start[s];
+        let zero = vec![0u8; BLOCK];
+        let mut written = 0;
+        let r = self.backend.write_snapshot(
+            start,
+            self.layout.snap_bytes,
+            &zero,
+            &[(0, BLOCK)],
+            &mut written,
+        );
+        self.counters.metadata_bytes += written;
+        self.counters.db_write_bytes += written;
+        r?;
+        self.flush()
     }
 
     /// Loads a snapshot image into the map and the NoWA model; returns each zone's (write

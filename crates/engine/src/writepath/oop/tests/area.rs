@@ -28,7 +28,7 @@ fn area_on(dev: &Held<MemDevice>) -> LogArea {
     let zoned = backend.zoned();
     let layout = OopLayout::plan(4096, DEVICE_BYTES, geo, meta, zoned, 0, pages).unwrap();
     let mut area = LogArea::format(backend, layout, true).unwrap();
-    area.write_header().unwrap();
+    area.write_header(1).unwrap();
     area
 }
 
@@ -42,6 +42,7 @@ fn reopen(dev: &Held<MemDevice>) -> LogArea {
         layout,
         true,
     )
+    .unwrap()
 }
 
 /// Version `v` of page `pid` (page LSN `v`), compressed.
@@ -101,7 +102,7 @@ fn a_journal_can_use_the_area_without_the_out_of_place_policies() {
 
     // A checkpoint's snapshot, then more versions of half the pages, then a restart.
     let tag = log.next;
-    area.write_snapshot(tag).unwrap();
+    area.write_snapshot(tag, 0, 0).unwrap();
     log.next += 1;
     log.force(tag).unwrap();
     area.snapshot_done();

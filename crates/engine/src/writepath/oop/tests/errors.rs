@@ -20,7 +20,7 @@ fn zone_append_landing_elsewhere_is_a_device_error_and_poisons() {
         ..OopConfig::default()
     };
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = durable_log();
     for pid in 0..4 {
         let p = page(pid, 1, pid as u8, false);
@@ -71,7 +71,7 @@ fn reading_a_page_id_past_the_device_is_a_corrupt_page() {
 fn a_header_whose_fields_contradict_each_other_is_not_a_database() {
     let dev = Held::new(MemDevice::new(8 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, OopConfig::default()).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let good = wp.layout().clone();
     drop(wp);
     let bad = [

@@ -39,7 +39,7 @@ fn write_until_full(
 fn full_error_case(cfg: OopConfig, seed: u64) -> Vec<u64> {
     let dev = Held::new(MemDevice::new(1 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = MemLog {
         next: 1,
         ..MemLog::default()
@@ -95,12 +95,12 @@ fn full_error_still_logs_written_locations_at_sync() {
     };
     let dev = Held::new(MemDevice::new(1 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = MemLog {
         next: 1,
         ..MemLog::default()
     };
-    wp.checkpoint(1).unwrap();
+    wp.checkpoint(1, 0, 0).unwrap();
     let ckpt = 1;
     log.next = 2;
     log.force(1).unwrap();

@@ -33,12 +33,12 @@ fn zones_agree_with_the_map_through_gc_compensation_and_recovery() {
     };
     let dev = Held::new(MemDevice::new(1 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = MemLog {
         next: 1,
         ..MemLog::default()
     };
-    wp.checkpoint(1).unwrap();
+    wp.checkpoint(1, 0, 0).unwrap();
     log.next = 2;
     log.force(1).unwrap();
     wp.checkpoint_done();
@@ -61,7 +61,7 @@ fn zones_agree_with_the_map_through_gc_compensation_and_recovery() {
         if step % 200 == 199 {
             wp.sync(&mut log).unwrap();
             ckpt = log.next;
-            wp.checkpoint(ckpt).unwrap();
+            wp.checkpoint(ckpt, 0, 0).unwrap();
             log.next += 1;
             log.force(ckpt).unwrap();
             wp.checkpoint_done();

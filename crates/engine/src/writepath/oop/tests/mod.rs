@@ -111,7 +111,7 @@ fn tiny_cfg() -> OopConfig {
 
 fn new_wp(cfg: OopConfig, bytes: u64) -> OutOfPlace {
     let mut wp = OutOfPlace::create(Box::new(MemDevice::new(bytes, 4096)), 4096, cfg).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     wp
 }
 

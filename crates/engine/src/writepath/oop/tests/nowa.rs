@@ -12,7 +12,7 @@ use rand_pcg::Pcg64Mcg;
 fn overwrite_run(cfg: OopConfig, passes: u64) -> (f64, OutOfPlace) {
     let dev = sim(ssd(48 << 20, Mode::Conventional));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = MemLog::default();
     let n = wp.page_capacity() * 7 / 10;
     let mut rng = Pcg64Mcg::seed_from_u64(9);
@@ -39,7 +39,7 @@ fn overwrite_run(cfg: OopConfig, passes: u64) -> (f64, OutOfPlace) {
             }
             if i % 4096 == 0 {
                 wp.sync(&mut log).unwrap();
-                wp.checkpoint(log.next).unwrap();
+                wp.checkpoint(log.next, 0, 0).unwrap();
             }
         }
         if pass == 0 {

@@ -88,7 +88,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
             },
         ));
         let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
-        wp.finish_format().unwrap();
+        wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
         let mut log = CheckedLog {
             dev: dev.clone(),
             next: 1,
@@ -96,7 +96,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
             entries: Vec::new(),
             records: Vec::new(),
         };
-        wp.checkpoint(log.next).unwrap();
+        wp.checkpoint(log.next, 0, 0).unwrap();
         let mut ckpt = log.next;
         log.next += 1;
         log.force(ckpt).unwrap();
@@ -128,7 +128,7 @@ fn power_cuts_during_gc_and_compensation_lose_no_logged_page() {
                     // A checkpoint: pages durable, snapshot, then its record forced.
                     wp.sync(&mut log)?;
                     let tag = log.next;
-                    wp.checkpoint(tag)?;
+                    wp.checkpoint(tag, 0, 0)?;
                     log.next += 1;
                     log.force(tag)?;
                     wp.checkpoint_done();

@@ -13,9 +13,10 @@ fn snapshot_and_replay_restore_the_map() {
     let cfg = small_cfg(Codec::Lz4);
     let dev = Held::new(MemDevice::new(4 << 20, 4096));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = durable_log();
     let mut latest = HashMap::new();
+    let mut tag = 0;
     for i in 0..300u64 {
         let pid = i % 120;
         let p = page(pid, 10 + i, (i % 50) as u8, i % 3 == 0);
@@ -24,15 +25,15 @@ fn snapshot_and_replay_restore_the_map() {
         latest.insert(pid, p);
         if i == 150 {
             wp.sync(&mut log).unwrap();
-            let tag = log.next;
-            wp.checkpoint(tag).unwrap();
+            tag = log.next;
+            wp.checkpoint(tag, 0, 0).unwrap();
             log.next += 1; // the checkpoint record
         }
     }
     wp.sync(&mut log).unwrap();
     let records = log.records.clone();
     let mut wp2 = OutOfPlace::open(Box::new(dev.clone()), cfg).unwrap();
-    wp2.recover_begin(u64::MAX).unwrap();
+    wp2.recover_begin(tag).unwrap();
     for (lsn, ch) in &records {
         wp2.redo_map(*lsn, ch).unwrap();
     }
@@ -71,7 +72,7 @@ fn retried_checkpoint_keeps_the_last_valid_snapshot() {
         },
     ));
     let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
-    wp.finish_format().unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
     let mut log = MemLog {
         next: 1,
         ..MemLog::default()
@@ -85,14 +86,14 @@ fn retried_checkpoint_keeps_the_last_valid_snapshot() {
     // Complete checkpoint at C.
     wp.sync(&mut log).unwrap();
     let c = log.next;
-    wp.checkpoint(c).unwrap();
+    wp.checkpoint(c, 0, 0).unwrap();
     log.next += 1;
     log.force(c).unwrap();
     wp.checkpoint_done();
     // Two attempts whose checkpoint records are never logged.
     for _ in 0..2 {
         wp.sync(&mut log).unwrap();
-        wp.checkpoint(log.next).unwrap();
+        wp.checkpoint(log.next, 0, 0).unwrap();
         log.next += 5; // the failed append reserved nothing; other records follow
     }
     drop(wp);
@@ -121,12 +122,12 @@ fn large_pages_round_trip_through_gc_and_recovery() {
         };
         let dev = Held::new(MemDevice::new(4 << 20, 4096));
         let mut wp = OutOfPlace::create(Box::new(dev.clone()), ps as u32, cfg.clone()).unwrap();
-        wp.finish_format().unwrap();
+        wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
         let mut log = MemLog {
             next: 1,
             ..MemLog::default()
         };
-        wp.checkpoint(1).unwrap();
+        wp.checkpoint(1, 0, 0).unwrap();
         log.next = 2;
         let mut ckpt = 1;
         let mut rng = Pcg64Mcg::seed_from_u64(5);
@@ -144,7 +145,7 @@ fn large_pages_round_trip_through_gc_and_recovery() {
             if step % 97 == 96 {
                 wp.sync(&mut log).unwrap();
                 ckpt = log.next;
-                wp.checkpoint(ckpt).unwrap();
+                wp.checkpoint(ckpt, 0, 0).unwrap();
                 log.next += 1;
                 log.force(ckpt).unwrap();
             }
