@@ -95,7 +95,7 @@ pub(crate) fn recover(
     agreement: Agreement,
 ) -> Result<Recovered> {
     wal.set_unreserved(true);
-    let r = recover_inner(cache, wal, catalog, clock, master);
+    let r = recover_inner(cache, wal, catalog, clock, master, agreement);
     wal.set_unreserved(false);
     r
 }
@@ -106,6 +106,7 @@ fn recover_inner(
     catalog: &mut Catalog,
     clock: &dyn Clock,
     master: Master,
+    agreement: Agreement,
 ) -> Result<Recovered> {
     let mut rep = RecoveryReport::default();
     // ---- analysis
