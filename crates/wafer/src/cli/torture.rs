@@ -114,7 +114,10 @@ fn print_table(s: &Summary) {
             s.trials.get(k.name()).copied().unwrap_or(0)
         );
     }
-    println!("  {:<34} {}", "cut points (power cuts injected)", s.cut_points);
+    println!(
+        "  {:<34} {}",
+        "cut points (power cuts injected)", s.cut_points
+    );
     println!("  {:<34} {}", "  of which during recovery", s.recovery_cuts);
     let rows = [
         ("lost commits", FailureClass::LostCommit),
@@ -140,12 +143,21 @@ fn print_table(s: &Summary) {
         }
     };
     section("typed rejections by class", &s.typed_rejections);
-    section("engine errors seen by the workloads, by class", &s.workload_errors);
+    section(
+        "engine errors seen by the workloads, by class",
+        &s.workload_errors,
+    );
     section("other outcomes", &s.notes);
     if !s.failures.is_empty() {
         println!("failures (first 50; repro commands):");
         for f in s.failures.iter().take(50) {
-            println!("  {} seed {}: {}: {}", f.kind.name(), f.seed, class_name(f.class), first_line(&f.message));
+            println!(
+                "  {} seed {}: {}: {}",
+                f.kind.name(),
+                f.seed,
+                class_name(f.class),
+                first_line(&f.message)
+            );
             println!("    {}", f.repro);
         }
     }

@@ -61,7 +61,9 @@ impl CutConfig {
         };
         let log_bytes = [2u64 << 20, 4 << 20][rng.random_range(0..2)];
         let data_bytes = match dev {
-            DeviceKind::SimZns | DeviceKind::SimFdp => [2u64 << 20, 4 << 20][rng.random_range(0..2)],
+            DeviceKind::SimZns | DeviceKind::SimFdp => {
+                [2u64 << 20, 4 << 20][rng.random_range(0..2)]
+            }
             _ => [3u64 << 20, 6 << 20][rng.random_range(0..2)],
         };
         let log_space_bytes = match rng.random_range(0..10) {
@@ -70,7 +72,12 @@ impl CutConfig {
             _ => Some(log_bytes),
         };
         let out_of_place = (path == 2).then(|| OopConfig {
-            codec: [Codec::None, Codec::None, Codec::Lz4, Codec::Zstd { level: 1 }][rng.random_range(0..4)],
+            codec: [
+                Codec::None,
+                Codec::None,
+                Codec::Lz4,
+                Codec::Zstd { level: 1 },
+            ][rng.random_range(0..4)],
             gdt: rng.random_bool(0.4),
             nowa: dev == DeviceKind::SimConventional && rng.random_bool(0.3),
             zone_bytes: [16u64 << 10, 32 << 10, 64 << 10][rng.random_range(0..3)],
@@ -115,9 +122,7 @@ impl CutConfig {
             fault,
             ops,
             keys: log_uniform(rng, 10, 300),
-            cut_after: rng
-                .random_bool(0.9)
-                .then(|| log_uniform(rng, 1, 4000)),
+            cut_after: rng.random_bool(0.9).then(|| log_uniform(rng, 1, 4000)),
         }
     }
 
@@ -179,13 +184,17 @@ pub fn trial(seed: u64) -> TrialReport {
     let db = match Db::open(rig.devices(), cfg.db.clone()) {
         Ok(db) => db,
         Err(e) => {
-            report.notes.push(format!("create refused: {}", error_class(&e)));
+            report
+                .notes
+                .push(format!("create refused: {}", error_class(&e)));
             return report;
         }
     };
     for t in TREES {
         if let Err(e) = db.create_tree(t) {
-            report.notes.push(format!("create tree refused: {}", error_class(&e)));
+            report
+                .notes
+                .push(format!("create tree refused: {}", error_class(&e)));
             return report;
         }
     }
@@ -210,7 +219,10 @@ pub fn trial(seed: u64) -> TrialReport {
         let mut wl = match Workload::new(&d, state.clone(), cfg.keys, Some(rig.power.clone())) {
             Ok(w) => w,
             Err(e) => {
-                report.fail(FailureClass::CheckFailed, format!("trees after reopen: {e}"));
+                report.fail(
+                    FailureClass::CheckFailed,
+                    format!("trees after reopen: {e}"),
+                );
                 return report;
             }
         };
@@ -224,8 +236,7 @@ pub fn trial(seed: u64) -> TrialReport {
         drop(wl);
         drop(d);
         let mut torn = crash(&rig, &mut report);
-        let Some(reopened) =
-            reopen(&rig, &reopen_cfg, &cfg, &mut rng, &mut report, &mut torn)
+        let Some(reopened) = reopen(&rig, &reopen_cfg, &cfg, &mut rng, &mut report, &mut torn)
         else {
             return report;
         };
@@ -277,12 +288,16 @@ fn reopen(
             Ok(db) if !fired => return Some(db),
             Ok(db) => {
                 // The cut fired, yet the open said Ok: crash anyway and open again.
-                report.notes.push("open returned Ok after a power cut during it".into());
+                report
+                    .notes
+                    .push("open returned Ok after a power cut during it".into());
                 drop(db);
             }
             Err(_) if fired => {}
             Err(e) => {
-                if *torn && trial.torn_pages_unrepairable() && matches!(e, Error::CorruptPage { .. })
+                if *torn
+                    && trial.torn_pages_unrepairable()
+                    && matches!(e, Error::CorruptPage { .. })
                 {
                     // By design: in place without doublewrite a torn page cannot be repaired;
                     // the engine must say so (it did, with a typed error).
@@ -376,7 +391,10 @@ fn check(
     let mut names = db.tree_names();
     names.sort();
     if names != TREES {
-        report.fail(FailureClass::CheckFailed, format!("trees after recovery: {names:?}"));
+        report.fail(
+            FailureClass::CheckFailed,
+            format!("trees after recovery: {names:?}"),
+        );
         return None;
     }
     if let Err(e) = db.verify() {
@@ -388,7 +406,11 @@ fn check(
         Ok(v) => {
             report.fail(
                 FailureClass::CheckFailed,
-                format!("check_pages: {} violations: {}", v.len(), v[..v.len().min(3)].join("; ")),
+                format!(
+                    "check_pages: {} violations: {}",
+                    v.len(),
+                    v[..v.len().min(3)].join("; ")
+                ),
             );
             return None;
         }

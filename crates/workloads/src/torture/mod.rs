@@ -173,7 +173,10 @@ pub struct Summary {
 impl Summary {
     /// Failures of one class.
     pub fn count(&self, c: FailureClass) -> u64 {
-        self.failures_by_class.get(&class_name(c)).copied().unwrap_or(0)
+        self.failures_by_class
+            .get(&class_name(c))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Failures in all.
@@ -335,7 +338,11 @@ pub fn run_trial(kind: Kind, seed: u64, threads_secs: f64) -> TrialReport {
 
 /// Runs `cfg.trials` trials on worker threads; `progress(done, failures)` is called after each.
 /// `line` receives one line per trial when verbose, and one per failure always.
-pub fn run(cfg: &RunConfig, progress: &(dyn Fn(u64, u64) + Sync), line: &(dyn Fn(&str) + Sync)) -> Summary {
+pub fn run(
+    cfg: &RunConfig,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    line: &(dyn Fn(&str) + Sync),
+) -> Summary {
     let started = std::time::Instant::now();
     let kinds = if cfg.kinds.is_empty() {
         Kind::ALL.to_vec()

@@ -68,7 +68,9 @@ impl State {
         if inverted(range) {
             return Vec::new();
         }
-        let it = rows.range::<[u8], _>(range).map(|(k, v)| (k.clone(), v.clone()));
+        let it = rows
+            .range::<[u8], _>(range)
+            .map(|(k, v)| (k.clone(), v.clone()));
         if reverse {
             it.rev().take(limit).collect()
         } else {
@@ -100,7 +102,9 @@ impl State {
                 Err(e) => return Ok(Err(e)),
             };
             if !rev.iter().rev().eq(fwd.iter()) {
-                return Err(format!("tree {name}: reverse scan differs from forward scan"));
+                return Err(format!(
+                    "tree {name}: reverse scan differs from forward scan"
+                ));
             }
             let n = fwd.len();
             let rows: Rows = fwd.into_iter().collect();

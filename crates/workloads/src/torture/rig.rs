@@ -4,8 +4,8 @@
 
 use flashsim::{FdpConfig, Geometry, Mode, SsdConfig, ZnsConfig};
 use wafer_engine::device::{
-    BlockDevice, CrashReport, FaultConfig, FaultDevice, FaultHandle, FileDevice, Handle,
-    MemDevice, SimDevice, VirtualClock,
+    BlockDevice, CrashReport, FaultConfig, FaultDevice, FaultHandle, FileDevice, Handle, MemDevice,
+    SimDevice, VirtualClock,
 };
 use wafer_engine::Devices;
 
@@ -111,10 +111,7 @@ impl Rig {
                 };
                 let mut log = SsdConfig::small(log_bytes, 0.2);
                 log.timing.enabled = false;
-                (
-                    sim(small_ssd(data_bytes, mode), &clock),
-                    sim(log, &clock),
-                )
+                (sim(small_ssd(data_bytes, mode), &clock), sim(log, &clock))
             }
         };
         let data = FaultDevice::new(data, fault.clone());
@@ -139,7 +136,8 @@ impl Rig {
 
     /// Arms a power cut `n` commands from now (n >= 1).
     pub fn cut_in(&self, n: u64) {
-        self.power.cut_power_at(Some(self.power.commands() + n.max(1)));
+        self.power
+            .cut_power_at(Some(self.power.commands() + n.max(1)));
     }
 
     /// Disarms an armed cut.

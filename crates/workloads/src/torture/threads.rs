@@ -61,7 +61,13 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     let threads = rng.random_range(2..=8u64);
     let accounts = rng.random_range(3..=12u16);
     let pads: Vec<usize> = (0..accounts)
-        .map(|_| if rng.random_bool(0.4) { rng.random_range(2900..3100) } else { 0 })
+        .map(|_| {
+            if rng.random_bool(0.4) {
+                rng.random_range(2900..3100)
+            } else {
+                0
+            }
+        })
         .collect();
     let cut = rng.random_bool(0.4);
     let oop = rng.random_bool(0.3);
@@ -69,7 +75,8 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         open_mode: OpenMode::Create,
         buffer_pages: [16, 24, 64, 256][rng.random_range(0..4)],
         doublewrite: !oop && rng.random_bool(0.7),
-        log_space_bytes: [None, Some(256 << 10), Some(1 << 20), Some(4 << 20)][rng.random_range(0..4)],
+        log_space_bytes: [None, Some(256 << 10), Some(1 << 20), Some(4 << 20)]
+            [rng.random_range(0..4)],
         out_of_place: oop.then(|| OopConfig {
             zone_bytes: 32 << 10,
             max_open_zones: 2,
@@ -90,7 +97,13 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
             "threads {threads}, accounts {accounts} ({} large), {}, pool {}, log space {:?}, \
              cut {cut}, {secs} s",
             pads.iter().filter(|&&p| p > 0).count(),
-            if oop { "oop" } else if cfg.doublewrite { "in-place+dw" } else { "in-place" },
+            if oop {
+                "oop"
+            } else if cfg.doublewrite {
+                "in-place+dw"
+            } else {
+                "in-place"
+            },
             cfg.buffer_pages,
             cfg.log_space_bytes
         ),
@@ -103,7 +116,11 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         let xfer = db.create_tree("xfer")?;
         let mut x = db.begin()?;
         for i in 0..accounts {
-            x.put(&acct, &account(i), &balance_value(INITIAL, pads[i as usize]))?;
+            x.put(
+                &acct,
+                &account(i),
+                &balance_value(INITIAL, pads[i as usize]),
+            )?;
         }
         x.commit()?;
         Ok((db, acct, xfer))
@@ -111,7 +128,9 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     let (db, acct, xfer) = match setup() {
         Ok(s) => s,
         Err(e) => {
-            report.workload_errors.push(format!("setup:{}", error_class(&e)));
+            report
+                .workload_errors
+                .push(format!("setup:{}", error_class(&e)));
             return report;
         }
     };
@@ -164,7 +183,9 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     // The end: a power cut (if not yet), or sometimes a clean close first.
     if !cut && rng.random_bool(0.5) {
         if let Err(e) = db.close() {
-            report.workload_errors.push(format!("close:{}", error_class(&e)));
+            report
+                .workload_errors
+                .push(format!("close:{}", error_class(&e)));
         }
     }
     rig.power.cut_power_now();
@@ -201,13 +222,23 @@ fn transfer(sh: &Shared, me: u16, n: u64, rng: &mut Pcg64Mcg, w: &mut Worker) ->
         }
         let r = (|| -> Result<Result<(), Error>, Error> {
             let mut x = sh.db.begin()?;
-            let a = x.get(&sh.acct, &account(from))?.and_then(|v| balance_of(&v));
+            let a = x
+                .get(&sh.acct, &account(from))?
+                .and_then(|v| balance_of(&v));
             let b = x.get(&sh.acct, &account(to))?.and_then(|v| balance_of(&v));
             let (Some(a), Some(b)) = (a, b) else {
                 return Ok(Err(Error::InvalidArgument("an account is missing".into())));
             };
-            x.put(&sh.acct, &account(from), &balance_value(a - amount, sh.pads[from as usize]))?;
-            x.put(&sh.acct, &account(to), &balance_value(b + amount, sh.pads[to as usize]))?;
+            x.put(
+                &sh.acct,
+                &account(from),
+                &balance_value(a - amount, sh.pads[from as usize]),
+            )?;
+            x.put(
+                &sh.acct,
+                &account(to),
+                &balance_value(b + amount, sh.pads[to as usize]),
+            )?;
             let mut rec = Vec::with_capacity(12);
             rec.extend_from_slice(&from.to_le_bytes());
             rec.extend_from_slice(&to.to_le_bytes());
@@ -257,7 +288,12 @@ fn work(sh: &Shared, me: u16, seed: u64) -> Worker {
             // An audit: the balances of one committed snapshot add up.
             let sum = (|| -> Result<i64, Error> {
                 let mut x = sh.db.begin()?;
-                let all = x.scan(&sh.acct, (Bound::Unbounded, Bound::Unbounded), false, usize::MAX)?;
+                let all = x.scan(
+                    &sh.acct,
+                    (Bound::Unbounded, Bound::Unbounded),
+                    false,
+                    usize::MAX,
+                )?;
                 x.commit()?;
                 Ok(all.iter().filter_map(|(_, v)| balance_of(v)).sum())
             })();
@@ -297,7 +333,9 @@ fn check_after(db: &Db, accounts: u16, committed: &[(u64, u64)], report: &mut Tr
     let mut per_thread: BTreeMap<u16, u64> = BTreeMap::new();
     for (k, v) in &xfer {
         let (Some(t), true) = (
-            std::str::from_utf8(&k[1..3]).ok().and_then(|s| s.parse::<u16>().ok()),
+            std::str::from_utf8(&k[1..3])
+                .ok()
+                .and_then(|s| s.parse::<u16>().ok()),
             v.len() == 12,
         ) else {
             report.fail(FailureClass::InvariantBroken, "a malformed transfer record");
@@ -308,7 +346,10 @@ fn check_after(db: &Db, accounts: u16, committed: &[(u64, u64)], report: &mut Tr
         let to = u16::from_le_bytes([v[2], v[3]]) as usize;
         let amount = i64::from_le_bytes(v[4..12].try_into().expect("8 bytes"));
         if from >= expect.len() || to >= expect.len() {
-            report.fail(FailureClass::InvariantBroken, "a transfer record names no account");
+            report.fail(
+                FailureClass::InvariantBroken,
+                "a transfer record names no account",
+            );
             return;
         }
         expect[from] -= amount;
@@ -345,9 +386,10 @@ fn check_after(db: &Db, accounts: u16, committed: &[(u64, u64)], report: &mut Tr
             );
         }
     }
-    report
-        .notes
-        .push(format!("transfers recovered: {}", if xfer.is_empty() { "none" } else { "some" }));
+    report.notes.push(format!(
+        "transfers recovered: {}",
+        if xfer.is_empty() { "none" } else { "some" }
+    ));
     if let Err(e) = db.verify() {
         report.fail(FailureClass::CheckFailed, format!("verify: {e}"));
     }

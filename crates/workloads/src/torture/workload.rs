@@ -68,7 +68,12 @@ pub struct Workload {
 impl Workload {
     /// A workload on `db` (whose trees `TREES` exist) with committed state `state`, choosing
     /// among `keys` key numbers; `power` tells it when the power is off.
-    pub fn new(db: &Db, state: State, keys: u64, power: Option<FaultHandle>) -> Result<Self, Error> {
+    pub fn new(
+        db: &Db,
+        state: State,
+        keys: u64,
+        power: Option<FaultHandle>,
+    ) -> Result<Self, Error> {
         let trees = TREES
             .iter()
             .map(|n| db.open_tree(n))
@@ -104,7 +109,9 @@ impl Workload {
         self.errors_in_a_row += 1;
         if is_fatal(e) || self.errors_in_a_row > 40 {
             if !is_fatal(e) {
-                report.notes.push("workload stuck (40 errors in a row)".into());
+                report
+                    .notes
+                    .push("workload stuck (40 errors in a row)".into());
             }
             self.stopped = true;
         }
