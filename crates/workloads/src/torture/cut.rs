@@ -114,6 +114,17 @@ impl CutConfig {
             ..FaultConfig::default()
         };
         let ops = rng.random_range(40..400);
+        // One trial in six on a nearly full data device (the engine's Full paths: rollback,
+        // checkpoint, DB GC with no room), drawn apart so the other choices stay the same.
+        let mut small = Pcg64Mcg::seed_from_u64(seed ^ 0xf011);
+        let data_bytes = if small.random_bool(1.0 / 6.0) {
+            match dev {
+                DeviceKind::SimZns | DeviceKind::SimFdp => 1 << 20,
+                _ => [256u64 << 10, 512 << 10, 1 << 20][small.random_range(0..3)],
+            }
+        } else {
+            data_bytes
+        };
         CutConfig {
             dev,
             data_bytes,

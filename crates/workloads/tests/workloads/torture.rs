@@ -55,6 +55,16 @@ fn cut_trials_reopen_when_the_log_was_full() {
     assert_none(failures(Kind::Cut, &rs, &[]));
 }
 
+/// Seeds whose database, on a nearly full data device, cannot be reopened.
+#[test]
+#[ignore = "engine bug: after a power cut on a full data device, reopen fails with Full (in \
+            place: a rollback failed with Full and poisoned the handle, seed 632; out of place: \
+            recovery needs a free zone, seed 1379)"]
+fn cut_trials_reopen_when_the_data_device_was_full() {
+    let rs = trials(Kind::Cut, [632, 1379]);
+    assert_none(failures(Kind::Cut, &rs, &[]));
+}
+
 #[test]
 fn mutate_trials_open_or_reject_without_panics() {
     let rs = trials(Kind::Mutate, 1..=30);
