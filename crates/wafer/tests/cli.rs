@@ -211,3 +211,71 @@ fn out_file_and_config_file_round_trip() {
     assert_eq!(v["params"]["capacity_multiple"].as_f64(), Some(0.5));
     assert_eq!(v["mode"], "fdp");
 }
+
+#[test]
+fn torture_runs_and_prints_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("torture.json");
+    let out = wafer(&[
+        "torture",
+        "--trials",
+        "6",
+        "--seed",
+        "1",
+        "--threads-secs",
+        "0.1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Exit code 0 when nothing failed, 1 when a trial found an engine failure; never a usage
+    // error or a crash of the tool.
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "exit {code:?}: {}",
+        stderr(&out)
+    );
+    for row in [
+        "wafer torture: 6 trials from seed 1",
+        "trials cut",
+        "trials mutate",
+        "trials threads",
+        "cut points",
+        "lost commits",
+        "silently wrong opens",
+        "unopenable databases",
+        "panics",
+        "typed rejections by class",
+        "engine errors seen by the workloads",
+        "wall time",
+    ] {
+        assert!(text.contains(row), "no '{row}' in:\n{text}");
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let trials: u64 = v["trials"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(trials, 6);
+    assert!(v["cut_points"].as_u64().unwrap() >= 1);
+    let failed = v["failures"].as_array().unwrap().len();
+    assert_eq!(
+        code == Some(1),
+        failed > 0,
+        "exit code and failures disagree"
+    );
+    for f in v["failures"].as_array().unwrap() {
+        let repro = f["repro"].as_str().unwrap();
+        assert!(repro.starts_with("wafer torture --kinds "), "{repro}");
+    }
+    let help = wafer(&["torture", "--help"]);
+    let h = String::from_utf8_lossy(&help.stdout);
+    for word in [
+        "--trials", "--seed", "--kinds", "--json", "cut", "mutate", "threads",
+    ] {
+        assert!(h.contains(word), "torture --help lacks {word}");
+    }
+}

@@ -10,12 +10,15 @@
 //! - [`zipf`]: scrambled Zipfian key choice shared by `synthetic` and `ycsb`.
 //! - [`tpcc`]: TPC-C on the engine: schema, loader, the five transactions, consistency checks,
 //!   virtual-time and wall-clock drivers.
+//! - [`torture`]: the randomized torture suite (power cuts, damaged databases, concurrent
+//!   transfers) over the engine's public API.
 
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod simrun;
 pub mod synthetic;
+pub mod torture;
 pub mod tpcc;
 pub mod values;
 pub mod ycsb;

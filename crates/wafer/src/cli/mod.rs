@@ -7,6 +7,7 @@ pub mod human;
 pub mod report;
 pub mod sim;
 pub mod size;
+pub mod torture;
 pub mod tpcc;
 
 use clap::{Parser, Subcommand};
@@ -87,6 +88,9 @@ pub enum Command {
     /// Render benchmark results (the JSON of `wafer bench`) as one self-contained HTML page with
     /// comparison tables and charts
     Report(report::ReportArgs),
+    /// The engine's randomized torture suite: power cuts (also during recovery), damaged
+    /// databases and concurrent transfers, checked against an oracle; deterministic by seed
+    Torture(torture::TortureArgs),
 }
 
 /// Runs the parsed command line.
@@ -96,5 +100,6 @@ pub fn dispatch(cli: &Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::main(args),
         Command::Report(args) => report::main(args),
         Command::Bench(cmd) => bench::main(cmd),
+        Command::Torture(args) => torture::main(args),
     }
 }

@@ -1,0 +1,131 @@
+//! A fixed seed range of the torture suite (`wafer torture` runs the long hunts): power-cut
+//! trials, damaged databases, one short concurrent-transfer run, and determinism by seed.
+//! Cases that fail because of known engine bugs are ignored with the bug named; run them with
+//! `cargo test -p wafer-workloads -- --ignored`.
+
+use wafer_workloads::torture::{
+    class_name, run, run_trial, FailureClass, Kind, RunConfig, TrialReport,
+};
+
+fn trials(kind: Kind, seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, TrialReport)> {
+    seeds
+        .into_iter()
+        .map(|s| (s, run_trial(kind, s, 0.3)))
+        .collect()
+}
+
+/// Failures of the given classes (all if empty), one line each with the repro command.
+fn failures(kind: Kind, rs: &[(u64, TrialReport)], classes: &[FailureClass]) -> Vec<String> {
+    rs.iter()
+        .flat_map(|(seed, r)| {
+            r.failures
+                .iter()
+                .filter(|(c, _)| classes.is_empty() || classes.contains(c))
+                .map(move |(c, m)| {
+                    format!(
+                        "{} seed {seed}: {}: {m} [{}]\n  repro: {}",
+                        kind.name(),
+                        class_name(*c),
+                        r.config,
+                        wafer_workloads::torture::repro(kind, *seed)
+                    )
+                })
+        })
+        .collect()
+}
+
+fn assert_none(lines: Vec<String>) {
+    assert!(lines.is_empty(), "{}", lines.join("\n"));
+}
+
+#[test]
+fn cut_trials_recover_every_commit() {
+    let rs = trials(Kind::Cut, 1..=40);
+    assert_none(failures(Kind::Cut, &rs, &[]));
+    let cuts: u64 = rs.iter().map(|(_, r)| r.cut_points).sum();
+    assert!(cuts >= 40, "only {cuts} power cuts in 40 trials");
+}
+
+/// Seeds whose database, with a small log, holds a log the recovery cannot replay.
+#[test]
+#[ignore = "engine bug: after a power cut with the log near full, reopen fails with LogFull \
+            (a redo record needs log space behind a start LSN recovery still needs)"]
+fn cut_trials_reopen_when_the_log_was_full() {
+    let rs = trials(Kind::Cut, [201, 295, 315]);
+    assert_none(failures(Kind::Cut, &rs, &[]));
+}
+
+/// Seeds whose database, on a nearly full data device, cannot be reopened.
+#[test]
+#[ignore = "engine bug: after a power cut on a full data device, reopen fails with Full (in \
+            place: a rollback failed with Full and poisoned the handle, seed 632; out of place: \
+            recovery needs a free zone, seed 1379)"]
+fn cut_trials_reopen_when_the_data_device_was_full() {
+    let rs = trials(Kind::Cut, [632, 1379]);
+    assert_none(failures(Kind::Cut, &rs, &[]));
+}
+
+#[test]
+fn mutate_trials_open_or_reject_without_panics() {
+    let rs = trials(Kind::Mutate, 1..=30);
+    // Silently wrong opens are the ignored test's below.
+    let others = [
+        FailureClass::Panic,
+        FailureClass::CheckFailed,
+        FailureClass::Unopenable,
+        FailureClass::WrongRead,
+    ];
+    assert_none(failures(Kind::Mutate, &rs, &others));
+    let rejected = rs
+        .iter()
+        .filter(|(_, r)| !r.typed_rejections.is_empty())
+        .count();
+    let fine = rs.iter().filter(|(_, r)| !r.notes.is_empty()).count();
+    assert!(rejected > 0 && fine > 0, "{rejected} rejected, {fine} fine");
+}
+
+#[test]
+#[ignore = "engine bug: a stale copy of the data image beside the newer log (seed 11), or \
+            a damaged block of an out-of-place data device (seeds 5, 27), opens without error \
+            and serves older or missing rows"]
+fn mutate_trials_never_serve_wrong_data() {
+    let rs = trials(Kind::Mutate, 1..=30);
+    assert_none(failures(Kind::Mutate, &rs, &[FailureClass::SilentlyWrong]));
+}
+
+#[test]
+fn threads_trials_keep_the_balance_invariant() {
+    let rs = trials(Kind::Threads, 1..=2);
+    assert_none(failures(Kind::Threads, &rs, &[]));
+}
+
+#[test]
+fn a_trial_seed_repeats_the_same_trial() {
+    for (kind, seed) in [
+        (Kind::Cut, 7),
+        (Kind::Cut, 12),
+        (Kind::Cut, 19),
+        (Kind::Mutate, 3),
+    ] {
+        let a = run_trial(kind, seed, 0.1);
+        let b = run_trial(kind, seed, 0.1);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "{kind:?} seed {seed}");
+    }
+}
+
+#[test]
+fn a_run_splits_its_trials_among_the_kinds() {
+    let cfg = RunConfig {
+        trials: 10,
+        seed: 100,
+        kinds: vec![Kind::Cut, Kind::Mutate],
+        threads_secs: 0.1,
+        workers: 2,
+        verbose: false,
+    };
+    let s = run(&cfg, &|_, _| {}, &|_| {});
+    assert_eq!(s.trials.values().sum::<u64>(), 10);
+    assert!(s.trials["cut"] > s.trials["mutate"]);
+    assert!(!s.trials.contains_key("threads"));
+    assert!(s.cut_points >= s.trials["cut"]);
+}
