@@ -182,6 +182,8 @@ pub fn error_class(e: &Error) -> String {
         Error::CorruptPage { .. } => "CorruptPage",
         Error::CorruptLog { .. } => "CorruptLog",
         Error::NotADatabase(_) => "NotADatabase",
+        Error::Mismatch(_) => "Mismatch",
+        Error::CorruptMetadata(_) => "CorruptMetadata",
         Error::Config(_) => "Config",
         Error::Conflict { .. } => "Conflict",
         Error::TxnNotActive => "TxnNotActive",
