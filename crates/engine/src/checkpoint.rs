@@ -315,7 +315,17 @@ impl Checkpointer {
     ) -> Result<()> {
         let want = self.op_reserve(wal).max(need) + txns.log_reserved();
         let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
-        if short {
+        // A checkpoint that writes every dirty page moves the log's start up to the first record
+        // of the oldest live transaction. If that transaction already holds the start, it frees
+        // nothing, and its record would eat into the space reserved for rollbacks (an operation
+        // refused for log space and retried would log one each time).
+        let floor = txns
+            .snapshot()
+            .oldest_first_lsn
+            .unwrap_or(u64::MAX)
+            .min(wal.next_lsn());
+        let can_free = floor > wal.master().start_lsn;
+        if short && can_free {
             // Space is short: a checkpoint that writes every dirty page, whatever the policy.
             self.checkpoint(cache, wal, txns, true)?;
         } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {

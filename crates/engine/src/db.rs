@@ -291,6 +291,15 @@ impl Db {
         let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages)
             + crate::checkpoint::record_bound(cfg.buffer_pages);
         wal.set_system_reserve(reserve);
+        let min_log = crate::engine::min_log_space(cfg.page_size);
+        if wal.capacity_bytes() < min_log {
+            return Err(Error::Config(format!(
+                "a log space of {} bytes is too small for {}-byte pages: at least {min_log} bytes \
+                 are needed (room for an update and its rollback beside the log's reserves)",
+                wal.capacity_bytes(),
+                cfg.page_size
+            )));
+        }
         let cache = PageCache::new(
             BufferPool::new(cfg.buffer_pages, cfg.page_size as usize)?,
             wp,

@@ -126,6 +126,13 @@ fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
     2 * (key.len() as u64 + vlen + 4 * ps) + txn_reserve(page_size)
 }
 
+/// The smallest log space the engine accepts: three times what the smallest update may need,
+/// so that beside the system reserve (at most a quarter of the log) an update always fits once a
+/// checkpoint has emptied the log.
+pub(crate) fn min_log_space(page_size: u32) -> u64 {
+    3 * update_log_need(page_size, &[], None)
+}
+
 impl Core {
     /// Fails once the handle is poisoned.
     pub fn check(&self) -> Result<()> {
@@ -201,6 +208,13 @@ impl Core {
         let prev = self.txns.state(txn)?.last_lsn;
         let tree_id = tree.id;
         let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
+        // The record must leave room for every rollback, its own included.
+        let own_first = if self.txns.state(txn)?.first_lsn == 0 {
+            txn_reserve(self.cfg.page_size)
+        } else {
+            0
+        };
+        wal.set_update_keep(Some(self.txns.log_reserved() + own_first));
         let r = crate::ops::apply(
             &mut self.cache,
             wal,
@@ -218,6 +232,7 @@ impl Core {
                 },
             },
         );
+        wal.set_update_keep(None);
         *self.txns.pages_mut(txn).expect("active") = changed;
         let (old, lsn) = self.health.guard(r)?;
         if lsn != 0 {

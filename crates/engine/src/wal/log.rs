@@ -168,6 +168,9 @@ pub struct Wal {
     /// A rollback or recovery is running: every append may use the system reserve (they must
     /// complete; see [`Wal::set_unreserved`]).
     unreserved: bool,
+    /// A transaction's update is being logged: its record must leave this many bytes (the
+    /// rollback reservations of live transactions) free, plus the reservation it adds itself.
+    update_keep: Option<u64>,
     master: Master,
     sequence: u64,
     /// The database's id (in every master copy).
@@ -265,6 +268,7 @@ impl Wal {
             buffer_bytes,
             system_reserve: 0,
             unreserved: false,
+            update_keep: None,
             master: mb.master,
             sequence: mb.sequence,
             id: mb.id,
@@ -490,6 +494,14 @@ impl Wal {
         self.unreserved = on;
     }
 
+    /// While `Some(keep)`, ordinary appends are updates that must leave `keep` bytes free
+    /// after themselves, plus the space their own rollback will need: a record that would eat
+    /// into what live transactions reserved fails with [`Error::LogFull`] instead. (The
+    /// engine's estimate before an operation cannot know the size of the value it replaces.)
+    pub(crate) fn set_update_keep(&mut self, keep: Option<u64>) {
+        self.update_keep = keep;
+    }
+
     fn append_inner(
         &mut self,
         txn: TxnId,
@@ -512,11 +524,23 @@ impl Wal {
         debug_assert!(prev_lsn < lsn, "prev_lsn {prev_lsn} not before lsn {lsn}");
         let before = tail.buf.len();
         let len = codec::encode_parts(lsn, txn, prev_lsn, body, &mut tail.buf)? as u64;
-        if len > capacity || lsn + len > limit {
+        let keep = match self.update_keep {
+            Some(k) if !system && !self.unreserved => {
+                k.saturating_add(crate::txn_table::undo_reserve(len))
+            }
+            _ => 0,
+        };
+        if len > capacity || lsn + len + keep > limit {
             tail.buf.truncate(before);
             if len > capacity {
                 return Err(Error::InvalidArgument(format!(
                     "log record of {len} bytes is larger than the whole log ({capacity} bytes)"
+                )));
+            }
+            if keep > 0 {
+                return Err(Error::LogFull(format!(
+                    "a {len}-byte record at LSN {lsn} would use log space kept for the rollback \
+                     of live transactions ({keep} bytes with its own); abort or commit them"
                 )));
             }
             return Err(Error::LogFull(format!(

@@ -290,3 +290,62 @@ fn a_rollback_logs_no_more_than_it_reserved() {
     Oracle::new(&["t"]).check(&db, "after deleting the rest");
     assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
 }
+
+/// An update's record can be far larger than the engine's estimate before the operation, which
+/// cannot know the value it replaces: replacing a 40 KB value with a few bytes logs the freed
+/// chain and the old value (about 80 KB). Such a record must not eat into the space live
+/// transactions reserved for their rollback: it fails with `LogFull` instead, and every
+/// rollback still fits. (Before, the record was appended, the next rollback hit `LogFull`,
+/// the handle was poisoned, and recovery failed with `LogFull` at every reopen.)
+#[test]
+fn an_update_larger_than_estimated_leaves_the_rollback_reserve() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        log_space_bytes: Some(320 << 10),
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let big = vec![9u8; 40_000];
+    let mut state = Oracle::new(&["t"]);
+    // T pins the log's start for the whole run.
+    let mut tx = db.begin().unwrap();
+    tx.put(&t, b"a", &[1u8; 2000]).unwrap();
+    let mut refused = 0;
+    for i in 0..200u32 {
+        let mut x = db.begin().unwrap();
+        match x.put(&t, b"b", &big) {
+            Ok(_) => {
+                x.commit().unwrap();
+                state.put("t", b"b", &big);
+            }
+            Err(Error::LogFull(_)) => {
+                x.abort().unwrap();
+                refused += 1;
+                continue;
+            }
+            Err(e) => panic!("round {i}: {e}"),
+        }
+        let mut y = db.begin().unwrap();
+        match y.put(&t, b"b", b"small") {
+            Ok(_) => {
+                y.commit().unwrap();
+                state.put("t", b"b", b"small");
+            }
+            Err(Error::LogFull(_)) => {
+                refused += 1;
+                y.abort()
+                    .unwrap_or_else(|e| panic!("round {i}: the rollback failed: {e}"));
+            }
+            Err(e) => panic!("round {i}: {e}"),
+        }
+    }
+    assert!(refused > 0, "the log never filled");
+    tx.abort()
+        .unwrap_or_else(|e| panic!("the pinning transaction's rollback failed: {e}"));
+    state.check(&db, "after the run");
+    drop(db);
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    state.check(&db, "after a reopen");
+}
