@@ -26,6 +26,12 @@ pub(crate) trait ConcurrencyControl: Send {
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()>;
+    /// `txn`'s scan of `tree` was refused: may it wait for the tree (see `locks.rs`)? If so,
+    /// new writers of the tree are turned away until `txn` gets it, ends or calls
+    /// [`ConcurrencyControl::stop_waiting`].
+    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId) -> bool;
+    /// `txn` no longer waits for a scan.
+    fn stop_waiting(&mut self, txn: TxnId);
     /// `txn` ended (committed or rolled back): release what it holds.
     fn end(&mut self, txn: TxnId);
     /// Accesses refused so far.
@@ -81,7 +87,21 @@ impl ConcurrencyControl for TwoPhaseLocking {
         }
     }
 
+    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId) -> bool {
+        // Only a transaction that holds no write lock waits: then nobody waits for it.
+        let writes = self
+            .held
+            .get(&txn)
+            .is_some_and(|keys| keys.iter().any(|k| self.locks.holds_write(txn, k)));
+        !writes && self.locks.claim_scan(txn, tree)
+    }
+
+    fn stop_waiting(&mut self, txn: TxnId) {
+        self.locks.drop_scan_claims(txn);
+    }
+
     fn end(&mut self, txn: TxnId) {
+        self.locks.drop_scan_claims(txn);
         if let Some(keys) = self.held.remove(&txn) {
             self.locks.release_all(txn, &keys);
         }

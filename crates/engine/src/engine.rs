@@ -289,6 +289,17 @@ impl Core {
         Ok(())
     }
 
+    /// `txn`'s scan of `tree` was refused by writers: whether it may wait for them to end (new
+    /// writers of the tree are turned away meanwhile).
+    pub fn wait_for_scan(&mut self, txn: TxnId, tree: &Tree) -> bool {
+        self.txns.wait_for_scan(txn, tree.id)
+    }
+
+    /// `txn` stopped waiting for a scan (it got the tree, or gave up).
+    pub fn stop_waiting(&mut self, txn: TxnId) {
+        self.txns.stop_waiting(txn);
+    }
+
     /// Whether a `LogFull` of `txn` is worth waiting out: the transaction holding the log's
     /// start is another one, last used by another thread, so its end (which frees the log) can
     /// come while this thread waits.

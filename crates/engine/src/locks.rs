@@ -1,7 +1,13 @@
 //! Record and tree locks for transactions: strict two-phase locking with multi-granularity modes
 //! (a tree is locked IS/IX/S/X, a record S/X), held until the transaction ends. Conflicts follow the
 //! no-wait policy: the requester gets `Error::Conflict` at once and is expected to abort and retry,
-//! so there are no deadlocks and no waits.
+//! so there are no deadlocks.
+//!
+//! One exception keeps long readers from starving: a read-only transaction whose whole-tree S
+//! lock (a scan) conflicts with writers may become the tree's *waiting scan* ([`LockManager::
+//! claim_scan`]). While it waits, new writers of that tree are refused (writers already in it
+//! finish), so the scan gets the tree once they end. The waiter holds no write lock and only one
+//! transaction waits per tree, so no wait cycle can form; the caller also bounds the wait.
 //!
 //! Isolation: reads take S locks on records, scans take an S lock on the whole tree, writes take
 //! IX on the tree and X on the record. Together this is serializable (scans exclude concurrent
@@ -48,6 +54,8 @@ pub enum LockKey {
 #[derive(Default)]
 pub struct LockManager {
     held: HashMap<LockKey, Vec<(TxnId, LockMode)>>,
+    /// The transaction waiting for a whole-tree S lock, per tree.
+    scan_waiters: HashMap<TreeId, TxnId>,
     pub conflicts: u64,
 }
 
@@ -66,10 +74,18 @@ impl LockManager {
                 return Ok(false);
             }
         }
-        let ok = holders
-            .iter()
-            .filter(|(t, _)| *t != txn)
-            .all(|(_, m)| wanted.compatible(*m));
+        // A new writer of a tree a scan waits for stands back.
+        let yields = match key {
+            LockKey::Tree(t) if mine.is_none() && matches!(wanted, LockMode::IX | LockMode::X) => {
+                self.scan_waiters.get(t).is_some_and(|&w| w != txn)
+            }
+            _ => false,
+        };
+        let ok = !yields
+            && holders
+                .iter()
+                .filter(|(t, _)| *t != txn)
+                .all(|(_, m)| wanted.compatible(*m));
         if !ok {
             self.conflicts += 1;
             if holders.is_empty() {
@@ -96,8 +112,28 @@ impl LockManager {
         }
     }
 
+    /// Makes `txn` the waiting scan of `tree` unless another transaction already is; true if
+    /// `txn` is (now) the waiter. The caller makes sure `txn` holds no write lock.
+    pub fn claim_scan(&mut self, txn: TxnId, tree: TreeId) -> bool {
+        *self.scan_waiters.entry(tree).or_insert(txn) == txn
+    }
+
+    /// Whether `txn` holds `key` in a write mode (IX or X).
+    pub fn holds_write(&self, txn: TxnId, key: &LockKey) -> bool {
+        self.held.get(key).is_some_and(|h| {
+            h.iter()
+                .any(|&(t, m)| t == txn && matches!(m, LockMode::IX | LockMode::X))
+        })
+    }
+
+    /// `txn` no longer waits for a scan of any tree.
+    pub fn drop_scan_claims(&mut self, txn: TxnId) {
+        self.scan_waiters.retain(|_, w| *w != txn);
+    }
+
     /// Releases every lock in `keys` held by `txn`.
     pub fn release_all(&mut self, txn: TxnId, keys: &[LockKey]) {
+        self.drop_scan_claims(txn);
         for k in keys {
             if let Some(h) = self.held.get_mut(k) {
                 h.retain(|(t, _)| *t != txn);
@@ -129,5 +165,25 @@ mod tests {
         lm.acquire(3, &t, LockMode::IX).unwrap();
         assert!(lm.acquire(4, &t, LockMode::S).is_err());
         assert!(lm.acquire(4, &t, LockMode::IS).is_ok());
+    }
+
+    #[test]
+    fn a_waiting_scan_turns_new_writers_away() {
+        let mut lm = LockManager::default();
+        let t = LockKey::Tree(1);
+        lm.acquire(1, &t, LockMode::IX).unwrap();
+        assert!(lm.acquire(2, &t, LockMode::S).is_err());
+        assert!(lm.claim_scan(2, 1));
+        assert!(!lm.claim_scan(3, 1), "one waiter per tree");
+        // A new writer is refused; the writer already in the tree goes on.
+        assert!(lm.acquire(3, &t, LockMode::IX).is_err());
+        assert!(!lm.acquire(1, &t, LockMode::IX).unwrap());
+        lm.release_all(1, std::slice::from_ref(&t));
+        assert!(lm.acquire(2, &t, LockMode::S).unwrap());
+        lm.release_all(2, std::slice::from_ref(&t));
+        assert!(
+            lm.acquire(3, &t, LockMode::IX).unwrap(),
+            "the claim ends with the scanner"
+        );
     }
 }

@@ -3,10 +3,11 @@
 //! compensation records.
 
 use crate::catalog::Tree;
-use crate::engine::Shared;
+use crate::engine::{Core, Shared};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::wal::record::{Body, TxnId};
+use crate::wal::Wal;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -51,6 +52,41 @@ impl Txn {
     /// How long a write waits, in all, for other threads' transactions to free the log.
     const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+    /// How long a read-only transaction's scan waits, in all, for the writers of its tree.
+    const SCAN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+    /// Runs `f` (which locks `tree` whole for reading) under the core latch. If writers of the
+    /// tree refuse it and this transaction has written nothing, it waits for them to end (up to
+    /// [`Txn::SCAN_WAIT`], the latch released) while new writers of the tree are turned away,
+    /// so a long reader is not starved by a stream of short writers.
+    fn with_scan_wait<R>(
+        &mut self,
+        tree: &Tree,
+        mut f: impl FnMut(&mut Core, &mut Wal) -> Result<R>,
+    ) -> Result<R> {
+        let mut core = self.shared.core();
+        let started = std::time::Instant::now();
+        loop {
+            let r = {
+                let mut wal = self.shared.wal.lock();
+                f(&mut core, &mut wal)
+            };
+            match r {
+                Err(Error::Conflict { .. })
+                    if started.elapsed() < Self::SCAN_WAIT && core.wait_for_scan(self.id, tree) =>
+                {
+                    core = self
+                        .shared
+                        .wait_for_an_end(core, std::time::Duration::from_millis(10));
+                }
+                r => {
+                    core.stop_waiting(self.id);
+                    return r;
+                }
+            }
+        }
+    }
+
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         let mut core = self.shared.core();
         let started = std::time::Instant::now();
@@ -84,9 +120,10 @@ impl Txn {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        core.scan(&mut wal, self.id, tree, range, reverse, limit, false)
+        let id = self.id;
+        self.with_scan_wait(tree, |core, wal| {
+            core.scan(wal, id, tree, range, reverse, limit, false)
+        })
     }
 
     /// A streaming cursor over the keys of `tree` in `range`, ascending (descending if
@@ -120,7 +157,8 @@ impl Txn {
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
     ) -> Result<Cursor<'_>> {
-        self.shared.core().open_cursor(self.id, tree)?;
+        let id = self.id;
+        self.with_scan_wait(tree, |core, _| core.open_cursor(id, tree))?;
         let own = |b: Bound<&[u8]>| match b {
             Bound::Included(k) => Bound::Included(k.to_vec()),
             Bound::Excluded(k) => Bound::Excluded(k.to_vec()),

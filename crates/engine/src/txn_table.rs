@@ -205,6 +205,15 @@ impl TxnTable {
         self.cc.end(id);
     }
 
+    /// See [`ConcurrencyControl::wait_for_scan`].
+    pub fn wait_for_scan(&mut self, id: TxnId, tree: TreeId) -> bool {
+        self.txns.contains_key(&id) && self.cc.wait_for_scan(id, tree)
+    }
+
+    pub fn stop_waiting(&mut self, id: TxnId) {
+        self.cc.stop_waiting(id);
+    }
+
     pub fn conflicts(&self) -> u64 {
         self.cc.conflicts()
     }
