@@ -29,7 +29,9 @@ pub(crate) trait ConcurrencyControl: Send {
     /// `txn`'s scan of `tree` was refused: may it wait for the tree (see `locks.rs`)? If so,
     /// new writers of the tree are turned away until `txn` gets it, ends or calls
     /// [`ConcurrencyControl::stop_waiting`].
-    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId) -> bool;
+    /// `same_thread` are the transactions last used by the calling thread: a wait for one of
+    /// them could only time out.
+    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool;
     /// `txn` no longer waits for a scan.
     fn stop_waiting(&mut self, txn: TxnId);
     /// `txn` ended (committed or rolled back): release what it holds.
@@ -87,13 +89,17 @@ impl ConcurrencyControl for TwoPhaseLocking {
         }
     }
 
-    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId) -> bool {
-        // Only a transaction that holds no write lock waits: then nobody waits for it.
+    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool {
+        // Only a transaction that holds no write lock waits: then nobody waits for it. And
+        // only for writers on other threads: this thread's own cannot end while it waits.
         let writes = self
             .held
             .get(&txn)
             .is_some_and(|keys| keys.iter().any(|k| self.locks.holds_write(txn, k)));
-        !writes && self.locks.claim_scan(txn, tree)
+        let own_writer = same_thread
+            .iter()
+            .any(|&t| t != txn && self.locks.holds_write(t, &LockKey::Tree(tree)));
+        !writes && !own_writer && self.locks.claim_scan(txn, tree)
     }
 
     fn stop_waiting(&mut self, txn: TxnId) {

@@ -338,6 +338,8 @@ impl Db {
                 }
             }
             crate::recovery::load_catalog(&mut core.cache, &mut wal, &mut core.catalog)?;
+            // Recovery could use every page; from now on ordinary allocations leave a spare.
+            core.sync_page_reserve();
         }
         // The first checkpoint of a new database also writes its data header (the stamp).
         db.checkpoint()?;

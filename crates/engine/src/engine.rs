@@ -133,7 +133,16 @@ pub(crate) fn min_log_space(page_size: u32) -> u64 {
     3 * update_log_need(page_size, &[], None)
 }
 
+/// Never-used data pages ordinary allocations leave, besides what live transactions reserved:
+/// for structure changes rollbacks and recovery may cause beyond their reservations.
+const ROLLBACK_SPARE_PAGES: u64 = 8;
+
 impl Core {
+    /// Ordinary allocations leave the pages live transactions' rollbacks may need.
+    pub fn sync_page_reserve(&mut self) {
+        self.cache.page_reserve = self.txns.pages_reserved() + ROLLBACK_SPARE_PAGES;
+    }
+
     /// Fails once the handle is poisoned.
     pub fn check(&self) -> Result<()> {
         self.health.check()
@@ -242,8 +251,11 @@ impl Core {
                 key: key.to_vec(),
                 old: old.clone(),
             };
-            self.txns.updated(txn, lsn, record_bytes, undo);
-            self.cache.page_reserve = self.txns.pages_reserved();
+            let grows = old
+                .as_ref()
+                .is_some_and(|o| value.is_none_or(|v| v.len() < o.len()));
+            self.txns.updated(txn, lsn, record_bytes, grows, undo);
+            self.sync_page_reserve();
         }
         Ok(old)
     }
@@ -335,7 +347,7 @@ impl Core {
     pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
         let st = self.txns.remove(txn)?;
         self.txns.end(txn, &st);
-        self.cache.page_reserve = self.txns.pages_reserved();
+        self.sync_page_reserve();
         self.cache.pool.txn_ended(txn, &st.pages);
         self.stats.commits += 1;
         Ok(())
@@ -365,7 +377,7 @@ impl Core {
             r
         };
         self.txns.end(txn, &st);
-        self.cache.page_reserve = self.txns.pages_reserved();
+        self.sync_page_reserve();
         self.cache.pool.txn_ended(txn, &changed);
         self.stats.aborts += 1;
         if let Err(e) = &r {

@@ -48,19 +48,22 @@ pub(crate) fn txn_reserve(page_size: u32) -> u64 {
 }
 
 /// Pages a transaction keeps reserved, once, for the structure changes its rollback may cause
-/// (a leaf split and its parent, or a new root).
+/// beyond one leaf split per re-insert (a parent split, or a new root).
 pub(crate) const TXN_RESERVE_PAGES: u64 = 4;
 
 /// Pages the rollback of a change needs to put `old` back under `key`: a value too long to be
-/// stored inline goes back into a new overflow chain.
-pub(crate) fn undo_pages(page_size: u32, key_len: usize, old: Option<&[u8]>) -> u64 {
+/// stored inline goes back into a new overflow chain; and if the undo re-inserts bytes into a
+/// leaf (`grows`: a delete, or a value that shrank), that leaf may have filled meanwhile and
+/// split.
+pub(crate) fn undo_pages(page_size: u32, key_len: usize, old: Option<&[u8]>, grows: bool) -> u64 {
     let ps = page_size as usize;
-    match old {
+    let chain = match old {
         Some(v) if v.len() > crate::btree::node::max_inline_value(ps, key_len) => {
             crate::btree::overflow::pages_for(ps, v.len()) as u64
         }
         _ => 0,
-    }
+    };
+    chain + grows as u64
 }
 
 /// The live transactions.
@@ -149,10 +152,11 @@ impl TxnTable {
 
     /// `id` logged an update at `lsn` whose record took `record_bytes`: remember how to undo it
     /// and reserve the log space its rollback needs.
-    pub fn updated(&mut self, id: TxnId, lsn: Lsn, record_bytes: u64, undo: Undo) {
+    /// `grows`: undoing it re-inserts bytes into a leaf (see [`undo_pages`]).
+    pub fn updated(&mut self, id: TxnId, lsn: Lsn, record_bytes: u64, grows: bool, undo: Undo) {
         debug_assert!(lsn != 0);
         let mut add = undo_reserve(record_bytes);
-        let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref());
+        let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
         let txn_reserve = txn_reserve(self.page_size);
         let st = self.txns.get_mut(&id).expect("active");
         debug_assert!(
@@ -207,7 +211,14 @@ impl TxnTable {
 
     /// See [`ConcurrencyControl::wait_for_scan`].
     pub fn wait_for_scan(&mut self, id: TxnId, tree: TreeId) -> bool {
-        self.txns.contains_key(&id) && self.cc.wait_for_scan(id, tree)
+        let me = Some(std::thread::current().id());
+        let same_thread: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, s)| s.thread == me)
+            .map(|(&t, _)| t)
+            .collect();
+        self.txns.contains_key(&id) && self.cc.wait_for_scan(id, tree, &same_thread)
     }
 
     pub fn stop_waiting(&mut self, id: TxnId) {

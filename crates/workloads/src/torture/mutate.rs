@@ -118,12 +118,18 @@ fn pick_block(rng: &mut Pcg64Mcg, image: &[u8]) -> usize {
 
 fn config(rng: &mut Pcg64Mcg, seed: u64) -> DbConfig {
     let path = rng.random_range(0..3);
+    let buffer_pages = [16, 32, 64, 256][rng.random_range(0..4)];
     DbConfig {
         open_mode: OpenMode::Create,
-        buffer_pages: [16, 32, 64, 256][rng.random_range(0..4)],
+        buffer_pages,
         doublewrite: path == 0,
         doublewrite_pages: rng.random_range(1..33),
-        log_space_bytes: [None, Some(512 << 10), Some(LOG_BYTES)][rng.random_range(0..3)],
+        // The default log space (the pool's size) of a pool under 64 pages is below the minimum.
+        log_space_bytes: match rng.random_range(0..3) {
+            0 if buffer_pages >= 64 => None,
+            0 | 1 => Some(512 << 10),
+            _ => Some(LOG_BYTES),
+        },
         checkpoint_batch_pages: rng.random_range(1..65),
         out_of_place: (path == 2).then(|| OopConfig {
             codec: [Codec::None, Codec::Lz4][rng.random_range(0..2)],

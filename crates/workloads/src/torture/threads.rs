@@ -71,12 +71,18 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         .collect();
     let cut = rng.random_bool(0.4);
     let oop = rng.random_bool(0.3);
+    let buffer_pages = [16, 24, 64, 256][rng.random_range(0..4)];
     let cfg = DbConfig {
         open_mode: OpenMode::Create,
-        buffer_pages: [16, 24, 64, 256][rng.random_range(0..4)],
+        buffer_pages,
         doublewrite: !oop && rng.random_bool(0.7),
-        log_space_bytes: [None, Some(256 << 10), Some(1 << 20), Some(4 << 20)]
-            [rng.random_range(0..4)],
+        // The default log space (the pool's size) of a pool under 64 pages is below the minimum.
+        log_space_bytes: match rng.random_range(0..4) {
+            0 if buffer_pages >= 64 => None,
+            0 | 1 => Some(256 << 10),
+            2 => Some(1 << 20),
+            _ => Some(4 << 20),
+        },
         out_of_place: oop.then(|| OopConfig {
             zone_bytes: 32 << 10,
             max_open_zones: 2,
