@@ -141,6 +141,46 @@ fn zns_has_waf_exactly_one() {
     assert_eq!(v["counters"]["gc_runs"], 0);
 }
 
+/// Sizes the help offers in decimal units are rounded to the mapping unit, with a note; a
+/// device whose erase units make the flash round far up says which spare factor it really has;
+/// the README's FDP example runs.
+#[test]
+fn sizes_round_and_the_real_spare_factor_is_said() {
+    let o = wafer(&[
+        "sim",
+        "--capacity",
+        "1GB",
+        "--capacity-multiple",
+        "0.05",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("using 999997440 B"), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ssd"]["logical_bytes"], 999_997_440u64);
+    // 1 GiB on 384 MiB erase units: 3 GiB of flash, spare factor 0.67, not 0.10.
+    let o = wafer(&["sim", "--capacity", "1GiB", "--capacity-multiple", "0.05"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("spare factor 0.667, not the 0.100"),
+        "{}",
+        stderr(&o)
+    );
+    let o = wafer(&[
+        "sim",
+        "--mode",
+        "fdp",
+        "--handles",
+        "4",
+        "--pattern",
+        "zipf:0.99",
+        "--json",
+        "--capacity-multiple",
+        "0.05",
+    ]);
+    assert!(o.status.success(), "README's FDP example: {}", stderr(&o));
+}
+
 #[test]
 fn human_output_has_header_rows_and_result() {
     let o = small(&["--capacity-multiple", "1", "--no-timing"]);

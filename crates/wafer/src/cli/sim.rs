@@ -305,10 +305,21 @@ impl SimArgs {
     /// The device: a file's `[ssd]` or a preset, resized when sizing flags are given, then the
     /// other overrides.
     fn device(&self, file: Option<SsdConfig>) -> Result<SsdConfig, CliError> {
+        let sized = file.is_none() || self.sizing_flags_given();
+        let unit = match self.mapping_unit {
+            Some(mu) => to_u32(mu, "--mapping-unit")?,
+            None => file.as_ref().map_or(4096, |f| f.mapping_unit_bytes),
+        };
+        let capacity = match self.capacity {
+            Some(c) => {
+                Some(super::size::round_to_unit(c, unit as u64, "--capacity").map_err(usage)?)
+            }
+            None => None,
+        };
         let mut cfg = match file {
             Some(f) if !self.sizing_flags_given() => f,
             Some(f) => {
-                let cap = self.capacity.unwrap_or(f.logical_bytes);
+                let cap = capacity.unwrap_or(f.logical_bytes);
                 let sf = self.spare_factor().unwrap_or(match f.mode {
                     Mode::Zns(_) => DEFAULT_SF,
                     _ => f.capacity().spare_factor,
@@ -324,7 +335,7 @@ impl SimArgs {
                 let base = SsdConfig::datacenter(0, DEFAULT_SF).geometry;
                 SsdConfig::sized(
                     self.geometry(base)?,
-                    self.capacity.unwrap_or(DEFAULT_CAPACITY_BYTES),
+                    capacity.unwrap_or(DEFAULT_CAPACITY_BYTES),
                     self.spare_factor().unwrap_or(DEFAULT_SF),
                 )
             }
@@ -353,6 +364,25 @@ impl SimArgs {
         }
         if let Some(s) = self.seed {
             cfg.seed = s;
+        }
+        if sized {
+            // The GC reserve depends on the mode (FDP handles) and GC settings set above.
+            cfg.fit_reserve();
+            let asked = self.spare_factor().unwrap_or(DEFAULT_SF);
+            let c = cfg.capacity();
+            if !matches!(cfg.mode, Mode::Zns(_)) && c.spare_factor > asked + 0.02 {
+                eprintln!(
+                    "warning: the simulated device has spare factor {:.3}, not the {asked:.3} \
+                     asked: its {} of flash come in erase units of {} (and GC keeps {} of them \
+                     per lane), so the flash rounds up; for the spare factor asked use a larger \
+                     --capacity, --geometry small or smaller erase units (--pages-per-block, \
+                     --channels, --dies)",
+                    c.spare_factor,
+                    super::size::format_bytes(c.physical_bytes),
+                    super::size::format_bytes(c.eu_bytes),
+                    cfg.reserve_eus_per_lane()
+                );
+            }
         }
         Ok(cfg)
     }

@@ -48,6 +48,28 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Rounds a size given by `flag` down to a multiple of `unit` bytes (a device's mapping unit),
+/// saying so on stderr when it changes; a size below one unit is an error.
+pub fn round_to_unit(bytes: u64, unit: u64, flag: &str) -> Result<u64, String> {
+    let unit = unit.max(1);
+    let r = bytes - bytes % unit;
+    if r == 0 {
+        return Err(format!(
+            "{flag} {bytes} B is less than one {}-byte mapping unit",
+            unit
+        ));
+    }
+    if r != bytes {
+        eprintln!(
+            "note: {flag} {bytes} B is not a multiple of the {} mapping unit: using {r} B \
+             ({})",
+            format_bytes(unit),
+            format_bytes(r)
+        );
+    }
+    Ok(r)
+}
+
 /// A byte count with a binary unit: "512 B", "4 KiB", "1.5 MiB", "16.0 GiB".
 pub fn format_bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -89,6 +111,16 @@ mod tests {
             .contains("unknown size suffix"));
         assert!(parse_size("0.3KiB").unwrap_err().contains("whole number"));
         assert!(parse_size("99999999TiB").is_err());
+    }
+
+    #[test]
+    fn rounds_to_the_mapping_unit() {
+        assert_eq!(
+            round_to_unit(1_000_000_000, 4096, "--capacity"),
+            Ok(999_997_440)
+        );
+        assert_eq!(round_to_unit(8192, 4096, "--capacity"), Ok(8192));
+        assert!(round_to_unit(100, 4096, "--capacity").is_err());
     }
 
     #[test]
