@@ -181,6 +181,47 @@ fn sizes_round_and_the_real_spare_factor_is_said() {
     assert!(o.status.success(), "README's FDP example: {}", stderr(&o));
 }
 
+/// A block trace replays on the simulated device: the small fio iolog in the repository (reads,
+/// writes and a trim), and a random-write trace of five capacities against the synthetic uniform
+/// pattern on the same device: the same WAF within 2%.
+#[test]
+fn a_trace_replays_and_matches_the_synthetic_pattern() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/random-4k.iolog");
+    let o = small(&["--trace", data, "--capacity-multiple", "0.5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["trace"]["format"], "fio-v2");
+    assert_eq!(v["trace"]["trims"], 1);
+    assert!(v["run"]["read_ops"].as_u64().unwrap() > 0, "{}", v["run"]);
+    // A uniform random-write trace: 5 x 16384 units of a 64 MiB device (xorshift, fixed seed).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("uniform.iolog");
+    let mut text = String::from("fio version 2 iolog\n");
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..5 * 16384 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(&format!("/dev/t write {} 4096\n", (x % 16384) * 4096));
+    }
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+    let waf = |extra: &[&str]| {
+        let (v, _) = json(&[&["--capacity-multiple", "4", "--no-timing"], extra].concat());
+        v["waf_cumulative"].as_f64().unwrap()
+    };
+    let (traced, synthetic) = (waf(&["--trace", path]), waf(&["--pattern", "uniform"]));
+    assert!(
+        (traced / synthetic - 1.0).abs() < 0.02,
+        "trace WAF {traced} against the uniform pattern's {synthetic}"
+    );
+    let o = small(&["--trace", data, "--pattern", "uniform"]);
+    assert!(
+        !o.status.success(),
+        "--trace and --pattern together must be refused"
+    );
+}
+
 #[test]
 fn human_output_has_header_rows_and_result() {
     let o = small(&["--capacity-multiple", "1", "--no-timing"]);

@@ -20,6 +20,7 @@ pub mod simrun;
 pub mod synthetic;
 pub mod torture;
 pub mod tpcc;
+pub mod trace;
 pub mod values;
 pub mod ycsb;
 pub mod zipf;

@@ -248,6 +248,9 @@ pub struct RunSummary {
     pub free_eus: u64,
     /// One row per interval of the measured run.
     pub rows: Vec<IntervalRow>,
+    /// The replayed trace, when the run replayed one instead of the synthetic workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceInfo>,
 }
 
 /// Builds a device from `cfg` and runs `workload` on it.
@@ -283,6 +286,9 @@ impl Driver<'_> {
     fn exec(&mut self, op: Op, at: u64) -> Result<u64, SimError> {
         match op.kind {
             OpKind::Read => self.ssd.read(at, op.offset_bytes, op.len_bytes, None),
+            // Zoned devices have no trim: a zone is reset when its data is dead.
+            OpKind::Trim if self.zoned.is_some() => Ok(at),
+            OpKind::Trim => self.ssd.trim(at, op.offset_bytes, op.len_bytes),
             OpKind::Write => match &mut self.zoned {
                 Some(z) => z.append(self.ssd, at, op.len_bytes),
                 None => {
@@ -298,6 +304,12 @@ impl Driver<'_> {
 /// A source of commands for the closed loop.
 trait OpSource {
     fn next_op(&mut self) -> Op;
+}
+
+impl OpSource for crate::trace::TraceSource<'_> {
+    fn next_op(&mut self) -> Op {
+        crate::trace::TraceSource::next_op(self)
+    }
 }
 
 impl OpSource for Generator {
@@ -332,6 +344,7 @@ struct LoopState {
     read_bytes: u64,
     write_ops: u64,
     read_ops: u64,
+    trim_ops: u64,
     /// Latest completion time seen.
     now_ns: u64,
 }
@@ -371,6 +384,7 @@ fn closed_loop(
                 st.read_bytes += op.len_bytes;
                 st.read_ops += 1;
             }
+            OpKind::Trim => st.trim_ops += 1,
         }
         st.now_ns = st.now_ns.max(done);
         after(drv, &st)?;
@@ -427,6 +441,7 @@ fn batched_loop(
                     st.read_bytes += op.len_bytes;
                     st.read_ops += 1;
                 }
+                OpKind::Trim => st.trim_ops += 1,
             }
             after(drv, &st)?;
         }
@@ -521,11 +536,27 @@ pub fn run_on(
     params: &RunParams,
     obs: &mut dyn RunObserver,
 ) -> Result<RunSummary, RunError> {
+    run_source(ssd, workload, params, obs, None)
+}
+
+/// [`run_on`], with the commands of the measured run from `source` instead of `workload`'s
+/// generator when given.
+fn run_source(
+    ssd: &mut Ssd,
+    workload: &Workload,
+    params: &RunParams,
+    obs: &mut dyn RunObserver,
+    source: Option<&mut dyn OpSource>,
+) -> Result<RunSummary, RunError> {
     let mut params = params.clone();
     check_fit(ssd, workload, &mut params)?;
     let capacity = ssd.capacity().clone();
     let cap = capacity.logical_bytes;
     let mut generator = Generator::new(workload, cap)?;
+    let source: &mut dyn OpSource = match source {
+        Some(s) => s,
+        None => &mut generator,
+    };
     // Preconditioning fills the zones in order with one open zone; the run then grows to
     // `open_zones`.
     let zoned = match params.open_zones {
@@ -588,7 +619,7 @@ pub fn run_on(
         ..LoopState::default()
     };
     let mut next_row = interval;
-    let st = closed_loop(&mut drv, &mut generator, qd, start_ns, target, |drv, st| {
+    let st = closed_loop(&mut drv, source, qd, start_ns, target, |drv, st| {
         let done = pre_bytes + st.write_bytes;
         if done >= next_progress {
             obs.progress(done, total);
@@ -654,7 +685,30 @@ pub fn run_on(
         fill: report.fill,
         free_eus: report.free_eus,
         rows,
+        trace: None,
     })
+}
+
+/// Builds a device from `cfg` and replays `trace` (read from `path`) on it after the usual
+/// preconditioning, until `params.capacity_multiple` of the capacity is written. The summary's
+/// `workload` is the default one with 4 KiB writes (unused); `trace` says what was replayed.
+pub fn run_trace(
+    cfg: SsdConfig,
+    trace: &crate::trace::Trace,
+    path: &str,
+    params: &RunParams,
+    obs: &mut dyn RunObserver,
+) -> Result<RunSummary, RunError> {
+    let mut ssd = Ssd::new(cfg)?;
+    let cap = ssd.capacity().logical_bytes;
+    let unit = ssd.unit_bytes() as u64;
+    let mut src = crate::trace::TraceSource::new(trace, cap, unit);
+    let workload = Workload::default();
+    let mut s = run_source(&mut ssd, &workload, params, obs, Some(&mut src))?;
+    let mut info = trace.info(path);
+    info.passes = src.passes();
+    s.trace = Some(info);
+    Ok(s)
 }
 
 #[cfg(test)]

@@ -302,6 +302,8 @@ pub enum OpKind {
     Read,
     /// A host write.
     Write,
+    /// A host trim (discard): only replayed traces issue them.
+    Trim,
 }
 
 /// One device request.

@@ -119,6 +119,20 @@ pub struct SimArgs {
     /// fraction F of the space), seq, streams:K [default: uniform]
     #[arg(long, value_name = "PATTERN", help_heading = "Workload")]
     pub pattern: Option<Pattern>,
+    /// Replay this block trace instead of a synthetic pattern: fio iolog v2/v3, blkparse text
+    /// output or MQSim ASCII (detected, or --trace-format). Offsets wrap at the device's
+    /// capacity and align to its mapping unit; the trace repeats until --capacity-multiple of the
+    /// capacity is written (after the usual preconditioning fill)
+    #[arg(long, value_name = "FILE", help_heading = "Workload", conflicts_with_all = ["pattern", "write_size", "read_share"])]
+    pub trace: Option<PathBuf>,
+    /// Format of --trace: fio-v2, fio-v3, blkparse, mqsim [default: detected]
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        help_heading = "Workload",
+        requires = "trace"
+    )]
+    pub trace_format: Option<wafer_workloads::trace::TraceFormat>,
     /// Size of every request (a multiple of 4 KiB or of the mapping unit) [default: 4KiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size, help_heading = "Workload")]
     pub write_size: Option<u64>,
@@ -511,7 +525,32 @@ pub fn main(args: &SimArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let started = Instant::now();
-    let summary = if args.json {
+    let trace = match &args.trace {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read trace {}: {e}", path.display())))?;
+            let t = wafer_workloads::trace::parse(&text, args.trace_format)
+                .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+            Some((t, path.display().to_string()))
+        }
+        None => None,
+    };
+    let summary = if let Some((t, path)) = &trace {
+        let i = t.info(path);
+        if !args.json {
+            eprintln!(
+                "trace {path}: {:?}, {} commands per pass ({} writes of {} in all, {} reads, {} \
+                 trims)",
+                t.format,
+                i.commands,
+                i.writes,
+                super::size::format_bytes(i.write_bytes),
+                i.reads,
+                i.trims
+            );
+        }
+        wafer_workloads::simrun::run_trace(plan.ssd, t, path, &plan.params, &mut Quiet)
+    } else if args.json {
         run(plan.ssd, &plan.workload, &plan.params, &mut Quiet)
     } else {
         let show_bar = std::io::stderr().is_terminal();
