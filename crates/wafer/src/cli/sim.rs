@@ -384,7 +384,7 @@ impl SimArgs {
             cfg.fit_reserve();
             let asked = self.spare_factor().unwrap_or(DEFAULT_SF);
             let c = cfg.capacity();
-            if !matches!(cfg.mode, Mode::Zns(_)) && c.spare_factor > asked + 0.02 {
+            if !matches!(cfg.mode, Mode::Zns(_)) && c.spare_factor > asked * 1.05 + 0.001 {
                 eprintln!(
                     "warning: the simulated device has spare factor {:.3}, not the {asked:.3} \
                      asked: its {} of flash come in erase units of {} (and GC keeps {} of them \
