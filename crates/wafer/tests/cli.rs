@@ -166,6 +166,10 @@ fn sizes_round_and_the_real_spare_factor_is_said() {
         "{}",
         stderr(&o)
     );
+    // --sf 0 cannot be met (GC needs its reserve): said, not silently changed.
+    let o = small(&["--sf", "0", "--capacity-multiple", "0.05"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not the 0.000 asked"), "{}", stderr(&o));
     let o = wafer(&[
         "sim",
         "--mode",
