@@ -87,6 +87,40 @@ impl Devices {
         )
     }
 
+    /// A data SSD simulated by flashsim (conventional, 4 KiB pages on 1 MiB erase units, spare
+    /// factor 0.10, the timing model on, data kept in memory) of `data_bytes` logical bytes, and
+    /// an in-memory log of `log_bytes`, with the database on the device's virtual clock: what an
+    /// embedder needs to measure SSD WAF and virtual time without depending on flashsim itself.
+    /// The data device's counters are in [`Db::stats`] (`data_device`).
+    ///
+    /// ```
+    /// use wafer_engine::{Db, DbConfig, Devices};
+    /// let db = Db::open(Devices::simulated(16 << 20, 4 << 20).unwrap(), DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// for i in 0..2000u32 {
+    ///     let mut x = db.begin().unwrap();
+    ///     x.put(&t, &(i % 500).to_le_bytes(), &[7u8; 1000]).unwrap();
+    ///     x.commit().unwrap();
+    /// }
+    /// db.checkpoint().unwrap();
+    /// let s = db.stats();
+    /// assert!(s.data_device.write_bytes > 0);
+    /// ```
+    #[cfg(feature = "sim")]
+    pub fn simulated(data_bytes: u64, log_bytes: u64) -> Result<Devices> {
+        let mut cfg = flashsim::SsdConfig::small(data_bytes, 0.10);
+        cfg.data = flashsim::DataMode::Memory;
+        cfg.timing.enabled = true;
+        cfg.validate()
+            .map_err(|e| Error::Config(format!("simulated data device: {e}")))?;
+        let clock = crate::device::VirtualClock::shared();
+        let data = crate::device::SimDevice::new(cfg, clock.clone())?;
+        Ok(
+            Devices::new(Box::new(data), Box::new(MemDevice::new(log_bytes, 4096)))
+                .with_clock(clock),
+        )
+    }
+
     /// Data and log on one device: the log takes its last `log_bytes`.
     pub fn one_device(dev: Box<dyn BlockDevice>, log_bytes: u64) -> Result<Devices> {
         let cap = dev.capacity_bytes();
