@@ -233,6 +233,43 @@ pub struct TimingConfig {
     pub write_buffer_pages_per_die: u32,
 }
 
+/// NAND cell types with typical per-operation latencies and endurance. Figures from HP's white
+/// paper "Solid State Drive Technology: Differences between SLC, MLC and TLC NAND" (Table 1);
+/// where it gives a range the midpoint is used. (No QLC preset: its timing varies too much
+/// between generations for one published figure to stand for it.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cell {
+    /// 1 bit per cell: read 25 us, program 200-300 us, erase 1.5-2 ms, 100,000 P/E cycles.
+    Slc,
+    /// 2 bits per cell: read 50 us, program 600-900 us, erase 3 ms, 3,000 P/E cycles.
+    Mlc,
+    /// 3 bits per cell: read ~75 us, program ~900-1350 us, erase ~4.5 ms, 1,000 P/E cycles.
+    Tlc,
+}
+
+impl Cell {
+    /// (read, program, erase) latencies in ns and the P/E limit of this cell type.
+    pub fn figures(self) -> (u64, u64, u64, u32) {
+        match self {
+            Cell::Slc => (25_000, 250_000, 1_750_000, 100_000),
+            Cell::Mlc => (50_000, 750_000, 3_000_000, 3_000),
+            Cell::Tlc => (75_000, 1_125_000, 4_500_000, 1_000),
+        }
+    }
+}
+
+impl SsdConfig {
+    /// Sets the NAND timing and endurance of `cell` (other timing fields stay).
+    pub fn set_cell(&mut self, cell: Cell) {
+        let (r, p, e, pe) = cell.figures();
+        self.timing.read_ns = r;
+        self.timing.program_ns = p;
+        self.timing.erase_ns = e;
+        self.wear.pe_limit = pe;
+    }
+}
+
 /// Wear model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WearConfig {

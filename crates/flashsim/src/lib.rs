@@ -36,7 +36,7 @@ mod victim;
 mod zns;
 
 pub use config::{
-    Capacity, ConfigError, DataMode, FdpConfig, GcConfig, GcPolicy, GcUnit, Geometry, Mode,
+    Capacity, Cell, ConfigError, DataMode, FdpConfig, GcConfig, GcPolicy, GcUnit, Geometry, Mode,
     SsdConfig, TimingConfig, WearConfig, ZnsConfig,
 };
 pub use device::SimDevice;

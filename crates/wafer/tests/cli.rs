@@ -226,6 +226,23 @@ fn a_trace_replays_and_matches_the_synthetic_pattern() {
     );
 }
 
+/// `--cell` sets the NAND timing and endurance: the same WAF, slower writes from SLC to TLC.
+#[test]
+fn cell_presets_set_timing_and_endurance() {
+    let run = |cell: &str| {
+        let (v, _) = json(&["--cell", cell, "--capacity-multiple", "0.5"]);
+        (
+            v["ssd"]["wear"]["pe_limit"].as_u64().unwrap(),
+            v["run"]["write_mb_s"].as_f64().unwrap(),
+            v["waf_cumulative"].as_f64().unwrap(),
+        )
+    };
+    let (slc, mlc, tlc) = (run("slc"), run("mlc"), run("tlc"));
+    assert_eq!((slc.0, mlc.0, tlc.0), (100_000, 3_000, 1_000));
+    assert!(slc.1 > mlc.1 && mlc.1 > tlc.1, "{slc:?} {mlc:?} {tlc:?}");
+    assert_eq!(slc.2, tlc.2, "timing must not change WAF");
+}
+
 #[test]
 fn human_output_has_header_rows_and_result() {
     let o = small(&["--capacity-multiple", "1", "--no-timing"]);

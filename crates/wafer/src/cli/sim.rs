@@ -68,6 +68,11 @@ pub struct SimArgs {
     /// Over-provisioning (physical - logical) / logical, instead of --sf (e.g. 0.28)
     #[arg(long, value_name = "FRACTION", value_parser = parse_op, help_heading = "Device")]
     pub op: Option<f64>,
+    /// NAND cell type: sets read/program/erase latencies and the P/E limit (slc, mlc, tlc;
+    /// figures in docs/flashsim.md) [default: the preset's: read 50 us, program 600 us, erase
+    /// 3.5 ms, 3,000 P/E]
+    #[arg(long, value_name = "CELL", help_heading = "Device")]
+    pub cell: Option<CellArg>,
     /// Geometry preset [default: datacenter]
     #[arg(long, value_enum, value_name = "PRESET", help_heading = "Device")]
     pub geometry: Option<Preset>,
@@ -249,6 +254,14 @@ pub struct FileConfig {
     pub run: Option<RunParams>,
 }
 
+/// `--cell`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CellArg {
+    Slc,
+    Mlc,
+    Tlc,
+}
+
 /// A fully resolved simulation.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -378,6 +391,13 @@ impl SimArgs {
         }
         if let Some(s) = self.seed {
             cfg.seed = s;
+        }
+        if let Some(c) = self.cell {
+            cfg.set_cell(match c {
+                CellArg::Slc => flashsim::Cell::Slc,
+                CellArg::Mlc => flashsim::Cell::Mlc,
+                CellArg::Tlc => flashsim::Cell::Tlc,
+            });
         }
         if sized {
             // The GC reserve depends on the mode (FDP handles) and GC settings set above.
