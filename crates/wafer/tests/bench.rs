@@ -204,15 +204,21 @@ fn many_clients_keep_virtual_time_monotonic_and_within_the_device() {
     // 30,000 clients on a 32 MiB device (more clients than operations in an interval): the
     // series' time never decreases, the flash writes of no interval outrun what the flash dies
     // allow, and the run's operations stay within what the simulated CPUs allow.
-    let v: serde_json::Value = serde_json::from_str(&bench_json(&[
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--json",
         "--configs",
         "in-place-nodw",
+        "--data-size",
+        "32MiB",
         "--clients",
         "30000",
         "--capacity-multiple",
         "2",
-    ]))
-    .unwrap();
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v["runs"][0];
     let series = r["series"].as_array().unwrap();
     assert!(series.len() >= 6, "{}", series.len());
