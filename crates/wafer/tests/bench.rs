@@ -150,3 +150,108 @@ fn group_commit_in_virtual_time_shares_log_flushes() {
     ]);
     assert_eq!(grouped, again);
 }
+
+#[test]
+fn steady_state_is_a_full_interval_not_a_truncated_tail() {
+    // SMALL runs 0.6 x the device: two full quarter-capacity intervals and a tail of 0.1. A run
+    // stopped by --max-ops just after an interval boundary has a tail of a few operations.
+    let interval = 0.25 * 32.0 * 1024.0 * 1024.0;
+    let runs = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--configs", "in-place-nodw"];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&bench_json(&args)).unwrap();
+        v["runs"][0].clone()
+    };
+    let full = runs(&[]);
+    let boundary = full["series"][0]["ops"].as_u64().unwrap();
+    let max_ops = (boundary + 10).to_string();
+    let cut = runs(&["--max-ops", &max_ops]);
+    for r in [&full, &cut] {
+        let steady = &r["steady"];
+        let series = r["series"].as_array().unwrap();
+        let tail = series.last().unwrap()["write_mb"].as_f64().unwrap() * 1e6;
+        assert!(tail < 0.5 * interval, "the run ends with a short interval");
+        // The steady window holds at least a full interval's writes, not the tail.
+        let issued = steady["db_issued_bytes"].as_f64().unwrap();
+        assert!(
+            issued >= interval,
+            "steady window {issued} bytes, interval {interval}"
+        );
+        assert!(steady["ops"].as_u64().unwrap() > 1000);
+        let st = &r["steady_state"];
+        assert_eq!(st["merged_short_tail"], true);
+        let label = st["label"].as_str().unwrap();
+        assert!(label.starts_with("last full interval"), "{label}");
+        assert_eq!(
+            st["to_ops"].as_u64().unwrap() - st["from_ops"].as_u64().unwrap(),
+            steady["ops"].as_u64().unwrap()
+        );
+    }
+    // The table names the window and says when it may not be a steady state.
+    let mut args = vec!["bench", "ycsb", "--configs", "in-place-nodw"];
+    args.extend_from_slice(&SMALL);
+    let out = wafer(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("steady state: last full interval (the short final one merged in), ops "),
+        "{text}"
+    );
+    assert!(text.contains("too few to tell"), "{text}");
+}
+
+#[test]
+fn many_clients_keep_virtual_time_monotonic_and_within_the_device() {
+    // 30,000 clients on a 32 MiB device (more clients than operations in an interval): the
+    // series' time never decreases, the flash writes of no interval outrun what the flash dies
+    // allow, and the run's operations stay within what the simulated CPUs allow.
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--json",
+        "--configs",
+        "in-place-nodw",
+        "--data-size",
+        "32MiB",
+        "--clients",
+        "30000",
+        "--capacity-multiple",
+        "2",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["runs"][0];
+    let series = r["series"].as_array().unwrap();
+    assert!(series.len() >= 6, "{}", series.len());
+    let f = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap();
+    let cfg = &r["config"];
+    let cpu_bound = f(cfg, "cores") * 1e9 / f(cfg, "cpu_ns_per_op");
+    // Flash program bandwidth of the data SSD: every die programming one page at a time.
+    let ssd = &cfg["data_ssd"];
+    let g = &ssd["geometry"];
+    let dies = f(g, "channels") * f(g, "dies_per_channel") * f(g, "planes_per_die");
+    let media_bound = dies * f(g, "page_size_bytes") * 1e9 / f(&ssd["timing"], "program_ns");
+    let mut prev = (0.0, 0.0, 0.0);
+    for row in series {
+        let (t, ops, media) = (
+            f(row, "virtual_s"),
+            f(row, "ops"),
+            f(row, "media_mb_cumulative") * 1e6,
+        );
+        assert!(
+            t >= prev.0,
+            "virtual time went backwards: {t} after {}",
+            prev.0
+        );
+        assert!(ops >= prev.1);
+        let dt = t - prev.0;
+        assert!(
+            media - prev.2 <= media_bound * dt * 1.01 + 4.0 * 1024.0 * 1024.0,
+            "{} media bytes in {dt} s (at most {media_bound} B/s)",
+            media - prev.2
+        );
+        prev = (t, ops, media);
+    }
+    let run = &r["run"];
+    assert!(f(run, "ops_per_s") <= cpu_bound);
+    assert!(f(run, "ssd_media_bytes") <= media_bound * f(run, "virtual_s"));
+}

@@ -5,7 +5,7 @@ use flashsim::{LatencySummary, WearReport};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use wafer_workloads::bench::{
-    BenchConfig, BenchReport, BenchSummary, Breakdown, Preset, SeriesRow, Window,
+    BenchConfig, BenchReport, BenchSummary, Breakdown, Preset, SeriesRow, SteadyState, Window,
 };
 use wafer_workloads::YcsbConfig;
 
@@ -82,6 +82,18 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
         fill_achieved: 0.89,
         load: window(50_000, 1.0, 1.0, 1.0, 16 * MIB),
         steady: window(50_000, 1.2, db_waf, ssd_waf + 0.05, 8 * MIB),
+        steady_state: SteadyState {
+            label: "last full interval, ops 450000..500000".to_string(),
+            from_ops: 450_000,
+            to_ops: 500_000,
+            full_intervals: 10,
+            merged_short_tail: false,
+            warnings: if dw {
+                vec!["SSD WAF still rising at the end (1.50, 1.60, 1.70 over the last three intervals): steady state not reached; run longer".to_string()]
+            } else {
+                Vec::new()
+            },
+        },
         bytes: Breakdown {
             user_bytes: user,
             doublewrite_bytes: if dw { user } else { 0 },
@@ -227,6 +239,18 @@ fn renders_tables_and_charts() {
             .unwrap_or_else(|| panic!("row of {name}"));
         html[start..start + html[start..].find("</tr>").unwrap()].to_string()
     };
+    // Which part of each run the steady state is, and a warning when a WAF still rises.
+    assert_eq!(
+        count(
+            &html,
+            "steady state: last full interval, ops 450000..500000"
+        ),
+        2
+    );
+    assert_eq!(
+        count(&html, "SSD WAF still rising at the end (1.50, 1.60, 1.70"),
+        1
+    );
     let a = row("in-place");
     assert!(a.contains("41,667"), "steady OPS: {a}");
     assert!(a.contains("<td>2.00</td>"), "DB WAF: {a}");

@@ -276,8 +276,13 @@ pub fn print_table(r: &BenchReport) {
         );
     }
     println!(
-        "\nsteady state = the last interval of each run; OPS in virtual time (flashsim timing model)."
+        "\nsteady state = the last full interval of each run (a short final interval is merged into the one before); OPS in virtual time (flashsim timing model)."
     );
+    for s in &r.runs {
+        for line in s.steady_state.lines() {
+            println!("  {:<16} {line}", s.name);
+        }
+    }
     for s in &r.runs {
         println!(
             "  {:<16} {}: {} records ({:.0}% fill), {} ops, p99 latency {:.0} us",

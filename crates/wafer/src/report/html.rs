@@ -239,6 +239,31 @@ fn window_table(out: &mut String, views: &[RunView<'_>], window: fn(&BenchSummar
     out.push_str("</tbody>\n</table>\n");
 }
 
+/// Which part of each run the steady-state table shows, and each run's warnings (a metric
+/// still trending at the end), worded as the CLI prints them.
+fn steady_notes(out: &mut String, views: &[RunView<'_>]) {
+    out.push_str("<ul class=\"steady\">\n");
+    for v in views {
+        let st = &v.run.steady_state;
+        if st.label.is_empty() {
+            // A result file written before the steady state was described.
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<li>{}{}: steady state: {}",
+            swatch(v.color),
+            esc(&v.label),
+            esc(&st.label)
+        );
+        for w in &st.warnings {
+            let _ = write!(out, "<br><strong class=\"warn\">{}</strong>", esc(w));
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
+}
+
 fn config_table(out: &mut String, views: &[RunView<'_>], several_inputs: bool) {
     out.push_str(
         "<table>\n<thead><tr><th>run</th><th class=\"text\">description</th>\
@@ -430,12 +455,15 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
 
     out.push_str("<h2>Comparison (steady state)</h2>\n");
     out.push_str(
-        "<p class=\"note\">The last interval of each run, in the shape of paper 002 Table 1. \
+        "<p class=\"note\">The last full interval of each run (a final interval holding less \
+         than half an interval's writes, as when a run stops at an operation limit, is merged \
+         into the one before), in the shape of paper 002 Table 1. \
          DB WAF = DB-issued / user bytes; SSD WAF = media / host bytes; total WAF = DB WAF \
          &times; SSD WAF; logical bytes/op = DB-issued bytes per operation; physical bytes/op = \
          media bytes per operation. The best value of a column is in bold.</p>\n",
     );
     window_table(&mut out, views, |r| &r.steady);
+    steady_notes(&mut out, views);
     out.push_str(
         "<details>\n<summary>Whole run phase (all intervals), latency and wear</summary>\n",
     );

@@ -266,6 +266,128 @@ pub fn series_row(start: &Snapshot, a: &Snapshot, b: &Snapshot, page_size: u32) 
     }
 }
 
+/// Which part of a run its steady-state window covers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// What the window is, for tables: e.g. "last full interval, ops 10688..16640".
+    pub label: String,
+    /// Operations (since the run started) at the window's start and end.
+    pub from_ops: u64,
+    pub to_ops: u64,
+    /// Full intervals in the run (a short final interval merged into the one before counts
+    /// as part of it).
+    pub full_intervals: u64,
+    /// The run's final interval held less than half an interval and was merged into the one
+    /// before.
+    pub merged_short_tail: bool,
+    /// Why the window may not be a steady state (a metric still trending at the end, too few
+    /// intervals to tell); empty when the last intervals are flat.
+    pub warnings: Vec<String>,
+}
+
+impl SteadyState {
+    /// "steady state: LABEL" and each warning, one line each.
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = vec![format!("steady state: {}", self.label)];
+        v.extend(self.warnings.iter().cloned());
+        v
+    }
+}
+
+/// A WAF counts as still rising when each of the last two full intervals is more than this
+/// fraction above the interval before it.
+pub const RISING_PER_INTERVAL: f64 = 0.03;
+
+/// Warnings for per-interval values of the full intervals of a run, oldest first: a metric
+/// still rising at the end, or too few intervals to tell.
+pub fn trend_warnings(db_waf: &[f64], ssd_waf: &[f64]) -> Vec<String> {
+    let n = ssd_waf.len();
+    if n < 3 {
+        return vec![format!(
+            "only {n} full interval{}: too few to tell whether the run reached a steady state; run longer",
+            if n == 1 { "" } else { "s" }
+        )];
+    }
+    let mut out = Vec::new();
+    for (name, v) in [("SSD WAF", ssd_waf), ("DB WAF", db_waf)] {
+        let [a, b, c] = [v[v.len() - 3], v[v.len() - 2], v[v.len() - 1]];
+        let rising = |x: f64, y: f64| y > x * (1.0 + RISING_PER_INTERVAL);
+        if rising(a, b) && rising(b, c) {
+            out.push(format!(
+                "{name} still rising at the end ({a:.2}, {b:.2}, {c:.2} over the last three intervals): steady state not reached; run longer"
+            ));
+        }
+    }
+    out
+}
+
+/// Chooses the steady-state window of a run: its last full interval. `bounds` are the last
+/// (up to three) interval boundaries, the run's end last; `series` the run's interval rows;
+/// `interval_bytes` the DB-issued bytes of a full interval. A final interval with less than
+/// half of `interval_bytes` (a run stopped by an operation or time limit) is merged into the
+/// interval before it; when the whole run is shorter than that, there is no steady state and
+/// the window is the whole run.
+pub fn steady_state(
+    start: &Snapshot,
+    bounds: &[Snapshot],
+    series: &[SeriesRow],
+    interval_bytes: u64,
+) -> (Window, SteadyState) {
+    let end = bounds.last().unwrap_or(start);
+    let issued =
+        |a: &Snapshot, b: &Snapshot| b.db.writes.db_write_bytes - a.db.writes.db_write_bytes;
+    let n = series.len();
+    let k = bounds.len();
+    let whole = |why: &str| {
+        let st = SteadyState {
+            label: format!(
+                "none ({why}): whole run shown, ops 0..{}",
+                end.ops - start.ops
+            ),
+            from_ops: 0,
+            to_ops: end.ops - start.ops,
+            full_intervals: 0,
+            merged_short_tail: false,
+            warnings: vec![format!("no steady state: {why}; run longer")],
+        };
+        (window(start, end), st)
+    };
+    if n == 0 || k < 2 {
+        return whole("the run has no interval");
+    }
+    let short = 2 * issued(&bounds[k - 2], end) < interval_bytes;
+    if short && (n < 2 || k < 3) {
+        return whole("the run is shorter than half an interval");
+    }
+    let from = if short {
+        &bounds[k - 3]
+    } else {
+        &bounds[k - 2]
+    };
+    let w = window(from, end);
+    let full = if short { n - 1 } else { n };
+    // Per-interval WAFs of the full intervals: the series rows, the merged one last.
+    let rows = &series[..full - 1];
+    let mut db: Vec<f64> = rows.iter().map(|r| r.db_waf).collect();
+    let mut ssd: Vec<f64> = rows.iter().map(|r| r.ssd_waf).collect();
+    db.push(w.db_waf);
+    ssd.push(w.ssd_waf);
+    let (a, b) = (from.ops - start.ops, end.ops - start.ops);
+    let st = SteadyState {
+        label: if short {
+            format!("last full interval (the short final one merged in), ops {a}..{b}")
+        } else {
+            format!("last full interval, ops {a}..{b}")
+        },
+        from_ops: a,
+        to_ops: b,
+        full_intervals: full as u64,
+        merged_short_tail: short,
+        warnings: trend_warnings(&db, &ssd),
+    };
+    (w, st)
+}
+
 /// The result of one benchmark run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchSummary {
@@ -278,8 +400,12 @@ pub struct BenchSummary {
     pub load: Window,
     /// The whole measured run.
     pub run: Window,
-    /// The last interval of the run (steady state).
+    /// The steady state: the last full interval of the run ([`steady_state`] says how it is
+    /// chosen; `steady_state` describes the choice).
     pub steady: Window,
+    /// Which part of the run `steady` covers, and whether the run reached a steady state.
+    #[serde(default)]
+    pub steady_state: SteadyState,
     pub bytes: Breakdown,
     pub aborts: u64,
     pub latency: LatencySummary,
@@ -298,4 +424,29 @@ pub struct BenchReport {
     /// What was run (workload and shared settings), for titles.
     pub title: String,
     pub runs: Vec<BenchSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waf_rising_over_the_last_intervals_is_reported() {
+        // Flat at the end (noise under 3%): no warning.
+        assert!(trend_warnings(&[1.0; 5], &[1.0, 2.0, 3.0, 3.05, 3.04]).is_empty());
+        // Still climbing: the warning names the metric and the last three values.
+        let w = trend_warnings(&[1.0; 4], &[1.0, 1.5, 2.0, 2.5]);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("SSD WAF still rising at the end (1.50, 2.00, 2.50")
+                && w[0].ends_with("steady state not reached; run longer"),
+            "{w:?}"
+        );
+        // One rising step is not a trend.
+        assert!(trend_warnings(&[1.0; 4], &[1.0, 1.0, 1.0, 1.5]).is_empty());
+        // DB WAF too (out-of-place GC warming up).
+        assert_eq!(trend_warnings(&[1.0, 1.2, 1.4], &[1.0; 3]).len(), 1);
+        // Too few intervals to tell.
+        assert!(trend_warnings(&[1.0; 2], &[1.0; 2])[0].contains("too few to tell"));
+    }
 }

@@ -341,4 +341,4 @@ pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
     cfg
 }
 
-pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, Window};
+pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, SteadyState, Window};

@@ -9,6 +9,14 @@
 //! queued on a die by another task (including GC) delays later commands. Each operation also needs
 //! `cpu_ns_per_op` on one of `cores` simulated cores. A client's next operation starts when its
 //! previous one completed. Throughput = operations / virtual time; latency = completion - start.
+//!
+//! The shared clock is the submission time of the step being run, so it moves back and forth
+//! between steps (a step's own I/O runs it ahead of steps that start later). The run's time line
+//! is the horizon: the latest completion of any step run so far, which never decreases. A series
+//! row (and the run's end) at horizon T counts the operations run so far, all of which completed
+//! by T, with the device work they caused. So a run with more clients than the device can serve
+//! (its steps dispatched at CPU speed while the dies queue their I/O) measures the device's
+//! pace, not the dispatch's.
 
 use super::metrics::{self, Snapshot};
 use super::{BenchConfig, BenchSummary};
@@ -269,10 +277,10 @@ pub struct LoopResult {
     pub start: Snapshot,
     /// Counters when it ended.
     pub end: Snapshot,
-    /// Counters at the next-to-last series row (start of the steady window).
-    pub prev_row: Snapshot,
-    /// Counters at the last series row (end of the steady window).
-    pub last_row: Snapshot,
+    /// The steady-state window ([`metrics::steady_state`]).
+    pub steady: metrics::Window,
+    /// Which part of the run it covers.
+    pub steady_state: metrics::SteadyState,
     /// One row per interval.
     pub series: Vec<metrics::SeriesRow>,
 }
@@ -298,7 +306,10 @@ pub fn closed_loop(
     let (mut txns, mut aborts) = (0u64, 0u64);
     let start = rig.snapshot(0, 0);
     let mut last_row = start.clone();
-    let mut prev_row = start.clone();
+    // The last (up to three) interval boundaries, for the steady-state window.
+    let mut bounds = std::collections::VecDeque::from([start.clone()]);
+    // The time line: the latest completion of any step run so far.
+    let mut horizon = t0;
     let mut next_row = interval_bytes;
     let mut series = Vec::new();
     let mut steps = 0u64;
@@ -313,7 +324,8 @@ pub fn closed_loop(
                  at: u64,
                  waiting: &mut Vec<(u32, u64, wafer_engine::PendingCommit)>,
                  tasks: &mut BinaryHeap<Reverse<(u64, u32)>>,
-                 latency: &mut LatencyHistogram|
+                 latency: &mut LatencyHistogram,
+                 horizon: &mut u64|
      -> Result<u64, BenchError> {
         rig.clock.set(at);
         rig.db.flush_log()?;
@@ -324,12 +336,14 @@ pub fn closed_loop(
             latency.record(done - started);
             tasks.push(Reverse((done, client)));
         }
+        *horizon = (*horizon).max(done);
         Ok(n)
     };
     while let Some(Reverse((t, id))) = tasks.pop() {
         if id == maint_id {
             rig.clock.set(t);
             rig.db.maintenance()?;
+            horizon = horizon.max(rig.clock.now());
             let next = rig.clock.now().max(t) + cfg.maintenance_every_us * 1000;
             tasks.push(Reverse((next, id)));
             continue;
@@ -337,7 +351,7 @@ pub fn closed_loop(
         if id == flush_id {
             // The group commit timer: valid only if no flush happened since it was set.
             if timer_gen == Some(flush_gen) && !waiting.is_empty() {
-                txns += flush(rig, t, &mut waiting, &mut tasks, &mut latency)?;
+                txns += flush(rig, t, &mut waiting, &mut tasks, &mut latency, &mut horizon)?;
                 flush_gen += 1;
                 timer_gen = None;
             }
@@ -357,6 +371,7 @@ pub fn closed_loop(
         };
         steps += 1;
         let done = rig.clock.now().max(cpu_done);
+        horizon = horizon.max(done);
         match step {
             Step::Committed => {
                 txns += 1;
@@ -377,7 +392,14 @@ pub fn closed_loop(
             Step::Pending(p) => {
                 waiting.push((id, t, p));
                 if waiting.len() as u32 >= cfg.group_commit_min_batch {
-                    txns += flush(rig, done, &mut waiting, &mut tasks, &mut latency)?;
+                    txns += flush(
+                        rig,
+                        done,
+                        &mut waiting,
+                        &mut tasks,
+                        &mut latency,
+                        &mut horizon,
+                    )?;
                     flush_gen += 1;
                     timer_gen = None;
                 } else if timer_gen.is_none() {
@@ -387,7 +409,16 @@ pub fn closed_loop(
             }
         }
         if steps.is_multiple_of(64) {
-            let now = rig.snapshot(txns, txns);
+            let now = Snapshot {
+                t_ns: horizon,
+                ..rig.snapshot(txns, txns)
+            };
+            debug_assert!(
+                now.t_ns >= last_row.t_ns,
+                "virtual time went backwards: {} after {}",
+                now.t_ns,
+                last_row.t_ns
+            );
             let issued = now.db.writes.db_write_bytes - start.db.writes.db_write_bytes;
             let elapsed_s = (now.t_ns - start.t_ns) as f64 / 1e9;
             let mut done_frac = issued as f64 / stop_bytes as f64;
@@ -398,34 +429,60 @@ pub fn closed_loop(
                 done_frac = done_frac.max(elapsed_s / m);
             }
             obs.progress(done_frac.min(1.0));
-            let finished = done_frac >= 1.0;
-            if issued >= next_row || finished {
+            if done_frac >= 1.0 {
+                break;
+            }
+            if issued >= next_row {
                 let row = metrics::series_row(&start, &last_row, &now, page_size);
                 obs.row(&row);
                 series.push(row);
-                prev_row = std::mem::replace(&mut last_row, now);
+                last_row = now;
+                bounds.push_back(last_row.clone());
+                if bounds.len() > 3 {
+                    bounds.pop_front();
+                }
                 while next_row <= issued {
                     next_row += interval_bytes;
                 }
-            }
-            if finished {
-                break;
             }
         }
     }
     if !waiting.is_empty() {
         let at = rig.clock.now();
-        txns += flush(rig, at, &mut waiting, &mut tasks, &mut latency)?;
+        txns += flush(
+            rig,
+            at,
+            &mut waiting,
+            &mut tasks,
+            &mut latency,
+            &mut horizon,
+        )?;
     }
-    let end = rig.snapshot(txns, txns);
+    // The run ends when every operation started has completed.
+    let end = Snapshot {
+        t_ns: horizon,
+        ..rig.snapshot(txns, txns)
+    };
+    debug_assert!(end.t_ns >= last_row.t_ns && end.ops >= last_row.ops);
+    if end.ops > last_row.ops || series.is_empty() {
+        let row = metrics::series_row(&start, &last_row, &end, page_size);
+        obs.row(&row);
+        series.push(row);
+        bounds.push_back(end.clone());
+        if bounds.len() > 3 {
+            bounds.pop_front();
+        }
+    }
+    let bounds: Vec<Snapshot> = bounds.into();
+    let (steady, steady_state) = metrics::steady_state(&start, &bounds, &series, interval_bytes);
     Ok(LoopResult {
         txns,
         aborts,
         latency,
         start,
         end,
-        prev_row,
-        last_row,
+        steady,
+        steady_state,
         series,
     })
 }
@@ -490,7 +547,8 @@ pub fn run(
         fill_achieved: used as f64 / capacity as f64,
         load: metrics::window(&before_load, &after_load),
         run: metrics::window(&r.start, &r.end),
-        steady: metrics::window(&r.prev_row, &r.last_row),
+        steady: r.steady,
+        steady_state: r.steady_state,
         bytes: metrics::breakdown(&r.start, &r.end),
         aborts: r.aborts,
         latency: r.latency.summary(),
