@@ -228,7 +228,8 @@ pub struct RunSummary {
     pub run: PhaseSummary,
     /// SSD WAF over the whole measured run.
     pub waf_cumulative: f64,
-    /// SSD WAF of the last interval (steady state).
+    /// SSD WAF of the last full interval (steady state): a final interval shorter than half an
+    /// interval (a run that stopped part-way through one) is merged into the one before.
     pub waf_steady: f64,
     /// Device counters at the end (cumulative since the device was created).
     pub counters: Counters,
@@ -675,7 +676,7 @@ fn run_source(
         precondition,
         run,
         waf_cumulative,
-        waf_steady: rows.last().map_or(waf_cumulative, |r| r.waf_interval),
+        waf_steady: steady_waf(&rows, interval).unwrap_or(waf_cumulative),
         counters: end,
         counters_run_start: run_start,
         wear: report.wear,
@@ -687,6 +688,26 @@ fn run_source(
         rows,
         trace: None,
     })
+}
+
+/// SSD WAF of the last full interval of `rows` (`interval` host bytes each): a last row that
+/// covers less than half an interval is merged with the row before (WAFs weighted by host bytes).
+fn steady_waf(rows: &[IntervalRow], interval: u64) -> Option<f64> {
+    let host = |i: usize| {
+        rows[i].host_write_bytes
+            - if i == 0 {
+                0
+            } else {
+                rows[i - 1].host_write_bytes
+            }
+    };
+    let n = rows.len();
+    let last = rows.last()?;
+    if n < 2 || host(n - 1) * 2 >= interval {
+        return Some(last.waf_interval);
+    }
+    let (a, b) = (host(n - 2) as f64, host(n - 1) as f64);
+    Some((rows[n - 2].waf_interval * a + last.waf_interval * b) / (a + b))
 }
 
 /// Builds a device from `cfg` and replays `trace` (read from `path`) on it after the usual

@@ -234,3 +234,38 @@ fn progress_fn_adapter_forwards() {
     assert!(calls > 100);
     assert_eq!(last.0, last.1);
 }
+
+/// The steady WAF is the last full interval's: a run stopped a tenth of an interval past a
+/// boundary does not report that tenth alone.
+#[test]
+fn steady_waf_merges_a_short_last_interval() {
+    let row = |host: u64, waf: f64| IntervalRow {
+        host_write_bytes: host,
+        host_written_gib: 0.0,
+        capacity_multiple: 0.0,
+        waf_interval: waf,
+        waf_cumulative: 0.0,
+        gc_runs: 0,
+        eu_erases: 0,
+        free_eus: 0,
+        virtual_time_s: None,
+        write_mb_s: None,
+        read_mb_s: None,
+        ops_per_s: None,
+    };
+    let rows = [row(100, 3.0), row(200, 4.0), row(210, 9.0)];
+    let w = steady_waf(&rows, 100).unwrap();
+    assert!((w - (4.0 * 100.0 + 9.0 * 10.0) / 110.0).abs() < 1e-9, "{w}");
+    assert_eq!(steady_waf(&rows[..2], 100), Some(4.0));
+    assert_eq!(steady_waf(&[], 100), None);
+    // A run of 0.6 capacity with quarter intervals ends with a 0.1 interval: merged.
+    let s = run(
+        small(false),
+        &wl(Pattern::Uniform),
+        &params(0.6),
+        &mut Quiet,
+    )
+    .unwrap();
+    let n = s.rows.len();
+    assert!(n >= 2 && s.waf_steady != s.rows[n - 1].waf_interval || n < 2);
+}
