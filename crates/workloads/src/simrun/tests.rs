@@ -267,5 +267,6 @@ fn steady_waf_merges_a_short_last_interval() {
     )
     .unwrap();
     let n = s.rows.len();
-    assert!(n >= 2 && s.waf_steady != s.rows[n - 1].waf_interval || n < 2);
+    assert_eq!(n, 3, "rows at 0.25, 0.5 and 0.6 of the capacity");
+    assert_ne!(s.waf_steady, s.rows[2].waf_interval);
 }
