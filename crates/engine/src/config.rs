@@ -21,6 +21,7 @@ pub enum OpenMode {
 /// Group commit: a commit waits up to `max_delay_us` for `min_batch` commits to share one log
 /// flush (paper 001 section 5.1 tunes both). `min_batch = 1` flushes at once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GroupCommitConfig {
     pub max_delay_us: u64,
     pub min_batch: u32,
@@ -28,6 +29,7 @@ pub struct GroupCommitConfig {
 
 /// Engine settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DbConfig {
     pub open_mode: OpenMode,
     /// Page size in bytes: 4096, 8192 or 16384.

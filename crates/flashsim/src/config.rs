@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 /// Physical layout of the flash array.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Geometry {
     pub channels: u32,
     pub dies_per_channel: u32,
@@ -176,6 +177,7 @@ pub enum GcUnit {
 
 /// Garbage-collection settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GcConfig {
     pub policy: GcPolicy,
     pub unit: GcUnit,
@@ -189,6 +191,7 @@ pub struct GcConfig {
 
 /// Zoned Namespace settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ZnsConfig {
     /// Erase units (superblocks by default) per zone.
     pub zone_eus: u32,
@@ -198,6 +201,7 @@ pub struct ZnsConfig {
 
 /// Flexible Data Placement settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FdpConfig {
     /// Number of reclaim unit handles; a write's placement id must be below this.
     pub handles: u32,
@@ -217,6 +221,7 @@ pub enum Mode {
 
 /// NAND and interface latencies; defaults describe a modern TLC datacenter SSD (see docs/flashsim.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TimingConfig {
     /// When false, every command completes at its submit time and no busy time is tracked
     /// (fastest; for WAF-only sweeps).
@@ -272,6 +277,7 @@ impl SsdConfig {
 
 /// Wear model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WearConfig {
     /// Rated program/erase cycles per block.
     pub pe_limit: u32,
@@ -291,6 +297,7 @@ pub enum DataMode {
 
 /// The complete configuration of one simulated SSD.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SsdConfig {
     pub geometry: Geometry,
     /// Logical capacity exported to the host. In ZNS mode this is ignored: all zones are exported.

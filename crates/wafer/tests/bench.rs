@@ -151,6 +151,367 @@ fn group_commit_in_virtual_time_shares_log_flushes() {
     assert_eq!(grouped, again);
 }
 
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `--dump-config` of `wafer bench ycsb` with `extra` flags.
+fn dump(extra: &[&str]) -> String {
+    let mut args = vec!["bench", "ycsb", "--dump-config"];
+    args.extend_from_slice(extra);
+    let out = wafer(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Issue 17: flags given with `--config` override the file, for the run and for its title.
+#[test]
+fn flags_override_the_config_file_and_the_title_says_what_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.toml");
+    std::fs::write(
+        &path,
+        dump(&[
+            "--configs",
+            "in-place-nodw",
+            "--data-size",
+            "64MiB",
+            "--fill",
+            "0.5",
+            "--theta",
+            "0",
+            "--clients",
+            "2",
+        ]),
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    // The file alone: its values, in the run and in the title.
+    let v: serde_json::Value = serde_json::from_str(&bench_json(&[
+        "--configs",
+        "in-place-nodw",
+        "--config",
+        p,
+        "--max-ops",
+        "300",
+    ]))
+    .unwrap();
+    let title = v["title"].as_str().unwrap();
+    assert!(title.contains("32 MiB data SSD at 50% fill"), "{title}");
+    // SMALL's --data-size 32MiB and --clients 4 were explicit flags: they win over the file.
+    let cfg = &v["runs"][0]["config"];
+    assert_eq!(cfg["data_ssd"]["logical_bytes"], 32u64 << 20);
+    assert_eq!(cfg["clients"], 4);
+    // The file's fill and key choice stay.
+    assert_eq!(cfg["ycsb"]["dist"], "uniform");
+    assert!(title.contains("uniform"), "{title}");
+
+    // Flags over the file: the run and the title follow the flags.
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--json",
+        "--configs",
+        "in-place-nodw",
+        "--config",
+        p,
+        "--data-size",
+        "48MiB",
+        "--fill",
+        "0.8",
+        "--theta",
+        "0.7",
+        "--max-ops",
+        "300",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cfg = &v["runs"][0]["config"];
+    assert_eq!(cfg["data_ssd"]["logical_bytes"], 48u64 << 20);
+    assert_eq!(cfg["fill"], 0.8);
+    assert_eq!(cfg["ycsb"]["dist"], "zipf:0.7");
+    assert_eq!(cfg["clients"], 2, "the file's clients stay");
+    let title = v["title"].as_str().unwrap();
+    assert!(
+        title.contains("YCSB-a (zipf 0.7), 48 MiB data SSD at 80% fill")
+            && title.contains("2 clients"),
+        "{title}"
+    );
+}
+
+/// The `[engine.out_of_place]` table of `text` as TOML.
+fn oop_table(text: &str) -> toml::Table {
+    let t: toml::Table = text.parse().unwrap();
+    t["engine"]["out_of_place"]
+        .as_table()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Issue 17: an `[engine.out_of_place]` table changes only the keys it names; the preset's
+/// other settings stay (`codec = "none"` under oop-all keeps GDT, NoWA and aligned zones).
+#[test]
+fn out_of_place_table_merges_over_the_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.toml");
+    let mut text = dump(&["--configs", "in-place", "--data-size", "32MiB"]);
+    assert!(!text.contains("out_of_place"), "{text}");
+    text.push_str("\n[engine.out_of_place]\ncodec = \"none\"\n");
+    std::fs::write(&path, &text).unwrap();
+    let p = path.to_str().unwrap();
+    let merged = oop_table(&dump(&["--configs", "oop-all", "--config", p]));
+    assert_eq!(merged["codec"].as_str(), Some("none"));
+    for k in ["gdt", "nowa", "aligned"] {
+        assert_eq!(
+            merged[k].as_bool(),
+            Some(true),
+            "{k} of oop-all lost: {merged:?}"
+        );
+    }
+    // The run uses the merged settings too.
+    let v: serde_json::Value = serde_json::from_str(&bench_json(&[
+        "--configs",
+        "oop-all",
+        "--config",
+        p,
+        "--fill",
+        "0.5",
+        "--max-ops",
+        "300",
+    ]))
+    .unwrap();
+    let oop = &v["runs"][0]["config"]["engine"]["out_of_place"];
+    assert_eq!(oop["codec"], "none");
+    assert_eq!(oop["gdt"], true);
+    assert_eq!(oop["nowa"], true);
+    assert_eq!(oop["aligned"], true);
+}
+
+/// Issue 17: a key no table knows is an error naming the key and the file.
+#[test]
+fn unknown_keys_are_errors_naming_key_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = dump(&["--configs", "in-place", "--data-size", "32MiB"]);
+    base.push_str("\n[engine.out_of_place]\ncodec = \"none\"\n");
+    // Each case adds one misspelt key beside the real ones (so nothing else is wrong).
+    let add = |header: &str, line: &str| {
+        if header.is_empty() {
+            format!("{line}\n{base}")
+        } else {
+            base.replace(header, &format!("{header}\n{line}"))
+        }
+    };
+    let cases = [
+        ("codek", add("[engine.out_of_place]", "codek = \"lz4\"")),
+        ("fil", add("", "fil = 0.5")),
+        ("readns", add("[data_ssd.timing]", "readns = 1")),
+        ("group_commit_delay", add("", "group_commit_delay = 5")),
+        ("value_byte", add("[ycsb]", "value_byte = 100")),
+        (
+            "max_checkpoint_cont",
+            add("[engine]", "max_checkpoint_cont = 3"),
+        ),
+        ("chanels", add("[log_ssd.geometry]", "chanels = 3")),
+    ];
+    for (key, text) in cases {
+        assert!(text != base, "{key}: nothing replaced");
+        let path = dir.path().join(format!("{key}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = wafer(&[
+            "bench",
+            "ycsb",
+            "--configs",
+            "oop-all",
+            "--config",
+            path.to_str().unwrap(),
+            "--dump-config",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert!(
+            err.contains(key) && err.contains(&format!("{key}.toml")),
+            "{key}: {err}"
+        );
+    }
+}
+
+/// Issue 17: `--dump-config` prints every table, the preset's out-of-place settings included,
+/// and reads back unchanged; the run from the dump equals the run from the flags.
+#[test]
+fn dump_config_is_complete_and_reads_back_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--configs",
+        "oop-all",
+        "--data-size",
+        "32MiB",
+        "--fill",
+        "0.7",
+    ];
+    let first = dump(&flags);
+    for table in [
+        "[data_ssd",
+        "[log_ssd",
+        "[engine]",
+        "[engine.group_commit]",
+        "[engine.out_of_place]",
+        "[ycsb]",
+    ] {
+        assert!(first.contains(table), "{table} missing:\n{first}");
+    }
+    let oop = oop_table(&first);
+    assert_eq!(oop["gdt"].as_bool(), Some(true), "{first}");
+    let path = dir.path().join("dump.toml");
+    std::fs::write(&path, &first).unwrap();
+    let p = path.to_str().unwrap();
+    let again = dump(&["--configs", "oop-all", "--config", p]);
+    assert!(
+        first == again,
+        "dump changed on read back:\n{first}\n---\n{again}"
+    );
+    let run = |extra: &[&str]| {
+        let args = [&["bench", "ycsb", "--json", "--max-ops", "300"][..], extra].concat();
+        let out = wafer(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    };
+    let from_file = run(&["--configs", "oop-all", "--config", p]);
+    let from_flags = run(&flags);
+    assert!(from_file == from_flags, "config file and flags disagree");
+}
+
+/// Issue 17: nonsense is refused with a clear message and exit code 2, before any run.
+#[test]
+fn nonsense_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a_file = dir.path().join("file");
+    std::fs::write(&a_file, "x").unwrap();
+    let unwritable = a_file.join("out.json");
+    let u = unwritable.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["bench", "ycsb", "--theta=-1"], "theta"),
+        (vec!["bench", "ycsb", "--max-seconds=-1"], "max-seconds"),
+        (vec!["bench", "ycsb", "--max-seconds", "0"], "max-seconds"),
+        (
+            vec!["bench", "ycsb", "--configs", "in-place,oop,in-place"],
+            "in-place",
+        ),
+        (
+            vec!["bench", "ycsb", "--data-size", "32MiB", "--out", u],
+            "out.json",
+        ),
+        (
+            vec!["bench", "ycsb", "--data-size", "32MiB", "--series", u],
+            "out.json",
+        ),
+        (vec!["bench", "wall", "--threads", "0"], "threads"),
+        (vec!["bench", "wall", "--threads", "1,0"], "threads"),
+        (vec!["bench", "tpcc", "--max-seconds=-2"], "max-seconds"),
+        (
+            vec!["bench", "tpcc", "--configs", "oop-all,oop-all"],
+            "oop-all",
+        ),
+        (vec!["bench", "tpcc", "--wall", "--threads", "0"], "threads"),
+        (
+            vec![
+                "bench",
+                "tpcc",
+                "--warehouses",
+                "1",
+                "--scale",
+                "0.01",
+                "--out",
+                u,
+            ],
+            "out.json",
+        ),
+        (
+            vec![
+                "bench",
+                "tpcc",
+                "--warehouses",
+                "1",
+                "--scale",
+                "0.01",
+                "--tpcc-out",
+                u,
+            ],
+            "out.json",
+        ),
+    ];
+    for (args, needle) in cases {
+        let start = std::time::Instant::now();
+        let out = wafer(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "{args:?} ran before failing"
+        );
+    }
+}
+
+/// Issue 17: a run too short for its counters says so.
+#[test]
+fn short_runs_are_flagged() {
+    let mut args = vec!["bench", "ycsb", "--json", "--configs", "in-place-nodw"];
+    args.extend_from_slice(&SMALL);
+    args.extend_from_slice(&["--max-ops", "500"]);
+    let out = wafer(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("in-place-nodw: short run: WAF over 5")
+            && err.contains(" ops is not meaningful"),
+        "{err}"
+    );
+}
+
+/// Issue 17, TPC-C: flags given with `--config` override the file; unknown keys are errors.
+#[test]
+fn tpcc_flags_override_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tpcc.toml");
+    let base = [
+        "bench",
+        "tpcc",
+        "--dump-config",
+        "--warehouses",
+        "1",
+        "--scale",
+        "0.01",
+    ];
+    let out = wafer(&base);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let p = path.to_str().unwrap();
+    let out = wafer(&[
+        "bench",
+        "tpcc",
+        "--dump-config",
+        "--config",
+        p,
+        "--clients",
+        "3",
+        "--warehouses",
+        "2",
+        "--no-check",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let t: toml::Table = String::from_utf8(out.stdout).unwrap().parse().unwrap();
+    assert_eq!(t["run"]["clients"].as_integer(), Some(3));
+    assert_eq!(t["tpcc"]["warehouses"].as_integer(), Some(2));
+    assert_eq!(t["tpcc"]["scale"].as_float(), Some(0.01));
+    assert_eq!(t["check"].as_bool(), Some(false));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("[run]", "[run]\ncorez = 3")).unwrap();
+    let out = wafer(&["bench", "tpcc", "--dump-config", "--config", p]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("corez"), "{}", stderr(&out));
+}
+
 #[test]
 fn steady_state_is_a_full_interval_not_a_truncated_tail() {
     // SMALL runs 0.6 x the device: two full quarter-capacity intervals and a tail of 0.1. A run

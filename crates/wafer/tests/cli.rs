@@ -381,3 +381,28 @@ fn torture_runs_and_prints_its_table() {
         assert!(h.contains(word), "torture --help lacks {word}");
     }
 }
+
+/// Issue 17: a misspelt key in the device table of `wafer sim --config` is an error naming it.
+#[test]
+fn unknown_device_keys_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = small(&["--dump-config"]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    let text = String::from_utf8(dump.stdout).unwrap();
+    // Each case adds one misspelt key beside the real ones (so nothing else is wrong).
+    let add = |header: &str, line: &str| text.replace(header, &format!("{header}\n{line}"));
+    for (key, bad) in [
+        ("readns", add("[ssd.timing]", "readns = 1")),
+        ("chanels", add("[ssd.geometry]", "chanels = 3")),
+        ("pe_limt", add("[ssd.wear]", "pe_limt = 3")),
+        ("separate_gc", add("[ssd.gc]", "separate_gc = true")),
+    ] {
+        assert!(bad != text, "{key}: nothing replaced");
+        let path = dir.path().join("sim.toml");
+        std::fs::write(&path, bad).unwrap();
+        let o = wafer(&["sim", "--config", path.to_str().unwrap(), "--dump-config"]);
+        assert_eq!(o.status.code(), Some(2), "{key}: {}", stderr(&o));
+        assert!(stderr(&o).contains(key), "{key}: {}", stderr(&o));
+        assert!(stderr(&o).contains("sim.toml"), "{}", stderr(&o));
+    }
+}

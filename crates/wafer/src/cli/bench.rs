@@ -25,61 +25,71 @@ pub enum BenchCommand {
     Tpcc(Box<super::tpcc::TpccArgs>),
 }
 
-/// Options of `wafer bench ycsb` (and of `wafer demo`).
-#[derive(clap::Args, Debug, Clone)]
+/// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
+/// gives a value).
+pub const DEFAULT_DATA_SIZE: u64 = 256 << 20;
+const DEFAULT_SF: f64 = 0.10;
+const DEFAULT_THETA: f64 = 0.8;
+
+/// Options of `wafer bench ycsb` (and of `wafer demo`). Every setting is optional: a flag given
+/// explicitly overrides `--config FILE`, which overrides the default shown in the help.
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct YcsbArgs {
     /// Write-path configurations to compare, comma separated: in-place, in-place-nodw, oop,
     /// oop+comp, oop+gdt, oop+nowa, oop-all, oop-all-nocomp, zns, fdp (paper 002 Table 1's
     /// ladder, then its ZNS and FDP devices).
     #[arg(long, default_value = "in-place,oop-all", value_delimiter = ',')]
     pub configs: Vec<Preset>,
-    /// YCSB workload: a, b, c, d, e, f or wo (write-only).
-    #[arg(long, default_value = "a")]
-    pub workload: YcsbWorkload,
-    /// Zipf skew of key popularity (scrambled); 0 means uniform.
-    #[arg(long, default_value_t = 0.8)]
-    pub theta: f64,
-    /// Logical size of the simulated data SSD (e.g. 256MiB, 4GiB).
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
-    pub data_size: u64,
-    /// Spare factor of the data SSD: (physical - logical) / physical.
-    #[arg(long, default_value_t = 0.10)]
-    pub sf: f64,
-    /// Fraction of the data device the load fills.
-    #[arg(long, default_value_t = 0.9)]
-    pub fill: f64,
-    /// Buffer pool size as a fraction of the loaded data.
-    #[arg(long, default_value_t = 0.1)]
-    pub buffer: f64,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 1000)]
-    pub value_size: usize,
-    /// Closed-loop clients.
-    #[arg(long, default_value_t = 16)]
-    pub clients: u32,
-    /// Stop when DB-issued writes reach this multiple of the data device capacity.
-    #[arg(long, default_value_t = 4.0)]
-    pub capacity_multiple: f64,
-    /// Or stop after this many operations.
+    /// YCSB workload: a, b, c, d, e, f or wo (write-only) [default: a]
     #[arg(long)]
+    pub workload: Option<YcsbWorkload>,
+    /// Zipf skew of key popularity (scrambled); 0 means uniform; workload d reads the latest
+    /// inserts instead [default: 0.8]
+    #[arg(long, value_parser = super::parse_non_negative)]
+    pub theta: Option<f64>,
+    /// Logical size of the simulated data SSD (e.g. 256MiB, 4GiB); the log SSD is an eighth of
+    /// it, at least 32 MiB [default: 256MiB]
+    #[arg(long, value_parser = parse_size)]
+    pub data_size: Option<u64>,
+    /// Spare factor of the data SSD: (physical - logical) / physical [default: 0.10]
+    #[arg(long)]
+    pub sf: Option<f64>,
+    /// Fraction of the data device the load fills [default: 0.9]
+    #[arg(long)]
+    pub fill: Option<f64>,
+    /// Buffer pool size as a fraction of the loaded data [default: 0.1]
+    #[arg(long)]
+    pub buffer: Option<f64>,
+    /// Value size in bytes [default: 1000]
+    #[arg(long)]
+    pub value_size: Option<usize>,
+    /// Closed-loop clients [default: 16]
+    #[arg(long)]
+    pub clients: Option<u32>,
+    /// Stop when DB-issued writes reach this multiple of the data device capacity [default: 4]
+    #[arg(long, value_parser = super::parse_positive)]
+    pub capacity_multiple: Option<f64>,
+    /// Or stop after this many operations.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_ops: Option<u64>,
     /// Or stop after this many seconds of virtual time.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_positive)]
     pub max_seconds: Option<f64>,
-    /// Seed of the workload (the same for every configuration).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// Seed of the workload (the same for every configuration) [default: 42]
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Hot-page-aware checkpointing: defer a checkpointed page up to N consecutive times
-    /// (paper 000; 0 = plain checkpoints).
-    #[arg(long, default_value_t = 0)]
-    pub max_checkpoint_count: u32,
+    /// (paper 000; 0 = plain checkpoints) [default: 0]
+    #[arg(long)]
+    pub max_checkpoint_count: Option<u32>,
     /// Group commit in virtual time: a commit waits up to this many microseconds for others to
-    /// share its log flush (0 and --group-commit-min-batch 1: every commit flushes alone).
-    #[arg(long, default_value_t = 0)]
-    pub group_commit_delay_us: u64,
-    /// ... and the flush happens as soon as this many commits wait.
-    #[arg(long, default_value_t = 1)]
-    pub group_commit_min_batch: u32,
+    /// share its log flush (0 and --group-commit-min-batch 1: every commit flushes alone)
+    /// [default: 0]
+    #[arg(long)]
+    pub group_commit_delay_us: Option<u64>,
+    /// ... and the flush happens as soon as this many commits wait [default: 1]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub group_commit_min_batch: Option<u32>,
     #[command(flatten)]
     pub output: super::RunOutput,
     /// Write the per-interval series of every run here, one JSON object per line.
@@ -87,60 +97,129 @@ pub struct YcsbArgs {
     pub series: Option<PathBuf>,
 }
 
+/// The key choice of `workload` with skew `theta` (workload D reads the latest inserts).
+fn key_dist(workload: YcsbWorkload, theta: f64) -> KeyDist {
+    if workload == YcsbWorkload::D {
+        KeyDist::Standard
+    } else if theta > 0.0 {
+        KeyDist::Zipf { theta }
+    } else {
+        KeyDist::Uniform
+    }
+}
+
 impl YcsbArgs {
-    fn config(&self, preset: Preset) -> Result<BenchConfig, CliError> {
-        if let Some(path) = &self.output.config {
-            let mut cfg: BenchConfig = super::read_toml(path)?;
-            cfg.preset = preset;
-            cfg.validate().map_err(CliError::Usage)?;
-            return Ok(cfg);
-        }
-        if !(self.theta.is_finite() && self.theta >= 0.0) {
-            return Err(CliError::Usage(format!(
-                "--theta {} must be a finite number >= 0 (0: uniform keys)",
-                self.theta
-            )));
-        }
-        let ycsb = YcsbConfig {
-            workload: self.workload,
-            // D reads the latest inserts (YCSB's standard); the others follow --theta.
-            dist: if self.workload == YcsbWorkload::D {
-                KeyDist::Standard
-            } else if self.theta > 0.0 {
-                KeyDist::Zipf { theta: self.theta }
-            } else {
-                KeyDist::Uniform
-            },
-            value_bytes: self.value_size,
-            seed: self.seed,
-            ..YcsbConfig::default()
+    /// The configuration file of `--config`, read once.
+    fn file(&self) -> Result<Option<super::ConfigFile<BenchConfig>>, CliError> {
+        self.output
+            .config
+            .as_deref()
+            .map(super::read_config)
+            .transpose()
+    }
+
+    /// The configuration of one run: the file (or the defaults), then every flag given.
+    fn config(
+        &self,
+        preset: Preset,
+        file: Option<&super::ConfigFile<BenchConfig>>,
+    ) -> Result<BenchConfig, CliError> {
+        let mut cfg = match file {
+            Some(f) => {
+                let mut cfg = f.config.clone();
+                cfg.preset = preset;
+                if self.data_size.is_some() || self.sf.is_some() {
+                    cfg.data_ssd = super::resize_ssd(&cfg.data_ssd, self.data_size, self.sf);
+                }
+                if let Some(bytes) = self.data_size {
+                    // The log SSD follows the data SSD as without a file.
+                    cfg.log_ssd = super::resize_ssd(&cfg.log_ssd, Some(log_bytes(bytes)), None);
+                }
+                cfg
+            }
+            None => {
+                let ycsb = YcsbConfig {
+                    workload: YcsbWorkload::A,
+                    dist: key_dist(YcsbWorkload::A, DEFAULT_THETA),
+                    ..YcsbConfig::default()
+                };
+                BenchConfig::new(
+                    preset,
+                    self.data_size.unwrap_or(DEFAULT_DATA_SIZE),
+                    self.sf.unwrap_or(DEFAULT_SF),
+                    ycsb,
+                )
+            }
         };
-        let mut cfg = BenchConfig::new(preset, self.data_size, self.sf, ycsb);
-        cfg.fill = self.fill;
-        cfg.buffer_fraction = self.buffer;
-        cfg.engine.max_checkpoint_count = self.max_checkpoint_count;
-        cfg.run.group_commit_delay_us = self.group_commit_delay_us;
-        cfg.run.group_commit_min_batch = self.group_commit_min_batch.max(1);
-        cfg.run.clients = self.clients;
-        cfg.run.capacity_multiple = self.capacity_multiple;
-        cfg.run.max_ops = self.max_ops;
-        cfg.run.max_virtual_s = self.max_seconds;
+        if self.workload.is_some() || self.theta.is_some() {
+            let workload = self.workload.unwrap_or(cfg.ycsb.workload);
+            let theta = self.theta.unwrap_or(match cfg.ycsb.dist {
+                KeyDist::Zipf { theta } => theta,
+                KeyDist::Uniform => 0.0,
+                _ => DEFAULT_THETA,
+            });
+            cfg.ycsb.workload = workload;
+            cfg.ycsb.dist = key_dist(workload, theta);
+        }
+        use super::set;
+        set(&mut cfg.ycsb.value_bytes, self.value_size);
+        set(&mut cfg.ycsb.seed, self.seed);
+        set(&mut cfg.fill, self.fill);
+        set(&mut cfg.buffer_fraction, self.buffer);
+        set(
+            &mut cfg.engine.max_checkpoint_count,
+            self.max_checkpoint_count,
+        );
+        let r = &mut cfg.run;
+        set(&mut r.group_commit_delay_us, self.group_commit_delay_us);
+        set(&mut r.group_commit_min_batch, self.group_commit_min_batch);
+        set(&mut r.clients, self.clients);
+        set(&mut r.capacity_multiple, self.capacity_multiple);
+        if self.max_ops.is_some() {
+            r.max_ops = self.max_ops;
+        }
+        if self.max_seconds.is_some() {
+            r.max_virtual_s = self.max_seconds;
+        }
+        cfg.engine.out_of_place = super::merge_out_of_place(
+            preset,
+            file.and_then(|f| Some((f.path.as_path(), f.out_of_place.as_ref()?))),
+        )?;
         cfg.validate().map_err(CliError::Usage)?;
         Ok(cfg)
     }
 
-    fn title(&self) -> String {
-        format!(
-            "YCSB-{} (zipf {}), {} data SSD at {:.0}% fill, buffer {:.0}% of the data, {} clients, seed {}",
-            self.workload,
-            self.theta,
-            super::size::format_bytes(self.data_size),
-            self.fill * 100.0,
-            self.buffer * 100.0,
-            self.clients,
-            self.seed
-        )
+    /// The configuration of every run, in the order of `--configs`.
+    pub fn configs(&self) -> Result<Vec<BenchConfig>, CliError> {
+        super::check_distinct(&self.configs)?;
+        let file = self.file()?;
+        self.configs
+            .iter()
+            .map(|&p| self.config(p, file.as_ref()))
+            .collect()
     }
+}
+
+/// The log SSD's size for a `data_bytes` data SSD (as [`BenchConfig::new`] makes it).
+fn log_bytes(data_bytes: u64) -> u64 {
+    (data_bytes / 8).max(32 << 20)
+}
+
+/// The title of a report: the settings every run shares, from the configuration that ran.
+fn title(cfg: &BenchConfig) -> String {
+    let dist = match cfg.ycsb.key_dist() {
+        KeyDist::Zipf { theta } => format!("zipf {theta}"),
+        d => d.to_string(),
+    };
+    format!(
+        "YCSB-{} ({dist}), {} data SSD at {:.0}% fill, buffer {:.0}% of the data, {} clients, seed {}",
+        cfg.ycsb.workload,
+        super::size::format_bytes(cfg.data_ssd.logical_bytes),
+        cfg.fill * 100.0,
+        cfg.buffer_fraction * 100.0,
+        cfg.run.clients,
+        cfg.ycsb.seed
+    )
 }
 
 /// Options of `wafer bench wall`.
@@ -150,7 +229,7 @@ pub struct WallArgs {
     #[arg(long, default_value = "c,a", value_delimiter = ',')]
     pub workloads: Vec<YcsbWorkload>,
     /// Thread counts to run, comma separated.
-    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Vec<u32>,
     /// Records loaded (all cached).
     #[arg(long, default_value_t = 100_000)]
@@ -159,7 +238,7 @@ pub struct WallArgs {
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
     /// Seconds per run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = super::parse_positive)]
     pub seconds: f64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -201,11 +280,8 @@ fn bar(show: bool) -> ProgressBar {
 
 /// Runs every configuration of `args`; returns the report.
 pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, CliError> {
-    let configs: Vec<(Preset, BenchConfig)> = args
-        .configs
-        .iter()
-        .map(|&p| args.config(p).map(|c| (p, c)))
-        .collect::<Result<_, _>>()?;
+    let configs: Vec<(Preset, BenchConfig)> =
+        args.configs.iter().copied().zip(args.configs()?).collect();
     // The runs are independent (own devices, own virtual clock, same seed), so they run on as
     // many threads as there are cores; the report keeps the order of --configs.
     let multi = indicatif::MultiProgress::new();
@@ -241,8 +317,17 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
         let r = r.into_inner().unwrap_or_else(|p| p.into_inner());
         runs.push(r.expect("every configuration ran")?);
     }
+    for s in &runs {
+        super::warn_short_run(
+            &s.name,
+            "ops",
+            s.run.ops,
+            s.run.db_issued_bytes,
+            s.config.data_ssd.logical_bytes,
+        );
+    }
     Ok(BenchReport {
-        title: args.title(),
+        title: configs.first().map(|(_, c)| title(c)).unwrap_or_default(),
         runs,
     })
 }
@@ -312,11 +397,18 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Ycsb(args) => {
             if args.output.dump_config {
-                let preset = args.configs.first().copied().unwrap_or(Preset::InPlace);
-                let cfg = args.config(preset)?;
+                let Some(cfg) = args.configs()?.into_iter().next() else {
+                    return Err(CliError::Usage("--configs names no configuration".into()));
+                };
                 let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                 super::human::print_stdout(text.trim_end());
                 return Ok(());
+            }
+            if let Some(p) = &args.output.out {
+                super::check_writable("--out", p)?;
+            }
+            if let Some(p) = &args.series {
+                super::check_writable("--series", p)?;
             }
             let show = std::io::stderr().is_terminal() && !args.output.json;
             let r = run_ycsb(args, show)?;

@@ -33,25 +33,10 @@ pub struct DemoArgs {
 pub fn main(args: &DemoArgs) -> Result<(), CliError> {
     let ycsb = YcsbArgs {
         configs: args.configs.clone(),
-        workload: "a"
-            .parse()
-            .map_err(|e: wafer_workloads::ycsb::YcsbError| CliError::Usage(e.to_string()))?,
-        theta: 0.8,
-        data_size: args.data_size,
-        sf: 0.10,
-        fill: 0.9,
-        buffer: 0.1,
-        value_size: 1000,
-        clients: 16,
-        capacity_multiple: args.capacity_multiple,
-        max_ops: None,
-        max_seconds: None,
-        seed: args.seed,
-        max_checkpoint_count: 0,
-        group_commit_delay_us: 0,
-        group_commit_min_batch: 1,
-        output: super::RunOutput::default(),
-        series: None,
+        data_size: Some(args.data_size),
+        capacity_multiple: Some(args.capacity_multiple),
+        seed: Some(args.seed),
+        ..YcsbArgs::default()
     };
     println!("wafer demo: write paths side by side on the same YCSB-A workload, in virtual time\n");
     let started = std::time::Instant::now();

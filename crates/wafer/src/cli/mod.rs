@@ -11,14 +11,194 @@ pub mod torture;
 pub mod tpcc;
 
 use clap::{Parser, Subcommand};
+use flashsim::SsdConfig;
+use wafer_workloads::bench::{OopConfig, Preset};
 
-/// Reads a TOML configuration file into `T`; an unreadable or malformed file is a usage error
-/// naming the file.
+/// Reads a TOML configuration file into `T`; an unreadable or malformed file, or one with a key
+/// no table knows, is a usage error naming the file (and the key).
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, CliError> {
+    Ok(read_config(path)?.config)
+}
+
+/// A configuration file as read: the typed configuration and its `[engine.out_of_place]` table
+/// as written (the keys it sets, merged over a preset's own settings).
+pub struct ConfigFile<T> {
+    pub path: std::path::PathBuf,
+    pub config: T,
+    pub out_of_place: Option<toml::Table>,
+}
+
+/// Reads a configuration file (see [`ConfigFile`]).
+pub fn read_config<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+) -> Result<ConfigFile<T>, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
-    toml::from_str(&text)
-        .map_err(|e| CliError::Usage(format!("bad config file {}: {e}", path.display())))
+    let bad = |e: toml::de::Error| {
+        CliError::Usage(format!(
+            "bad config file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        ))
+    };
+    let config = toml::from_str(&text).map_err(bad)?;
+    let table: toml::Table = text.parse().map_err(bad)?;
+    let out_of_place = table
+        .get("engine")
+        .and_then(|e| e.get("out_of_place"))
+        .and_then(|o| o.as_table())
+        .cloned();
+    Ok(ConfigFile {
+        path: path.to_path_buf(),
+        config,
+        out_of_place,
+    })
+}
+
+/// The out-of-place settings of `preset` with the keys of a file's `[engine.out_of_place]`
+/// table over them (only the keys the table names change); None for an in-place preset. A key
+/// that changes one of the switches that name the preset (codec, gdt, nowa, aligned) gets a
+/// warning: the run keeps the preset's name.
+pub fn merge_out_of_place(
+    preset: Preset,
+    file: Option<(&std::path::Path, &toml::Table)>,
+) -> Result<Option<OopConfig>, CliError> {
+    let Some(base) = preset.out_of_place() else {
+        return Ok(None);
+    };
+    let Some((path, keys)) = file else {
+        return Ok(Some(base));
+    };
+    let bad = |e: String| {
+        CliError::Usage(format!(
+            "bad config file {}: [engine.out_of_place]: {e}",
+            path.display()
+        ))
+    };
+    let mut table = toml::Table::try_from(&base).map_err(|e| bad(e.to_string()))?;
+    for (k, v) in keys {
+        if ["codec", "gdt", "nowa", "aligned"].contains(&k.as_str())
+            && table.get(k).is_some_and(|old| old != v)
+        {
+            eprintln!(
+                "warning: {}: {} sets out_of_place.{k} = {v} where the preset has {}; the run is still labelled {}",
+                preset.name(),
+                path.display(),
+                table[k],
+                preset.name()
+            );
+        }
+        table.insert(k.clone(), v.clone());
+    }
+    let merged: OopConfig = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(e.to_string().trim_end().to_string()))?;
+    Ok(Some(merged))
+}
+
+/// Sets `dst` to the value of a flag when the flag was given.
+pub fn set<T>(dst: &mut T, flag: Option<T>) {
+    if let Some(v) = flag {
+        *dst = v;
+    }
+}
+
+/// `--configs` naming one configuration twice is a usage error.
+pub fn check_distinct(presets: &[Preset]) -> Result<(), CliError> {
+    for (i, p) in presets.iter().enumerate() {
+        if presets[..i].contains(p) {
+            return Err(CliError::Usage(format!(
+                "--configs names {} twice (each configuration runs once)",
+                p.name()
+            )));
+        }
+    }
+    if presets.is_empty() {
+        return Err(CliError::Usage("--configs names no configuration".into()));
+    }
+    Ok(())
+}
+
+/// Fails (usage error) unless `path` can be written, before a run spends its time: creates the
+/// parent directory, opens an existing file without truncating it, or creates and removes a
+/// new one.
+pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    let err = |e: std::io::Error| {
+        CliError::Usage(format!(
+            "{flag} {}: cannot write there: {e}",
+            path.display()
+        ))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    if path.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{flag} {} is a directory",
+            path.display()
+        )));
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+    } else {
+        std::fs::File::create_new(path).map_err(err)?;
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A flag value that must be a finite number >= 0.
+pub fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a finite number >= 0")),
+    }
+}
+
+/// A flag value that must be a finite number > 0.
+pub fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a finite number > 0")),
+    }
+}
+
+/// Operations below which a run's WAF is noise.
+pub const MIN_MEANINGFUL_OPS: u64 = 10_000;
+
+/// Warns (stderr) when a run is too short for its write amplification to mean anything: fewer
+/// than [`MIN_MEANINGFUL_OPS`] operations, or less than one device capacity written.
+pub fn warn_short_run(name: &str, what: &str, ops: u64, written: u64, capacity: u64) {
+    if ops < MIN_MEANINGFUL_OPS {
+        eprintln!(
+            "warning: {name}: short run: WAF over {ops} {what} is not meaningful (run at least {MIN_MEANINGFUL_OPS})"
+        );
+    } else if written < capacity {
+        eprintln!(
+            "warning: {name}: short run: WAF over {ops} {what} is not meaningful: the engine wrote {}, less than one device capacity ({})",
+            size::format_bytes(written),
+            size::format_bytes(capacity)
+        );
+    }
+}
+
+/// The data SSD of a configuration file resized by `--data-size` / `--sf` (the file's spare
+/// factor when only the size is given); unchanged when neither changes anything.
+pub fn resize_ssd(ssd: &SsdConfig, bytes: Option<u64>, sf: Option<f64>) -> SsdConfig {
+    let cap = bytes.unwrap_or(ssd.logical_bytes);
+    if cap == ssd.logical_bytes && sf.is_none() {
+        return ssd.clone();
+    }
+    let sf = sf.unwrap_or(ssd.capacity().spare_factor);
+    let sized = SsdConfig::sized(ssd.geometry.clone(), cap, sf);
+    SsdConfig {
+        geometry: sized.geometry,
+        logical_bytes: cap,
+        ..ssd.clone()
+    }
 }
 
 /// Output and configuration-file options shared by the engine benchmarks.
@@ -30,8 +210,9 @@ pub struct RunOutput {
     /// Write the benchmark report (input of `wafer report`) here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
-    /// A TOML file holding a full benchmark configuration (`--dump-config` prints one). It
-    /// replaces the workload and device flags; the preset of each run still comes from --configs.
+    /// A TOML file holding a full benchmark configuration (`--dump-config` prints one). Flags
+    /// given explicitly override it; the preset of each run comes from --configs, and an
+    /// `[engine.out_of_place]` table changes only the keys it names of the preset's settings.
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
     /// Print the configuration of the first run as TOML and exit.

@@ -17,79 +17,83 @@ use wafer_workloads::tpcc::{
     self, SizeMode, TpccBenchConfig, TpccConfig, TpccSummary, TpccWallConfig,
 };
 
-/// Options of `wafer bench tpcc`.
+/// Options of `wafer bench tpcc`. Every setting of the run is optional: a flag given explicitly
+/// overrides `--config FILE`, which overrides the default shown in the help.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TpccArgs {
     /// Write-path configurations to compare, comma separated (names as in `wafer bench ycsb`;
     /// default: in-place, in-place-nodw, oop-all).
     #[arg(long, value_delimiter = ',')]
     pub configs: Option<Vec<Preset>>,
-    /// Warehouses (W).
-    #[arg(long, default_value_t = 2)]
-    pub warehouses: u32,
+    /// Warehouses (W) [default: 2]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub warehouses: Option<u32>,
     /// Population scale: 1.0 is the specification (100,000 items, 3,000 customers per
-    /// district); smaller values shrink the per-warehouse tables for quick runs.
-    #[arg(long, default_value_t = 0.1)]
-    pub scale: f64,
+    /// district); smaller values shrink the per-warehouse tables for quick runs [default: 0.1]
+    #[arg(long, value_parser = super::parse_positive)]
+    pub scale: Option<f64>,
     /// growing (standard) or steady (old delivered orders and history are deleted, so the
-    /// database size stays bounded).
-    #[arg(long, default_value = "growing")]
-    pub mode: SizeMode,
-    /// Terminals (closed-loop clients; home warehouse = terminal mod W + 1; no think time).
-    #[arg(long, default_value_t = 16)]
-    pub clients: u32,
-    /// Simulated CPU cores shared by the terminals.
-    #[arg(long, default_value_t = 8)]
-    pub cores: u32,
-    /// CPU time of one transaction in virtual microseconds.
-    #[arg(long, default_value_t = 50)]
-    pub cpu_us: u64,
+    /// database size stays bounded) [default: growing]
+    #[arg(long)]
+    pub mode: Option<SizeMode>,
+    /// Terminals (closed-loop clients; home warehouse = terminal mod W + 1; no think time)
+    /// [default: 16]
+    #[arg(long)]
+    pub clients: Option<u32>,
+    /// Simulated CPU cores shared by the terminals [default: 8]
+    #[arg(long)]
+    pub cores: Option<u32>,
+    /// CPU time of one transaction in virtual microseconds [default: 50]
+    #[arg(long)]
+    pub cpu_us: Option<u64>,
     /// Logical size of the simulated data SSD (default: sized so the load fills about 70%).
     #[arg(long, value_parser = parse_size)]
     pub data_size: Option<u64>,
-    /// Spare factor of the data SSD: (physical - logical) / physical.
-    #[arg(long, default_value_t = 0.10)]
-    pub sf: f64,
-    /// Buffer pool as a fraction of the pages the load used (paper 000: 0.5, paper 002: 0.1).
-    #[arg(long, default_value_t = 0.1)]
-    pub buffer: f64,
-    /// Stop when DB-issued writes reach this multiple of the data device capacity.
-    #[arg(long, default_value_t = 2.0)]
-    pub capacity_multiple: f64,
-    /// Or stop after this many transactions.
+    /// Spare factor of the data SSD: (physical - logical) / physical [default: 0.10]
     #[arg(long)]
+    pub sf: Option<f64>,
+    /// Buffer pool as a fraction of the pages the load used (paper 000: 0.5, paper 002: 0.1)
+    /// [default: 0.1]
+    #[arg(long)]
+    pub buffer: Option<f64>,
+    /// Stop when DB-issued writes reach this multiple of the data device capacity [default: 2]
+    #[arg(long, value_parser = super::parse_positive)]
+    pub capacity_multiple: Option<f64>,
+    /// Or stop after this many transactions.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_txns: Option<u64>,
     /// Or stop after this many seconds of virtual time.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_positive)]
     pub max_seconds: Option<f64>,
-    /// A series point each time DB-issued writes grow by this fraction of the data capacity.
-    #[arg(long, default_value_t = 0.05)]
-    pub interval_fraction: f64,
-    /// Engine page size in bytes (4096, 8192, 16384).
-    #[arg(long, default_value_t = 4096)]
-    pub page_size: u32,
+    /// A series point each time DB-issued writes grow by this fraction of the data capacity
+    /// [default: 0.05]
+    #[arg(long, value_parser = super::parse_positive)]
+    pub interval_fraction: Option<f64>,
+    /// Engine page size in bytes (4096, 8192, 16384) [default: 4096]
+    #[arg(long)]
+    pub page_size: Option<u32>,
     /// Log space the engine may use (default: the buffer pool size).
     #[arg(long, value_parser = parse_size)]
     pub log_space: Option<u64>,
-    /// Start a checkpoint when this fraction of the log space is used.
-    #[arg(long, default_value_t = 0.5)]
-    pub checkpoint_log_fill: f64,
-    /// Also start one every this many virtual milliseconds (0: by log fill only).
-    #[arg(long, default_value_t = 0)]
-    pub checkpoint_interval_ms: u64,
-    /// Pages the checkpointer writes per background step.
-    #[arg(long, default_value_t = 64)]
-    pub checkpoint_batch_pages: usize,
+    /// Start a checkpoint when this fraction of the log space is used [default: 0.5]
+    #[arg(long)]
+    pub checkpoint_log_fill: Option<f64>,
+    /// Also start one every this many virtual milliseconds (0: by log fill only) [default: 0]
+    #[arg(long)]
+    pub checkpoint_interval_ms: Option<u64>,
+    /// Pages the checkpointer writes per background step [default: 64]
+    #[arg(long)]
+    pub checkpoint_batch_pages: Option<usize>,
     /// Hot-page-aware checkpointing: defer a checkpointed page up to N consecutive times
-    /// (paper 000; 0 = plain checkpoints).
-    #[arg(long, default_value_t = 0)]
-    pub max_checkpoint_count: u32,
-    /// The page cleaner keeps this fraction of the buffer frames clean (0: off).
-    #[arg(long, default_value_t = 0.0)]
-    pub cleaner_clean_fraction: f64,
-    /// Seed of the load and the terminals (the same for every configuration).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// (paper 000; 0 = plain checkpoints) [default: 0]
+    #[arg(long)]
+    pub max_checkpoint_count: Option<u32>,
+    /// The page cleaner keeps this fraction of the buffer frames clean (0: off) [default: 0]
+    #[arg(long)]
+    pub cleaner_clean_fraction: Option<f64>,
+    /// Seed of the load and the terminals (the same for every configuration) [default: 42]
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Skip the consistency checks after the load and the run.
     #[arg(long)]
     pub no_check: bool,
@@ -106,74 +110,135 @@ pub struct TpccArgs {
     #[arg(long)]
     pub wall: bool,
     /// Wall-clock mode: thread (terminal) counts to run, comma separated.
-    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Vec<u32>,
     /// Wall-clock mode: seconds per run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = super::parse_positive)]
     pub seconds: f64,
 }
 
 /// Target fill of the data device by the load when `--data-size` is not given.
 const AUTO_FILL: f64 = 0.7;
+/// Default spare factor of the data SSD.
+const DEFAULT_SF: f64 = 0.10;
 
 impl TpccArgs {
-    fn tpcc(&self) -> TpccConfig {
-        TpccConfig {
-            warehouses: self.warehouses,
-            scale: self.scale,
-            mode: self.mode,
-            seed: self.seed,
-        }
-    }
-
     fn presets(&self) -> Vec<Preset> {
         self.configs
             .clone()
             .unwrap_or_else(|| vec![Preset::InPlace, Preset::InPlaceNoDw, Preset::OopAll])
     }
 
-    fn data_bytes(&self) -> u64 {
-        self.data_size.unwrap_or_else(|| {
-            let want = estimate_load_bytes(&self.tpcc()) as f64 / AUTO_FILL;
-            (want as u64).div_ceil(64 << 20).max(1) * (64 << 20)
-        })
+    fn file(&self) -> Result<Option<super::ConfigFile<TpccBenchConfig>>, CliError> {
+        self.output
+            .config
+            .as_deref()
+            .map(super::read_config)
+            .transpose()
     }
 
-    fn config(&self, preset: Preset) -> Result<TpccBenchConfig, CliError> {
-        let cfg = if let Some(path) = &self.output.config {
-            let mut cfg: TpccBenchConfig = super::read_toml(path)?;
-            cfg.preset = preset;
-            cfg
-        } else {
-            let mut cfg = TpccBenchConfig::new(preset, self.tpcc(), self.data_bytes(), self.sf);
-            cfg.buffer_fraction = self.buffer;
-            cfg.check = !self.no_check;
-            cfg.crash_at_end = self.crash_at_end;
-            let e = &mut cfg.engine;
-            e.page_size = self.page_size;
-            e.log_space_bytes = self.log_space;
-            e.checkpoint_log_fill = self.checkpoint_log_fill;
-            e.checkpoint_interval_ms = self.checkpoint_interval_ms;
-            e.checkpoint_batch_pages = self.checkpoint_batch_pages;
-            e.max_checkpoint_count = self.max_checkpoint_count;
-            e.cleaner_clean_fraction = self.cleaner_clean_fraction;
-            let r = &mut cfg.run;
-            r.clients = self.clients;
-            r.cores = self.cores;
-            r.cpu_ns_per_op = self.cpu_us * 1000;
-            r.capacity_multiple = self.capacity_multiple;
-            r.max_ops = self.max_txns;
-            r.max_virtual_s = self.max_seconds;
-            r.interval_fraction = self.interval_fraction;
-            cfg
+    /// The configuration of one run: the file (or the defaults), then every flag given.
+    fn config(
+        &self,
+        preset: Preset,
+        file: Option<&super::ConfigFile<TpccBenchConfig>>,
+    ) -> Result<TpccBenchConfig, CliError> {
+        use super::set;
+        let mut tpcc = match file {
+            Some(f) => f.config.tpcc.clone(),
+            None => TpccConfig {
+                warehouses: 2,
+                scale: 0.1,
+                mode: SizeMode::Growing,
+                seed: 42,
+            },
         };
+        set(&mut tpcc.warehouses, self.warehouses);
+        set(&mut tpcc.scale, self.scale);
+        set(&mut tpcc.mode, self.mode);
+        set(&mut tpcc.seed, self.seed);
+        let mut cfg = match file {
+            Some(f) => {
+                let mut cfg = f.config.clone();
+                cfg.preset = preset;
+                cfg.tpcc = tpcc;
+                if self.data_size.is_some() || self.sf.is_some() {
+                    cfg.data_ssd = super::resize_ssd(&cfg.data_ssd, self.data_size, self.sf);
+                }
+                if let Some(bytes) = self.data_size {
+                    // The log SSD follows the data SSD as without a file.
+                    let log = (bytes / 8).max(32 << 20);
+                    cfg.log_ssd = super::resize_ssd(&cfg.log_ssd, Some(log), None);
+                }
+                cfg
+            }
+            None => {
+                let data_bytes = self.data_size.unwrap_or_else(|| {
+                    let want = estimate_load_bytes(&tpcc) as f64 / AUTO_FILL;
+                    (want as u64).div_ceil(64 << 20).max(1) * (64 << 20)
+                });
+                TpccBenchConfig::new(preset, tpcc, data_bytes, self.sf.unwrap_or(DEFAULT_SF))
+            }
+        };
+        set(&mut cfg.buffer_fraction, self.buffer);
+        if self.no_check {
+            cfg.check = false;
+        }
+        if self.crash_at_end {
+            cfg.crash_at_end = true;
+        }
+        let e = &mut cfg.engine;
+        set(&mut e.page_size, self.page_size);
+        if self.log_space.is_some() {
+            e.log_space_bytes = self.log_space;
+        }
+        set(&mut e.checkpoint_log_fill, self.checkpoint_log_fill);
+        set(&mut e.checkpoint_interval_ms, self.checkpoint_interval_ms);
+        set(&mut e.checkpoint_batch_pages, self.checkpoint_batch_pages);
+        set(&mut e.max_checkpoint_count, self.max_checkpoint_count);
+        set(&mut e.cleaner_clean_fraction, self.cleaner_clean_fraction);
+        let r = &mut cfg.run;
+        set(&mut r.clients, self.clients);
+        set(&mut r.cores, self.cores);
+        set(&mut r.cpu_ns_per_op, self.cpu_us.map(|us| us * 1000));
+        set(&mut r.capacity_multiple, self.capacity_multiple);
+        if self.max_txns.is_some() {
+            r.max_ops = self.max_txns;
+        }
+        if self.max_seconds.is_some() {
+            r.max_virtual_s = self.max_seconds;
+        }
+        set(&mut r.interval_fraction, self.interval_fraction);
+        cfg.engine.out_of_place = super::merge_out_of_place(
+            preset,
+            file.and_then(|f| Some((f.path.as_path(), f.out_of_place.as_ref()?))),
+        )?;
         cfg.validate().map_err(|e| CliError::Usage(e.to_string()))?;
         Ok(cfg)
     }
 
+    /// The configuration of every run, in the order of `--configs`.
+    fn configs(&self) -> Result<Vec<TpccBenchConfig>, CliError> {
+        let presets = self.presets();
+        super::check_distinct(&presets)?;
+        let file = self.file()?;
+        presets
+            .into_iter()
+            .map(|p| self.config(p, file.as_ref()))
+            .collect()
+    }
+
+    /// The title of a report, from the configuration that ran. The spare factor is the one
+    /// asked for (`--sf` or the default) unless a config file gave the device, whose actual
+    /// spare factor it then shows.
     fn title(&self, cfg: &TpccBenchConfig) -> String {
+        let sf = match (self.sf, &self.output.config) {
+            (Some(sf), _) => sf.to_string(),
+            (None, Some(_)) => format!("{:.3}", cfg.data_ssd.capacity().spare_factor),
+            (None, None) => DEFAULT_SF.to_string(),
+        };
         format!(
-            "TPC-C, {} warehouse(s) at scale {} ({} mode), {} data SSD (sf {}), buffer {:.0}% of the loaded data, {} terminals, seed {}",
+            "TPC-C, {} warehouse(s) at scale {} ({} mode), {} data SSD (sf {sf}), buffer {:.0}% of the loaded data, {} terminals, seed {}",
             cfg.tpcc.warehouses,
             cfg.tpcc.scale,
             match cfg.tpcc.mode {
@@ -181,7 +246,6 @@ impl TpccArgs {
                 SizeMode::Steady => "steady-size",
             },
             format_bytes(cfg.data_ssd.logical_bytes),
-            self.sf,
             cfg.buffer_fraction * 100.0,
             cfg.run.clients,
             cfg.tpcc.seed
@@ -224,11 +288,7 @@ fn bar(show: bool, label: &str) -> Bar {
 
 /// Runs every configuration of `args` in virtual time.
 pub fn run(args: &TpccArgs, show_progress: bool) -> Result<(String, Vec<TpccSummary>), CliError> {
-    let configs: Vec<TpccBenchConfig> = args
-        .presets()
-        .into_iter()
-        .map(|p| args.config(p))
-        .collect::<Result<_, _>>()?;
+    let configs = args.configs()?;
     let title = configs.first().map(|c| args.title(c)).unwrap_or_default();
     let mut runs = Vec::new();
     for cfg in configs {
@@ -237,6 +297,13 @@ pub fn run(args: &TpccArgs, show_progress: bool) -> Result<(String, Vec<TpccSumm
         let s = tpcc::run_vtime(name, &cfg, &mut obs)
             .map_err(|e| CliError::Run(format!("{name}: {e}")))?;
         obs.bar.finish_and_clear();
+        super::warn_short_run(
+            name,
+            "transactions",
+            s.bench.run.ops,
+            s.bench.run.db_issued_bytes,
+            cfg.data_ssd.logical_bytes,
+        );
         runs.push(s);
     }
     Ok((title, runs))
@@ -372,10 +439,12 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), CliError> {
 
 fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
     let mut results = Vec::new();
+    let configs = args.configs()?;
     for &threads in &args.threads {
-        for preset in args.presets() {
+        for run in &configs {
+            let preset = run.preset;
             let cfg = TpccWallConfig {
-                tpcc: args.tpcc(),
+                tpcc: run.tpcc.clone(),
                 threads,
                 duration_ms: (args.seconds * 1000.0) as u64,
                 doublewrite: preset.doublewrite(),
@@ -385,8 +454,8 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
                 let conflicts: u64 = r.txns.conflicts.iter().sum();
                 println!(
                     "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {}",
-                    args.warehouses,
-                    args.scale,
+                    run.tpcc.warehouses,
+                    run.tpcc.scale,
                     preset.name(),
                     r.tpmc,
                     r.txns_per_s,
@@ -411,14 +480,21 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
 /// Runs `wafer bench tpcc`.
 pub fn main(args: &TpccArgs) -> Result<(), CliError> {
     if args.output.dump_config {
-        let preset = args.presets().first().copied().unwrap_or(Preset::InPlace);
-        let text =
-            toml::to_string(&args.config(preset)?).map_err(|e| CliError::Run(e.to_string()))?;
+        let Some(cfg) = args.configs()?.into_iter().next() else {
+            return Err(CliError::Usage("--configs names no configuration".into()));
+        };
+        let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
         super::human::print_stdout(text.trim_end());
         return Ok(());
     }
     if args.wall {
         return main_wall(args);
+    }
+    if let Some(p) = &args.output.out {
+        super::check_writable("--out", p)?;
+    }
+    if let Some(p) = &args.tpcc_out {
+        super::check_writable("--tpcc-out", p)?;
     }
     let show = std::io::stderr().is_terminal() && !args.output.json;
     let (title, runs) = run(args, show)?;

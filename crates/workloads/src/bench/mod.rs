@@ -182,6 +182,7 @@ impl std::str::FromStr for Preset {
 
 /// How the closed loop of clients runs and when it stops (shared by every engine workload).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoopConfig {
     /// Closed-loop clients (each runs one transaction at a time).
     pub clients: u32,
@@ -246,12 +247,23 @@ impl LoopConfig {
         if self.interval_fraction.is_nan() || self.interval_fraction <= 0.0 {
             return Err("interval_fraction must be positive".into());
         }
+        if let Some(s) = self.max_virtual_s {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(format!(
+                    "max_virtual_s {s} must be a positive number of seconds"
+                ));
+            }
+        }
+        if self.max_ops == Some(0) {
+            return Err("max_ops must be at least 1".into());
+        }
         Ok(())
     }
 }
 
 /// Everything a YCSB benchmark run depends on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BenchConfig {
     /// The write-path configuration.
     pub preset: Preset,
@@ -342,3 +354,43 @@ pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
 }
 
 pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, SteadyState, Window};
+/// The out-of-place settings a preset chooses (and a config file's `[engine.out_of_place]`).
+pub use wafer_engine::OopConfig;
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    fn sample() -> BenchConfig {
+        let mut c = BenchConfig::new(Preset::OopAll, 64 << 20, 0.1, YcsbConfig::default());
+        c.engine.out_of_place = Preset::OopAll.out_of_place();
+        c
+    }
+
+    #[test]
+    fn toml_round_trips() {
+        let c = sample();
+        let text = toml::to_string(&c).unwrap();
+        let back: BenchConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_in_every_table() {
+        let text = toml::to_string(&sample()).unwrap();
+        for (from, to) in [
+            ("fill = ", "fil = "),
+            ("group_commit_delay_us = ", "group_commit_delay = "),
+            ("codec = ", "codek = "),
+            ("read_ns = ", "readns = "),
+            ("max_delay_us = ", "max_delay = "),
+            ("seed = ", "sed = "),
+        ] {
+            let bad = text.replacen(from, to, 1);
+            assert_ne!(bad, text, "{from}");
+            let err = toml::from_str::<BenchConfig>(&bad).unwrap_err().to_string();
+            let key = to.trim_end_matches(" = ");
+            assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+}

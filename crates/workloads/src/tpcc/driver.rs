@@ -27,6 +27,7 @@ pub use super::wall::{run_wall, TpccWallConfig, TpccWallResult};
 
 /// Everything a virtual-time TPC-C run depends on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TpccBenchConfig {
     /// The write-path configuration.
     pub preset: Preset,

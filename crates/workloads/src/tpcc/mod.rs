@@ -112,6 +112,7 @@ impl std::str::FromStr for SizeMode {
 
 /// The database and workload of a TPC-C run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TpccConfig {
     /// Warehouses (W).
     pub warehouses: u32,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Settings of the out-of-place write path. The defaults are paper 002's plain "out-of-place"
 /// row: no compression, random placement, greedy GC, no NoWA, zones not aligned.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct OopConfig {
     /// Page compression (`none`, `lz4`, `zstd`); compressed pages are packed into 4 KiB slots.
     pub codec: Codec,
