@@ -166,6 +166,20 @@ fn sizes_round_and_the_real_spare_factor_is_said() {
         "{}",
         stderr(&o)
     );
+    // The engine benchmarks' --data-size takes decimal units too.
+    let o = wafer(&[
+        "bench",
+        "ycsb",
+        "--configs",
+        "in-place-nodw",
+        "--data-size",
+        "32MB",
+        "--max-ops",
+        "500",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("using 31997952 B"), "{}", stderr(&o));
     // --sf 0 cannot be met (GC needs its reserve): said, not silently changed.
     let o = small(&["--sf", "0", "--capacity-multiple", "0.05"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -3,7 +3,6 @@
 //! table in the shape of paper 002 Table 1; `wall` measures the engine's own wall-clock
 //! throughput in memory; `device` compares device configurations without the engine.
 
-use super::size::parse_size;
 use super::CliError;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -49,7 +48,8 @@ pub struct YcsbArgs {
     pub theta: Option<f64>,
     /// Logical size of the simulated data SSD (e.g. 256MiB, 4GiB); the log SSD is an eighth of
     /// it, at least 32 MiB [default: 256MiB]
-    #[arg(long, value_parser = parse_size)]
+    /// A size that is not a multiple of 4 KiB (e.g. 1GB) is rounded down to one, with a note.
+    #[arg(long, value_parser = super::size::parse_device_size)]
     pub data_size: Option<u64>,
     /// Spare factor of the data SSD: (physical - logical) / physical [default: 0.10]
     #[arg(long)]

@@ -70,6 +70,12 @@ pub fn round_to_unit(bytes: u64, unit: u64, flag: &str) -> Result<u64, String> {
     Ok(r)
 }
 
+/// [`parse_size`] for a simulated device's logical size: rounded down to the 4 KiB mapping unit
+/// of the benchmarks' SSDs (saying so), at least one unit.
+pub fn parse_device_size(s: &str) -> Result<u64, String> {
+    round_to_unit(parse_size(s)?, 4096, &format!("--data-size {s} ="))
+}
+
 /// A byte count with a binary unit: "512 B", "4 KiB", "1.5 MiB", "16.0 GiB".
 pub fn format_bytes(b: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

@@ -47,7 +47,8 @@ pub struct TpccArgs {
     #[arg(long)]
     pub cpu_us: Option<u64>,
     /// Logical size of the simulated data SSD (default: sized so the load fills about 70%).
-    #[arg(long, value_parser = parse_size)]
+    /// A size that is not a multiple of 4 KiB (e.g. 1GB) is rounded down to one, with a note.
+    #[arg(long, value_parser = super::size::parse_device_size)]
     pub data_size: Option<u64>,
     /// Spare factor of the data SSD: (physical - logical) / physical [default: 0.10]
     #[arg(long)]
