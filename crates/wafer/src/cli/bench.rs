@@ -111,11 +111,7 @@ fn key_dist(workload: YcsbWorkload, theta: f64) -> KeyDist {
 impl YcsbArgs {
     /// The configuration file of `--config`, read once.
     fn file(&self) -> Result<Option<super::ConfigFile<BenchConfig>>, CliError> {
-        self.output
-            .config
-            .as_deref()
-            .map(super::read_config)
-            .transpose()
+        self.output.config_file()
     }
 
     /// The configuration of one run: the file (or the defaults), then every flag given.

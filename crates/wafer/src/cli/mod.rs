@@ -220,6 +220,15 @@ pub struct RunOutput {
     pub dump_config: bool,
 }
 
+impl RunOutput {
+    /// The file of `--config`, if given, read once.
+    pub fn config_file<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Option<ConfigFile<T>>, CliError> {
+        self.config.as_deref().map(read_config).transpose()
+    }
+}
+
 /// Errors of a subcommand, by exit code.
 #[derive(Debug)]
 pub enum CliError {

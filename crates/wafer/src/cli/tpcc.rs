@@ -131,11 +131,7 @@ impl TpccArgs {
     }
 
     fn file(&self) -> Result<Option<super::ConfigFile<TpccBenchConfig>>, CliError> {
-        self.output
-            .config
-            .as_deref()
-            .map(super::read_config)
-            .transpose()
+        self.output.config_file()
     }
 
     /// The configuration of one run: the file (or the defaults), then every flag given.
