@@ -285,6 +285,22 @@ fn out_of_place_table_merges_over_the_preset() {
     assert_eq!(oop["gdt"], true);
     assert_eq!(oop["nowa"], true);
     assert_eq!(oop["aligned"], true);
+    // Under an in-place configuration the table does not apply: said, not silently dropped.
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--configs",
+        "in-place",
+        "--config",
+        p,
+        "--dump-config",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not apply to this in-place configuration"),
+        "{err}"
+    );
 }
 
 /// Issue 17: a key no table knows is an error naming the key and the file.

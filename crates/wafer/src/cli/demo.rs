@@ -38,13 +38,16 @@ pub fn main(args: &DemoArgs) -> Result<(), CliError> {
         seed: Some(args.seed),
         ..YcsbArgs::default()
     };
+    // The report goes here: find out now, not after two minutes of simulation.
+    let json = args.out.join("report.json");
+    let html = args.out.join("report.html");
+    super::check_writable("--out", &json)?;
+    super::check_writable("--out", &html)?;
     println!("wafer demo: write paths side by side on the same YCSB-A workload, in virtual time\n");
     let started = std::time::Instant::now();
     let report = run_ycsb(&ycsb, std::io::stderr().is_terminal())?;
     print_table(&report);
-    let json = args.out.join("report.json");
     save(&json, &report)?;
-    let html = args.out.join("report.html");
     super::report::write_html(&report, &html)?;
     println!(
         "\nreport: {} (data: {}); {:.0} s wall time",

@@ -64,6 +64,15 @@ pub fn merge_out_of_place(
     file: Option<(&std::path::Path, &toml::Table)>,
 ) -> Result<Option<OopConfig>, CliError> {
     let Some(base) = preset.out_of_place() else {
+        if let Some((path, keys)) = file.filter(|(_, k)| !k.is_empty()) {
+            eprintln!(
+                "warning: {}: the [engine.out_of_place] table of {} does not apply to this \
+                 in-place configuration ({} keys ignored)",
+                preset.name(),
+                path.display(),
+                keys.len()
+            );
+        }
         return Ok(None);
     };
     let Some((path, keys)) = file else {
