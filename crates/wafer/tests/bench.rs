@@ -632,3 +632,52 @@ fn many_clients_keep_virtual_time_monotonic_and_within_the_device() {
     assert!(f(run, "ops_per_s") <= cpu_bound);
     assert!(f(run, "ssd_media_bytes") <= media_bound * f(run, "virtual_s"));
 }
+
+/// Issue 17: with --out, each configuration's result is saved as soon as it finishes, so an
+/// interrupted comparison keeps the runs that finished (killed here once the first is saved).
+#[test]
+fn finished_runs_are_saved_before_the_comparison_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .args([
+            "bench",
+            "ycsb",
+            "--configs",
+            "in-place-nodw,in-place,oop,oop-all",
+        ])
+        .args([
+            "--data-size",
+            "32MiB",
+            "--clients",
+            "4",
+            "--capacity-multiple",
+            "1.5",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let runs = loop {
+        if let Ok(text) = std::fs::read_to_string(&out) {
+            let v: serde_json::Value = serde_json::from_str(&text).expect("whole JSON");
+            break v["runs"].as_array().unwrap().len();
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("wafer exited ({status}) before saving a run: {err}");
+        }
+        assert!(started.elapsed().as_secs() < 120, "no run was saved");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().ok();
+    child.wait().unwrap();
+    assert!(runs >= 1);
+    if still_running {
+        assert!(runs < 4, "the first save came only at the end");
+    }
+}

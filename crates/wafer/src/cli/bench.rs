@@ -290,6 +290,30 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
         .iter()
         .map(|_| std::sync::Mutex::new(None))
         .collect();
+    let title_of_all = configs.first().map(|(_, c)| title(c)).unwrap_or_default();
+    // With --out, the report of the runs finished so far is saved as each one finishes, so an
+    // interrupted comparison keeps them.
+    let saving = std::sync::Mutex::new(());
+    let save_finished = || {
+        let Some(path) = &args.output.out else {
+            return;
+        };
+        let _one_at_a_time = saving.lock().unwrap_or_else(|p| p.into_inner());
+        let runs: Vec<BenchSummary> = results
+            .iter()
+            .filter_map(|r| match &*r.lock().unwrap_or_else(|p| p.into_inner()) {
+                Some(Ok(s)) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        let partial = BenchReport {
+            title: title_of_all.clone(),
+            runs,
+        };
+        if let Err(e) = write_json(path, &partial) {
+            eprintln!("warning: could not save the finished runs: {e}");
+        }
+    };
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
@@ -305,6 +329,7 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
                     .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())));
                 obs.bar.finish_and_clear();
                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                save_finished();
             });
         }
     });
@@ -323,7 +348,7 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
         );
     }
     Ok(BenchReport {
-        title: configs.first().map(|(_, c)| title(c)).unwrap_or_default(),
+        title: title_of_all,
         runs,
     })
 }
@@ -385,8 +410,12 @@ fn write_json(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {
         }
     }
     let json = serde_json::to_string_pretty(r).map_err(|e| CliError::Run(e.to_string()))?;
-    std::fs::write(path, format!("{json}\n"))
-        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))
+    // Written whole or not at all (a partial report is rewritten as runs finish, and Ctrl-C may
+    // come at any time): a temporary file beside it, renamed over it.
+    let tmp = path.with_extension("json.partial");
+    let err = |e: std::io::Error| CliError::Run(format!("cannot write {}: {e}", path.display()));
+    std::fs::write(&tmp, format!("{json}\n")).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
 }
 
 pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
