@@ -681,3 +681,31 @@ fn finished_runs_are_saved_before_the_comparison_ends() {
         assert!(runs < 4, "the first save came only at the end");
     }
 }
+
+/// Issue 17: --csv writes the summaries (a row per configuration and phase) and the series
+/// beside the JSON, with the same numbers.
+#[test]
+fn csv_export_matches_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r.csv");
+    let json = bench_json(&[
+        "--configs",
+        "in-place-nodw,oop-all",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 * 3, "{text}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "total_waf").unwrap();
+    let steady: Vec<&str> = lines[3].split(',').collect();
+    assert_eq!(steady[..2], ["\"in-place-nodw\"", "\"steady\""]);
+    let waf: f64 = steady[col].parse().unwrap();
+    assert_eq!(waf, v["runs"][0]["steady"]["total_waf"].as_f64().unwrap());
+    let series = std::fs::read_to_string(dir.path().join("r-series.csv")).unwrap();
+    let rows = v["runs"][0]["series"].as_array().unwrap().len()
+        + v["runs"][1]["series"].as_array().unwrap().len();
+    assert_eq!(series.lines().count(), 1 + rows);
+}

@@ -95,6 +95,12 @@ pub struct YcsbArgs {
     /// Write the per-interval series of every run here, one JSON object per line.
     #[arg(long)]
     pub series: Option<PathBuf>,
+    /// Also write the results as CSV: PATH gets one row per configuration and phase (load, run,
+    /// steady) with every summary metric, and PATH with `-series` before its extension one row
+    /// per configuration and interval. Units are in the column names (bytes, MB = 10^6 bytes,
+    /// seconds of virtual time).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
 }
 
 /// The key choice of `workload` with skew `theta` (workload D reads the latest inserts).
@@ -353,6 +359,84 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
     })
 }
 
+/// `a/b.csv` -> `a/b-series.csv`.
+fn series_csv_path(p: &std::path::Path) -> PathBuf {
+    let stem = p
+        .file_stem()
+        .map_or("out".into(), |s| s.to_string_lossy().into_owned());
+    let ext = p
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    p.with_file_name(format!("{stem}-series{ext}"))
+}
+
+/// The scalar fields of a serialized struct, in order (nested objects and arrays left out).
+fn scalar_fields<T: serde::Serialize>(v: &T) -> Vec<(String, serde_json::Value)> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => m
+            .into_iter()
+            .filter(|(_, v)| !(v.is_object() || v.is_array()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn csv_cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+        serde_json::Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
+/// Rows of (leading cells, struct) as CSV with a header from the first struct's fields.
+fn csv_table<T: serde::Serialize>(lead: &[&str], rows: &[(Vec<String>, &T)]) -> String {
+    let mut out = String::new();
+    let Some((_, first)) = rows.first() else {
+        return out;
+    };
+    let names: Vec<String> = scalar_fields(*first).into_iter().map(|(k, _)| k).collect();
+    out.push_str(&lead.join(","));
+    for n in &names {
+        out.push(',');
+        out.push_str(n);
+    }
+    out.push('\n');
+    for (cells, row) in rows {
+        out.push_str(&cells.join(","));
+        for (_, v) in scalar_fields(*row) {
+            out.push(',');
+            out.push_str(&csv_cell(&v));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The summaries (one row per configuration and phase) and the series as CSV.
+fn write_csv(path: &std::path::Path, r: &BenchReport) -> Result<(), CliError> {
+    let quote = |s: &str| csv_cell(&serde_json::Value::String(s.to_string()));
+    let mut summary = Vec::new();
+    let mut series = Vec::new();
+    for s in &r.runs {
+        for (phase, w) in [("load", &s.load), ("run", &s.run), ("steady", &s.steady)] {
+            summary.push((vec![quote(&s.name), quote(phase)], w));
+        }
+        for (i, row) in s.series.iter().enumerate() {
+            series.push((vec![quote(&s.name), i.to_string()], row));
+        }
+    }
+    let write = |p: &std::path::Path, text: String| {
+        std::fs::write(p, text)
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", p.display())))
+    };
+    write(path, csv_table(&["configuration", "phase"], &summary))?;
+    write(
+        &series_csv_path(path),
+        csv_table(&["configuration", "interval"], &series),
+    )
+}
+
 /// The side-by-side table (paper 002 Table 1 shape), steady-state window.
 pub fn print_table(r: &BenchReport) {
     println!("{}\n", r.title);
@@ -435,6 +519,10 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             if let Some(p) = &args.series {
                 super::check_writable("--series", p)?;
             }
+            if let Some(p) = &args.csv {
+                super::check_writable("--csv", p)?;
+                super::check_writable("--csv", &series_csv_path(p))?;
+            }
             let show = std::io::stderr().is_terminal() && !args.output.json;
             let r = run_ycsb(args, show)?;
             if let Some(p) = &args.output.out {
@@ -442,6 +530,9 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             }
             if let Some(p) = &args.series {
                 write_series(p, &r)?;
+            }
+            if let Some(p) = &args.csv {
+                write_csv(p, &r)?;
             }
             if args.output.json {
                 let json =
