@@ -342,3 +342,38 @@ fn bad_input_is_a_clear_error() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Issue 17: runs of different workloads are not compared in one table, and other wafer results
+/// are named as what they are rather than "not a benchmark result".
+#[test]
+fn mixed_workloads_and_other_results_are_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let ycsb = write_json(dir.path(), "ycsb.json", &two_runs());
+    let mut tpcc = two_runs();
+    for r in &mut tpcc.runs {
+        r.config.workload_label = Some("TPC-C, 1 warehouse".into());
+    }
+    let tpcc = write_json(dir.path(), "tpcc.json", &tpcc);
+    let out = dir.path().join("r.html");
+    let o = wafer(&[
+        ycsb.as_os_str(),
+        tpcc.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("different workloads"),
+        "{err}"
+    );
+    assert!(
+        err.contains("TPC-C in") && err.contains("YCSB-a in"),
+        "{err}"
+    );
+    // A `wafer sim` result.
+    let sim = dir.path().join("sim.json");
+    std::fs::write(&sim, r#"{"ssd": {}, "workload": {}, "rows": []}"#).unwrap();
+    let o = wafer(&[sim.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the result of `wafer sim`"), "{err}");
+}

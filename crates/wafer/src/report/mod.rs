@@ -41,6 +41,10 @@ pub enum ReportError {
     },
     /// None of the files holds a run.
     NoRuns,
+    /// The files hold runs of different workloads (one comparison table cannot mix them).
+    Mixed(String),
+    /// The file is another wafer result this page does not render.
+    Unsupported { path: PathBuf, what: &'static str },
     /// A chart could not be drawn.
     Chart(String),
 }
@@ -61,6 +65,17 @@ impl fmt::Display for ReportError {
                 path.display()
             ),
             ReportError::NoRuns => f.write_str("the input files contain no benchmark runs"),
+            ReportError::Mixed(m) => write!(
+                f,
+                "the inputs hold runs of different workloads ({m}); their numbers are not \
+                 comparable in one table: make one report per workload"
+            ),
+            ReportError::Unsupported { path, what } => write!(
+                f,
+                "{} is {what}, which `wafer report` does not render (it renders the JSON of \
+                 `wafer bench ycsb` and `wafer bench tpcc --out`)",
+                path.display()
+            ),
             ReportError::Chart(m) => f.write_str(m),
         }
     }
@@ -79,6 +94,7 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
             path: path.to_path_buf(),
             source,
         })?;
+    let source_value = value.clone();
     let report = match serde_json::from_value::<BenchReport>(value.clone()) {
         Ok(r) => r,
         Err(source) => match serde_json::from_value::<BenchSummary>(value) {
@@ -87,10 +103,24 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
                 runs: vec![run],
             },
             Err(_) => {
-                return Err(ReportError::Schema {
-                    path: path.to_path_buf(),
-                    source,
-                })
+                let obj = |k: &str| source_value.get(k).is_some();
+                let what = if obj("ssd") && obj("workload") && obj("rows") {
+                    Some("the result of `wafer sim` (or of one `wafer bench device` case)")
+                } else if source_value.is_array() {
+                    Some("a list (the TPC-C detail `wafer bench tpcc --tpcc-out` writes)")
+                } else {
+                    None
+                };
+                return Err(match what {
+                    Some(what) => ReportError::Unsupported {
+                        path: path.to_path_buf(),
+                        what,
+                    },
+                    None => ReportError::Schema {
+                        path: path.to_path_buf(),
+                        source,
+                    },
+                });
             }
         },
     };
@@ -147,12 +177,39 @@ pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportErr
     if views.is_empty() {
         return Err(ReportError::NoRuns);
     }
+    let mut workloads: Vec<(String, String)> = Vec::new();
+    for i in inputs {
+        for r in &i.report.runs {
+            let w = workload_of(r);
+            if !workloads.iter().any(|(x, _)| *x == w) {
+                workloads.push((w, i.source.clone()));
+            }
+        }
+    }
+    if workloads.len() > 1 {
+        let list: Vec<String> = workloads
+            .iter()
+            .map(|(w, src)| format!("{w} in {src}"))
+            .collect();
+        return Err(ReportError::Mixed(list.join(", ")));
+    }
     let title = match title {
         Some(t) => t.to_string(),
         None => default_title(inputs),
     };
     let figures = figures::draw_all(&views).map_err(ReportError::Chart)?;
     Ok(html::page(&title, inputs, &views, &figures))
+}
+
+/// The workload a run measured: TPC-C runs carry their label, YCSB runs their workload letter.
+fn workload_of(r: &BenchSummary) -> String {
+    match &r.config.workload_label {
+        Some(l) => l.split([',', ' ']).next().unwrap_or(l).to_string(),
+        None => match serde_json::to_value(r.config.ycsb.workload) {
+            Ok(serde_json::Value::String(w)) => format!("YCSB-{w}"),
+            _ => "YCSB".to_string(),
+        },
+    }
 }
 
 fn default_title(inputs: &[Input]) -> String {
