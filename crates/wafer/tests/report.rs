@@ -218,7 +218,8 @@ fn renders_tables_and_charts() {
     let input = write_json(dir.path(), "bench.json", &two_runs());
     let out = dir.path().join("out/report.html");
     let html = render(&[input], &out);
-    check_page(&html, 4);
+    check_page(&html, 5);
+    assert!(html.contains("Latency tail") && html.contains("fig-latency"));
 
     // Header: the title and the descriptions, escaped.
     assert!(html.contains("<title>YCSB-A &lt;zipf 0.99&gt; &amp; friends</title>"));
@@ -298,7 +299,7 @@ fn empty_series_and_many_runs() {
     }
     let a = write_json(dir.path(), "a.json", &one);
     let html = render(std::slice::from_ref(&a), &dir.path().join("empty.html"));
-    check_page(&html, 4);
+    check_page(&html, 5);
     assert!(html.contains("no data"));
     assert!(html.contains("(no series data)"));
 
@@ -307,7 +308,7 @@ fn empty_series_and_many_runs() {
     let c = write_json(dir.path(), "c.json", &two_runs());
     let d = write_json(dir.path(), "d.json", &two_runs());
     let html = render(&[a, b, c, d], &dir.path().join("many.html"));
-    check_page(&html, 4);
+    check_page(&html, 5);
     assert!(html.contains("in-place-nodw #4"));
     assert!(html.contains("d.json"));
 }

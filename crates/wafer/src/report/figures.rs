@@ -228,6 +228,55 @@ pub fn waf_intervals(views: &[RunView<'_>]) -> (Unit, Vec<Line>, Vec<Line>) {
     (t, db, ssd)
 }
 
+const LATENCY_UNITS: [Unit; 3] = [
+    Unit {
+        div: 1e3,
+        name: "us",
+    },
+    Unit {
+        div: 1e6,
+        name: "ms",
+    },
+    Unit {
+        div: 1e9,
+        name: "s",
+    },
+];
+
+/// The latency tail of each run's measured phase: latency against the percentile on a scale of
+/// nines (0.3 = p50, 2 = p99, 3 = p99.9, 4 = p99.99), from the run's latency histogram.
+pub fn latency_tail(views: &[RunView<'_>]) -> (Unit, Vec<Line>) {
+    let max = views
+        .iter()
+        .map(|v| v.run.latency.p9999_ns as f64)
+        .fold(0.0, f64::max);
+    let u = pick_unit(max, &LATENCY_UNITS);
+    let lines = views
+        .iter()
+        .map(|v| {
+            let l = &v.run.latency;
+            let points = if l.count == 0 {
+                Vec::new()
+            } else {
+                [
+                    (0.5f64, l.p50_ns),
+                    (0.99, l.p99_ns),
+                    (0.999, l.p999_ns),
+                    (0.9999, l.p9999_ns),
+                ]
+                .iter()
+                .map(|&(p, ns)| (-(1.0 - p).log10(), ns as f64 / u.div))
+                .collect()
+            };
+            Line {
+                color: v.color,
+                points,
+            }
+        })
+        .collect();
+    (u, lines)
+}
+
 /// Every figure of the page, drawn.
 pub struct Figures {
     pub breakdown: BreakdownData,
@@ -235,6 +284,7 @@ pub struct Figures {
     pub throughput_svg: String,
     pub media_svg: String,
     pub waf_svg: String,
+    pub latency_svg: String,
 }
 
 fn with_unit(what: &str, unit: &str) -> String {
@@ -314,12 +364,23 @@ pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
         ],
         (CHART_WIDTH, 440),
     )?;
+    let (u, lines) = latency_tail(views);
+    let latency_svg = charts::line_chart(
+        &LinePanel {
+            caption: None,
+            x_desc: "percentile, in nines (0.3 = p50, 2 = p99, 3 = p99.9, 4 = p99.99)",
+            y_desc: &with_unit("operation latency", u.name),
+            lines: &lines,
+        },
+        (CHART_WIDTH, 420),
+    )?;
     Ok(Figures {
         breakdown: data,
         breakdown_svg,
         throughput_svg,
         media_svg,
         waf_svg,
+        latency_svg,
     })
 }
 

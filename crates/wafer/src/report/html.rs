@@ -502,6 +502,16 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
         &f.waf_svg,
         "DB WAF and SSD WAF of each interval against virtual time.",
     );
+
+    out.push_str("<h2>Latency tail</h2>\n");
+    run_legend(&mut out, views);
+    figure(
+        &mut out,
+        "fig-latency",
+        &f.latency_svg,
+        "Latency of the measured run's operations (virtual time, from submission to completion) \
+         at the 50th, 99th, 99.9th and 99.99th percentiles, on a scale of nines.",
+    );
     out.push_str("</body>\n</html>\n");
     out
 }
