@@ -257,6 +257,23 @@ fn cell_presets_set_timing_and_endurance() {
     assert_eq!(slc.2, tlc.2, "timing must not change WAF");
 }
 
+/// `--csv` writes the interval rows with the JSON's numbers.
+#[test]
+fn sim_csv_has_the_rows_of_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let (v, _) = json(&["--capacity-multiple", "1", "--csv", csv.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(lines.len(), 1 + rows.len(), "{text}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "waf_interval").unwrap();
+    let last: Vec<&str> = lines[rows.len()].split(',').collect();
+    let waf: f64 = last[col].parse().unwrap();
+    assert_eq!(waf, rows.last().unwrap()["waf_interval"].as_f64().unwrap());
+}
+
 #[test]
 fn human_output_has_header_rows_and_result() {
     let o = small(&["--capacity-multiple", "1", "--no-timing"]);

@@ -370,52 +370,9 @@ fn series_csv_path(p: &std::path::Path) -> PathBuf {
     p.with_file_name(format!("{stem}-series{ext}"))
 }
 
-/// The scalar fields of a serialized struct, in order (nested objects and arrays left out).
-fn scalar_fields<T: serde::Serialize>(v: &T) -> Vec<(String, serde_json::Value)> {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::Object(m)) => m
-            .into_iter()
-            .filter(|(_, v)| !(v.is_object() || v.is_array()))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn csv_cell(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => format!("\"{}\"", s.replace('"', "\"\"")),
-        serde_json::Value::Null => String::new(),
-        v => v.to_string(),
-    }
-}
-
-/// Rows of (leading cells, struct) as CSV with a header from the first struct's fields.
-fn csv_table<T: serde::Serialize>(lead: &[&str], rows: &[(Vec<String>, &T)]) -> String {
-    let mut out = String::new();
-    let Some((_, first)) = rows.first() else {
-        return out;
-    };
-    let names: Vec<String> = scalar_fields(*first).into_iter().map(|(k, _)| k).collect();
-    out.push_str(&lead.join(","));
-    for n in &names {
-        out.push(',');
-        out.push_str(n);
-    }
-    out.push('\n');
-    for (cells, row) in rows {
-        out.push_str(&cells.join(","));
-        for (_, v) in scalar_fields(*row) {
-            out.push(',');
-            out.push_str(&csv_cell(&v));
-        }
-        out.push('\n');
-    }
-    out
-}
-
 /// The summaries (one row per configuration and phase) and the series as CSV.
 fn write_csv(path: &std::path::Path, r: &BenchReport) -> Result<(), CliError> {
-    let quote = |s: &str| csv_cell(&serde_json::Value::String(s.to_string()));
+    let quote = |s: &str| super::csv::cell(&serde_json::Value::String(s.to_string()));
     let mut summary = Vec::new();
     let mut series = Vec::new();
     for s in &r.runs {
@@ -430,10 +387,13 @@ fn write_csv(path: &std::path::Path, r: &BenchReport) -> Result<(), CliError> {
         std::fs::write(p, text)
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", p.display())))
     };
-    write(path, csv_table(&["configuration", "phase"], &summary))?;
+    write(
+        path,
+        super::csv::table(&["configuration", "phase"], &summary),
+    )?;
     write(
         &series_csv_path(path),
-        csv_table(&["configuration", "interval"], &series),
+        super::csv::table(&["configuration", "interval"], &series),
     )
 }
 

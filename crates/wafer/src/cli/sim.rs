@@ -173,6 +173,10 @@ pub struct SimArgs {
     /// Also write the JSON summary to FILE
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// Also write the interval rows (the table's rows: WAF per interval and cumulative, GC
+    /// runs, erases, rates) as CSV here, one row per interval
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
     /// Read the device, workload and run settings from a TOML file ([ssd], [workload], [run]);
     /// flags override it
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -544,6 +548,9 @@ pub fn main(args: &SimArgs) -> Result<(), CliError> {
         super::human::print_stdout(text.trim_end());
         return Ok(());
     }
+    if let Some(p) = &args.csv {
+        super::check_writable("--csv", p)?;
+    }
     let started = Instant::now();
     let trace = match &args.trace {
         Some(path) => {
@@ -587,6 +594,16 @@ pub fn main(args: &SimArgs) -> Result<(), CliError> {
     let json = serde_json::to_string_pretty(&summary).map_err(|e| CliError::Run(e.to_string()))?;
     if let Some(path) = &args.out {
         std::fs::write(path, format!("{json}\n"))
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.csv {
+        let rows: Vec<(Vec<String>, &wafer_workloads::IntervalRow)> = summary
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (vec![i.to_string()], r))
+            .collect();
+        std::fs::write(path, super::csv::table(&["interval"], &rows))
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
     }
     if args.json {
