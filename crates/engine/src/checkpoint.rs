@@ -320,8 +320,7 @@ impl Checkpointer {
         // nothing, and its record would eat into the space reserved for rollbacks (an operation
         // refused for log space and retried would log one each time).
         let floor = txns
-            .snapshot()
-            .oldest_first_lsn
+            .oldest_first_lsn()
             .unwrap_or(u64::MAX)
             .min(wal.next_lsn());
         let can_free = floor > wal.master().start_lsn;

@@ -223,7 +223,10 @@ impl Core {
         } else {
             0
         };
-        wal.set_update_keep(Some(self.txns.log_reserved() + own_first));
+        wal.set_update_keep(Some(crate::wal::UpdateKeep {
+            reserved: self.txns.log_reserved() + own_first,
+            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+        }));
         let r = crate::ops::apply(
             &mut self.cache,
             wal,

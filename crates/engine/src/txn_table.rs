@@ -37,8 +37,11 @@ pub(crate) struct TxnState {
 /// structure change of the same extent). A rollback's deletes never merge nodes
 /// (`ops::Direction::Undo`), so undoing an insert logs no more than the insert did.
 pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
-    record_bytes + 128
+    record_bytes + UNDO_EXTRA_BYTES
 }
+
+/// What a compensation record may take beyond the record it undoes.
+pub(crate) const UNDO_EXTRA_BYTES: u64 = 128;
 
 /// Log bytes a transaction reserves once, from its first update on: its Abort and End records
 /// and room for a few structure changes its rollback may cause by itself (a re-inserted key
@@ -229,6 +232,15 @@ impl TxnTable {
         self.cc.conflicts()
     }
 
+    /// The first record of the oldest transaction that may still roll back: the log must keep it.
+    pub fn oldest_first_lsn(&self) -> Option<Lsn> {
+        self.txns
+            .values()
+            .filter(|s| s.first_lsn != 0 && !s.committing)
+            .map(|s| s.first_lsn)
+            .min()
+    }
+
     /// What a checkpoint record needs.
     pub fn snapshot(&self) -> TxnSnapshot {
         let mut active: Vec<(TxnId, Lsn, Lsn)> = self
@@ -238,12 +250,7 @@ impl TxnTable {
             .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
             .collect();
         active.sort_unstable();
-        let oldest_first_lsn = self
-            .txns
-            .values()
-            .filter(|s| s.first_lsn != 0 && !s.committing)
-            .map(|s| s.first_lsn)
-            .min();
+        let oldest_first_lsn = self.oldest_first_lsn();
         TxnSnapshot {
             active,
             oldest_first_lsn,

@@ -156,6 +156,14 @@ impl Tail {
     }
 }
 
+/// What an update's record must leave free in the log ([`Wal::set_update_keep`]): `reserved`
+/// bytes, and for the record's own rollback as much again as the record plus `undo_extra`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UpdateKeep {
+    pub reserved: u64,
+    pub undo_extra: u64,
+}
+
 /// A circular write-ahead log. See the module documentation for the layout.
 pub struct Wal {
     dev: Box<dyn BlockDevice>,
@@ -168,9 +176,8 @@ pub struct Wal {
     /// A rollback or recovery is running: every append may use the system reserve (they must
     /// complete; see [`Wal::set_unreserved`]).
     unreserved: bool,
-    /// A transaction's update is being logged: its record must leave this many bytes (the
-    /// rollback reservations of live transactions) free, plus the reservation it adds itself.
-    update_keep: Option<u64>,
+    /// A transaction's update is being logged: what its record must leave free.
+    update_keep: Option<UpdateKeep>,
     master: Master,
     sequence: u64,
     /// The database's id (in every master copy).
@@ -494,11 +501,11 @@ impl Wal {
         self.unreserved = on;
     }
 
-    /// While `Some(keep)`, ordinary appends are updates that must leave `keep` bytes free
-    /// after themselves, plus the space their own rollback will need: a record that would eat
-    /// into what live transactions reserved fails with [`Error::LogFull`] instead. (The
+    /// While `Some(keep)`, ordinary appends are updates that must leave free after themselves
+    /// what live transactions reserved for their rollback plus what their own rollback will
+    /// need: a record that would eat into it fails with [`Error::LogFull`] instead. (The
     /// engine's estimate before an operation cannot know the size of the value it replaces.)
-    pub(crate) fn set_update_keep(&mut self, keep: Option<u64>) {
+    pub(crate) fn set_update_keep(&mut self, keep: Option<UpdateKeep>) {
         self.update_keep = keep;
     }
 
@@ -526,7 +533,7 @@ impl Wal {
         let len = codec::encode_parts(lsn, txn, prev_lsn, body, &mut tail.buf)? as u64;
         let keep = match self.update_keep {
             Some(k) if !system && !self.unreserved => {
-                k.saturating_add(crate::txn_table::undo_reserve(len))
+                k.reserved.saturating_add(len).saturating_add(k.undo_extra)
             }
             _ => 0,
         };

@@ -21,6 +21,7 @@ pub mod record;
 mod tests;
 
 pub use group::{GroupCommit, SharedWal};
+pub(crate) use log::UpdateKeep;
 pub use log::{probe as probe_log, LogProbe, Wal, WalConfig, WalStats};
 pub use master::Master;
 #[cfg(test)]
