@@ -411,6 +411,8 @@ fn torture_runs_and_prints_its_table() {
     ] {
         assert!(h.contains(word), "torture --help lacks {word}");
     }
+    let o = wafer(&["torture", "--trials", "0"]);
+    assert_eq!(o.status.code(), Some(2), "--trials 0 runs nothing: refused");
 }
 
 /// Issue 17: a misspelt key in the device table of `wafer sim --config` is an error naming it.

@@ -13,7 +13,7 @@ use wafer_workloads::torture::{self, class_name, FailureClass, Kind, RunConfig, 
 #[command(after_long_help = KINDS_HELP)]
 pub struct TortureArgs {
     /// Trials to run, split among the kinds (six cut, three mutate, one threads of every ten).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub trials: u64,
     /// Seed of trial 0; trial i has seed S+i, so `--seed <trial seed> --trials 1` repeats it.
     #[arg(long, default_value_t = 1)]
