@@ -210,6 +210,34 @@ impl BufferPool {
         fr.uncommitted.clear();
     }
 
+    /// A page that is not resident leaves the page table (its `EvictedDirty` changes are gone:
+    /// the stored image is the page again).
+    pub fn forget(&mut self, pid: PageId) {
+        if self.table.get(&pid) == Some(&PageState::EvictedDirty) {
+            self.table.remove(&pid);
+        }
+    }
+
+    /// Records that `pid`, not resident, has changes its stored image lacks (restart of the
+    /// flushless mode: the reloaded log records).
+    pub fn mark_evicted_dirty(&mut self, pid: PageId) {
+        if self.lookup(pid).is_none() {
+            self.table.insert(pid, PageState::EvictedDirty);
+        }
+    }
+
+    /// Pages in the page table as `EvictedDirty`.
+    pub fn evicted_dirty(&self) -> Vec<PageId> {
+        let mut v: Vec<PageId> = self
+            .table
+            .iter()
+            .filter(|(_, s)| **s == PageState::EvictedDirty)
+            .map(|(&p, _)| p)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Marks a frame dirty by a change logged at `lsn` by `txn` (0: a system change); recLSN =
     /// first such LSN since the frame was clean.
     pub fn mark_dirty(&mut self, f: u32, lsn: Lsn, txn: TxnId) {

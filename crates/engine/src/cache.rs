@@ -21,9 +21,8 @@ use crate::writepath::{LogSink, WritePath, WriteReason};
 pub enum DirtyVictim {
     /// Write it through the write path (after forcing the log to its LSN), then drop it.
     WriteBack,
-    /// Drop it without a write; the page table keeps it as `EvictedDirty`. (Chosen by paper
-    /// 001's flushing-less eviction; `cache::tests` exercise it until that policy lands.)
-    #[allow(dead_code)]
+    /// Drop it without a write; the page table keeps it as `EvictedDirty` (paper 001's
+    /// flushing-less eviction).
     Drop,
 }
 
@@ -78,13 +77,11 @@ impl PageCache {
     }
 
     /// Replaces the eviction policy.
-    #[allow(dead_code)] // the seam of paper 001's flushing-less eviction; used by tests today
     pub fn set_eviction(&mut self, p: Box<dyn EvictionPolicy>) {
         self.eviction = p;
     }
 
     /// Installs the hook that sees every page read from the device.
-    #[allow(dead_code)] // the seam of paper 001's on-the-fly redo; used by tests today
     pub fn set_after_read(&mut self, h: Option<Box<dyn AfterRead>>) {
         self.after_read = h;
     }
@@ -108,6 +105,11 @@ impl PageCache {
         }
         r?;
         self.pool.install(f, pid);
+        if evicted_dirty {
+            // Brought up to date from records that are not on the device yet: still dirty.
+            let lsn = page::page_lsn(self.pool.data(f));
+            self.pool.mark_dirty(f, lsn, 0);
+        }
         Ok(f)
     }
 
@@ -177,6 +179,38 @@ impl PageCache {
         }
         self.write_frames(&frames, log, reason)?;
         Ok(frames.len())
+    }
+
+    /// Writes page images that are not (or not as they are) in a frame: a checkpoint of the
+    /// flushless mode writes a stored image brought up to date with only the committed records.
+    /// The caller made the log durable past every change in them.
+    pub fn write_images(
+        &mut self,
+        images: &mut [(PageId, Vec<u8>)],
+        log: &mut dyn LogSink,
+        reason: WriteReason,
+    ) -> Result<()> {
+        if images.is_empty() {
+            return Ok(());
+        }
+        for (_, data) in images.iter_mut() {
+            debug_assert!(
+                page::page_lsn(data) < log.durable_lsn(),
+                "write-ahead rule: a page image is newer than the durable log"
+            );
+            page::note_write(data);
+            page::seal(data);
+        }
+        let batch: Vec<(PageId, &[u8])> = images.iter().map(|(p, d)| (*p, &d[..])).collect();
+        self.wp.write_pages(&batch, reason, log)
+    }
+
+    /// Reads page `pid` as the device holds it (not through the pool): a zeroed buffer if it was
+    /// never written.
+    pub fn read_stored(&mut self, pid: PageId) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.pool.page_size()];
+        self.wp.read_page(pid, &mut buf)?;
+        Ok(buf)
     }
 
     /// Writes dirty frames through the write path, after forcing the log up to their newest page

@@ -131,6 +131,44 @@ pub(crate) fn record_bound(frames: usize) -> u64 {
     16 * frames as u64 + (16 << 10)
 }
 
+/// The end of every checkpoint, whatever the mode: makes the pages written so far durable, lets
+/// the write path save its own state, logs the record `body` builds (from the system reserve:
+/// location records may have used the ordinary space, and a checkpoint is what frees log space),
+/// forces it, stamps the data device with the checkpoint's generation (`identity.rs`) and points
+/// the log master at it. The log is kept from `floor` (the oldest record recovery still needs;
+/// None: the checkpoint record itself). Returns the record's LSN.
+pub(crate) fn log_checkpoint(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    floor: Option<Lsn>,
+    body: impl FnOnce(&PageCache) -> Body,
+) -> Result<Lsn> {
+    cache.wp.sync(wal)?;
+    // This checkpoint's generation: the data device is stamped with it before the master names
+    // it (identity.rs).
+    let generation = wal.master().generation + 1;
+    // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
+    // checkpoint record gets; recovery replays location records logged after it.
+    cache
+        .wp
+        .checkpoint(wal.next_lsn(), generation, wal.durable_lsn())?;
+    let lsn = wal.append_system(&body(cache))?;
+    wal.flush_to(lsn)?;
+    let start = floor.map_or(lsn, |f| f.min(lsn));
+    cache.wp.set_stamp(&crate::identity::Stamp {
+        id: wal.db_id(),
+        generation,
+        checkpoint_lsn: lsn,
+    })?;
+    wal.set_master(Master {
+        checkpoint_lsn: lsn,
+        start_lsn: start,
+        generation,
+    })?;
+    cache.wp.checkpoint_done();
+    Ok(lsn)
+}
+
 fn log_fill(wal: &Wal) -> f64 {
     wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
 }
@@ -227,43 +265,18 @@ impl Checkpointer {
 
     /// Completes a checkpoint: pages durable, record logged, log master moved.
     fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
-        cache.wp.sync(wal)?;
-        // This checkpoint's generation: the data device is stamped with it before the master
-        // names it (identity.rs).
-        let generation = wal.master().generation + 1;
-        // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
-        // checkpoint record gets; recovery replays location records logged after it.
-        cache
-            .wp
-            .checkpoint(wal.next_lsn(), generation, wal.durable_lsn())?;
-        let dirty_pages = cache.pool.dirty_pages();
         let t = txns.snapshot();
-        // From the system reserve too: location records may have used the ordinary space, and a
-        // checkpoint is what frees log space.
-        let lsn = wal.append_system(&Body::Checkpoint(CheckpointData {
-            dirty_pages,
-            active_txns: t.active,
-            next_txn: t.next_txn,
-        }))?;
-        wal.flush_to(lsn)?;
-        let mut start = lsn;
-        if let Some(l) = cache.pool.min_rec_lsn() {
-            start = start.min(l);
-        }
-        if let Some(l) = t.oldest_first_lsn {
-            start = start.min(l);
-        }
-        cache.wp.set_stamp(&crate::identity::Stamp {
-            id: wal.db_id(),
-            generation,
-            checkpoint_lsn: lsn,
+        let floor = [cache.pool.min_rec_lsn(), t.oldest_first_lsn]
+            .into_iter()
+            .flatten()
+            .min();
+        log_checkpoint(cache, wal, floor, |cache| {
+            Body::Checkpoint(CheckpointData {
+                dirty_pages: cache.pool.dirty_pages(),
+                active_txns: t.active,
+                next_txn: t.next_txn,
+            })
         })?;
-        wal.set_master(Master {
-            checkpoint_lsn: lsn,
-            start_lsn: start,
-            generation,
-        })?;
-        cache.wp.checkpoint_done();
         self.stats.checkpoints += 1;
         self.last_ns = self.clock.now_ns();
         Ok(())

@@ -65,6 +65,13 @@ pub struct DbConfig {
     /// `doublewrite` and `doublewrite_pages` do not apply.
     #[serde(default)]
     pub out_of_place: Option<crate::writepath::OopConfig>,
+    /// The buffer and logging scheme. `None`: ARIES (steal, no-force: dirty victims are written,
+    /// the log holds undo and redo, rollback writes compensation records). `Some`: flushless
+    /// eviction with on-the-fly redo, no-steal and a redo-only log (paper 001; see
+    /// [`crate::FlushlessConfig`]). Fixed when the database is created (the log formats differ;
+    /// opening in the other mode is refused with `Config`). Composes with both write paths.
+    #[serde(default)]
+    pub flushless: Option<crate::flushless::FlushlessConfig>,
 }
 
 impl Default for DbConfig {
@@ -86,6 +93,7 @@ impl Default for DbConfig {
             cleaner_clean_fraction: 0.0,
             max_checkpoint_count: 0,
             out_of_place: None,
+            flushless: None,
         }
     }
 }
@@ -128,6 +136,33 @@ impl DbConfig {
                 "cleaner_clean_fraction must be in [0, 0.9)".into(),
             ));
         }
+        if let Some(f) = &self.flushless {
+            f.validate()?;
+            if self.max_checkpoint_count > 0 {
+                return Err(Error::Config(
+                    "max_checkpoint_count (hot-page-aware checkpoints, paper 000) applies to the \
+                     ARIES mode; the flushless mode chooses the pages a checkpoint writes by \
+                     flushless.min_del and flushless.max_age_ms"
+                        .into(),
+                ));
+            }
+            if self.cleaner_clean_fraction > 0.0 {
+                return Err(Error::Config(
+                    "cleaner_clean_fraction must be 0 in the flushless mode: the page cleaner \
+                     writes dirty pages, which that mode leaves to its checkpoints"
+                        .into(),
+                ));
+            }
+            if self.frames() < 16 {
+                return Err(Error::Config(format!(
+                    "buffer_pages {} leaves {} frames after the flushless log table's share \
+                     ({}): at least 16 are needed",
+                    self.buffer_pages,
+                    self.frames(),
+                    f.table_fraction
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -142,8 +177,21 @@ impl DbConfig {
         }
     }
 
-    /// Bytes of the buffer pool.
+    /// Bytes of the buffer pool (in the flushless mode: frames and log table together).
     pub fn buffer_bytes(&self) -> u64 {
         self.buffer_pages as u64 * self.page_size as u64
+    }
+
+    /// Buffer frames: `buffer_pages`, less the flushless log table's share of the memory.
+    pub fn frames(&self) -> usize {
+        match &self.flushless {
+            Some(f) => ((1.0 - f.table_fraction) * self.buffer_pages as f64) as usize,
+            None => self.buffer_pages,
+        }
+    }
+
+    /// Bytes the flushless log table may hold (0 in the ARIES mode).
+    pub fn table_bytes(&self) -> u64 {
+        self.buffer_bytes() - self.frames() as u64 * self.page_size as u64
     }
 }

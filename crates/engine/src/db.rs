@@ -243,6 +243,9 @@ pub struct DbStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_device: Option<DeviceStats>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
+    /// The flushless mode's log table, on-the-fly redo and compaction (None in the ARIES mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushless: Option<crate::flushless::FlushlessStats>,
     /// Frames of the buffer pool.
     pub pool_frames: usize,
     /// LSN of the last complete checkpoint and the oldest LSN the log still keeps.
@@ -322,8 +325,11 @@ impl Db {
         wal.share_health(health.clone());
         // Log space only checkpoints, the write path's location records and recovery may use:
         // what the write path asks for, plus a checkpoint record that lists every buffer frame.
-        let reserve = wp.system_log_reserve_bytes(cfg.buffer_pages)
-            + crate::checkpoint::record_bound(cfg.buffer_pages);
+        // In the flushless mode the checkpoint lists the pages with records in the log table,
+        // which may be more than the frames: at most one per 48 bytes of its budget.
+        let listed = cfg.frames().max((cfg.table_bytes() / 48) as usize);
+        let reserve =
+            wp.system_log_reserve_bytes(cfg.frames()) + crate::checkpoint::record_bound(listed);
         wal.set_system_reserve(reserve);
         let min_log = crate::engine::min_log_space(cfg.page_size);
         if wal.capacity_bytes() < min_log {
@@ -334,10 +340,12 @@ impl Db {
                 cfg.page_size
             )));
         }
-        let cache = PageCache::new(
-            BufferPool::new(cfg.buffer_pages, cfg.page_size as usize)?,
-            wp,
-        );
+        let mut cache = PageCache::new(BufferPool::new(cfg.frames(), cfg.page_size as usize)?, wp);
+        let flushless = cfg.flushless.clone().map(|f| {
+            let fl = crate::flushless::Flushless::new(f, cfg.table_bytes(), clock.clone(), &cfg);
+            fl.install(&mut cache);
+            fl
+        });
         let core = Core {
             cache,
             txns: TxnTable::new(cfg.page_size),
@@ -347,6 +355,7 @@ impl Db {
             recovery: None,
             health,
             roles: crate::engine::RoleDevices { undo, temp },
+            flushless,
             cfg,
         };
         let db = Db {
@@ -357,16 +366,28 @@ impl Db {
             let core = &mut *guard;
             let mut wal = db.shared.wal.lock();
             match master {
-                None => crate::recovery::format(&mut core.cache, &mut wal)?,
+                None => {
+                    crate::recovery::format(&mut core.cache, &mut wal, core.flushless.as_ref())?
+                }
                 Some((m, agreement)) => {
-                    let r = crate::recovery::recover(
-                        &mut core.cache,
-                        &mut wal,
-                        &mut core.catalog,
-                        clock.as_ref(),
-                        m,
-                        agreement,
-                    )?;
+                    let r = match core.flushless.as_mut() {
+                        Some(fl) => crate::flushless::restart::restart(
+                            fl,
+                            &mut core.cache,
+                            &mut wal,
+                            clock.as_ref(),
+                            m,
+                            agreement,
+                        )?,
+                        None => crate::recovery::recover(
+                            &mut core.cache,
+                            &mut wal,
+                            &mut core.catalog,
+                            clock.as_ref(),
+                            m,
+                            agreement,
+                        )?,
+                    };
                     core.txns.set_next_txn(r.next_txn);
                     core.recovery = Some(r.report);
                 }
@@ -376,7 +397,11 @@ impl Db {
             core.sync_page_reserve();
         }
         // The first checkpoint of a new database also writes its data header (the stamp).
-        db.checkpoint()?;
+        {
+            let mut core = db.shared.core();
+            let mut wal = db.shared.wal.lock();
+            core.open_checkpoint(&mut wal)?;
+        }
         let mut core = db.shared.core();
         // Checkpoint intervals count from the end of the open.
         core.checkpointer.restart_interval();
@@ -480,7 +505,8 @@ impl Db {
                 commits: core.stats.commits,
                 aborts: core.stats.aborts,
                 conflicts: core.txns.conflicts(),
-                checkpoints: ck.checkpoints,
+                checkpoints: ck.checkpoints
+                    + core.flushless.as_ref().map_or(0, |f| f.stats.checkpoints),
                 cleaner_writes: ck.cleaner_writes,
                 ops: core.stats.ops,
                 checkpoint_deferrals: ck.deferrals,
@@ -494,6 +520,7 @@ impl Db {
             undo_device: core.roles.undo.as_ref().map(|d| d.stats()),
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
+            flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),
             pool_frames: core.cache.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,

@@ -59,6 +59,8 @@ pub(crate) struct Core {
     pub recovery: Option<RecoveryReport>,
     pub health: Health,
     pub roles: RoleDevices,
+    /// The flushless buffer mode's state (paper 001); None in the ARIES mode.
+    pub flushless: Option<crate::flushless::Flushless>,
 }
 
 /// What `Db` and `Txn` handles share.
@@ -132,6 +134,10 @@ fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
 pub(crate) fn min_log_space(page_size: u32) -> u64 {
     3 * update_log_need(page_size, &[], None)
 }
+
+/// Log bytes a flushless transaction reserves per record for the record's header (and, once,
+/// for its commit record).
+const HEADER_RESERVE: u64 = 64;
 
 /// Never-used data pages ordinary allocations leave, besides what live transactions reserved:
 /// for structure changes rollbacks and recovery may cause beyond their reservations.
@@ -207,6 +213,9 @@ impl Core {
         self.txns.state(txn)?;
         self.check_sizes(key, value)?;
         self.access(txn, tree, Some(key), Access::Write)?;
+        if self.flushless.is_some() {
+            return self.write_flushless(wal, txn, tree, key, value);
+        }
         let need = update_log_need(self.cfg.page_size, key, value);
         let r = self
             .checkpointer
@@ -261,6 +270,61 @@ impl Core {
             self.sync_page_reserve();
         }
         Ok(old)
+    }
+
+    /// [`Core::write`] in the flushless mode: the change goes to the online log table (live until
+    /// the commit copies it to the log); no undo is kept.
+    fn write_flushless(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        let fl = self.flushless.as_mut().expect("flushless mode");
+        let need_log = update_log_need(self.cfg.page_size, key, value);
+        let need_table = need_log / 2;
+        let r = fl.ensure_space(&mut self.cache, wal, &self.txns, need_log, need_table);
+        self.health.guard(r)?;
+        self.stats.ops += 1;
+        let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
+        let mut sink = fl.sink(wal);
+        let r = crate::ops::apply(
+            &mut self.cache,
+            &mut sink,
+            (txn, 0),
+            &mut changed,
+            tree,
+            (key, value),
+            crate::ops::Direction::Forward,
+            |_, redo| Body::Redo { redo },
+        );
+        let (allocated, freed, live_bytes) = (
+            std::mem::take(&mut sink.allocated),
+            std::mem::take(&mut sink.freed),
+            sink.live_bytes,
+        );
+        drop(sink);
+        *self.txns.pages_mut(txn).expect("active") = changed;
+        match r {
+            Ok((old, lsn)) => {
+                fl.after_op(txn, allocated, freed);
+                if lsn != 0 {
+                    // Its commit copies the record (and a header) to the log; the first change
+                    // also reserves the commit record.
+                    let first = !self.txns.state(txn)?.reserved_any();
+                    let commit = if first { 2 * HEADER_RESERVE } else { 0 };
+                    self.txns
+                        .reserve_log(txn, live_bytes + HEADER_RESERVE + commit);
+                }
+                Ok(old)
+            }
+            Err(e) => {
+                fl.note_error(&e);
+                self.health.guard(Err(e))
+            }
+        }
     }
 
     /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), locking the
@@ -335,6 +399,20 @@ impl Core {
     /// table, holding its locks, until [`Core::end_commit`].
     pub fn commit_record(&mut self, wal: &mut Wal, txn: TxnId) -> Result<Lsn> {
         self.check()?;
+        if let Some(fl) = self.flushless.as_mut() {
+            self.txns.state(txn)?;
+            let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
+            let r = fl.commit(&mut self.cache, wal, txn, &mut changed);
+            *self.txns.pages_mut(txn).expect("active") = changed;
+            if let Err(e) = &r {
+                self.health.poison(e);
+            }
+            let lsn = r?;
+            if lsn != 0 {
+                self.txns.committing(txn);
+            }
+            return Ok(lsn);
+        }
         let prev = self.txns.state(txn)?.last_lsn;
         if prev == 0 {
             return Ok(0);
@@ -359,6 +437,20 @@ impl Core {
     /// Rolls `txn` back and ends it. After a poison nothing more is written: recovery will roll
     /// it back.
     pub fn rollback(&mut self, wal: &mut Wal, txn: TxnId) -> Result<()> {
+        if let Some(fl) = self.flushless.as_mut() {
+            // Abort without undo: discard, nothing logged but pages given back.
+            let st = self.txns.remove(txn)?;
+            let poisoned = self.health.is_poisoned();
+            let r = fl.abort(&mut self.cache, wal, txn, poisoned);
+            self.txns.end(txn, &st);
+            self.sync_page_reserve();
+            self.cache.pool.txn_ended(txn, &st.pages);
+            self.stats.aborts += 1;
+            if let Err(e) = &r {
+                self.health.poison(e);
+            }
+            return r;
+        }
         let st = self.txns.remove(txn)?;
         let undo = self.txns.take_undo(txn);
         let mut changed = st.pages.clone();
@@ -402,23 +494,30 @@ impl Core {
             )));
         }
         let need = 8 * self.cfg.page_size as u64;
-        let r = self
-            .checkpointer
-            .ensure_log_space(&mut self.cache, wal, &self.txns, need, 0);
+        let r = match self.flushless.as_mut() {
+            Some(fl) => fl.ensure_space(&mut self.cache, wal, &self.txns, need, 0),
+            None => self
+                .checkpointer
+                .ensure_log_space(&mut self.cache, wal, &self.txns, need, 0),
+        };
         self.health.guard(r)?;
-        let r = crate::ops::run_op(
-            &mut self.cache,
-            wal,
-            (0, 0),
-            &mut Vec::new(),
-            |m| {
-                let root = bt::create(m)?;
-                let id =
-                    btree::PageStore::write_page(m, META_PID, |p| meta::add_tree(p, name, root))??;
-                Ok(((id, root), None))
-            },
-            |_, redo| Body::System { redo },
-        );
+        let op = |m: &mut crate::mtr::Mtr<'_>| {
+            let root = bt::create(m)?;
+            let id = btree::PageStore::write_page(m, META_PID, |p| meta::add_tree(p, name, root))??;
+            Ok(((id, root), None))
+        };
+        let body = |_: &_, redo| Body::System { redo };
+        let r = match self.flushless.as_ref() {
+            Some(fl) => crate::ops::run_op(
+                &mut self.cache,
+                &mut fl.sink(wal),
+                (0, 0),
+                &mut Vec::new(),
+                op,
+                body,
+            ),
+            None => crate::ops::run_op(&mut self.cache, wal, (0, 0), &mut Vec::new(), op, body),
+        };
         let ((id, root), lsn) = self.health.guard(r)?;
         let r = wal.flush_to(lsn);
         self.health.guard(r)?;
@@ -428,9 +527,19 @@ impl Core {
     /// A whole checkpoint now (the policy decides which pages it writes); an error poisons.
     pub fn checkpoint(&mut self, wal: &mut Wal) -> Result<()> {
         self.check()?;
-        let r = self
-            .checkpointer
-            .checkpoint(&mut self.cache, wal, &self.txns, false);
+        let r = match self.flushless.as_mut() {
+            // Writes every committed change: what a caller of `Db::checkpoint` expects.
+            Some(fl) => crate::flushless::checkpoint::run(
+                fl,
+                &mut self.cache,
+                wal,
+                self.txns.next_txn(),
+                crate::flushless::checkpoint::Compact::All,
+            ),
+            None => self
+                .checkpointer
+                .checkpoint(&mut self.cache, wal, &self.txns, false),
+        };
         if let Err(e) = &r {
             self.health.poison(e);
         }
@@ -440,9 +549,12 @@ impl Core {
     /// One step of background work; an error poisons.
     pub fn maintenance(&mut self, wal: &mut Wal) -> Result<()> {
         self.check()?;
-        let r = self
-            .checkpointer
-            .maintenance(&mut self.cache, wal, &self.txns);
+        let r = match self.flushless.as_mut() {
+            Some(fl) => fl.maintenance(&mut self.cache, wal, &self.txns),
+            None => self
+                .checkpointer
+                .maintenance(&mut self.cache, wal, &self.txns),
+        };
         if let Err(e) = &r {
             self.health.poison(e);
         }
@@ -460,6 +572,9 @@ impl Core {
         out.sort();
         if cfg!(debug_assertions) {
             self.cache.pool.check_invariants();
+            if let Some(fl) = &self.flushless {
+                fl.check_invariants(&self.cache);
+            }
         }
         Ok(out)
     }
@@ -468,6 +583,28 @@ impl Core {
     pub fn check_pages(&mut self, wal: &mut Wal) -> Result<Vec<String>> {
         self.check()?;
         crate::ops::read(&mut self.cache, wal, |m| crate::btree::accounting::check(m))
+    }
+
+    /// The checkpoint that ends `Db::open`: in the flushless mode it only logs the record (the
+    /// restart writes no page; on-the-fly redo and later checkpoints do the work).
+    pub fn open_checkpoint(&mut self, wal: &mut Wal) -> Result<()> {
+        self.check()?;
+        match self.flushless.as_mut() {
+            Some(fl) => {
+                let r = crate::flushless::checkpoint::run(
+                    fl,
+                    &mut self.cache,
+                    wal,
+                    self.txns.next_txn(),
+                    crate::flushless::checkpoint::Compact::RecordOnly,
+                );
+                if let Err(e) = &r {
+                    self.health.poison(e);
+                }
+                r
+            }
+            None => self.checkpoint(wal),
+        }
     }
 
     /// Pages ever allocated and the data device's page capacity.

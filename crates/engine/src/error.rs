@@ -46,6 +46,10 @@ pub enum Error {
     PoolExhausted(String),
     #[error("the log is full and no checkpoint can free space: {0}")]
     LogFull(String),
+    /// Flushless mode: the online log table has no room for a change (live transactions hold
+    /// it). Nothing was changed; commit or abort transactions and retry.
+    #[error("the online log table is full: {0}")]
+    TableFull(String),
     #[error("the database handle is poisoned by an earlier I/O error: {0}")]
     Poisoned(String),
     #[error("invalid argument: {0}")]

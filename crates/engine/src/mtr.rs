@@ -21,6 +21,18 @@ pub(crate) trait RedoSink: LogSink {
     /// Logs one operation of `txn` (0: a system operation) whose previous record is `prev_lsn`;
     /// returns the record's LSN.
     fn append_op(&mut self, txn: TxnId, prev_lsn: Lsn, body: Body) -> Result<Lsn>;
+    /// The operation allocated page `pid` (told before `append_op`).
+    fn note_alloc(&mut self, _pid: PageId) {}
+    /// Whether freeing `pid` waits for the transaction's commit (then the operation leaves the
+    /// page and the free list alone).
+    fn defer_free(&mut self, _pid: PageId) -> bool {
+        false
+    }
+    /// The page LSN and the owner to stamp on page `pid` of an operation of `txn` that
+    /// `append_op` logged at `lsn` (a sink may log part of an operation separately).
+    fn stamp(&self, _pid: PageId, lsn: Lsn, txn: TxnId) -> (Lsn, TxnId) {
+        (lsn, txn)
+    }
 }
 
 impl RedoSink for Wal {
@@ -110,9 +122,12 @@ impl<'a> Mtr<'a> {
         self.before.clear();
         for (pid, f) in std::mem::take(&mut self.touched) {
             if lsn != 0 {
-                changed.push(pid);
+                let (lsn, owner) = self.log.stamp(pid, lsn, txn);
+                if owner == txn {
+                    changed.push(pid);
+                }
                 page::set_page_lsn(self.cache.pool.data_mut(f), lsn);
-                self.cache.pool.mark_dirty(f, lsn, txn);
+                self.cache.pool.mark_dirty(f, lsn, owner);
             }
             self.cache.pool.unpin(f);
         }
@@ -197,6 +212,47 @@ impl PageStore for Mtr<'_> {
 
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId> {
         let capacity = self.cache.wp.page_capacity();
+        let pid = self.take_page(capacity)?;
+        // A page evicted dirty is brought back first, so a failure can restore its image.
+        if self.cache.pool.state(pid) == Some(crate::buffer::PageState::EvictedDirty) {
+            self.frame(pid)?;
+        }
+        // A page reused from the free list may be cached: a failure must give that image back.
+        let cached: Option<Box<[u8]>> = self
+            .cache
+            .pool
+            .lookup(pid)
+            .filter(|_| !self.touched.iter().any(|(p, _)| *p == pid))
+            .map(|f| self.cache.pool.data(f).into());
+        let fr = self.cache.create(pid, &mut *self.log)?;
+        self.touch(pid, fr, true, cached);
+        page::init(self.cache.pool.data_mut(fr), pid, kind);
+        self.log.note_alloc(pid);
+        Ok(pid)
+    }
+
+    fn free_page(&mut self, pid: PageId) -> Result<()> {
+        if pid == META_PID {
+            return Err(Error::InvalidArgument(
+                "the meta page cannot be freed".into(),
+            ));
+        }
+        if self.log.defer_free(pid) {
+            return Ok(());
+        }
+        let head = self.read_page(META_PID, meta::free_head)?;
+        self.write_page(pid, |p| {
+            page::init(p, pid, PageType::Free);
+            meta::set_free_next(p, head);
+        })?;
+        self.write_page(META_PID, |p| meta::set_free_head(p, pid))?;
+        Ok(())
+    }
+}
+
+impl Mtr<'_> {
+    /// A page id for a new page: the free list's head, or the next never-used page.
+    fn take_page(&mut self, capacity: u64) -> Result<PageId> {
         let head = self.read_page(META_PID, meta::free_head)?;
         let pid = if head != 0 {
             let next = self.read_page(head, meta::free_next)?;
@@ -214,31 +270,6 @@ impl PageStore for Mtr<'_> {
             self.write_page(META_PID, |p| meta::set_next_pid(p, pid + 1))?;
             pid
         };
-        // A page reused from the free list may be cached: a failure must give that image back.
-        let cached: Option<Box<[u8]>> = self
-            .cache
-            .pool
-            .lookup(pid)
-            .filter(|_| !self.touched.iter().any(|(p, _)| *p == pid))
-            .map(|f| self.cache.pool.data(f).into());
-        let fr = self.cache.create(pid, &mut *self.log)?;
-        self.touch(pid, fr, true, cached);
-        page::init(self.cache.pool.data_mut(fr), pid, kind);
         Ok(pid)
-    }
-
-    fn free_page(&mut self, pid: PageId) -> Result<()> {
-        if pid == META_PID {
-            return Err(Error::InvalidArgument(
-                "the meta page cannot be freed".into(),
-            ));
-        }
-        let head = self.read_page(META_PID, meta::free_head)?;
-        self.write_page(pid, |p| {
-            page::init(p, pid, PageType::Free);
-            meta::set_free_next(p, head);
-        })?;
-        self.write_page(META_PID, |p| meta::set_free_head(p, pid))?;
-        Ok(())
     }
 }

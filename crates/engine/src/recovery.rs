@@ -31,13 +31,39 @@ pub struct RecoveryReport {
     /// First LSN redo read, and the end of the valid log.
     pub redo_start_lsn: Lsn,
     pub log_end_lsn: Lsn,
+    /// The restart of the flushless mode (paper 001, Figure 5): `analysis` reads the checkpoint,
+    /// `redo` reloads committed records into the online log table (`redo_records` read,
+    /// `reload_records` kept for `reload_pages` pages, nothing applied: on-the-fly redo applies
+    /// them later), and `undo` gives back the pages of transactions that never committed
+    /// (`undo_txns`, `given_back_pages`); nothing is undone and no page is written.
+    #[serde(default)]
+    pub flushless: bool,
+    #[serde(default)]
+    pub reload_records: u64,
+    #[serde(default)]
+    pub reload_pages: u64,
+    #[serde(default)]
+    pub given_back_pages: u64,
 }
 
-/// Creates the meta page of a new database and makes it durable.
-pub(crate) fn format(cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
+/// Creates the meta page of a new database and makes it durable (in the flushless mode its
+/// record also enters the log table).
+pub(crate) fn format(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    flushless: Option<&crate::flushless::Flushless>,
+) -> Result<()> {
+    let lsn = match flushless {
+        Some(fl) => format_through(cache, &mut fl.sink(wal))?,
+        None => format_through(cache, wal)?,
+    };
+    wal.flush_to(lsn)
+}
+
+fn format_through(cache: &mut PageCache, sink: &mut dyn crate::mtr::RedoSink) -> Result<Lsn> {
     let (_, lsn) = crate::ops::run_op(
         cache,
-        wal,
+        sink,
         (0, 0),
         &mut Vec::new(),
         |m| {
@@ -46,7 +72,7 @@ pub(crate) fn format(cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
         },
         |_, redo| Body::System { redo },
     )?;
-    wal.flush_to(lsn)
+    Ok(lsn)
 }
 
 /// Reads the catalog from the meta page.
@@ -153,6 +179,7 @@ fn recover_inner(
                     next_txn = next_txn.max(d.next_txn);
                 }
                 Body::Checkpoint(_) => saw_ahead |= rec.lsn == ahead_lsn,
+                Body::TableCheckpoint(_) => return Err(crate::flushless::wrong_mode(true)),
                 Body::Map(changes) => cache.wp.redo_map(rec.lsn, changes)?,
                 Body::Commit => {
                     att.entry(rec.txn).or_insert(TxnEntry {

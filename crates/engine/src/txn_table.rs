@@ -32,6 +32,13 @@ pub(crate) struct TxnState {
     pub thread: Option<std::thread::ThreadId>,
 }
 
+impl TxnState {
+    /// Whether it reserved any log space yet.
+    pub fn reserved_any(&self) -> bool {
+        self.reserved > 0
+    }
+}
+
 /// Log space a transaction keeps reserved to roll back an update whose record took
 /// `record_bytes`: its compensation record mirrors it (the inverse leaf change, or images of a
 /// structure change of the same extent). A rollback's deletes never merge nodes
@@ -111,6 +118,20 @@ impl TxnTable {
         self.next_txn += 1;
         self.txns.insert(id, TxnState::default());
         id
+    }
+
+    /// The next transaction id to hand out.
+    pub fn next_txn(&self) -> TxnId {
+        self.next_txn
+    }
+
+    /// Flushless mode: `id` will copy `bytes` of records to the log at its commit; reserve them
+    /// (no undo is kept, and the log's start is not held).
+    pub fn reserve_log(&mut self, id: TxnId, bytes: u64) {
+        if let Some(st) = self.txns.get_mut(&id) {
+            st.reserved += bytes;
+            self.log_reserved += bytes;
+        }
     }
 
     /// Recovery found transaction ids up to `next - 1` in the log.

@@ -26,6 +26,9 @@
 //! | 6 | End | (empty) |
 //! | 7 | Checkpoint | `next_txn` u64, `n_dirty` u32, `n_dirty` x (`pid` u64, `rec_lsn` u64), `n_active` u32, `n_active` x (`txn` u64, `last_lsn` u64, `undo_next` u64) |
 //! | 8 | Map | `count` u32, `count` x (`pid` u64, `offset` u64, `len` u32) |
+//! | 9 | Redo | redo (flushless mode: a committed change) |
+//! | 10 | Space | redo, `n_alloc` u32, `n_alloc` x `pid` u64, `n_free` u32, `n_free` x `pid` u64 |
+//! | 11 | TableCheckpoint | `next_txn` u64, `n_dirty` u32, `n_dirty` x (`pid` u64, `rec_lsn` u64), `n_txns` u32, `n_txns` x (`txn` u64, `n` u32, `n` x `pid` u64) |
 //!
 //! Kind 0 is never written, so a zeroed area never decodes as a record.
 //!
@@ -44,7 +47,10 @@
 
 use crate::error::{Error, Result};
 use crate::page::Lsn;
-use crate::wal::record::{Body, CheckpointData, LogRecord, MapChange, Redo, TxnId, Undo};
+use crate::page::PageId;
+use crate::wal::record::{
+    Body, CheckpointData, LogRecord, MapChange, Redo, TableCheckpointData, TxnId, Undo,
+};
 
 /// Bytes of the record header.
 pub const HEADER_BYTES: usize = 33;
@@ -57,6 +63,9 @@ const KIND_ABORT: u8 = 5;
 const KIND_END: u8 = 6;
 const KIND_CHECKPOINT: u8 = 7;
 const KIND_MAP: u8 = 8;
+const KIND_REDO: u8 = 9;
+const KIND_SPACE: u8 = 10;
+const KIND_TABLE_CHECKPOINT: u8 = 11;
 
 const REDO_LEAF_PUT: u8 = 1;
 const REDO_LEAF_DEL: u8 = 2;
@@ -157,6 +166,20 @@ pub fn encode_parts(
                 }
             })
         }
+        Body::Redo { redo } => {
+            out.push(KIND_REDO);
+            put_redo(out, redo)
+        }
+        Body::Space { redo, alloc, free } => {
+            out.push(KIND_SPACE);
+            put_redo(out, redo)
+                .and_then(|_| put_pids(out, alloc))
+                .and_then(|_| put_pids(out, free))
+        }
+        Body::TableCheckpoint(cp) => {
+            out.push(KIND_TABLE_CHECKPOINT);
+            put_table_checkpoint(out, cp)
+        }
     };
     let len = out.len() - start;
     let total = match body.ok().and_then(|_| u32::try_from(len).ok()) {
@@ -255,6 +278,32 @@ fn put_checkpoint(out: &mut Vec<u8>, cp: &CheckpointData) -> std::result::Result
     Ok(())
 }
 
+fn put_pids(out: &mut Vec<u8>, pids: &[PageId]) -> std::result::Result<(), ()> {
+    put_count(out, pids.len())?;
+    for p in pids {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    Ok(())
+}
+
+fn put_table_checkpoint(
+    out: &mut Vec<u8>,
+    cp: &TableCheckpointData,
+) -> std::result::Result<(), ()> {
+    out.extend_from_slice(&cp.next_txn.to_le_bytes());
+    put_count(out, cp.dirty_pages.len())?;
+    for (pid, rec_lsn) in &cp.dirty_pages {
+        out.extend_from_slice(&pid.to_le_bytes());
+        out.extend_from_slice(&rec_lsn.to_le_bytes());
+    }
+    put_count(out, cp.allocations.len())?;
+    for (txn, pids) in &cp.allocations {
+        out.extend_from_slice(&txn.to_le_bytes());
+        put_pids(out, pids)?;
+    }
+    Ok(())
+}
+
 /// Checks the length and checksum of the record at the start of `bytes` and returns its length.
 pub fn check(bytes: &[u8]) -> std::result::Result<usize, Fault> {
     if bytes.len() < HEADER_BYTES {
@@ -315,6 +364,14 @@ pub fn decode_raw(bytes: &[u8]) -> std::result::Result<LogRecord, Fault> {
             }
             Body::Map(v)
         }
+        KIND_REDO => Body::Redo { redo: c.redo()? },
+        KIND_SPACE => {
+            let redo = c.redo()?;
+            let alloc = c.pids()?;
+            let free = c.pids()?;
+            Body::Space { redo, alloc, free }
+        }
+        KIND_TABLE_CHECKPOINT => Body::TableCheckpoint(c.table_checkpoint()?),
         _ => return Err(Fault::Malformed("unknown record kind")),
     };
     if c.at != total {
@@ -417,6 +474,33 @@ impl Cursor<'_> {
         };
         Ok(Undo { tree, key, old })
     }
+    fn pids(&mut self) -> Parse<Vec<PageId>> {
+        let n = self.count(8)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.u64()?);
+        }
+        Ok(v)
+    }
+    fn table_checkpoint(&mut self) -> Parse<TableCheckpointData> {
+        let next_txn = self.u64()?;
+        let n = self.count(16)?;
+        let mut dirty_pages = Vec::with_capacity(n);
+        for _ in 0..n {
+            dirty_pages.push((self.u64()?, self.u64()?));
+        }
+        let n = self.count(12)?;
+        let mut allocations = Vec::with_capacity(n);
+        for _ in 0..n {
+            let txn = self.u64()?;
+            allocations.push((txn, self.pids()?));
+        }
+        Ok(TableCheckpointData {
+            dirty_pages,
+            allocations,
+            next_txn,
+        })
+    }
     fn checkpoint(&mut self) -> Parse<CheckpointData> {
         let next_txn = self.u64()?;
         let n = self.count(16)?;
@@ -492,6 +576,30 @@ mod tests {
                         next_txn
                     }
                 )),
+            redo_s().prop_map(|redo| Body::Redo { redo }),
+            (
+                redo_s(),
+                proptest::collection::vec(any::<u64>(), 0..5),
+                proptest::collection::vec(any::<u64>(), 0..5)
+            )
+                .prop_map(|(redo, alloc, free)| Body::Space { redo, alloc, free }),
+            (
+                proptest::collection::vec(any::<(u64, u64)>(), 0..8),
+                proptest::collection::vec(
+                    (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..4)),
+                    0..4
+                ),
+                any::<u64>()
+            )
+                .prop_map(
+                    |(dirty_pages, allocations, next_txn)| Body::TableCheckpoint(
+                        TableCheckpointData {
+                            dirty_pages,
+                            allocations,
+                            next_txn
+                        }
+                    )
+                ),
         ]
     }
 

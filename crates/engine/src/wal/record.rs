@@ -43,6 +43,19 @@ pub struct CheckpointData {
     pub next_txn: TxnId,
 }
 
+/// The checkpoint of the flushless buffer mode (paper 001, Figure 4): the pages whose committed
+/// changes are still only in the log (with the LSN of the oldest), and the pages live
+/// transactions allocated (returned to the free list at restart if they never commit).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableCheckpointData {
+    /// (page, recovery LSN): the oldest committed change of the page not yet on the device.
+    pub dirty_pages: Vec<(PageId, Lsn)>,
+    /// (transaction, pages it allocated) of transactions live at the checkpoint.
+    pub allocations: Vec<(TxnId, Vec<PageId>)>,
+    /// Next transaction id to hand out.
+    pub next_txn: TxnId,
+}
+
 /// The body of a log record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -70,6 +83,23 @@ pub enum Body {
     /// Page locations changed by an out-of-place write path (redo-only, no page change): each
     /// page's new stored copy is durable on the data device before this record is logged.
     Map(Vec<MapChange>),
+    /// Flushless mode: a committed transaction's change, redo only (no undo: the buffer never
+    /// writes uncommitted changes). Written at commit, with the transaction's other changes,
+    /// right before its `Commit`; recovery ignores it unless that `Commit` follows.
+    Redo {
+        redo: Redo,
+    },
+    /// Flushless mode: a page-space change (allocation, or pages given back) done for the
+    /// record's transaction but committed at once, whatever that transaction does: `alloc` are
+    /// pages it took, `free` pages returned to the free list (by its abort, or by restart when
+    /// it never committed).
+    Space {
+        redo: Redo,
+        alloc: Vec<PageId>,
+        free: Vec<PageId>,
+    },
+    /// Flushless mode's checkpoint record.
+    TableCheckpoint(TableCheckpointData),
 }
 
 /// One page moved by the out-of-place write path: page `pid` is now stored at byte `offset` of
