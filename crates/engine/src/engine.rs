@@ -284,45 +284,56 @@ impl Core {
     ) -> Result<Option<Vec<u8>>> {
         let fl = self.flushless.as_mut().expect("flushless mode");
         let need_log = update_log_need(self.cfg.page_size, key, value);
-        let need_table = need_log / 2;
-        let r = fl.ensure_space(&mut self.cache, wal, &self.txns, need_log, need_table);
-        self.health.guard(r)?;
-        self.stats.ops += 1;
-        let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
-        let mut sink = fl.sink(wal);
-        let r = crate::ops::apply(
-            &mut self.cache,
-            &mut sink,
-            (txn, 0),
-            &mut changed,
-            tree,
-            (key, value),
-            crate::ops::Direction::Forward,
-            |_, redo| Body::Redo { redo },
-        );
-        let (allocated, freed, live_bytes) = (
-            std::mem::take(&mut sink.allocated),
-            std::mem::take(&mut sink.freed),
-            sink.live_bytes,
-        );
-        drop(sink);
-        *self.txns.pages_mut(txn).expect("active") = changed;
-        match r {
-            Ok((old, lsn)) => {
-                fl.after_op(txn, allocated, freed);
-                if lsn != 0 {
-                    // Its commit copies the record (and a header) to the log; the first change
-                    // also reserves the commit record.
-                    let first = !self.txns.state(txn)?.reserved_any();
-                    let commit = if first { 2 * HEADER_RESERVE } else { 0 };
-                    self.txns
-                        .reserve_log(txn, live_bytes + HEADER_RESERVE + commit);
+        // A leaf change, or a leaf split (two leaves and their parent); a larger change that
+        // finds the table short is retried once after a checkpoint that compacts everything.
+        let mut need_table =
+            (key.len() + value.map_or(0, |v| v.len())) as u64 + 3 * self.cfg.page_size as u64 + 256;
+        let mut retried = false;
+        loop {
+            let r = fl.ensure_space(&mut self.cache, wal, &self.txns, need_log, need_table);
+            self.health.guard(r)?;
+            let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
+            let mut sink = fl.sink(wal);
+            let r = crate::ops::apply(
+                &mut self.cache,
+                &mut sink,
+                (txn, 0),
+                &mut changed,
+                tree,
+                (key, value),
+                crate::ops::Direction::Forward,
+                |_, redo| Body::Redo { redo },
+            );
+            let (allocated, freed, live_bytes, refused) = (
+                std::mem::take(&mut sink.allocated),
+                std::mem::take(&mut sink.freed),
+                sink.live_bytes,
+                sink.refused_bytes,
+            );
+            drop(sink);
+            *self.txns.pages_mut(txn).expect("active") = changed;
+            match r {
+                Ok((old, lsn)) => {
+                    self.stats.ops += 1;
+                    fl.after_op(txn, allocated, freed);
+                    if lsn != 0 {
+                        // Its commit copies the record (and a header) to the log; the first
+                        // change also reserves the commit record.
+                        let first = !self.txns.state(txn)?.reserved_any();
+                        let commit = if first { 2 * HEADER_RESERVE } else { 0 };
+                        self.txns
+                            .reserve_log(txn, live_bytes + HEADER_RESERVE + commit);
+                    }
+                    return Ok(old);
                 }
-                Ok(old)
-            }
-            Err(e) => {
-                fl.note_error(&e);
-                self.health.guard(Err(e))
+                Err(Error::TableFull(_)) if !retried && refused > need_table => {
+                    retried = true;
+                    need_table = refused;
+                }
+                Err(e) => {
+                    fl.note_error(&e);
+                    return self.health.guard(Err(e));
+                }
             }
         }
     }

@@ -90,10 +90,12 @@ pub struct FlushlessStats {
     pub table: TableStats,
     /// Dirty pages evicted without a write.
     pub flushless_evictions: u64,
-    /// Checkpoints, and what their log compaction wrote: pages written from their frame (all
-    /// their records committed), pages written as their stored image plus the committed records
-    /// (a live transaction has records on them too, or they were evicted), records deleted.
+    /// Checkpoint records, and log compactions and what they wrote: pages written from their
+    /// frame (all their records committed), pages written as their stored image plus the
+    /// committed records (a live transaction has records on them too, or they were evicted),
+    /// records deleted.
     pub checkpoints: u64,
+    pub compactions: u64,
     pub compacted_frames: u64,
     pub compacted_rebuilt: u64,
     pub compacted_records: u64,
@@ -248,27 +250,17 @@ impl Flushless {
         let want = reserve.max(need_log) + txns.log_reserved();
         let log_short = wal.free_bytes() <= want
             || checkpoint::log_fill(wal) > crate::checkpoint::FORCE_ALL_FILL;
+        let next_txn = txns.next_txn();
         if log_short {
-            checkpoint::run(self, cache, wal, txns.next_txn(), checkpoint::Compact::All)?;
-        } else if self.table_low(need_table) {
-            checkpoint::run(
-                self,
-                cache,
-                wal,
-                txns.next_txn(),
-                checkpoint::Compact::Normal,
-            )?;
-            if self.table_low(need_table) {
-                checkpoint::run(self, cache, wal, txns.next_txn(), checkpoint::Compact::All)?;
-            }
+            checkpoint::run(self, cache, wal, next_txn, checkpoint::Compact::All)?;
         } else if self.log_due(wal) {
-            checkpoint::run(
-                self,
-                cache,
-                wal,
-                txns.next_txn(),
-                checkpoint::Compact::Normal,
-            )?;
+            checkpoint::run(self, cache, wal, next_txn, checkpoint::Compact::Normal)?;
+        }
+        if self.table_low(need_table) {
+            checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
+            if self.table_low(need_table) {
+                checkpoint::compact(self, cache, wal, checkpoint::Compact::All)?;
+            }
         }
         if wal.free_bytes() <= want {
             return Err(Error::LogFull(format!(
@@ -296,14 +288,15 @@ impl Flushless {
         wal.next_lsn().saturating_sub(self.last_begin_lsn) >= cadence
     }
 
-    /// One step of background work: a checkpoint when the table or the log asks for one.
+    /// One step of background work: a compaction when the table asks for one, a checkpoint
+    /// when the log does.
     pub fn maintenance(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
         txns: &TxnTable,
     ) -> Result<()> {
-        if self.table_low(0) || self.log_due(wal) {
+        if self.log_due(wal) {
             checkpoint::run(
                 self,
                 cache,
@@ -311,6 +304,8 @@ impl Flushless {
                 txns.next_txn(),
                 checkpoint::Compact::Normal,
             )?;
+        } else if self.table_low(0) {
+            checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
         }
         cache.wp.maintain(wal)?;
         Ok(())

@@ -55,6 +55,8 @@ pub(crate) struct TableSink<'a> {
     system: Option<(Lsn, Vec<PageId>)>,
     /// Table bytes of the live part (what the commit will copy to the log).
     pub live_bytes: u64,
+    /// Bytes of a change the table had no room for.
+    pub refused_bytes: u64,
 }
 
 impl<'a> TableSink<'a> {
@@ -69,6 +71,7 @@ impl<'a> TableSink<'a> {
             give_back: Vec::new(),
             system: None,
             live_bytes: 0,
+            refused_bytes: 0,
         }
     }
 
@@ -151,7 +154,10 @@ impl RedoSink for TableSink<'_> {
         // System changes may exceed the budget: they are what frees it (checkpoints compact
         // committed records), and refusing a give-back would leak pages.
         if live.is_some() && self.phase == Phase::Op {
-            table.check_room(cost)?;
+            if let Err(e) = table.check_room(cost) {
+                self.refused_bytes = cost;
+                return Err(e);
+            }
         }
         self.live_bytes = live.as_ref().map_or(0, LogTable::cost);
         if let Some(redo) = now {

@@ -1,0 +1,263 @@
+//! The flushless mode (paper 001) through the public API: what it promises beside the model and
+//! crash tests (which also run on it): aborts after splits restore the tree without undo, one
+//! live transaction per page, evictions write nothing, a restart writes no page and runs no undo
+//! but gives back the pages of transactions that never committed, a full table is a typed error
+//! that an abort cures, and a database opens only in the mode it was created in.
+
+use crate::support::{key, value, MemPair, Oracle};
+use wafer_engine::{Db, DbConfig, Error, FlushlessConfig};
+
+fn config(buffer_pages: usize) -> DbConfig {
+    DbConfig {
+        buffer_pages,
+        log_space_bytes: Some(4 << 20),
+        flushless: Some(FlushlessConfig::default()),
+        ..DbConfig::default()
+    }
+}
+
+#[test]
+fn an_abort_after_splits_restores_the_tree_without_undo() {
+    let pair = MemPair::new();
+    // The table holds the aborting transaction's 3,100 changes.
+    let db = Db::open(pair.devices(), config(2048)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    let mut x = db.begin().unwrap();
+    for i in 0..400u64 {
+        let (k, v) = (key(i * 10, 24), value(i, 60));
+        x.put(&t, &k, &v).unwrap();
+        oracle.put("t", &k, &v);
+    }
+    x.commit().unwrap();
+    let (_, pages_before) = db.page_usage().unwrap();
+    // A transaction that splits leaves (and the root) many times, then aborts.
+    let mut x = db.begin().unwrap();
+    for i in 0..3000u64 {
+        x.put(&t, &key(i * 10 + 5, 24), &value(i, 80)).unwrap();
+    }
+    for i in 0..100u64 {
+        x.delete(&t, &key(i * 10, 24)).unwrap();
+    }
+    let log_before = db.stats().wal.appended_bytes;
+    x.abort().unwrap();
+    let s = db.stats();
+    let f = s.flushless.as_ref().unwrap();
+    assert!(f.pages_given_back > 10, "{f:?}");
+    assert!(f.frames_discarded > 0, "{f:?}");
+    // Nothing but the give-back of its pages and an abort marker was logged: no CLRs.
+    let logged = s.wal.appended_bytes - log_before;
+    assert!(
+        logged < (f.pages_given_back + 4) * 4096 + 4096,
+        "the abort logged {logged} bytes"
+    );
+    db.verify().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    oracle.check(&db, "after the abort");
+    // The pages given back are reused.
+    let mut x = db.begin().unwrap();
+    for i in 0..1000u64 {
+        let (k, v) = (key(i * 10 + 7, 24), value(i, 80));
+        x.put(&t, &k, &v).unwrap();
+        oracle.put("t", &k, &v);
+    }
+    x.commit().unwrap();
+    let (_, pages_after) = db.page_usage().unwrap();
+    assert_eq!(pages_before, pages_after, "page capacity");
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    oracle.check(&db, "after reuse");
+    // And all of it survives a crash.
+    drop(db);
+    let db = Db::open(pair.devices(), config(2048)).unwrap();
+    oracle.check(&db, "after a restart");
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn one_live_transaction_changes_a_page_at_a_time() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config(64)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut a = db.begin().unwrap();
+    a.put(&t, b"k1", b"a").unwrap();
+    let mut b = db.begin().unwrap();
+    // Another key, but the same (only) leaf.
+    assert!(matches!(
+        b.put(&t, b"k2", b"b"),
+        Err(Error::Conflict { .. })
+    ));
+    // Reading it is fine (record locks keep the uncommitted key hidden).
+    assert_eq!(b.get(&t, b"k3").unwrap(), None);
+    a.commit().unwrap();
+    b.put(&t, b"k2", b"b").unwrap();
+    b.commit().unwrap();
+    let s = db.stats();
+    assert_eq!(s.flushless.unwrap().page_conflicts, 1);
+    let mut r = db.begin().unwrap();
+    assert_eq!(r.get(&t, b"k1").unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(r.get(&t, b"k2").unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+/// Many updates through a small pool: dirty victims are dropped, never written; the pages come
+/// back by on-the-fly redo; checkpoints write each page once for many changes.
+#[test]
+fn evictions_write_nothing_and_pages_come_back_by_redo() {
+    let pair = MemPair::new();
+    // 40 frames for about 60 leaves; the table gets the other half of the memory.
+    let cfg = DbConfig {
+        flushless: Some(FlushlessConfig {
+            table_fraction: 0.5,
+            ..FlushlessConfig::default()
+        }),
+        ..config(80)
+    };
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    for round in 0..60u64 {
+        let mut x = db.begin().unwrap();
+        for i in 0..50u64 {
+            let (k, v) = (
+                key((i * 37 + round * 13) % 3000, 20),
+                value(round * 1000 + i, 40),
+            );
+            if let Err(e) = x.put(&t, &k, &v) {
+                panic!("round {round} put {i}: {e}\n{:#?}", db.stats().flushless);
+            }
+            oracle.put("t", &k, &v);
+        }
+        x.commit().unwrap();
+    }
+    oracle.check(&db, "after the updates");
+    let s = db.stats();
+    let f = s.flushless.as_ref().unwrap();
+    assert_eq!(s.writes.eviction_writes, 0);
+    assert!(f.flushless_evictions > 50, "{f:?}");
+    assert!(f.table.otf_redos > 50 && f.table.otf_records_applied > f.table.otf_redos);
+    assert!(f.checkpoints > 0 && f.compacted_records > 0, "{f:?}");
+    // Compaction writes a page for several changes.
+    let written = s.writes.checkpoint_writes;
+    assert!(
+        f.compacted_records > 2 * written,
+        "{f:?}, {written} pages written"
+    );
+}
+
+/// A crash with a live transaction that allocated pages: the restart reloads the log table,
+/// writes no page, undoes nothing, gives the pages back; the lazy redo then serves the
+/// committed state.
+#[test]
+fn a_restart_writes_no_page_and_gives_back_uncommitted_allocations() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config(512)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let other = db.create_tree("other").unwrap();
+    let mut oracle = Oracle::new(&["t", "other"]);
+    for round in 0..10u64 {
+        let mut x = db.begin().unwrap();
+        for i in 0..200u64 {
+            let (k, v) = (key(round * 200 + i, 24), value(i, 70));
+            x.put(&t, &k, &v).unwrap();
+            oracle.put("t", &k, &v);
+        }
+        x.commit().unwrap();
+    }
+    let mut live = db.begin().unwrap();
+    for i in 0..800u64 {
+        live.put(&t, &key(10_000 + i, 24), &value(i, 70)).unwrap();
+    }
+    // A commit elsewhere makes the log durable, with the records of the live transaction's
+    // page allocations (logged at once).
+    let mut x = db.begin().unwrap();
+    x.put(&other, b"k", b"v").unwrap();
+    x.commit().unwrap();
+    oracle.put("other", b"k", b"v");
+    let before = db.stats();
+    assert!(before.flushless.as_ref().unwrap().table.records > 0);
+    std::mem::forget(live);
+    drop(db); // a crash: the live transaction never ends
+    let db = Db::open(pair.devices(), config(512)).unwrap();
+    let s = db.stats();
+    let rec = s.recovery.as_ref().unwrap();
+    assert!(rec.flushless && rec.reload_records > 0, "{rec:?}");
+    assert_eq!(rec.undo_records, 0);
+    assert!(rec.given_back_pages > 5, "{rec:?}");
+    assert_eq!(
+        (s.writes.checkpoint_writes, s.writes.eviction_writes),
+        (0, 0),
+        "the restart wrote pages"
+    );
+    oracle.check(&db, "after the restart");
+    let f = db.stats().flushless.unwrap();
+    assert!(f.table.otf_redos > 0, "{f:?}");
+    db.verify().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_full_table_is_a_typed_error_and_an_abort_cures_it() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        flushless: Some(FlushlessConfig {
+            table_fraction: 0.1,
+            ..FlushlessConfig::default()
+        }),
+        ..config(64)
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    let mut n = 0;
+    let err = loop {
+        match x.put(&t, &key(n, 24), &value(n, 500)) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 10_000, "the table never filled");
+    };
+    assert!(matches!(err, Error::TableFull(_)), "{err}");
+    x.abort().unwrap();
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"small", b"fits").unwrap();
+    x.commit().unwrap();
+    drop(db);
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    assert_eq!(x.get(&t, b"small").unwrap().as_deref(), Some(&b"fits"[..]));
+    assert_eq!(x.get(&t, &key(0, 24)).unwrap(), None);
+}
+
+#[test]
+fn a_database_opens_only_in_its_own_mode() {
+    let pair = MemPair::new();
+    let aries = DbConfig {
+        log_space_bytes: Some(4 << 20),
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    drop(Db::open(pair.devices(), aries.clone()).unwrap());
+    let e = Db::open(pair.devices(), config(64)).err().expect("refused");
+    assert!(matches!(&e, Error::Config(m) if m.contains("ARIES")), "{e}");
+    let pair = MemPair::new();
+    drop(Db::open(pair.devices(), config(64)).unwrap());
+    let e = Db::open(pair.devices(), aries).err().expect("refused");
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("flushless")),
+        "{e}"
+    );
+    // Contradictory settings are refused at open.
+    let e = Db::open(
+        MemPair::new().devices(),
+        DbConfig {
+            max_checkpoint_count: 4,
+            ..config(64)
+        },
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("max_checkpoint_count")),
+        "{e}"
+    );
+}
