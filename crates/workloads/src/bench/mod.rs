@@ -42,11 +42,17 @@ pub enum Preset {
     /// Compression + GDT on an FDP SSD: zone = reclaim unit, one placement id per open zone,
     /// no NoWA.
     Fdp,
+    /// In-place writes with the doublewrite buffer, in the flushless buffer mode of paper 001
+    /// (flushing-less eviction, on-the-fly redo, no-steal, redo-only log): paper 001's
+    /// "Proposed" next to `in-place`, its "Original".
+    Flushless,
+    /// Every optimization of paper 002 (`oop-all`) in the flushless buffer mode.
+    OopAllFlushless,
 }
 
 impl Preset {
     /// Every configuration, in the order of paper 002 Table 1, then ZNS and FDP.
-    pub const ALL: [Preset; 10] = [
+    pub const ALL: [Preset; 12] = [
         Preset::InPlace,
         Preset::InPlaceNoDw,
         Preset::Oop,
@@ -57,6 +63,8 @@ impl Preset {
         Preset::OopAllNoComp,
         Preset::Zns,
         Preset::Fdp,
+        Preset::Flushless,
+        Preset::OopAllFlushless,
     ];
 
     /// The configuration's name on the command line and in tables.
@@ -72,6 +80,8 @@ impl Preset {
             Preset::OopAllNoComp => "oop-all-nocomp",
             Preset::Zns => "zns",
             Preset::Fdp => "fdp",
+            Preset::Flushless => "flushless",
+            Preset::OopAllFlushless => "oop-all+flushless",
         }
     }
 
@@ -88,16 +98,29 @@ impl Preset {
             Preset::OopAllNoComp => "all optimizations but compression",
             Preset::Zns => "compression + GDT on a ZNS SSD",
             Preset::Fdp => "compression + GDT on an FDP SSD, placement id per zone",
+            Preset::Flushless => {
+                "in-place + flushless eviction, no-steal, redo-only log (paper 001)"
+            }
+            Preset::OopAllFlushless => {
+                "all optimizations of paper 002 + flushless mode (paper 001)"
+            }
         }
     }
 
     /// Whether the engine runs with the doublewrite buffer.
     pub fn doublewrite(self) -> bool {
-        matches!(self, Preset::InPlace)
+        matches!(self, Preset::InPlace | Preset::Flushless)
     }
 
-    /// `engine` with this preset's write path and `buffer_pages` frames: the doublewrite switch,
-    /// and for an out-of-place preset `engine.out_of_place` if set, else the preset's own.
+    /// Whether the engine runs in the flushless buffer mode (paper 001).
+    pub fn flushless(self) -> bool {
+        matches!(self, Preset::Flushless | Preset::OopAllFlushless)
+    }
+
+    /// `engine` with this preset's write path and buffer mode and `buffer_pages` pages of
+    /// memory: the doublewrite switch, for an out-of-place preset `engine.out_of_place` if set,
+    /// else the preset's own, and for a flushless preset `engine.flushless` if set, else the
+    /// defaults (the other presets run the ARIES mode whatever `engine.flushless` says).
     pub fn engine_config(self, engine: &DbConfig, buffer_pages: usize) -> DbConfig {
         DbConfig {
             buffer_pages,
@@ -105,6 +128,9 @@ impl Preset {
             out_of_place: self
                 .out_of_place()
                 .map(|p| engine.out_of_place.clone().unwrap_or(p)),
+            flushless: self
+                .flushless()
+                .then(|| engine.flushless.clone().unwrap_or_default()),
             ..engine.clone()
         }
     }
@@ -131,12 +157,12 @@ impl Preset {
             ..nowa.clone()
         };
         Some(match self {
-            Preset::InPlace | Preset::InPlaceNoDw => return None,
+            Preset::InPlace | Preset::InPlaceNoDw | Preset::Flushless => return None,
             Preset::Oop => plain,
             Preset::OopComp => comp,
             Preset::OopGdt | Preset::Zns | Preset::Fdp => gdt,
             Preset::OopNowa => nowa,
-            Preset::OopAll => all,
+            Preset::OopAll | Preset::OopAllFlushless => all,
             Preset::OopAllNoComp => OopConfig {
                 codec: Codec::None,
                 ..all

@@ -194,6 +194,7 @@ pub fn error_class(e: &Error) -> String {
         Error::Full(_) => "Full",
         Error::PoolExhausted(_) => "PoolExhausted",
         Error::LogFull(_) => "LogFull",
+        Error::TableFull(_) => "TableFull",
         Error::Poisoned(_) => "Poisoned",
         Error::InvalidArgument(_) => "InvalidArgument",
     };
