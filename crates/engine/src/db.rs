@@ -471,6 +471,13 @@ impl Db {
         r
     }
 
+    /// The log's appended but not yet durable bytes, as a fraction of its buffer (what a group
+    /// commit that waits for a fuller buffer looks at).
+    pub fn log_buffer_fill(&self) -> f64 {
+        let wal = self.shared.wal.lock();
+        wal.next_lsn().saturating_sub(wal.durable_lsn()) as f64 / wal.buffer_bytes().max(1) as f64
+    }
+
     /// Runs [`Db::maintenance`] every `every` on a background thread (the wall-clock driver of
     /// the steppable background work; in virtual time the scheduler calls `maintenance` itself).
     pub fn start_background(&self, every: std::time::Duration) -> Background {

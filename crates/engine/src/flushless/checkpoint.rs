@@ -36,6 +36,9 @@ pub(crate) enum Compact {
     RecordOnly,
     /// By `min_del` and `max_age` (and the log-space rule).
     Normal,
+    /// The pages whose committed records hold the most bytes, until this many bytes are freed
+    /// (when `min_del` and `max_age` free too little: each write frees the most it can).
+    Free(u64),
     /// Every page with committed records.
     All,
 }
@@ -102,15 +105,30 @@ pub(crate) fn compact(
         0
     };
     let summaries = super::lock(&fl.table).summaries();
-    let chosen: Vec<_> = summaries
-        .into_iter()
-        .filter(|s| {
-            how == Compact::All
-                || s.committed >= min_del
-                || now.saturating_sub(s.oldest_ns) >= max_age_ns
-                || s.oldest_lsn < below
-        })
-        .collect();
+    let chosen: Vec<_> = match how {
+        Compact::Free(target) => {
+            let mut v = summaries;
+            // Most bytes first (ties: the oldest first), so each page write frees the most.
+            v.sort_by_key(|s| (std::cmp::Reverse(s.committed_bytes), s.oldest_lsn));
+            let mut freed = 0;
+            v.into_iter()
+                .take_while(|s| {
+                    let take = freed < target;
+                    freed += s.committed_bytes;
+                    take
+                })
+                .collect()
+        }
+        _ => summaries
+            .into_iter()
+            .filter(|s| {
+                how == Compact::All
+                    || s.committed >= min_del
+                    || now.saturating_sub(s.oldest_ns) >= max_age_ns
+                    || s.oldest_lsn < below
+            })
+            .collect(),
+    };
     if chosen.is_empty() {
         return Ok(());
     }

@@ -259,6 +259,12 @@ impl Flushless {
         if self.table_low(need_table) {
             checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
             if self.table_low(need_table) {
+                // min_del and max_age freed too little: the fullest pages, until the free space
+                // is twice the threshold (plus what this change needs).
+                let target = self.free_target(need_table);
+                checkpoint::compact(self, cache, wal, checkpoint::Compact::Free(target))?;
+            }
+            if self.table_low(need_table) {
                 checkpoint::compact(self, cache, wal, checkpoint::Compact::All)?;
             }
         }
@@ -279,6 +285,13 @@ impl Flushless {
         let t = lock(&self.table);
         let threshold = (self.cfg.checkpoint_free * t.budget() as f64) as u64;
         t.free_bytes() <= threshold.max(need)
+    }
+
+    /// Bytes a compaction should free so the table has twice the threshold (plus `need`) free.
+    fn free_target(&self, need: u64) -> u64 {
+        let t = lock(&self.table);
+        let want = 2 * (self.cfg.checkpoint_free * t.budget() as f64) as u64 + need;
+        want.saturating_sub(t.free_bytes())
     }
 
     /// The log grew by a checkpoint interval (`checkpoint_log_fill` of the log space) since the
@@ -306,6 +319,10 @@ impl Flushless {
             )?;
         } else if self.table_low(0) {
             checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
+            if self.table_low(0) {
+                let target = self.free_target(0);
+                checkpoint::compact(self, cache, wal, checkpoint::Compact::Free(target))?;
+            }
         }
         cache.wp.maintain(wal)?;
         Ok(())

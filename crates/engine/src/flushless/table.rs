@@ -43,6 +43,10 @@ pub struct TableStats {
     /// read), and the records they applied.
     pub otf_redos: u64,
     pub otf_records_applied: u64,
+    /// Committed records dropped because a later committed full image of their page replaced
+    /// them.
+    #[serde(default)]
+    pub superseded: u64,
 }
 
 struct Rec {
@@ -69,6 +73,8 @@ struct PageRecs {
 pub(crate) struct PageSummary {
     pub pid: PageId,
     pub committed: usize,
+    /// Table bytes its committed records hold (what compacting it frees).
+    pub committed_bytes: u64,
     /// LSN and commit time of the oldest committed record.
     pub oldest_lsn: Lsn,
     pub oldest_ns: u64,
@@ -185,10 +191,48 @@ impl LogTable {
         osn
     }
 
+    /// A committed full image of `pid` (the record `id`, committed and listed) replaces every
+    /// earlier record of the page: they are dropped (still in the log; the page's recovery LSN
+    /// becomes the image's).
+    fn supersede(&mut self, pid: PageId, id: u64) {
+        let p = self.pages.get_mut(&pid).expect("page of a record");
+        let at = p.ids.iter().position(|x| *x == id).expect("listed");
+        debug_assert!(at < p.committed, "only a committed image supersedes");
+        if at == 0 {
+            return;
+        }
+        let gone: Vec<u64> = p.ids.drain(..at).collect();
+        p.committed -= at;
+        let mut freed = 0;
+        for g in gone {
+            let r = self.recs.get_mut(&g).expect("record");
+            freed += share(&r.redo, pid);
+            r.refs -= 1;
+            if r.refs == 0 {
+                self.recs.remove(&g);
+            }
+        }
+        p.bytes -= freed;
+        self.stats.bytes -= freed;
+        self.stats.superseded += at as u64;
+    }
+
+    /// Pages of which `redo` is a full image.
+    fn imaged(redo: &Redo) -> Vec<PageId> {
+        match redo {
+            Redo::Images(v) => v.iter().map(|(p, _)| *p).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Adds a committed record (a system change, or one reloaded at restart).
     pub fn add_committed(&mut self, txn: TxnId, lsn: Lsn, now_ns: u64, redo: Redo) {
         debug_assert!(lsn != 0 && lsn < PROVISIONAL);
-        self.add(txn, lsn, now_ns, redo);
+        let imaged = Self::imaged(&redo);
+        let id = self.add(txn, lsn, now_ns, redo);
+        for pid in imaged {
+            self.supersede(pid, id);
+        }
     }
 
     /// Adds a live record of `txn`; returns the provisional page LSN it stamps.
@@ -218,6 +262,7 @@ impl LogTable {
             let r = self.recs.get_mut(id).expect("live record");
             r.lsn = lsn;
             r.committed_ns = now_ns;
+            let imaged = Self::imaged(&r.redo);
             for pid in crate::redo::pages(&r.redo) {
                 let p = self.pages.get_mut(&pid).expect("page of a record");
                 debug_assert_eq!(
@@ -226,6 +271,9 @@ impl LogTable {
                 );
                 p.committed += 1;
                 last.insert(pid, lsn);
+            }
+            for pid in imaged {
+                self.supersede(pid, *id);
             }
         }
         self.live_records -= ids.len() as u64;
@@ -286,9 +334,14 @@ impl LogTable {
             .filter(|(_, p)| p.committed > 0)
             .map(|(&pid, p)| {
                 let r = &self.recs[&p.ids[0]];
+                let committed_bytes = p.ids[..p.committed]
+                    .iter()
+                    .map(|i| share(&self.recs[i].redo, pid))
+                    .sum();
                 PageSummary {
                     pid,
                     committed: p.committed,
+                    committed_bytes,
                     oldest_lsn: r.lsn,
                     oldest_ns: r.committed_ns,
                     live: p.ids.len() > p.committed,

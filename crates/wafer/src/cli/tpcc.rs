@@ -95,6 +95,18 @@ pub struct TpccArgs {
     /// Seed of the load and the terminals (the same for every configuration) [default: 42]
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Fraction of transactions the terminals roll back after doing their work, besides the
+    /// specification's 1% of New-Orders (paper 001 Figure 10) [default: 0]
+    #[arg(long)]
+    pub abort_fraction: Option<f64>,
+    /// Group commit: a commit waits up to this many virtual microseconds for others to share
+    /// its log flush [default: 0: every commit flushes at once]
+    #[arg(long)]
+    pub group_commit_delay_us: Option<u64>,
+    /// Group commit: flush as soon as the unflushed log fills this fraction of the log buffer
+    /// (paper 001: 0.8); needs --group-commit-delay-us as the upper bound [default: 0: off]
+    #[arg(long)]
+    pub group_commit_min_fill: Option<f64>,
     /// Skip the consistency checks after the load and the run.
     #[arg(long)]
     pub no_check: bool,
@@ -148,8 +160,10 @@ impl TpccArgs {
                 scale: 0.1,
                 mode: SizeMode::Growing,
                 seed: 42,
+                abort_fraction: 0.0,
             },
         };
+        set(&mut tpcc.abort_fraction, self.abort_fraction);
         set(&mut tpcc.warehouses, self.warehouses);
         set(&mut tpcc.scale, self.scale);
         set(&mut tpcc.mode, self.mode);
@@ -206,6 +220,15 @@ impl TpccArgs {
             r.max_virtual_s = self.max_seconds;
         }
         set(&mut r.interval_fraction, self.interval_fraction);
+        set(&mut r.group_commit_delay_us, self.group_commit_delay_us);
+        set(&mut r.group_commit_min_fill, self.group_commit_min_fill);
+        if cfg.engine.flushless.is_some() && !preset.flushless() {
+            eprintln!(
+                "note: the [engine.flushless] settings apply to the flushless presets only; {} \
+                 runs the ARIES mode",
+                preset.name()
+            );
+        }
         cfg.engine.out_of_place = super::merge_out_of_place(
             preset,
             file.and_then(|f| Some((f.path.as_path(), f.out_of_place.as_ref()?))),

@@ -234,6 +234,10 @@ pub struct LoopConfig {
     /// ... and the flush happens as soon as this many commits wait.
     #[serde(default = "one")]
     pub group_commit_min_batch: u32,
+    /// ... or, when above 0, as soon as the log's unflushed bytes fill this fraction of the
+    /// log buffer (paper 001 section 5.1: 0.8 was best); it replaces `group_commit_min_batch`.
+    #[serde(default)]
+    pub group_commit_min_fill: f64,
 }
 
 fn one() -> u32 {
@@ -253,6 +257,7 @@ impl Default for LoopConfig {
             maintenance_every_us: 1_000,
             group_commit_delay_us: 0,
             group_commit_min_batch: 1,
+            group_commit_min_fill: 0.0,
         }
     }
 }
@@ -282,6 +287,16 @@ impl LoopConfig {
         }
         if self.max_ops == Some(0) {
             return Err("max_ops must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.group_commit_min_fill) {
+            return Err("group_commit_min_fill must be in [0, 1]".into());
+        }
+        if self.group_commit_min_fill > 0.0 && self.group_commit_delay_us == 0 {
+            return Err(
+                "group_commit_min_fill needs group_commit_delay_us > 0 (the longest a commit \
+                 waits for the buffer to fill)"
+                    .into(),
+            );
         }
         Ok(())
     }

@@ -316,7 +316,17 @@ pub fn closed_loop(
     // Group commit: clients whose commit waits for a log flush, and the flush timer (task
     // `flush_id`, valid while `flush_gen` matches).
     let flush_id = cfg.clients + 1;
-    let grouped = cfg.group_commit_delay_us > 0 || cfg.group_commit_min_batch > 1;
+    let grouped = cfg.group_commit_delay_us > 0
+        || cfg.group_commit_min_batch > 1
+        || cfg.group_commit_min_fill > 0.0;
+    // Whether the commits waiting fill the group: enough of them, or enough log bytes.
+    let group_full = |rig: &Rig, waiting: usize| {
+        if cfg.group_commit_min_fill > 0.0 {
+            rig.db.log_buffer_fill() >= cfg.group_commit_min_fill
+        } else {
+            waiting as u32 >= cfg.group_commit_min_batch
+        }
+    };
     let mut waiting: Vec<(u32, u64, wafer_engine::PendingCommit)> = Vec::new();
     let mut flush_gen = 0u64;
     let mut timer_gen = None;
@@ -391,7 +401,7 @@ pub fn closed_loop(
             }
             Step::Pending(p) => {
                 waiting.push((id, t, p));
-                if waiting.len() as u32 >= cfg.group_commit_min_batch {
+                if group_full(rig, waiting.len()) {
                     txns += flush(
                         rig,
                         done,

@@ -176,6 +176,19 @@ pub struct TpccSummary {
     /// recovered database.
     #[serde(default)]
     pub recovery: Option<RecoveryOutcome>,
+    /// The flushless mode's counters over the run (log table, flushing-less evictions,
+    /// on-the-fly redo, compaction); None in the ARIES mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushless: Option<wafer_engine::FlushlessStats>,
+    /// Pages the run wrote on eviction.
+    #[serde(default)]
+    pub pages_written_eviction: u64,
+    /// Pages the run wrote at checkpoints (the flushless mode's compaction included).
+    #[serde(default)]
+    pub pages_written_checkpoint: u64,
+    /// Pages the run read from the data device.
+    #[serde(default)]
+    pub pages_read: u64,
 }
 
 /// A crash after the run and the recovery that followed.
@@ -196,14 +209,19 @@ struct TpccWork {
     failure: Option<TpccError>,
 }
 
-impl ClientWork for TpccWork {
-    fn step(&mut self, client: u32, rig: &Rig) -> Result<bool, BenchError> {
+impl TpccWork {
+    fn run(
+        &mut self,
+        client: u32,
+        rig: &Rig,
+        deferred: bool,
+    ) -> Result<(bool, Option<wafer_engine::PendingCommit>), BenchError> {
         let now = rig.clock.now().max(1);
         let term = &mut self.terminals[client as usize];
-        match term.step(&rig.db, &self.tables, now) {
-            Ok(out) => {
+        match term.step_as(&rig.db, &self.tables, now, deferred) {
+            Ok((out, pending)) => {
                 self.counts.borrow_mut().record(out.kind, out.exec.as_ref());
-                Ok(out.exec.is_some())
+                Ok((out.exec.is_some(), pending))
             }
             Err(TpccError::Engine(e)) => Err(BenchError::Engine(e)),
             Err(e) => {
@@ -212,6 +230,25 @@ impl ClientWork for TpccWork {
                 Err(BenchError::Config(msg))
             }
         }
+    }
+}
+
+impl ClientWork for TpccWork {
+    fn step(&mut self, client: u32, rig: &Rig) -> Result<bool, BenchError> {
+        self.run(client, rig, false).map(|(done, _)| done)
+    }
+
+    fn step_deferred(
+        &mut self,
+        client: u32,
+        rig: &Rig,
+    ) -> Result<crate::bench::vtime::Step, BenchError> {
+        use crate::bench::vtime::Step;
+        Ok(match self.run(client, rig, true)? {
+            (_, Some(p)) => Step::Pending(p),
+            (true, None) => Step::Committed,
+            (false, None) => Step::Aborted,
+        })
     }
 }
 
@@ -323,6 +360,7 @@ pub fn run_vtime(
     drop(sobs);
     let txns = counts.borrow().clone();
     let pages_at_end = rig.db.page_usage()?.0;
+    let end_stats = rig.db.stats();
     let recovery = if cfg.crash_at_end {
         let t0 = rig.clock.now();
         rig.crash_and_reopen(cfg.engine_config(rig.db.stats().pool_frames))?;
@@ -416,6 +454,10 @@ pub fn run_vtime(
         check_after_load,
         check_after_run,
         recovery,
+        flushless: end_stats.flushless.clone(),
+        pages_written_eviction: end_stats.writes.eviction_writes,
+        pages_written_checkpoint: end_stats.writes.checkpoint_writes,
+        pages_read: end_stats.writes.page_reads,
         counts: cfg.tpcc.counts(),
         load: load_stats,
         txns,

@@ -131,7 +131,10 @@ pub struct Terminal {
     nu: NuConstants,
     rng: Pcg64Mcg,
     deck: Vec<TxnKind>,
-    pending: Option<Input>,
+    pending: Option<(Input, bool)>,
+    /// `abort_fraction`, and its own random stream (the inputs do not depend on it).
+    abort_fraction: f64,
+    abort_rng: Pcg64Mcg,
 }
 
 impl Terminal {
@@ -150,6 +153,8 @@ impl Terminal {
             rng: Pcg64Mcg::seed_from_u64(mix_seed(cfg.seed, id as u64)),
             deck: Vec::new(),
             pending: None,
+            abort_fraction: cfg.abort_fraction,
+            abort_rng: Pcg64Mcg::seed_from_u64(mix_seed(cfg.seed ^ 0xab07, id as u64)),
         }
     }
 
@@ -191,11 +196,19 @@ impl Terminal {
 
     /// The next transaction's input: the one to retry after a conflict, or a new one.
     pub fn next_input(&mut self) -> Input {
-        if let Some(i) = self.pending.take() {
-            return i;
+        self.next_work().0
+    }
+
+    /// The next input and whether the terminal rolls it back after its work.
+    fn next_work(&mut self) -> (Input, bool) {
+        if let Some(w) = self.pending.take() {
+            return w;
         }
         let kind = self.next_kind();
-        self.generate(kind)
+        let input = self.generate(kind);
+        let abort = self.abort_fraction > 0.0
+            && rand::Rng::random_bool(&mut self.abort_rng, self.abort_fraction);
+        (input, abort)
     }
 
     /// A new input of `kind`.
@@ -276,21 +289,41 @@ impl Terminal {
     /// Runs the terminal's next transaction on `db`. A lock conflict aborts it and keeps its
     /// input for the next step; any other error is returned.
     pub fn step(&mut self, db: &Db, tables: &Tables, now: u64) -> Result<StepOutcome, TpccError> {
-        let input = self.next_input();
+        self.step_as(db, tables, now, false).map(|(o, _)| o)
+    }
+
+    /// [`Terminal::step`]; with `deferred`, a commit returns its pending commit (group commit
+    /// in virtual time) instead of waiting for the log.
+    pub fn step_as(
+        &mut self,
+        db: &Db,
+        tables: &Tables,
+        now: u64,
+        deferred: bool,
+    ) -> Result<(StepOutcome, Option<wafer_engine::PendingCommit>), TpccError> {
+        let (input, abort) = self.next_work();
         let ctx = Ctx {
             tables,
             counts: self.counts,
             mode: self.mode,
         };
         let kind = input.kind();
-        match txns::execute(db, &ctx, &input, now) {
-            Ok(exec) => Ok(StepOutcome {
-                kind,
-                exec: Some(exec),
-            }),
+        let end = match (abort, deferred) {
+            (true, _) => txns::End::Abort,
+            (false, true) => txns::End::Deferred,
+            (false, false) => txns::End::Commit,
+        };
+        match txns::execute_as(db, &ctx, &input, now, end) {
+            Ok((exec, pending)) => Ok((
+                StepOutcome {
+                    kind,
+                    exec: Some(exec),
+                },
+                pending,
+            )),
             Err(e) if e.is_conflict() => {
-                self.pending = Some(input);
-                Ok(StepOutcome { kind, exec: None })
+                self.pending = Some((input, abort));
+                Ok((StepOutcome { kind, exec: None }, None))
             }
             Err(e) => Err(e),
         }

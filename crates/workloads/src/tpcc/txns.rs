@@ -32,6 +32,8 @@ pub struct Ctx<'a> {
 pub struct Exec {
     /// A New-Order that met its unused item and rolled back (as the specification requires).
     pub rolled_back: bool,
+    /// Rolled back by the terminal after doing its work (`TpccConfig::abort_fraction`).
+    pub user_abort: bool,
     /// The order a committed New-Order entered: (warehouse, district, order id).
     pub new_order: Option<(u16, u8, u32)>,
     /// Districts a Delivery found without an undelivered order.
@@ -50,6 +52,10 @@ pub struct TxnCounts {
     pub conflicts: [u64; 5],
     /// Delivery districts skipped because they had no undelivered order.
     pub skipped_deliveries: u64,
+    /// Transactions the terminal rolled back after their work (`abort_fraction`); they count
+    /// among the completed ones.
+    #[serde(default)]
+    pub user_aborts: u64,
 }
 
 impl TxnCounts {
@@ -59,6 +65,7 @@ impl TxnCounts {
             Some(e) => {
                 self.completed[kind.index()] += 1;
                 self.rolled_back += e.rolled_back as u64;
+                self.user_aborts += e.user_abort as u64;
                 self.skipped_deliveries += e.skipped_districts as u64;
             }
             None => self.conflicts[kind.index()] += 1,
@@ -72,6 +79,7 @@ impl TxnCounts {
             self.conflicts[i] += o.conflicts[i];
         }
         self.rolled_back += o.rolled_back;
+        self.user_aborts += o.user_aborts;
         self.skipped_deliveries += o.skipped_deliveries;
     }
 
@@ -127,6 +135,29 @@ fn keys_between(
 /// Runs `input` as one transaction on `db` at date `now`. A lock conflict (or any error) rolls
 /// it back and is returned.
 pub fn execute(db: &Db, ctx: &Ctx<'_>, input: &Input, now: u64) -> Result<Exec, TpccError> {
+    execute_as(db, ctx, input, now, End::Commit).map(|(e, _)| e)
+}
+
+/// How [`execute_as`] ends a transaction that did its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Commit and wait until it is durable.
+    Commit,
+    /// Append the commit record and return the pending commit (group commit in virtual time).
+    Deferred,
+    /// Roll it back (the terminal's `abort_fraction`).
+    Abort,
+}
+
+/// [`execute`], ending the transaction as `end` says. Returns the pending commit with
+/// [`End::Deferred`] (None if the transaction did not commit).
+pub fn execute_as(
+    db: &Db,
+    ctx: &Ctx<'_>,
+    input: &Input,
+    now: u64,
+    end: End,
+) -> Result<(Exec, Option<wafer_engine::PendingCommit>), TpccError> {
     let mut tx = db.begin()?;
     let r = match input {
         Input::NewOrder { w, d, c, lines } => new_order(&mut tx, ctx, (*w, *d, *c), lines, now),
@@ -145,12 +176,29 @@ pub fn execute(db: &Db, ctx: &Ctx<'_>, input: &Input, now: u64) -> Result<Exec, 
     match r {
         Ok(exec) if exec.rolled_back => {
             tx.abort()?;
-            Ok(exec)
+            Ok((exec, None))
         }
-        Ok(exec) => {
-            tx.commit()?;
-            Ok(exec)
-        }
+        Ok(exec) => match end {
+            End::Commit => {
+                tx.commit()?;
+                Ok((exec, None))
+            }
+            End::Deferred => {
+                let p = tx.commit_deferred()?;
+                Ok((exec, Some(p)))
+            }
+            End::Abort => {
+                tx.abort()?;
+                Ok((
+                    Exec {
+                        user_abort: true,
+                        new_order: None,
+                        ..exec
+                    },
+                    None,
+                ))
+            }
+        },
         Err(e) => {
             // The error is what the caller needs; a failing rollback poisons the handle and
             // shows up on the next call.
