@@ -45,7 +45,16 @@ impl<'a> Batch<'a> {
             Some(t) => t,
             None => self.txn.insert(self.db.begin()?),
         };
-        t.put(tree, k, v)?;
+        match t.put(tree, k, v) {
+            Ok(_) => {}
+            // The flushless mode's log table holds a transaction's changes until it commits: a
+            // batch that outgrows it commits early and the row goes into the next one.
+            Err(wafer_engine::Error::TableFull(_)) if self.pending > 0 => {
+                self.commit()?;
+                return self.put(tree, k, v);
+            }
+            Err(e) => return Err(e.into()),
+        }
         self.pending += 1;
         self.stats.rows += 1;
         if self.pending >= BATCH_ROWS {

@@ -22,6 +22,7 @@ fn small(preset: Preset, warehouses: u32, scale: f64, mode: SizeMode, ops: u64) 
         scale,
         mode,
         seed: 11,
+        abort_fraction: 0.0,
     };
     let mut cfg = TpccBenchConfig::new(preset, tpcc, 64 << 20, 0.1);
     cfg.run.max_ops = Some(ops);
@@ -84,12 +85,18 @@ fn every_configuration_keeps_consistency() {
         Preset::OopAll,
         Preset::Zns,
         Preset::Fdp,
+        Preset::Flushless,
+        Preset::OopAllFlushless,
     ] {
         for (mode, max_checkpoint_count) in [
             (SizeMode::Growing, 0),
             (SizeMode::Growing, 2),
             (SizeMode::Steady, 0),
         ] {
+            // Hot-page-aware checkpoints are an ARIES-mode policy.
+            if preset.flushless() && max_checkpoint_count > 0 {
+                continue;
+            }
             let mut cfg = small(preset, 2, 0.02, mode, 1500);
             // The run's log space is its buffer pool (1 MiB here): checkpoints, and their
             // deferrals, happen during the run.
@@ -219,6 +226,7 @@ fn crash_db_config(preset: Preset, mode: OpenMode) -> DbConfig {
         doublewrite: preset.doublewrite(),
         log_space_bytes: Some(2 << 20),
         checkpoint_log_fill: 0.3,
+        flushless: preset.flushless().then(Default::default),
         ..DbConfig::default()
     }
 }
@@ -229,6 +237,7 @@ fn crash_once(preset: Preset, seed: u64, cut_after: u64) {
         scale: 0.01,
         mode: SizeMode::Growing,
         seed,
+        abort_fraction: 0.0,
     };
     let rig = CrashRig::new(seed, preset.doublewrite());
     let db = Db::open(
