@@ -282,15 +282,21 @@ impl Flushless {
 
     /// The table's free space is at the checkpoint threshold, or below what is needed.
     fn table_low(&self, need: u64) -> bool {
+        self.table_low_by(1.0, need)
+    }
+
+    /// The table's free space is at `factor` x the checkpoint threshold, or below `need`.
+    fn table_low_by(&self, factor: f64, need: u64) -> bool {
         let t = lock(&self.table);
-        let threshold = (self.cfg.checkpoint_free * t.budget() as f64) as u64;
+        let threshold = (factor * self.cfg.checkpoint_free * t.budget() as f64) as u64;
         t.free_bytes() <= threshold.max(need)
     }
 
-    /// Bytes a compaction should free so the table has twice the threshold (plus `need`) free.
+    /// Bytes a compaction should free so the table has three times the threshold (plus
+    /// `need`) free.
     fn free_target(&self, need: u64) -> u64 {
         let t = lock(&self.table);
-        let want = 2 * (self.cfg.checkpoint_free * t.budget() as f64) as u64 + need;
+        let want = 3 * (self.cfg.checkpoint_free * t.budget() as f64) as u64 + need;
         want.saturating_sub(t.free_bytes())
     }
 
@@ -317,9 +323,11 @@ impl Flushless {
                 txns.next_txn(),
                 checkpoint::Compact::Normal,
             )?;
-        } else if self.table_low(0) {
+        } else if self.table_low_by(2.0, 0) {
+            // In the background the compaction starts at twice the threshold, so operations
+            // rarely have to wait for one.
             checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
-            if self.table_low(0) {
+            if self.table_low_by(2.0, 0) {
                 let target = self.free_target(0);
                 checkpoint::compact(self, cache, wal, checkpoint::Compact::Free(target))?;
             }

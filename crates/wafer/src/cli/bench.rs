@@ -22,6 +22,10 @@ pub enum BenchCommand {
     Device(super::device::DeviceArgs),
     /// TPC-C on the engine: virtual time over simulated SSDs per configuration (or --wall)
     Tpcc(Box<super::tpcc::TpccArgs>),
+    /// Paper 001's experiments on TPC-C: ARIES (original) against the flushless mode
+    /// (proposed) by memory size, log-table share, group commit, abort rate, restart, and with
+    /// out-of-place writes
+    Flushless(Box<super::flushless::FlushlessArgs>),
 }
 
 /// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
@@ -539,6 +543,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         }
         BenchCommand::Device(args) => super::device::main(args),
         BenchCommand::Tpcc(args) => super::tpcc::main(args),
+        BenchCommand::Flushless(args) => super::flushless::main(args),
     }
 }
 

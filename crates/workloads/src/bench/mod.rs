@@ -396,7 +396,7 @@ pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
 
 pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, SteadyState, Window};
 /// The out-of-place settings a preset chooses (and a config file's `[engine.out_of_place]`).
-pub use wafer_engine::OopConfig;
+pub use wafer_engine::{FlushlessConfig, OopConfig};
 
 #[cfg(test)]
 mod config_tests {

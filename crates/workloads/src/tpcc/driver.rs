@@ -199,6 +199,10 @@ pub struct RecoveryOutcome {
     /// Virtual time the reopen took (recovery's reads and writes on the simulated SSDs, and its
     /// final checkpoint).
     pub virtual_ms: f64,
+    /// Pages the reopen wrote (redone pages written by its checkpoint; none in the flushless
+    /// mode, whose restart leaves the work to on-the-fly redo).
+    #[serde(default)]
+    pub pages_written: u64,
 }
 
 /// The terminals as the harness's clients.
@@ -365,9 +369,15 @@ pub fn run_vtime(
         let t0 = rig.clock.now();
         rig.crash_and_reopen(cfg.engine_config(rig.db.stats().pool_frames))?;
         let virtual_ms = (rig.clock.now() - t0) as f64 / 1e6;
-        let report = rig.db.stats().recovery.unwrap_or_default();
+        let stats = rig.db.stats();
+        let report = stats.recovery.unwrap_or_default();
+        let pages_written = stats.writes.eviction_writes + stats.writes.checkpoint_writes;
         work.tables = Tables::open(&rig.db)?;
-        Some(RecoveryOutcome { report, virtual_ms })
+        Some(RecoveryOutcome {
+            report,
+            virtual_ms,
+            pages_written,
+        })
     } else {
         None
     };
