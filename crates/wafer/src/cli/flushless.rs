@@ -76,6 +76,9 @@ pub struct FlushlessArgs {
     pub out: Option<PathBuf>,
 }
 
+/// An experiment's body: runs its configurations and appends its table.
+type Step = fn(&mut Bench<'_>, &mut String) -> Result<(), CliError>;
+
 /// One run of an experiment.
 #[derive(Serialize)]
 struct Run {
@@ -397,10 +400,7 @@ pub fn main(args: &FlushlessArgs) -> Result<(), CliError> {
         args.write_buffer_pages
     );
     let all = args.experiment == Experiment::All;
-    let todo: [(
-        Experiment,
-        fn(&mut Bench<'_>, &mut String) -> Result<(), CliError>,
-    ); 6] = [
+    let todo: [(Experiment, Step); 6] = [
         (Experiment::Compare, compare),
         (Experiment::Table, table_share),
         (Experiment::GroupCommit, group_commit),
