@@ -61,6 +61,9 @@ fn series(rows: usize, ops_per_s: f64, db_waf: f64, ssd_waf: f64) -> Vec<SeriesR
                 db_waf_cumulative: db_waf,
                 ssd_waf_cumulative: ssd_waf,
                 media_mb_cumulative: i as f64 * 16.0 * db_waf * ssd_waf,
+                latency_ns_p50: 250_000 + 10_000 * i as u64,
+                latency_ns_p99: 1_000_000 + 50_000 * i as u64,
+                latency_ns_p999: 2_000_000 + 200_000 * i as u64,
             }
         })
         .collect()
@@ -126,6 +129,7 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
             ..WearReport::default()
         },
         series: series(rows, ops_per_s, db_waf, ssd_waf),
+        tpcc: None,
     }
 }
 

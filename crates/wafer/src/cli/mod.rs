@@ -4,6 +4,7 @@ pub mod bench;
 pub mod csv;
 pub mod demo;
 pub mod device;
+pub mod hdr;
 pub mod human;
 pub mod report;
 pub mod sim;

@@ -48,8 +48,8 @@ pub mod wall;
 
 pub use check::{check, CheckReport, Condition};
 pub use driver::{
-    run_vtime, run_wall, TpccBenchConfig, TpccSeriesPoint, TpccSummary, TpccWallConfig,
-    TpccWallResult,
+    run_vtime, run_vtime_logged, run_wall, RecoveryOutcome, TpccBenchConfig, TpccFigures,
+    TpccSeriesPoint, TpccSummary, TpccWallConfig, TpccWallResult,
 };
 pub use input::Terminal;
 pub use load::{load, LoadStats};
