@@ -941,6 +941,39 @@ fn tpcc_csv_out_and_hdr_match_the_json() {
         );
     }
 
+    // `wafer report` renders the --out file and the detail (--tpcc-out, --json) alike, with the
+    // TPC-C tables.
+    let detail = p("detail.json");
+    std::fs::write(&detail, &o.stdout).unwrap();
+    let mut tables = Vec::new();
+    for input in [&out, &detail] {
+        let html = p("r.html");
+        let r = wafer(&["report", input, "-o", &html]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        let html = std::fs::read_to_string(&html).unwrap();
+        let from = html.find("<h2>TPC-C results</h2>").expect("TPC-C table");
+        let to = html.find("<h2>Engine metrics (steady state)</h2>").unwrap();
+        let tpmc = format!("{:.0}", runs[1]["tpmc"].as_f64().unwrap());
+        let grouped: String = tpmc
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let sep = i > 0 && (tpmc.len() - i) % 3 == 0;
+                sep.then_some(',').into_iter().chain([c])
+            })
+            .collect();
+        assert!(
+            html[from..to].contains(&format!(">{grouped}</td>")),
+            "tpmC {grouped}"
+        );
+        assert!(html[from..to].contains("Recovery after a crash"));
+        tables.push(html[from..to].to_string());
+    }
+    assert_eq!(
+        tables[0], tables[1],
+        "the same tables from --out and --tpcc-out"
+    );
+
     // --wall takes neither.
     let o = wafer(&["bench", "tpcc", "--wall", "--hdr", &hdr]);
     assert_eq!(o.status.code(), Some(2));

@@ -101,10 +101,10 @@ mod tests {
     use wafer_workloads::bench::LatencyInterval;
 
     /// Reads an interval log back: (start s, length s, histogram) per interval.
-    pub fn read(bytes: &[u8]) -> Vec<(f64, f64, Histogram<u64>)> {
+    fn read(bytes: &[u8]) -> Vec<(f64, f64, Histogram<u64>)> {
         let mut d = Deserializer::new();
         IntervalLogIterator::new(bytes)
-            .map(|e| match e.expect("log entry parses") {
+            .filter_map(|e| match e.expect("log entry parses") {
                 LogEntry::Interval(i) => {
                     let raw = base64::engine::general_purpose::STANDARD
                         .decode(i.encoded_histogram())
@@ -118,7 +118,6 @@ mod tests {
                 }
                 _ => None,
             })
-            .flatten()
             .collect()
     }
 

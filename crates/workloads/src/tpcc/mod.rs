@@ -55,6 +55,8 @@ pub use input::Terminal;
 pub use load::{load, LoadStats};
 pub use schema::Tables;
 pub use txns::{Exec, TxnCounts};
+/// What recovery did, phase by phase (in [`RecoveryOutcome`]).
+pub use wafer_engine::RecoveryReport;
 
 use serde::{Deserialize, Serialize};
 
