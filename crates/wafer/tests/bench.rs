@@ -974,6 +974,16 @@ fn tpcc_csv_out_and_hdr_match_the_json() {
         "the same tables from --out and --tpcc-out"
     );
 
+    let help = String::from_utf8(wafer(&["bench", "tpcc", "--help"]).stdout).unwrap();
+    for flag in [
+        "--csv <PATH>",
+        "--hdr <DIR>",
+        "HdrHistogram interval log",
+        "-tpcc",
+    ] {
+        assert!(help.contains(flag), "{flag} in the help");
+    }
+
     // --wall takes neither.
     let o = wafer(&["bench", "tpcc", "--wall", "--hdr", &hdr]);
     assert_eq!(o.status.code(), Some(2));

@@ -330,6 +330,52 @@ fn empty_series_and_many_runs() {
     assert!(html.contains("d.json"));
 }
 
+/// Files written before the series carried latency percentiles and TPC-C runs their figures
+/// still render (serde defaults); the percentile chart then says it has no data.
+#[test]
+fn older_files_still_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = serde_json::to_value(two_runs()).unwrap();
+    for run in v["runs"].as_array_mut().unwrap() {
+        for row in run["series"].as_array_mut().unwrap() {
+            let row = row.as_object_mut().unwrap();
+            for k in ["latency_ns_p50", "latency_ns_p99", "latency_ns_p999"] {
+                assert!(row.remove(k).is_some(), "{k}");
+            }
+        }
+        assert!(run.get("tpcc").is_none(), "no TPC-C key in a YCSB run");
+    }
+    let path = dir.path().join("old.json");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let html = render(&[path], &dir.path().join("old.html"));
+    check_page(&html, 6);
+    let over_time = &html[html.find("id=\"fig-latency-time\"").unwrap()..];
+    assert!(over_time[..over_time.find("</figure>").unwrap()].contains("no data"));
+    // The throughput chart still has its lines.
+    let throughput = &html[html.find("id=\"fig-throughput\"").unwrap()..];
+    assert!(!throughput[..throughput.find("</figure>").unwrap()].contains("no data"));
+}
+
+#[test]
+fn help_names_every_input() {
+    let o = Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .args(["report", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    for what in [
+        "wafer bench ycsb --out",
+        "wafer bench tpcc --out",
+        "--tpcc-out",
+        "wafer sim --json",
+        "wafer bench device",
+        "comparison.json",
+        "other mixes are refused",
+    ] {
+        assert!(text.contains(what), "{what} in {text}");
+    }
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
