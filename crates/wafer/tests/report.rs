@@ -627,7 +627,10 @@ fn sim_and_device_results_render() {
         out
     };
     let uniform = sim("uniform.json", &[]);
-    let hot = sim("hot.json", &["--pattern", "hotcold:0.9:0.1"]);
+    let hot = sim(
+        "hot.json",
+        &["--pattern", "hotcold:0.9:0.1", "--read-share", "0.2"],
+    );
     let html = render(&[uniform.clone(), hot], &p("sim.html"));
     // WAF over time (two panels in one chart) and the write rate.
     check_page(&html, 2);
@@ -640,8 +643,8 @@ fn sim_and_device_results_render() {
         "id=\"fig-sim-rate\"",
         "SSD WAF per interval",
         "virtual time since the measured run started (s)",
-        "</span>uniform<br>",
-        "</span>hot<br>",
+        "</span>uniform</td>",
+        "</span>hot</td>",
         // Effective spare factor (OP) and GC reserve of the small 16 MiB device: 20 MiB of
         // flash in 1 MiB erase units, 4 of them kept for GC.
         "0.200 (25.0%)",
@@ -659,6 +662,13 @@ fn sim_and_device_results_render() {
         "host writes in decimal units"
     );
     assert!(html.contains("<title>wafer device simulations compared</title>"));
+    // Read latencies because one simulation read.
+    assert!(html.contains("<th>read p99</th>"));
+    assert_eq!(
+        count(&html, "<td>n/a</td>"),
+        2,
+        "the uniform run's read p50 and p99"
+    );
 
     // Without the timing model: against capacities written, no rate chart, timing n/a.
     let untimed = sim("untimed.json", &["--no-timing"]);
@@ -666,6 +676,7 @@ fn sim_and_device_results_render() {
     check_page(&html, 1);
     assert!(html.contains("host writes since the measured run started (x logical capacity)"));
     assert!(html.contains("no timing model"));
+    assert!(!html.contains("read p99"), "no reads, no read column");
     assert!(
         html.contains("<title>wafer sim: 16 MiB conventional SSD, uniform 4 KiB requests</title>")
     );
@@ -692,7 +703,7 @@ fn sim_and_device_results_render() {
     check_page(&html, 2);
     assert!(html.contains("<h2>Device comparison (<code>wafer bench device</code>)</h2>"));
     assert!(html.contains("<td>hotcold/fdp</td>"));
-    assert!(html.contains("</span>zns-append<br>"));
+    assert!(html.contains("</span>zns-append</td>"));
     assert!(html.contains("none (host GC)"));
     // The table alone (`comparison.json`, the rows of --json).
     let html = render(&[dev.join("comparison.json")], &p("table.html"));

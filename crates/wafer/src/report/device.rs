@@ -80,7 +80,9 @@ fn mode(s: &RunSummary) -> String {
     }
 }
 
-fn devices_table(out: &mut String, views: &[SimView<'_>], several_inputs: bool) {
+/// The simulations' devices. Each is named after its file (the page's first line lists the
+/// files with their directories).
+fn devices_table(out: &mut String, views: &[SimView<'_>]) {
     out.push_str(
         "<table>\n<thead><tr><th>simulation</th><th class=\"text\">mode</th>\
          <th>logical / flash</th><th>spare factor (OP)</th><th class=\"text\">GC reserve</th>\
@@ -89,18 +91,13 @@ fn devices_table(out: &mut String, views: &[SimView<'_>], several_inputs: bool) 
     );
     for v in views {
         let s = v.run;
-        let source = if several_inputs && !v.source.is_empty() {
-            format!("<br><span class=\"src\">{}</span>", esc(v.source))
-        } else {
-            String::new()
-        };
         let unit = match s.ssd.gc.unit {
             flashsim::GcUnit::Superblock => "superblock",
             flashsim::GcUnit::Block => "block",
         };
         let _ = writeln!(
             out,
-            "<tr><td>{}{}{source}</td><td class=\"text\">{}</td><td>{} / {}</td>\
+            "<tr><td>{}{}</td><td class=\"text\">{}</td><td>{} / {}</td>\
              <td>{} ({})</td><td class=\"text\">{}</td><td class=\"text\">{}, {unit} \
              units; {}</td><td class=\"text\">{}, QD {}, seed {}, timing {}</td></tr>",
             swatch(v.color),
@@ -156,20 +153,27 @@ fn results_table(out: &mut String, views: &[SimView<'_>]) {
 
 /// Virtual time, rates and latencies of the simulations that ran with the timing model.
 fn timing_table(out: &mut String, views: &[SimView<'_>]) {
+    // Read latencies only when some simulation read.
+    let reads = views.iter().any(|v| v.run.read_latency.count > 0);
     out.push_str(
         "<table>\n<thead><tr><th>simulation</th><th>virtual time</th>\
          <th>host writes MB/s</th><th>kIOPS</th><th>write p50</th><th>write p99</th>\
-         <th>write p99.9</th><th>write p99.99</th><th>read p99</th></tr></thead>\n<tbody>\n",
+         <th>write p99.9</th><th>write p99.99</th>",
     );
+    if reads {
+        out.push_str("<th>read p50</th><th>read p99</th>");
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
     for v in views {
         let s = v.run;
         let Some(ns) = s.run.virtual_elapsed_ns else {
             let _ = writeln!(
                 out,
-                "<tr><td>{}{}</td><td class=\"text\" colspan=\"8\">no timing model (run with \
-                 --no-timing)</td></tr>",
+                "<tr><td>{}{}</td><td class=\"text\" colspan=\"{}\">no timing model (run \
+                 with --no-timing)</td></tr>",
                 swatch(v.color),
-                esc(&v.label)
+                esc(&v.label),
+                if reads { 9 } else { 7 }
             );
             continue;
         };
@@ -177,7 +181,7 @@ fn timing_table(out: &mut String, views: &[SimView<'_>]) {
         let _ = writeln!(
             out,
             "<tr><td>{}{}</td><td>{} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td>",
             swatch(v.color),
             esc(&v.label),
             fixed(ns as f64 / 1e9, 3),
@@ -187,8 +191,16 @@ fn timing_table(out: &mut String, views: &[SimView<'_>]) {
             latency(s.write_latency.p99_ns),
             latency(s.write_latency.p999_ns),
             latency(s.write_latency.p9999_ns),
-            latency(s.read_latency.p99_ns),
         );
+        if reads {
+            let _ = write!(
+                out,
+                "<td>{}</td><td>{}</td>",
+                latency(s.read_latency.p50_ns),
+                latency(s.read_latency.p99_ns)
+            );
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
 }
@@ -278,7 +290,7 @@ pub fn page(title: &str, inputs: &[Input]) -> Result<String, ReportError> {
              erase units GC keeps free beyond the logical data (the foreground threshold, one \
              open unit per write frontier, one of slack).</p>\n",
         );
-        devices_table(&mut out, &views, inputs.len() > 1);
+        devices_table(&mut out, &views);
         out.push_str("<h2>Results (measured run)</h2>\n");
         out.push_str(
             "<p class=\"note\">After the preconditioning fill; writes in decimal units \

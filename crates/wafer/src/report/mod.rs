@@ -352,7 +352,6 @@ pub fn unique_labels<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
 pub struct SimView<'a> {
     pub label: String,
     pub color: plotters::style::RGBColor,
-    pub source: &'a str,
     pub run: &'a RunSummary,
 }
 
@@ -370,10 +369,9 @@ pub fn sim_runs(inputs: &[Input]) -> Vec<SimView<'_>> {
     all.iter()
         .zip(labels)
         .enumerate()
-        .map(|(i, ((input, run), label))| SimView {
+        .map(|(i, ((_, run), label))| SimView {
             label,
             color: charts::run_color(i),
-            source: &input.source,
             run,
         })
         .collect()

@@ -162,7 +162,6 @@ mod tests {
         let v = |run, i| SimView {
             label: format!("s{i}"),
             color: charts::run_color(i),
-            source: "",
             run,
         };
         // Both timed: against virtual time.
