@@ -145,6 +145,30 @@ impl LatencyHistogram {
         let _ = self.h.add(&other.h);
     }
 
+    /// The underlying HdrHistogram (1 ns .. 1 hour, 3 significant digits), e.g. to export it.
+    pub fn hdr(&self) -> &Histogram<u64> {
+        &self.h
+    }
+
+    /// The samples in compact form: one `(value, count)` per non-empty bucket, where `value` is
+    /// the highest value the bucket holds. [`LatencyHistogram::from_counts`] rebuilds the same
+    /// histogram from it (every count in the same bucket).
+    pub fn counts(&self) -> Vec<(u64, u64)> {
+        self.h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    /// The histogram of [`LatencyHistogram::counts`].
+    pub fn from_counts(counts: &[(u64, u64)]) -> Self {
+        let mut h = LatencyHistogram::new();
+        for &(value, n) in counts {
+            h.h.saturating_record_n(value.max(1), n);
+        }
+        h
+    }
+
     pub fn summary(&self) -> LatencySummary {
         if self.h.is_empty() {
             return LatencySummary::default();
@@ -158,5 +182,23 @@ impl LatencyHistogram {
             p9999_ns: self.h.value_at_quantile(0.9999),
             max_ns: self.h.max(),
         }
+    }
+}
+
+#[cfg(test)]
+mod histogram_tests {
+    use super::*;
+
+    #[test]
+    fn compact_counts_rebuild_the_same_histogram() {
+        let mut h = LatencyHistogram::new();
+        for v in [1u64, 7, 999, 1_000, 1_001, 123_456, 123_457, 9_000_000_000] {
+            h.record(v);
+            h.record(v * 3);
+        }
+        let back = LatencyHistogram::from_counts(&h.counts());
+        assert_eq!(back.hdr(), h.hdr());
+        assert_eq!(back.summary(), h.summary());
+        assert!(LatencyHistogram::from_counts(&[]).hdr().is_empty());
     }
 }

@@ -709,3 +709,287 @@ fn csv_export_matches_the_json() {
         + v["runs"][1]["series"].as_array().unwrap().len();
     assert_eq!(series.lines().count(), 1 + rows);
 }
+
+/// Reads an HdrHistogram interval log: (start s, length s, histogram) per interval.
+fn read_hlog(path: &std::path::Path) -> Vec<(f64, f64, hdrhistogram::Histogram<u64>)> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut d = hdrhistogram::serialization::Deserializer::new();
+    IntervalLogIterator::new(&bytes)
+        .filter_map(|e| match e.expect("log entry parses") {
+            LogEntry::Interval(i) => {
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(i.encoded_histogram())
+                    .expect("base64");
+                let h = d.deserialize(&mut &raw[..]).expect("V2 histogram");
+                Some((
+                    i.start_timestamp().as_secs_f64(),
+                    i.duration().as_secs_f64(),
+                    h,
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks a run's HdrHistogram log against its JSON: one interval per series row with the
+/// row's percentiles, and together the run's whole latency histogram.
+fn check_hlog(path: &std::path::Path, run: &serde_json::Value) {
+    let log = read_hlog(path);
+    let series = run["series"].as_array().unwrap();
+    assert_eq!(log.len(), series.len(), "one histogram per interval");
+    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    let mut start = 0.0;
+    for ((t, len, h), row) in log.iter().zip(series) {
+        assert!(
+            (t - start).abs() < 2e-3,
+            "interval starts where the last ended"
+        );
+        let end = row["virtual_s"].as_f64().unwrap();
+        assert!(
+            (t + len - end).abs() < 2e-3,
+            "interval ends at its row: {t} + {len} vs {end}"
+        );
+        start = t + len;
+        for (q, k) in [
+            (0.5, "latency_ns_p50"),
+            (0.99, "latency_ns_p99"),
+            (0.999, "latency_ns_p999"),
+        ] {
+            let want = row[k].as_u64().unwrap();
+            let got = if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(q)
+            };
+            assert_eq!(got, want, "{k} of the interval ending at {end}");
+        }
+        all.add(h).unwrap();
+    }
+    let l = &run["latency"];
+    assert_eq!(
+        all.len(),
+        l["count"].as_u64().unwrap(),
+        "every operation, once"
+    );
+    assert_eq!(all.value_at_quantile(0.99), l["p99_ns"].as_u64().unwrap());
+    assert_eq!(
+        all.value_at_quantile(0.9999),
+        l["p9999_ns"].as_u64().unwrap()
+    );
+    assert_eq!(all.max(), l["max_ns"].as_u64().unwrap());
+}
+
+/// `--hdr DIR` writes one HdrHistogram interval log per configuration that reads back (with the
+/// hdrhistogram crate's deserializer) to the run's latency counts, interval by interval; the
+/// series carries each interval's p50/p99/p99.9.
+#[test]
+fn hdr_logs_read_back_to_the_same_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let hdr = dir.path().join("hdr");
+    let json = bench_json(&[
+        "--configs",
+        "in-place-nodw,oop+comp",
+        "--hdr",
+        hdr.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for (run, file) in v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["in-place-nodw", "oop+comp"])
+    {
+        let series = run["series"].as_array().unwrap();
+        assert!(series.len() >= 2);
+        assert!(series
+            .iter()
+            .all(|r| r["latency_ns_p50"].as_u64().unwrap() > 0));
+        assert!(series.iter().all(|r| {
+            let p = |k: &str| r[k].as_u64().unwrap();
+            p("latency_ns_p50") <= p("latency_ns_p99")
+                && p("latency_ns_p99") <= p("latency_ns_p999")
+        }));
+        check_hlog(&hdr.join(format!("{file}.hlog")), run);
+    }
+    let text = std::fs::read_to_string(hdr.join("oop+comp.hlog")).unwrap();
+    assert!(
+        text.contains("#[Histogram log format version 1.3]"),
+        "{text}"
+    );
+    // A --hdr that is a file is refused before the run.
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let mut args = vec!["bench", "ycsb", "--hdr", file.to_str().unwrap()];
+    args.extend_from_slice(&SMALL);
+    let out = wafer(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a directory"), "{}", stderr(&out));
+    let help = String::from_utf8(wafer(&["bench", "ycsb", "--help"]).stdout).unwrap();
+    assert!(help.contains("--hdr <DIR>") && help.contains("HdrHistogram interval log"));
+}
+
+/// `bench tpcc --csv` writes the summaries, the series and the TPC-C figures with the numbers of
+/// the JSON; `--out` carries the TPC-C figures `wafer report` shows; `--hdr` works as for YCSB.
+#[test]
+fn tpcc_csv_out_and_hdr_match_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (csv, out, hdr) = (p("t.csv"), p("t.json"), p("hdr"));
+    let o = wafer(&[
+        "bench",
+        "tpcc",
+        "--json",
+        "--warehouses",
+        "1",
+        "--scale",
+        "0.01",
+        "--configs",
+        "in-place-nodw,oop-all",
+        "--max-txns",
+        "3000",
+        "--crash-at-end",
+        "--csv",
+        &csv,
+        "--out",
+        &out,
+        "--hdr",
+        &hdr,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+
+    // Summaries: three phases per configuration, as `bench ycsb --csv`.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 * 3, "{text}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = |h: &[&str], k: &str| h.iter().position(|x| *x == k).unwrap();
+    let steady: Vec<&str> = lines[6].split(',').collect();
+    assert_eq!(steady[..2], ["\"oop-all\"", "\"steady\""]);
+    let waf: f64 = steady[col(&header, "total_waf")].parse().unwrap();
+    assert_eq!(
+        waf,
+        runs[1]["bench"]["steady"]["total_waf"].as_f64().unwrap()
+    );
+
+    // Series: one row per interval, with the New-Orders so far.
+    let series = std::fs::read_to_string(p("t-series.csv")).unwrap();
+    let rows: Vec<&str> = series.lines().collect();
+    let n0 = runs[0]["bench"]["series"].as_array().unwrap().len();
+    let n1 = runs[1]["bench"]["series"].as_array().unwrap().len();
+    assert_eq!(rows.len(), 1 + n0 + n1);
+    let h: Vec<&str> = rows[0].split(',').collect();
+    let last: Vec<&str> = rows[n0].split(',').collect();
+    assert_eq!(last[0], "\"in-place-nodw\"");
+    let no: u64 = last[col(&h, "new_orders")].parse().unwrap();
+    assert_eq!(no, runs[0]["new_orders"].as_u64().unwrap());
+    let p99: u64 = last[col(&h, "latency_ns_p99")].parse().unwrap();
+    assert_eq!(
+        p99,
+        runs[0]["bench"]["series"][n0 - 1]["latency_ns_p99"]
+            .as_u64()
+            .unwrap()
+    );
+
+    // TPC-C figures: one row per configuration.
+    let figures = std::fs::read_to_string(p("t-tpcc.csv")).unwrap();
+    let rows: Vec<&str> = figures.lines().collect();
+    assert_eq!(rows.len(), 3, "{figures}");
+    let h: Vec<&str> = rows[0].split(',').collect();
+    for (row, run) in rows[1..].iter().zip(runs) {
+        let c: Vec<&str> = row.split(',').collect();
+        let num = |k: &str| -> f64 { c[col(&h, k)].parse().unwrap() };
+        assert_eq!(num("tpmc"), run["tpmc"].as_f64().unwrap());
+        assert_eq!(num("new_orders"), run["new_orders"].as_f64().unwrap());
+        assert_eq!(
+            num("media_bytes_per_new_order"),
+            run["media_bytes_per_new_order"].as_f64().unwrap()
+        );
+        assert_eq!(
+            num("payment_percent"),
+            run["mix_percent"][1].as_f64().unwrap()
+        );
+        assert_eq!(
+            num("recovery_redo_ms"),
+            run["recovery"]["report"]["redo_us"].as_f64().unwrap() / 1e3
+        );
+        assert_eq!(c[col(&h, "check")], "\"pass\"");
+    }
+
+    // --out: the report file carries the same TPC-C figures.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for (r, run) in report["runs"].as_array().unwrap().iter().zip(runs) {
+        let t = &r["tpcc"];
+        assert_eq!(t["tpmc"], run["tpmc"]);
+        assert_eq!(t["new_orders"], run["new_orders"]);
+        assert_eq!(t["mix_percent"], run["mix_percent"]);
+        assert_eq!(t["recovery"], run["recovery"]);
+        let host = run["bench"]["run"]["ssd_host_bytes"].as_f64().unwrap()
+            / run["new_orders"].as_f64().unwrap();
+        assert!((t["host_bytes_per_new_order"].as_f64().unwrap() - host).abs() < 1e-6);
+        check_hlog(
+            &dir.path()
+                .join("hdr")
+                .join(format!("{}.hlog", r["name"].as_str().unwrap())),
+            r,
+        );
+    }
+
+    // `wafer report` renders the --out file and the detail (--tpcc-out, --json) alike, with the
+    // TPC-C tables.
+    let detail = p("detail.json");
+    std::fs::write(&detail, &o.stdout).unwrap();
+    let mut tables = Vec::new();
+    for input in [&out, &detail] {
+        let html = p("r.html");
+        let r = wafer(&["report", input, "-o", &html]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        let html = std::fs::read_to_string(&html).unwrap();
+        let from = html.find("<h2>TPC-C results</h2>").expect("TPC-C table");
+        let to = html.find("<h2>Engine metrics (steady state)</h2>").unwrap();
+        let tpmc = format!("{:.0}", runs[1]["tpmc"].as_f64().unwrap());
+        let grouped: String = tpmc
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let sep = i > 0 && (tpmc.len() - i) % 3 == 0;
+                sep.then_some(',').into_iter().chain([c])
+            })
+            .collect();
+        assert!(
+            html[from..to].contains(&format!(">{grouped}</td>")),
+            "tpmC {grouped}"
+        );
+        assert!(html[from..to].contains("Recovery after a crash"));
+        tables.push(html[from..to].to_string());
+    }
+    assert_eq!(
+        tables[0], tables[1],
+        "the same tables from --out and --tpcc-out"
+    );
+
+    let help = String::from_utf8(wafer(&["bench", "tpcc", "--help"]).stdout).unwrap();
+    for flag in [
+        "--csv <PATH>",
+        "--hdr <DIR>",
+        "HdrHistogram interval log",
+        "-tpcc",
+    ] {
+        assert!(help.contains(flag), "{flag} in the help");
+    }
+
+    // --wall takes neither.
+    let o = wafer(&["bench", "tpcc", "--wall", "--hdr", &hdr]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--hdr applies to virtual-time runs"),
+        "{}",
+        stderr(&o)
+    );
+}

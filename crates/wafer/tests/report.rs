@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 use wafer_workloads::bench::{
     BenchConfig, BenchReport, BenchSummary, Breakdown, Preset, SeriesRow, SteadyState, Window,
 };
+use wafer_workloads::tpcc::{
+    RecoveryOutcome, RecoveryReport, TpccFigures, TpccSeriesPoint, TxnCounts,
+};
 use wafer_workloads::YcsbConfig;
 
 const MIB: u64 = 1 << 20;
@@ -61,6 +64,9 @@ fn series(rows: usize, ops_per_s: f64, db_waf: f64, ssd_waf: f64) -> Vec<SeriesR
                 db_waf_cumulative: db_waf,
                 ssd_waf_cumulative: ssd_waf,
                 media_mb_cumulative: i as f64 * 16.0 * db_waf * ssd_waf,
+                latency_ns_p50: 250_000 + 10_000 * i as u64,
+                latency_ns_p99: 1_000_000 + 50_000 * i as u64,
+                latency_ns_p999: 2_000_000 + 200_000 * i as u64,
             }
         })
         .collect()
@@ -126,6 +132,7 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
             ..WearReport::default()
         },
         series: series(rows, ops_per_s, db_waf, ssd_waf),
+        tpcc: None,
     }
 }
 
@@ -218,8 +225,18 @@ fn renders_tables_and_charts() {
     let input = write_json(dir.path(), "bench.json", &two_runs());
     let out = dir.path().join("out/report.html");
     let html = render(&[input], &out);
-    check_page(&html, 5);
+    check_page(&html, 6);
     assert!(html.contains("Latency tail") && html.contains("fig-latency"));
+    // Percentiles over time: a panel per percentile, each point an interval of the series.
+    let over_time = &html[html.find("id=\"fig-latency-time\"").unwrap()..];
+    let over_time = &over_time[..over_time.find("</figure>").unwrap()];
+    for caption in ["p50 per interval", "p99 per interval", "p99.9 per interval"] {
+        assert!(over_time.contains(caption), "{caption}");
+    }
+    assert!(over_time.contains("latency (us)") && over_time.contains("latency (ms)"));
+    // The YCSB layout: no TPC-C tables.
+    assert!(html.contains("Comparison (steady state)"));
+    assert!(!html.contains("TPC-C results") && !html.contains("tpmC"));
 
     // Header: the title and the descriptions, escaped.
     assert!(html.contains("<title>YCSB-A &lt;zipf 0.99&gt; &amp; friends</title>"));
@@ -299,7 +316,7 @@ fn empty_series_and_many_runs() {
     }
     let a = write_json(dir.path(), "a.json", &one);
     let html = render(std::slice::from_ref(&a), &dir.path().join("empty.html"));
-    check_page(&html, 5);
+    check_page(&html, 6);
     assert!(html.contains("no data"));
     assert!(html.contains("(no series data)"));
 
@@ -308,9 +325,55 @@ fn empty_series_and_many_runs() {
     let c = write_json(dir.path(), "c.json", &two_runs());
     let d = write_json(dir.path(), "d.json", &two_runs());
     let html = render(&[a, b, c, d], &dir.path().join("many.html"));
-    check_page(&html, 5);
+    check_page(&html, 6);
     assert!(html.contains("in-place-nodw #4"));
     assert!(html.contains("d.json"));
+}
+
+/// Files written before the series carried latency percentiles and TPC-C runs their figures
+/// still render (serde defaults); the percentile chart then says it has no data.
+#[test]
+fn older_files_still_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = serde_json::to_value(two_runs()).unwrap();
+    for run in v["runs"].as_array_mut().unwrap() {
+        for row in run["series"].as_array_mut().unwrap() {
+            let row = row.as_object_mut().unwrap();
+            for k in ["latency_ns_p50", "latency_ns_p99", "latency_ns_p999"] {
+                assert!(row.remove(k).is_some(), "{k}");
+            }
+        }
+        assert!(run.get("tpcc").is_none(), "no TPC-C key in a YCSB run");
+    }
+    let path = dir.path().join("old.json");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let html = render(&[path], &dir.path().join("old.html"));
+    check_page(&html, 6);
+    let over_time = &html[html.find("id=\"fig-latency-time\"").unwrap()..];
+    assert!(over_time[..over_time.find("</figure>").unwrap()].contains("no data"));
+    // The throughput chart still has its lines.
+    let throughput = &html[html.find("id=\"fig-throughput\"").unwrap()..];
+    assert!(!throughput[..throughput.find("</figure>").unwrap()].contains("no data"));
+}
+
+#[test]
+fn help_names_every_input() {
+    let o = Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .args(["report", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    for what in [
+        "wafer bench ycsb --out",
+        "wafer bench tpcc --out",
+        "--tpcc-out",
+        "wafer sim --json",
+        "wafer bench device",
+        "comparison.json",
+        "other mixes are refused",
+    ] {
+        assert!(text.contains(what), "{what} in {text}");
+    }
 }
 
 #[test]
@@ -371,10 +434,313 @@ fn mixed_workloads_and_other_results_are_refused_clearly() {
         err.contains("TPC-C in") && err.contains("YCSB-a in"),
         "{err}"
     );
-    // A `wafer sim` result.
+    // A damaged `wafer sim` result is named as what it looks like.
     let sim = dir.path().join("sim.json");
     std::fs::write(&sim, r#"{"ssd": {}, "workload": {}, "rows": []}"#).unwrap();
     let o = wafer(&[sim.as_os_str(), "-o".as_ref(), out.as_os_str()]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("the result of `wafer sim`"), "{err}");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("looks like the result of `wafer sim` but does not read as one"),
+        "{err}"
+    );
+    // Wall-clock results and the torture summary are named, not rendered.
+    for (text, what) in [
+        (
+            r#"[{"config": {}, "ops": 1, "aborts": 0, "seconds": 1.0, "ops_per_s": 1.0}]"#,
+            "wall-clock results (`wafer bench wall --json`)",
+        ),
+        (
+            r#"{"seed": 1, "trials": {}, "failures_by_class": {}}"#,
+            "the summary of `wafer torture`",
+        ),
+    ] {
+        let f = dir.path().join("other.json");
+        std::fs::write(&f, text).unwrap();
+        let o = wafer(&[f.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(what), "{err}");
+    }
+}
+
+/// A TPC-C report file with its figures, and a YCSB one: the TPC-C page has its own tables.
+fn tpcc_runs(with_figures: bool) -> BenchReport {
+    let mut r = two_runs();
+    r.title = "TPC-C, 1 warehouse(s)".into();
+    for (i, run) in r.runs.iter_mut().enumerate() {
+        run.config.workload_label = Some("TPC-C, W=1 at scale 0.01, growing size".into());
+        if !with_figures {
+            continue;
+        }
+        let k = i as u64 + 1;
+        let recovery = (i == 0).then(|| RecoveryOutcome {
+            report: RecoveryReport {
+                analysis_records: 4_808,
+                analysis_us: 7_160,
+                redo_records: 4_676,
+                redo_applied: 1_568,
+                redo_us: 37_690,
+                ..RecoveryReport::default()
+            },
+            virtual_ms: 53.31,
+        });
+        run.tpcc = Some(TpccFigures {
+            warehouses: 1,
+            scale: 0.01,
+            tpmc: 105_229.0 * k as f64,
+            tpmc_last_quarter: 81_323.0,
+            new_orders: 778 * k,
+            user_bytes_per_new_order: 22_281.0,
+            host_bytes_per_new_order: 44_572.0 / k as f64,
+            media_bytes_per_new_order: 50_000.0 / k as f64,
+            wal_bytes_per_new_order: 27_503.0,
+            txns: TxnCounts {
+                completed: [778 * k, 739, 69, 67, 75],
+                rolled_back: 11,
+                conflicts: [2, 0, 0, 1, 0],
+                skipped_deliveries: 3,
+            },
+            mix_percent: [45.0, 42.8, 4.0, 3.9, 4.3],
+            check: "pass".into(),
+            recovery,
+            series: (0..=4)
+                .map(|j| TpccSeriesPoint {
+                    virtual_s: j as f64 * 0.1,
+                    new_orders: j * 200 * k,
+                    media_mb_cumulative: j as f64 * 8.0,
+                    ..TpccSeriesPoint::default()
+                })
+                .collect(),
+            ..TpccFigures::default()
+        });
+    }
+    r
+}
+
+#[test]
+fn tpcc_runs_get_their_own_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_json(dir.path(), "tpcc.json", &tpcc_runs(true));
+    let html = render(&[input], &dir.path().join("tpcc.html"));
+    // Six charts and the recovery bars.
+    check_page(&html, 7);
+    for heading in [
+        "TPC-C results",
+        "Transaction mix run",
+        "Recovery after a crash at the end of the run",
+        "Engine metrics (steady state)",
+        "Flash writes against New-Orders",
+    ] {
+        assert!(html.contains(&format!("<h2>{heading}</h2>")), "{heading}");
+    }
+    assert!(!html.contains("<h2>Comparison (steady state)</h2>"));
+    let row = |name: &str, after: &str| -> String {
+        let from = html.find(after).unwrap();
+        let start = from
+            + html[from..]
+                .find(&format!("</span>{name}</td>"))
+                .unwrap_or_else(|| panic!("row of {name} after {after}"));
+        html[start..start + html[start..].find("</tr>").unwrap()].to_string()
+    };
+    // tpmC, New-Orders and bytes per New-Order (host and flash), best in bold.
+    let a = row("in-place-nodw", "<h2>TPC-C results</h2>");
+    assert!(a.contains("<td class=\"best\">210,458</td>"), "{a}");
+    assert!(a.contains("<td>1,556</td>"), "New-Orders: {a}");
+    assert!(
+        a.contains("<td class=\"best\">22,286</td>"),
+        "host B/NO: {a}"
+    );
+    assert!(
+        a.contains("<td class=\"best\">25,000</td>"),
+        "flash B/NO: {a}"
+    );
+    assert!(a.contains("pass"), "{a}");
+    // The mix run, with counts.
+    let m = row("in-place", "<h2>Transaction mix run</h2>");
+    assert!(m.contains("45.0% <span class=\"src\">(778)</span>"), "{m}");
+    assert!(m.contains("<td>11</td><td>3</td><td>3</td>"), "{m}");
+    // Recovery by phase; the run without a crash says so.
+    let r = row("in-place", "<h2>Recovery after");
+    assert!(
+        r.contains("<td>4,808</td><td>7.16 ms</td><td>4,676</td><td>1,568</td><td>37.69 ms</td>"),
+        "{r}"
+    );
+    assert!(r.contains("53.31 ms"), "{r}");
+    assert!(row("in-place-nodw", "<h2>Recovery after").contains("no crash"));
+    let bars = &html[html.find("id=\"fig-recovery\"").unwrap()..];
+    assert!(bars[..bars.find("</svg>").unwrap()].contains("53.31"));
+    // tpmC and New-Orders on the axes.
+    assert!(html.contains("throughput per interval (thousand tpmC)"));
+    assert!(html.contains("New-Orders (thousands)"));
+
+    // A file written before the figures were recorded: the rows say so.
+    let old = write_json(dir.path(), "old.json", &{
+        let mut r = tpcc_runs(true);
+        r.runs[1].tpcc = None;
+        r
+    });
+    let html = render(&[old], &dir.path().join("old.html"));
+    assert!(html.contains("no TPC-C figures in this file"));
+    // None of them has figures: the general layout.
+    let none = write_json(dir.path(), "none.json", &tpcc_runs(false));
+    let html = render(&[none], &dir.path().join("none.html"));
+    check_page(&html, 6);
+    assert!(html.contains("Comparison (steady state)") && !html.contains("TPC-C results"));
+}
+
+/// Runs `wafer` with `args` and returns its stdout.
+fn run_wafer(args: &[&str]) -> Vec<u8> {
+    let o = Command::new(env!("CARGO_BIN_EXE_wafer"))
+        .args(args)
+        .output()
+        .expect("run wafer");
+    assert!(
+        o.status.success(),
+        "wafer {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// `wafer sim` results and `wafer bench device`'s files render on a device page; mixing them
+/// with engine benchmarks is refused.
+#[test]
+fn sim_and_device_results_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let sim = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = p(name);
+        let mut args = vec![
+            "sim",
+            "--capacity",
+            "16MiB",
+            "--geometry",
+            "small",
+            "--capacity-multiple",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        run_wafer(&args);
+        out
+    };
+    let uniform = sim("uniform.json", &[]);
+    let hot = sim(
+        "hot.json",
+        &["--pattern", "hotcold:0.9:0.1", "--read-share", "0.2"],
+    );
+    let html = render(&[uniform.clone(), hot], &p("sim.html"));
+    // WAF over time (two panels in one chart) and the write rate.
+    check_page(&html, 2);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&uniform).unwrap()).unwrap();
+    for text in [
+        "<h2>Simulated devices</h2>",
+        "<h2>Results (measured run)</h2>",
+        "id=\"fig-sim-waf\"",
+        "id=\"fig-sim-rate\"",
+        "SSD WAF per interval",
+        "virtual time since the measured run started (s)",
+        "</span>uniform</td>",
+        "</span>hot</td>",
+        // Effective spare factor (OP) and GC reserve of the small 16 MiB device: 20 MiB of
+        // flash in 1 MiB erase units, 4 of them kept for GC.
+        "0.200 (25.0%)",
+        "4 EUs (4 MiB, 20.0% of flash)",
+        "uniform 4 KiB requests, QD 32, seed 42, timing on",
+    ] {
+        assert!(html.contains(text), "{text}");
+    }
+    let waf = format!("<td>{:.3}</td>", v["waf_steady"].as_f64().unwrap());
+    assert!(html.contains(&waf), "steady WAF {waf}");
+    let host = v["run"]["host_write_bytes"].as_u64().unwrap();
+    assert_eq!(host, 16 << 20);
+    assert!(
+        html.contains("<td>16.8 MB</td>"),
+        "host writes in decimal units"
+    );
+    assert!(html.contains("<title>wafer device simulations compared</title>"));
+    // Read latencies because one simulation read.
+    assert!(html.contains("<th>read p99</th>"));
+    assert_eq!(
+        count(&html, "<td>n/a</td>"),
+        2,
+        "the uniform run's read p50 and p99"
+    );
+
+    // Without the timing model: against capacities written, no rate chart, timing n/a.
+    let untimed = sim("untimed.json", &["--no-timing"]);
+    let html = render(&[untimed], &p("untimed.html"));
+    check_page(&html, 1);
+    assert!(html.contains("host writes since the measured run started (x logical capacity)"));
+    assert!(html.contains("no timing model"));
+    assert!(!html.contains("read p99"), "no reads, no read column");
+    assert!(
+        html.contains("<title>wafer sim: 16 MiB conventional SSD, uniform 4 KiB requests</title>")
+    );
+
+    // `wafer bench device`: its comparison table and its per-configuration files.
+    let dev = p("dev");
+    run_wafer(&[
+        "bench",
+        "device",
+        "--gib",
+        "1",
+        "--capacity-multiple",
+        "0.2",
+        "--out",
+        dev.to_str().unwrap(),
+    ]);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dev)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 6, "{files:?}");
+    let html = render(&files, &p("dev.html"));
+    check_page(&html, 2);
+    assert!(html.contains("<h2>Device comparison (<code>wafer bench device</code>)</h2>"));
+    assert!(html.contains("<td>hotcold/fdp</td>"));
+    assert!(html.contains("</span>zns-append</td>"));
+    assert!(html.contains("none (host GC)"));
+    // The table alone (`comparison.json`, the rows of --json).
+    let html = render(&[dev.join("comparison.json")], &p("table.html"));
+    check_page(&html, 0);
+    assert!(html.contains("<td>uniform/greedy</td>") && !html.contains("Simulated devices"));
+    let stdout = run_wafer(&[
+        "bench",
+        "device",
+        "--gib",
+        "1",
+        "--capacity-multiple",
+        "0.2",
+        "--json",
+        "--out",
+        dev.to_str().unwrap(),
+    ]);
+    let rows = p("rows.json");
+    std::fs::write(&rows, stdout).unwrap();
+    let html = render(&[rows], &p("rows.html"));
+    assert!(html.contains("<td>zns/append</td>"));
+
+    // Engine benchmarks and device results do not share a page.
+    let bench = write_json(dir.path(), "bench.json", &two_runs());
+    let out = p("mixed.html");
+    let o = wafer(&[
+        bench.as_os_str(),
+        uniform.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("different kinds of result")
+            && err.contains("engine benchmark runs")
+            && err.contains("device results (`wafer sim`, `wafer bench device`) in"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }

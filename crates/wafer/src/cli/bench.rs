@@ -105,6 +105,12 @@ pub struct YcsbArgs {
     /// seconds of virtual time).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Also write every operation latency of each run as an HdrHistogram interval log:
+    /// DIR/CONFIG.hlog, one V2-compressed histogram per series interval (values in virtual ns,
+    /// timestamps in virtual seconds), readable by HdrHistogram tools (HistogramLogAnalyzer,
+    /// hdr-plot).
+    #[arg(long, value_name = "DIR")]
+    pub hdr: Option<PathBuf>,
 }
 
 /// The key choice of `workload` with skew `theta` (workload D reads the latest inserts).
@@ -335,8 +341,14 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
                     bar: multi.add(bar(show_progress)),
                     label: preset.name().to_string(),
                 };
-                let r = vtime::run(preset.name(), cfg, &mut obs)
-                    .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())));
+                let r = vtime::run_logged(preset.name(), cfg, &mut obs)
+                    .map_err(|e| CliError::Run(format!("{}: {e}", preset.name())))
+                    .and_then(|(s, log)| match &args.hdr {
+                        Some(dir) => {
+                            super::hdr::write(dir, "wafer bench ycsb", &s.name, &log).map(|_| s)
+                        }
+                        None => Ok(s),
+                    });
                 obs.bar.finish_and_clear();
                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 save_finished();
@@ -364,14 +376,8 @@ pub fn run_ycsb(args: &YcsbArgs, show_progress: bool) -> Result<BenchReport, Cli
 }
 
 /// `a/b.csv` -> `a/b-series.csv`.
-fn series_csv_path(p: &std::path::Path) -> PathBuf {
-    let stem = p
-        .file_stem()
-        .map_or("out".into(), |s| s.to_string_lossy().into_owned());
-    let ext = p
-        .extension()
-        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
-    p.with_file_name(format!("{stem}-series{ext}"))
+pub fn series_csv_path(p: &std::path::Path) -> PathBuf {
+    super::csv::sibling(p, "series")
 }
 
 /// The summaries (one row per configuration and phase) and the series as CSV.
@@ -486,6 +492,9 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             if let Some(p) = &args.csv {
                 super::check_writable("--csv", p)?;
                 super::check_writable("--csv", &series_csv_path(p))?;
+            }
+            if let Some(d) = &args.hdr {
+                super::hdr::prepare(d)?;
             }
             let show = std::io::stderr().is_terminal() && !args.output.json;
             let r = run_ycsb(args, show)?;

@@ -43,3 +43,14 @@ pub fn table<T: serde::Serialize>(lead: &[&str], rows: &[(Vec<String>, &T)]) -> 
     }
     out
 }
+
+/// `a/b.csv` with `-SUFFIX` before the extension: `a/b-SUFFIX.csv`.
+pub fn sibling(p: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let stem = p
+        .file_stem()
+        .map_or("out".into(), |s| s.to_string_lossy().into_owned());
+    let ext = p
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    p.with_file_name(format!("{stem}-{suffix}{ext}"))
+}

@@ -7,7 +7,7 @@
 use super::CliError;
 use flashsim::{FdpConfig, GcPolicy, Mode, SsdConfig, ZnsConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use wafer_workloads::simrun::{run, RunParams, RunSummary};
@@ -26,7 +26,9 @@ pub struct DeviceArgs {
     /// Seed of the workload (the same for every configuration).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Directory for the JSON summaries (one per configuration).
+    /// Directory for the JSON summaries (one per configuration, as `wafer sim --json` writes)
+    /// and the comparison table (comparison.json, the rows of --json); `wafer report DIR/*.json`
+    /// renders them all.
     #[arg(long, default_value = "out/device")]
     pub out: PathBuf,
     /// Print the comparison as JSON instead of a table.
@@ -34,19 +36,45 @@ pub struct DeviceArgs {
     pub json: bool,
 }
 
-/// One row of the comparison.
-#[derive(Serialize)]
-struct Row {
-    name: &'static str,
-    what: &'static str,
-    waf_steady: f64,
-    waf_cumulative: f64,
-    gc_runs: u64,
-    eu_erases: u64,
-    write_kiops_virtual: Option<f64>,
-    write_latency_us_p99: f64,
-    write_latency_us_p9999: f64,
-    dwpd_rated_5y: f64,
+/// One row of the comparison (the `--json` output and `comparison.json`; `wafer report` reads
+/// both).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceRow {
+    /// The configuration.
+    pub name: String,
+    /// What it is, in a few words.
+    pub what: String,
+    /// SSD WAF of the last full interval (steady state) and of the whole measured run.
+    pub waf_steady: f64,
+    pub waf_cumulative: f64,
+    /// GC victims collected and erase units erased during the measured run.
+    pub gc_runs: u64,
+    pub eu_erases: u64,
+    /// Write commands per second in thousands, virtual time (None without the timing model).
+    pub write_kiops_virtual: Option<f64>,
+    /// Write latency percentiles, virtual microseconds.
+    pub write_latency_us_p99: f64,
+    pub write_latency_us_p9999: f64,
+    /// Drive writes per day the flash sustains for 5 years at the observed SSD WAF.
+    pub dwpd_rated_5y: f64,
+}
+
+impl DeviceRow {
+    /// The row of a finished run.
+    pub fn new(name: &str, what: &str, s: &RunSummary) -> DeviceRow {
+        DeviceRow {
+            name: name.to_string(),
+            what: what.to_string(),
+            waf_steady: s.waf_steady,
+            waf_cumulative: s.waf_cumulative,
+            gc_runs: s.counters.gc_runs - s.counters_run_start.gc_runs,
+            eu_erases: s.counters.eu_erases - s.counters_run_start.eu_erases,
+            write_kiops_virtual: s.run.ops_per_s.map(|o| o / 1e3),
+            write_latency_us_p99: s.write_latency.p99_ns as f64 / 1e3,
+            write_latency_us_p9999: s.write_latency.p9999_ns as f64 / 1e3,
+            dwpd_rated_5y: s.wear.dwpd_rated_5y,
+        }
+    }
 }
 
 struct Case {
@@ -173,22 +201,14 @@ pub fn main(args: &DeviceArgs) -> Result<(), CliError> {
             .join(format!("{}.json", case.name.replace('/', "-")));
         std::fs::write(&path, format!("{json}\n"))
             .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
-        rows.push(Row {
-            name: case.name,
-            what: case.what,
-            waf_steady: s.waf_steady,
-            waf_cumulative: s.waf_cumulative,
-            gc_runs: s.counters.gc_runs - s.counters_run_start.gc_runs,
-            eu_erases: s.counters.eu_erases - s.counters_run_start.eu_erases,
-            write_kiops_virtual: s.run.ops_per_s.map(|o| o / 1e3),
-            write_latency_us_p99: s.write_latency.p99_ns as f64 / 1e3,
-            write_latency_us_p9999: s.write_latency.p9999_ns as f64 / 1e3,
-            dwpd_rated_5y: s.wear.dwpd_rated_5y,
-        });
+        rows.push(DeviceRow::new(case.name, case.what, &s));
     }
     bar.finish_and_clear();
+    let json = serde_json::to_string_pretty(&rows).map_err(|e| CliError::Run(e.to_string()))?;
+    let path = args.out.join("comparison.json");
+    std::fs::write(&path, format!("{json}\n"))
+        .map_err(|e| CliError::Run(format!("cannot write {}: {e}", path.display())))?;
     if args.json {
-        let json = serde_json::to_string_pretty(&rows).map_err(|e| CliError::Run(e.to_string()))?;
         super::human::print_stdout(&json);
         return Ok(());
     }
@@ -225,6 +245,10 @@ pub fn main(args: &DeviceArgs) -> Result<(), CliError> {
     println!(
         "\nSSD WAF is over the last interval (steady state); kIOPS and latency are virtual (flashsim timing model)."
     );
-    println!("JSON summaries: {}/", args.out.display());
+    println!(
+        "JSON summaries and comparison.json: {}/ (`wafer report {}/*.json` renders them)",
+        args.out.display(),
+        args.out.display()
+    );
     Ok(())
 }

@@ -5,6 +5,7 @@ pub mod csv;
 pub mod demo;
 pub mod device;
 pub mod flushless;
+pub mod hdr;
 pub mod human;
 pub mod report;
 pub mod sim;
@@ -286,8 +287,8 @@ pub enum Command {
     /// Run a synthetic workload on a simulated flash SSD (flashsim) and report write
     /// amplification, GC, latency and wear
     Sim(Box<sim::SimArgs>),
-    /// Render benchmark results (the JSON of `wafer bench`) as one self-contained HTML page with
-    /// comparison tables and charts
+    /// Render result files (the JSON of `wafer bench ycsb/tpcc/device`, `wafer demo` and `wafer
+    /// sim`) as one self-contained HTML page with comparison tables and charts
     Report(report::ReportArgs),
     /// The engine's randomized torture suite: power cuts (also during recovery), damaged
     /// databases and concurrent transfers, checked against an oracle; deterministic by seed

@@ -1,6 +1,6 @@
-//! `wafer report`: renders benchmark result files (the JSON of `wafer bench`) as one
-//! self-contained HTML page with comparison tables and charts. [`write_html`] does the same for
-//! a report made in process (`wafer demo`).
+//! `wafer report`: renders result files (the JSON of `wafer bench ycsb`/`tpcc`, `wafer demo`,
+//! `wafer sim` and `wafer bench device`) as one self-contained HTML page with comparison tables
+//! and charts. [`write_html`] does the same for a report made in process (`wafer demo`).
 
 use super::CliError;
 use crate::report::{self, Input, ReportError};
@@ -10,7 +10,11 @@ use wafer_workloads::bench::BenchReport;
 /// Arguments of `wafer report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Benchmark result files (JSON written by `wafer bench`); their runs are compared together.
+    /// Result files: the JSON of `wafer bench ycsb --out`, `wafer bench tpcc --out` (or
+    /// --tpcc-out), `wafer demo`, `wafer sim --json`/--out, or `wafer bench device` (its
+    /// per-configuration files and comparison.json). Their runs are compared together: engine
+    /// benchmarks of one workload per page, or device results (simulations and device
+    /// comparisons, each in its own section); other mixes are refused.
     #[arg(value_name = "INPUT.json", required = true)]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write.
@@ -34,7 +38,7 @@ pub fn main(args: &ReportArgs) -> Result<(), CliError> {
         other => CliError::Usage(other.to_string()),
     })?;
     write_page(&page, &args.output)?;
-    let runs: usize = inputs.iter().map(|i| i.report.runs.len()).sum();
+    let runs: usize = inputs.iter().map(|i| i.content.count()).sum();
     println!(
         "wrote {} ({runs} run{})",
         args.output.display(),
@@ -45,10 +49,7 @@ pub fn main(args: &ReportArgs) -> Result<(), CliError> {
 
 /// Renders `report` (made in this process) as the HTML page of `wafer report`, to `path`.
 pub fn write_html(report: &BenchReport, path: &Path) -> Result<(), CliError> {
-    let inputs = [Input {
-        source: String::new(),
-        report: report.clone(),
-    }];
+    let inputs = [Input::bench(report.clone())];
     let page = report::render(&inputs, None).map_err(|e| CliError::Run(e.to_string()))?;
     write_page(&page, path)
 }

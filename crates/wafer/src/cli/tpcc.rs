@@ -119,6 +119,19 @@ pub struct TpccArgs {
     /// Write the full TPC-C summaries (counts, mix, checks, writes-vs-New-Orders series) here.
     #[arg(long)]
     pub tpcc_out: Option<PathBuf>,
+    /// Also write the results as CSV: PATH gets one row per configuration and phase (load, run,
+    /// steady) with every summary metric (as `bench ycsb --csv`), PATH with `-series` before its
+    /// extension one row per configuration and interval (with the New-Orders so far), and PATH
+    /// with `-tpcc` one row per configuration with the TPC-C figures (tpmC, bytes per New-Order,
+    /// the mix run, checks, recovery by phase). Units are in the column names.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// Also write every transaction latency of each run as an HdrHistogram interval log:
+    /// DIR/CONFIG.hlog, one V2-compressed histogram per series interval (values in virtual ns,
+    /// timestamps in virtual seconds), readable by HdrHistogram tools (HistogramLogAnalyzer,
+    /// hdr-plot). Virtual-time runs only.
+    #[arg(long, value_name = "DIR")]
+    pub hdr: Option<PathBuf>,
     /// Wall-clock mode: real threads on in-memory devices instead of virtual time.
     #[arg(long)]
     pub wall: bool,
@@ -314,9 +327,12 @@ pub fn run(args: &TpccArgs, show_progress: bool) -> Result<(String, Vec<TpccSumm
     for cfg in configs {
         let name = cfg.preset.name();
         let mut obs = bar(show_progress, name);
-        let s = tpcc::run_vtime(name, &cfg, &mut obs)
+        let (s, log) = tpcc::run_vtime_logged(name, &cfg, &mut obs)
             .map_err(|e| CliError::Run(format!("{name}: {e}")))?;
         obs.bar.finish_and_clear();
+        if let Some(dir) = &args.hdr {
+            super::hdr::write(dir, "wafer bench tpcc", name, &log)?;
+        }
         super::warn_short_run(
             name,
             "transactions",
@@ -330,11 +346,7 @@ pub fn run(args: &TpccArgs, show_progress: bool) -> Result<(String, Vec<TpccSumm
 }
 
 fn check_text(s: &TpccSummary) -> String {
-    match (&s.check_after_load, &s.check_after_run) {
-        (Some(a), Some(b)) if a.passed() && b.passed() => "pass".into(),
-        (Some(a), Some(b)) => format!("FAIL ({}; {})", a.describe(), b.describe()),
-        _ => "off".into(),
-    }
+    s.check_text()
 }
 
 /// Prints the comparison table, the mix and the writes-vs-New-Orders series.
@@ -447,6 +459,127 @@ pub fn print_table(title: &str, runs: &[TpccSummary]) {
     }
 }
 
+/// The three files of `--csv PATH`: summaries, series, TPC-C figures.
+fn csv_paths(p: &Path) -> [PathBuf; 3] {
+    [
+        p.to_path_buf(),
+        super::csv::sibling(p, "series"),
+        super::csv::sibling(p, "tpcc"),
+    ]
+}
+
+/// One row of the `-tpcc` CSV file: the TPC-C figures of a run, flat.
+fn tpcc_csv_row(s: &TpccSummary) -> serde_json::Value {
+    use serde_json::json;
+    let f = s.bench.tpcc.clone().unwrap_or_else(|| s.figures());
+    let w = &s.bench.run;
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: serde_json::Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("tpmc", json!(f.tpmc));
+    put("tpmc_last_quarter", json!(f.tpmc_last_quarter));
+    put("new_orders", json!(f.new_orders));
+    put("txns", json!(f.txns.total()));
+    put("virtual_s", json!(w.virtual_s));
+    put(
+        "user_bytes_per_new_order",
+        json!(f.user_bytes_per_new_order),
+    );
+    put(
+        "host_bytes_per_new_order",
+        json!(f.host_bytes_per_new_order),
+    );
+    put(
+        "media_bytes_per_new_order",
+        json!(f.media_bytes_per_new_order),
+    );
+    put("wal_bytes_per_new_order", json!(f.wal_bytes_per_new_order));
+    put("db_waf", json!(w.db_waf));
+    put("ssd_waf", json!(w.ssd_waf));
+    put("total_waf", json!(w.total_waf));
+    for (i, kind) in tpcc::TxnKind::ALL.iter().enumerate() {
+        let k = kind.name().replace('-', "_");
+        put(&format!("{k}_percent"), json!(f.mix_percent[i]));
+        put(&format!("{k}_completed"), json!(f.txns.completed[i]));
+        put(&format!("{k}_conflicts"), json!(f.txns.conflicts[i]));
+    }
+    put("new_orders_rolled_back", json!(f.txns.rolled_back));
+    put(
+        "delivery_districts_skipped",
+        json!(f.txns.skipped_deliveries),
+    );
+    put("check", json!(f.check));
+    let r = f.recovery.as_ref();
+    let rep = r.map(|r| &r.report);
+    put(
+        "recovery_analysis_records",
+        json!(rep.map(|p| p.analysis_records)),
+    );
+    put(
+        "recovery_analysis_ms",
+        json!(rep.map(|p| p.analysis_us as f64 / 1e3)),
+    );
+    put("recovery_redo_records", json!(rep.map(|p| p.redo_records)));
+    put("recovery_redo_applied", json!(rep.map(|p| p.redo_applied)));
+    put(
+        "recovery_redo_ms",
+        json!(rep.map(|p| p.redo_us as f64 / 1e3)),
+    );
+    put("recovery_undo_txns", json!(rep.map(|p| p.undo_txns)));
+    put("recovery_undo_records", json!(rep.map(|p| p.undo_records)));
+    put(
+        "recovery_undo_ms",
+        json!(rep.map(|p| p.undo_us as f64 / 1e3)),
+    );
+    put("recovery_virtual_ms", json!(r.map(|r| r.virtual_ms)));
+    serde_json::Value::Object(m)
+}
+
+/// `--csv PATH`: the summaries (a row per configuration and phase), the series (a row per
+/// configuration and interval, with the New-Orders completed by its end) and the TPC-C figures
+/// (a row per configuration).
+fn write_csv(path: &Path, runs: &[TpccSummary]) -> Result<(), CliError> {
+    let quote = |s: &str| super::csv::cell(&serde_json::Value::String(s.to_string()));
+    let mut summary = Vec::new();
+    let mut series = Vec::new();
+    let mut figures = Vec::new();
+    for s in runs {
+        let b = &s.bench;
+        for (phase, w) in [("load", &b.load), ("run", &b.run), ("steady", &b.steady)] {
+            summary.push((vec![quote(&b.name), quote(phase)], w));
+        }
+        for (i, row) in b.series.iter().enumerate() {
+            let mut v = serde_json::to_value(row).map_err(|e| CliError::Run(e.to_string()))?;
+            // The TPC-C series has a point at the start, then one per series row.
+            let new_orders = s.series.get(i + 1).map(|p| p.new_orders);
+            if let serde_json::Value::Object(m) = &mut v {
+                m.insert("new_orders".into(), serde_json::json!(new_orders));
+            }
+            series.push((vec![quote(&b.name), i.to_string()], v));
+        }
+        figures.push((vec![quote(&b.name)], tpcc_csv_row(s)));
+    }
+    let [p_summary, p_series, p_tpcc] = csv_paths(path);
+    let write = |p: &Path, text: String| {
+        std::fs::write(p, text)
+            .map_err(|e| CliError::Run(format!("cannot write {}: {e}", p.display())))
+    };
+    let series: Vec<(Vec<String>, &serde_json::Value)> =
+        series.iter().map(|(c, v)| (c.clone(), v)).collect();
+    let figures: Vec<(Vec<String>, &serde_json::Value)> =
+        figures.iter().map(|(c, v)| (c.clone(), v)).collect();
+    write(
+        &p_summary,
+        super::csv::table(&["configuration", "phase"], &summary),
+    )?;
+    write(
+        &p_series,
+        super::csv::table(&["configuration", "interval"], &series),
+    )?;
+    write(&p_tpcc, super::csv::table(&["configuration"], &figures))
+}
+
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<(), CliError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -508,6 +641,13 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
         return Ok(());
     }
     if args.wall {
+        for (given, flag) in [(args.hdr.is_some(), "--hdr"), (args.csv.is_some(), "--csv")] {
+            if given {
+                return Err(CliError::Usage(format!(
+                    "{flag} applies to virtual-time runs, not to --wall"
+                )));
+            }
+        }
         return main_wall(args);
     }
     if let Some(p) = &args.output.out {
@@ -515,6 +655,14 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
     }
     if let Some(p) = &args.tpcc_out {
         super::check_writable("--tpcc-out", p)?;
+    }
+    if let Some(p) = &args.csv {
+        for path in csv_paths(p) {
+            super::check_writable("--csv", &path)?;
+        }
+    }
+    if let Some(d) = &args.hdr {
+        super::hdr::prepare(d)?;
     }
     let show = std::io::stderr().is_terminal() && !args.output.json;
     let (title, runs) = run(args, show)?;
@@ -527,6 +675,9 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
     }
     if let Some(p) = &args.tpcc_out {
         write_json(p, &runs)?;
+    }
+    if let Some(p) = &args.csv {
+        write_csv(p, &runs)?;
     }
     if args.output.json {
         let json = serde_json::to_string_pretty(&runs).map_err(|e| CliError::Run(e.to_string()))?;

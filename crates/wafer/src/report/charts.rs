@@ -229,7 +229,7 @@ fn no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> DrawResult<()> 
 }
 
 /// Horizontal stacked bars, one per entry of `bars`, first bar on top; the total of each bar is
-/// written at its end and its label left of the axis.
+/// written at its end (`empty` for a bar without any), and its label left of the axis.
 ///
 /// The bar axis is continuous (bar `i` of `n` spans `n - 1 - i .. n - i`) and the labels are
 /// placed in pixels, so no discrete coordinate or tick computation is involved.
@@ -237,6 +237,7 @@ pub fn stacked_bars(
     segments: &[Segment],
     bars: &[Bar],
     x_desc: &str,
+    empty: &str,
     width: u32,
 ) -> DrawResult<String> {
     let n = bars.len().max(1);
@@ -319,7 +320,7 @@ pub fn stacked_bars(
             let text = if totals[i] > 0.0 {
                 format!("{:.2}", totals[i])
             } else {
-                "no user writes".to_string()
+                empty.to_string()
             };
             chart
                 .draw_series(std::iter::once(
@@ -393,7 +394,7 @@ mod tests {
         .unwrap();
         assert!(svg.contains("no data"));
         assert!(!svg.contains("NaN"));
-        let svg = stacked_bars(&[], &[], "x", 400).unwrap();
+        let svg = stacked_bars(&[], &[], "x", "none", 400).unwrap();
         assert!(svg.contains("no data"));
         for n in 1..=9 {
             let bars: Vec<Bar> = (0..n)
@@ -412,7 +413,7 @@ mod tests {
                     color: RUN_COLORS[1],
                 },
             ];
-            let svg = stacked_bars(&segments, &bars, "x", 600).unwrap();
+            let svg = stacked_bars(&segments, &bars, "x", "none", 600).unwrap();
             assert!(svg.contains(&format!("run {}", n - 1)));
         }
         assert_eq!(shorten("abcdef", 4), "abc…");

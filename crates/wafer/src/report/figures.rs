@@ -4,6 +4,10 @@ use super::charts::{self, Bar, Line, LinePanel, Segment};
 use super::RunView;
 use plotters::style::RGBColor;
 use wafer_workloads::bench::BenchSummary;
+use wafer_workloads::tpcc::TpccFigures;
+
+pub mod sim;
+pub use sim::{draw_sim, SimFigures};
 
 /// Width of every chart in SVG pixels (the page scales them to its width).
 pub const CHART_WIDTH: u32 = 1200;
@@ -277,14 +281,162 @@ pub fn latency_tail(views: &[RunView<'_>]) -> (Unit, Vec<Line>) {
     (u, lines)
 }
 
+/// The latency percentiles of each interval against virtual time: the p50, p99 and p99.9
+/// panels, each with its own latency unit and a line per run. Intervals without a value (no
+/// operation completed, or a file written before the series carried percentiles) are left out.
+pub fn latency_intervals(views: &[RunView<'_>]) -> (Unit, [(Unit, Vec<Line>); 3]) {
+    let t = pick_unit(max_of(views, |r| r.virtual_s), &TIME_UNITS);
+    let panel = |f: fn(&wafer_workloads::bench::SeriesRow) -> u64| {
+        let u = pick_unit(max_of(views, |r| f(r) as f64), &LATENCY_UNITS);
+        let lines = views
+            .iter()
+            .map(|v| Line {
+                color: v.color,
+                points: v
+                    .run
+                    .series
+                    .iter()
+                    .filter(|r| f(r) > 0)
+                    .map(|r| (r.virtual_s / t.div, f(r) as f64 / u.div))
+                    .collect(),
+            })
+            .collect();
+        (u, lines)
+    };
+    (
+        t,
+        [
+            panel(|r| r.latency_ns_p50),
+            panel(|r| r.latency_ns_p99),
+            panel(|r| r.latency_ns_p999),
+        ],
+    )
+}
+
+const TPMC_UNITS: [Unit; 3] = [
+    Unit {
+        div: 1.0,
+        name: "tpmC",
+    },
+    Unit {
+        div: 1e3,
+        name: "thousand tpmC",
+    },
+    Unit {
+        div: 1e6,
+        name: "million tpmC",
+    },
+];
+
+/// New-Orders per virtual minute between consecutive points of a TPC-C series: (end of the
+/// interval in virtual seconds, tpmC).
+pub fn tpmc_points(f: &TpccFigures) -> Vec<(f64, f64)> {
+    f.series
+        .windows(2)
+        .filter(|w| w[1].virtual_s > w[0].virtual_s)
+        .map(|w| {
+            let dt = w[1].virtual_s - w[0].virtual_s;
+            let n = w[1].new_orders.saturating_sub(w[0].new_orders) as f64;
+            (w[1].virtual_s, n * 60.0 / dt)
+        })
+        .collect()
+}
+
+/// tpmC per interval against virtual time (runs without TPC-C figures have no line).
+pub fn tpmc_intervals(views: &[RunView<'_>]) -> (Unit, Unit, Vec<Line>) {
+    let points: Vec<Vec<(f64, f64)>> = views
+        .iter()
+        .map(|v| v.run.tpcc.as_ref().map(tpmc_points).unwrap_or_default())
+        .collect();
+    let max = |i: usize| {
+        points
+            .iter()
+            .flatten()
+            .map(|p| if i == 0 { p.0 } else { p.1 })
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+    };
+    let t = pick_unit(max(0), &TIME_UNITS);
+    let y = pick_unit(max(1), &TPMC_UNITS);
+    let lines = views
+        .iter()
+        .zip(points)
+        .map(|(v, p)| Line {
+            color: v.color,
+            points: p.iter().map(|(x, q)| (x / t.div, q / y.div)).collect(),
+        })
+        .collect();
+    (t, y, lines)
+}
+
+/// Cumulative media (flash) writes against New-Orders, from the origin (paper 002 Figure 16).
+pub fn media_vs_new_orders(views: &[RunView<'_>]) -> (Unit, Unit, Vec<Line>) {
+    let series = |v: &RunView<'_>| v.run.tpcc.as_ref().map(|f| f.series.clone());
+    let all: Vec<(f64, f64)> = views
+        .iter()
+        .filter_map(series)
+        .flatten()
+        .map(|p| (p.new_orders as f64, p.media_mb_cumulative))
+        .collect();
+    let x = pick_unit(all.iter().map(|p| p.0).fold(0.0, f64::max), &COUNT_UNITS);
+    let y = pick_unit(all.iter().map(|p| p.1).fold(0.0, f64::max), &MB_UNITS);
+    let lines = views
+        .iter()
+        .map(|v| Line {
+            color: v.color,
+            points: series(v)
+                .unwrap_or_default()
+                .iter()
+                .map(|p| (p.new_orders as f64 / x.div, p.media_mb_cumulative / y.div))
+                .collect(),
+        })
+        .collect();
+    (x, y, lines)
+}
+
+/// The phases of a recovery, as the stacked bar shows them.
+pub const RECOVERY_SEGMENTS: [Segment; 4] = [
+    Segment {
+        label: "analysis",
+        color: RGBColor(78, 121, 167),
+    },
+    Segment {
+        label: "redo",
+        color: RGBColor(242, 142, 43),
+    },
+    Segment {
+        label: "undo",
+        color: RGBColor(225, 87, 89),
+    },
+    Segment {
+        label: "rest of the reopen",
+        color: RGBColor(186, 176, 172),
+    },
+];
+
+/// Virtual milliseconds of a run's recovery by phase: analysis, redo, undo, and the rest of the
+/// reopen (opening the devices, the final checkpoint); `None` without a recovery.
+pub fn recovery_phases(f: &TpccFigures) -> Option<[f64; 4]> {
+    let r = f.recovery.as_ref()?;
+    let p = &r.report;
+    let [a, b, c] = [p.analysis_us, p.redo_us, p.undo_us].map(|us| us as f64 / 1e3);
+    Some([a, b, c, (r.virtual_ms - a - b - c).max(0.0)])
+}
+
 /// Every figure of the page, drawn.
 pub struct Figures {
     pub breakdown: BreakdownData,
     pub breakdown_svg: String,
+    /// Operations per second per interval; tpmC per interval on a TPC-C page.
     pub throughput_svg: String,
+    /// Flash writes against transactions; against New-Orders on a TPC-C page.
     pub media_svg: String,
     pub waf_svg: String,
     pub latency_svg: String,
+    /// p50, p99 and p99.9 of each interval against virtual time.
+    pub latency_time_svg: String,
+    /// TPC-C page: recovery time by phase, when a run recovered from a crash.
+    pub recovery_svg: Option<String>,
 }
 
 fn with_unit(what: &str, unit: &str) -> String {
@@ -295,7 +447,8 @@ fn with_unit(what: &str, unit: &str) -> String {
     }
 }
 
-pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
+/// Every figure of a benchmark page; `tpcc`: the TPC-C page (tpmC and New-Orders).
+pub fn draw_all(views: &[RunView<'_>], tpcc: bool) -> Result<Figures, String> {
     let data = breakdown(views);
     let segments: Vec<Segment> = data
         .shown
@@ -320,10 +473,15 @@ pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
         &segments,
         &bars,
         "bytes written per user byte (bar length = total WAF)",
+        "no user writes",
         CHART_WIDTH,
     )?;
 
-    let (t, o, lines) = throughput(views);
+    let (t, o, lines) = if tpcc {
+        tpmc_intervals(views)
+    } else {
+        throughput(views)
+    };
     let throughput_svg = charts::line_chart(
         &LinePanel {
             caption: None,
@@ -334,11 +492,15 @@ pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
         (CHART_WIDTH, 460),
     )?;
 
-    let (x, y, lines) = media_writes(views);
+    let (x, y, lines) = if tpcc {
+        media_vs_new_orders(views)
+    } else {
+        media_writes(views)
+    };
     let media_svg = charts::line_chart(
         &LinePanel {
             caption: None,
-            x_desc: &with_unit("transactions", x.name),
+            x_desc: &with_unit(if tpcc { "New-Orders" } else { "transactions" }, x.name),
             y_desc: &with_unit("cumulative flash (media) writes", y.name),
             lines: &lines,
         },
@@ -374,6 +536,54 @@ pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
         },
         (CHART_WIDTH, 420),
     )?;
+    let (t, [(u50, p50), (u99, p99), (u999, p999)]) = latency_intervals(views);
+    let x_desc = with_unit("virtual time", t.name);
+    let y_desc = |u: Unit| with_unit("latency", u.name);
+    let (y50, y99, y999) = (y_desc(u50), y_desc(u99), y_desc(u999));
+    let latency_time_svg = charts::line_panels(
+        &[
+            LinePanel {
+                caption: Some("p50 per interval"),
+                x_desc: &x_desc,
+                y_desc: &y50,
+                lines: &p50,
+            },
+            LinePanel {
+                caption: Some("p99 per interval"),
+                x_desc: &x_desc,
+                y_desc: &y99,
+                lines: &p99,
+            },
+            LinePanel {
+                caption: Some("p99.9 per interval"),
+                x_desc: &x_desc,
+                y_desc: &y999,
+                lines: &p999,
+            },
+        ],
+        (CHART_WIDTH, 400),
+    )?;
+    let recovery: Vec<Bar> = views
+        .iter()
+        .filter_map(|v| {
+            let phases = recovery_phases(v.run.tpcc.as_ref()?)?;
+            Some(Bar {
+                label: v.label.clone(),
+                values: phases.to_vec(),
+            })
+        })
+        .collect();
+    let recovery_svg = if tpcc && !recovery.is_empty() {
+        Some(charts::stacked_bars(
+            &RECOVERY_SEGMENTS,
+            &recovery,
+            "virtual milliseconds from the crash until the database is open again",
+            "no recovery",
+            CHART_WIDTH,
+        )?)
+    } else {
+        None
+    };
     Ok(Figures {
         breakdown: data,
         breakdown_svg,
@@ -381,12 +591,145 @@ pub fn draw_all(views: &[RunView<'_>]) -> Result<Figures, String> {
         media_svg,
         waf_svg,
         latency_svg,
+        latency_time_svg,
+        recovery_svg,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wafer_workloads::bench::{BenchConfig, Breakdown, Preset, SeriesRow, SteadyState, Window};
+    use wafer_workloads::tpcc::{RecoveryOutcome, TpccSeriesPoint};
+
+    fn bench(series: Vec<SeriesRow>, tpcc: Option<TpccFigures>) -> BenchSummary {
+        BenchSummary {
+            name: "x".into(),
+            description: String::new(),
+            config: BenchConfig::new(
+                Preset::InPlace,
+                64 << 20,
+                0.1,
+                wafer_workloads::YcsbConfig::default(),
+            ),
+            records: 0,
+            fill_achieved: 0.0,
+            load: Window::default(),
+            run: Window::default(),
+            steady: Window::default(),
+            steady_state: SteadyState::default(),
+            bytes: Breakdown::default(),
+            aborts: 0,
+            latency: flashsim::LatencySummary::default(),
+            ssd_gc_runs: 0,
+            ssd_erases: 0,
+            devices: Vec::new(),
+            wear: flashsim::WearReport::default(),
+            series,
+            tpcc,
+        }
+    }
+
+    fn view(run: &BenchSummary, i: usize) -> RunView<'_> {
+        RunView {
+            label: format!("run {i}"),
+            color: charts::run_color(i),
+            source: "",
+            run,
+        }
+    }
+
+    fn row(t: f64, p50: u64, p99: u64, p999: u64) -> SeriesRow {
+        SeriesRow {
+            virtual_s: t,
+            latency_ns_p50: p50,
+            latency_ns_p99: p99,
+            latency_ns_p999: p999,
+            ..SeriesRow::default()
+        }
+    }
+
+    #[test]
+    fn latency_percentiles_per_interval() {
+        let a = bench(
+            vec![
+                row(0.5, 40_000, 900_000, 2_000_000),
+                // No operation completed in this interval: no point.
+                row(1.0, 0, 0, 0),
+                row(1.5, 60_000, 1_100_000, 3_500_000),
+            ],
+            None,
+        );
+        // A file written before the series carried percentiles: no line, no error.
+        let old = bench(vec![row(0.7, 0, 0, 0)], None);
+        let views = [view(&a, 0), view(&old, 1)];
+        let (t, [(u50, p50), (u99, p99), (u999, p999)]) = latency_intervals(&views);
+        assert_eq!(t.name, "s");
+        // Each panel has its own unit.
+        assert_eq!((u50.name, u99.name, u999.name), ("us", "ms", "ms"));
+        assert_eq!(p50[0].points, vec![(0.5, 40.0), (1.5, 60.0)]);
+        assert_eq!(p99[0].points, vec![(0.5, 0.9), (1.5, 1.1)]);
+        assert_eq!(p999[0].points, vec![(0.5, 2.0), (1.5, 3.5)]);
+        assert!(p50[1].points.is_empty() && p999[1].points.is_empty());
+        assert_eq!(p50[1].color, charts::run_color(1));
+    }
+
+    fn point(t: f64, new_orders: u64, media_mb: f64) -> TpccSeriesPoint {
+        TpccSeriesPoint {
+            virtual_s: t,
+            new_orders,
+            media_mb_cumulative: media_mb,
+            ..TpccSeriesPoint::default()
+        }
+    }
+
+    #[test]
+    fn tpcc_figures_data() {
+        let mut f = TpccFigures {
+            series: vec![
+                point(0.0, 0, 0.0),
+                point(0.5, 1000, 4.0),
+                point(0.5, 1000, 4.0),
+                point(2.0, 4000, 20.0),
+            ],
+            ..TpccFigures::default()
+        };
+        // 1000 New-Orders in half a minute of a second... per minute: x 120; an empty interval
+        // (no time passed) is skipped.
+        assert_eq!(tpmc_points(&f), vec![(0.5, 120_000.0), (2.0, 120_000.0)]);
+        let with = bench(Vec::new(), Some(f.clone()));
+        let without = bench(Vec::new(), None);
+        let views = [view(&with, 0), view(&without, 1)];
+        let (t, y, lines) = tpmc_intervals(&views);
+        assert_eq!((t.name, y.name), ("s", "thousand tpmC"));
+        assert_eq!(lines[0].points, vec![(0.5, 120.0), (2.0, 120.0)]);
+        assert!(lines[1].points.is_empty());
+        let (x, y, lines) = media_vs_new_orders(&views);
+        assert_eq!((x.name, y.name), ("thousands", "MB"));
+        assert_eq!(lines[0].points[0], (0.0, 0.0));
+        assert_eq!(lines[0].points[3], (4.0, 20.0));
+
+        assert_eq!(recovery_phases(&f), None);
+        f.recovery = Some(RecoveryOutcome {
+            report: wafer_engine_report(1_500, 7_250, 0),
+            virtual_ms: 10.0,
+        });
+        // Analysis, redo, undo, and the rest of the reopen (10 - 8.75 ms).
+        assert_eq!(recovery_phases(&f), Some([1.5, 7.25, 0.0, 1.25]));
+    }
+
+    fn wafer_engine_report(
+        analysis_us: u64,
+        redo_us: u64,
+        undo_us: u64,
+    ) -> wafer_workloads::tpcc::RecoveryReport {
+        wafer_workloads::tpcc::RecoveryReport {
+            analysis_us,
+            redo_us,
+            undo_us,
+            ..Default::default()
+        }
+    }
 
     #[test]
     fn units() {

@@ -7,7 +7,7 @@ use crate::cli::size::format_bytes;
 use std::fmt::Write as _;
 use wafer_workloads::bench::{BenchSummary, Window};
 
-const CSS: &str = "\
+pub(super) const CSS: &str = "\
 :root{color-scheme:light}
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif;\
 color:#1d1d1f;background:#fff;max-width:1240px;margin:0 auto;padding:24px 28px 48px;line-height:1.45}
@@ -35,7 +35,7 @@ span.src{color:#666;font-size:.88em}
 ";
 
 /// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -51,7 +51,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A number with thousands separators, "n/a" when not finite.
-fn grouped(v: f64) -> String {
+pub(super) fn grouped(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".into();
     }
@@ -69,7 +69,31 @@ fn grouped(v: f64) -> String {
     out
 }
 
-fn fixed(v: f64, decimals: usize) -> String {
+/// A volume of traffic in decimal units (docs/metrics.md: sizes binary, traffic decimal):
+/// "201.3 MB", "1.17 GB".
+pub(super) fn traffic(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+    let mut v = bytes as f64;
+    if v < 1e3 {
+        return format!("{bytes} B");
+    }
+    let mut i = 0;
+    v /= 1e3;
+    while v >= 1e3 && i + 1 < UNITS.len() {
+        v /= 1e3;
+        i += 1;
+    }
+    let d = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.d$} {}", UNITS[i])
+}
+
+pub(super) fn fixed(v: f64, decimals: usize) -> String {
     if v.is_finite() {
         format!("{v:.decimals$}")
     } else {
@@ -77,7 +101,7 @@ fn fixed(v: f64, decimals: usize) -> String {
     }
 }
 
-fn percent(v: f64) -> String {
+pub(super) fn percent(v: f64) -> String {
     if v.is_finite() {
         format!("{:.1}%", v * 100.0)
     } else {
@@ -85,7 +109,7 @@ fn percent(v: f64) -> String {
     }
 }
 
-fn latency(ns: u64) -> String {
+pub(super) fn latency(ns: u64) -> String {
     let v = ns as f64;
     if ns == 0 {
         "n/a".into()
@@ -102,7 +126,7 @@ fn latency(ns: u64) -> String {
 
 /// The indices of the best of `values` (lowest or highest) as shown by `show`, so that values
 /// that print the same tie; empty when there is no difference to show.
-fn best(values: &[f64], show: fn(f64) -> String, lower_is_better: bool) -> Vec<usize> {
+pub(super) fn best(values: &[f64], show: fn(f64) -> String, lower_is_better: bool) -> Vec<usize> {
     let finite: Vec<(usize, f64)> = values
         .iter()
         .copied()
@@ -198,14 +222,18 @@ const WINDOW_COLUMNS: [Column; 7] = [
     },
 ];
 
-fn swatch(color: plotters::style::RGBColor) -> String {
+pub(super) fn swatch(color: plotters::style::RGBColor) -> String {
     format!(
         "<span class=\"swatch\" style=\"background:{}\"></span>",
         charts::hex(color)
     )
 }
 
-fn window_table(out: &mut String, views: &[RunView<'_>], window: fn(&BenchSummary) -> &Window) {
+pub(super) fn window_table(
+    out: &mut String,
+    views: &[RunView<'_>],
+    window: fn(&BenchSummary) -> &Window,
+) {
     out.push_str("<table>\n<thead><tr><th>configuration</th>");
     for c in &WINDOW_COLUMNS {
         let _ = write!(out, "<th>{}</th>", esc(c.head));
@@ -336,7 +364,7 @@ fn run_details_table(out: &mut String, views: &[RunView<'_>]) {
     out.push_str("</tbody>\n</table>\n");
 }
 
-fn run_legend(out: &mut String, views: &[RunView<'_>]) {
+pub(super) fn run_legend(out: &mut String, views: &[RunView<'_>]) {
     out.push_str("<div class=\"legend\">");
     for v in views {
         let empty = if v.run.series.is_empty() {
@@ -354,7 +382,7 @@ fn run_legend(out: &mut String, views: &[RunView<'_>]) {
     out.push_str("</div>\n");
 }
 
-fn figure(out: &mut String, id: &str, svg: &str, caption: &str) {
+pub(super) fn figure(out: &mut String, id: &str, svg: &str, caption: &str) {
     let _ = write!(
         out,
         "<figure class=\"chart\" id=\"{id}\">\n{svg}<figcaption>{}</figcaption>\n</figure>\n",
@@ -414,9 +442,8 @@ fn breakdown_section(out: &mut String, views: &[RunView<'_>], f: &Figures) {
     out.push_str("</tbody>\n</table>\n");
 }
 
-/// The whole page.
-pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -> String {
-    let mut out = String::with_capacity(64 * 1024 + f.breakdown_svg.len() * 4);
+/// The start of every page: head with the inline CSS, the title.
+pub(super) fn page_start(out: &mut String, title: &str) {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -424,16 +451,21 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
          <title>{t}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<h1>{t}</h1>\n",
         t = esc(title)
     );
+}
+
+/// The line naming the input files, how many runs each holds and its title.
+pub(super) fn sources(out: &mut String, title: &str, inputs: &[Input], what: &str) {
     let files: Vec<String> = inputs
         .iter()
         .map(|i| {
-            let runs = i.report.runs.len();
-            let mut s = format!("{runs} run{}", if runs == 1 { "" } else { "s" });
+            let n = i.content.count();
+            let mut s = format!("{n} {what}{}", if n == 1 { "" } else { "s" });
             if !i.source.is_empty() {
                 s = format!("<code>{}</code> ({s})", esc(&i.source));
             }
-            if !i.report.title.trim().is_empty() && i.report.title.trim() != title.trim() {
-                let _ = write!(s, ": {}", esc(&i.report.title));
+            let t = i.content.title().trim();
+            if !t.is_empty() && t != title.trim() {
+                let _ = write!(s, ": {}", esc(t));
             }
             s
         })
@@ -441,6 +473,20 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
     out.push_str("<p class=\"sources\">");
     out.push_str(&files.join("; "));
     out.push_str(". All times and rates are virtual (simulated device time).</p>\n");
+}
+
+/// The whole page; `tpcc`: the TPC-C layout (its own results table first, tpmC and New-Orders
+/// in the charts).
+pub fn page(
+    title: &str,
+    inputs: &[Input],
+    views: &[RunView<'_>],
+    f: &Figures,
+    tpcc: bool,
+) -> String {
+    let mut out = String::with_capacity(64 * 1024 + f.breakdown_svg.len() * 4);
+    page_start(&mut out, title);
+    sources(&mut out, title, inputs, "run");
     if views.len() > charts::RUN_COLORS.len() {
         let _ = writeln!(
             out,
@@ -453,7 +499,12 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
     out.push_str("<h2>Runs</h2>\n");
     config_table(&mut out, views, inputs.len() > 1);
 
-    out.push_str("<h2>Comparison (steady state)</h2>\n");
+    if tpcc {
+        super::tpcc::sections(&mut out, views, f);
+        out.push_str("<h2>Engine metrics (steady state)</h2>\n");
+    } else {
+        out.push_str("<h2>Comparison (steady state)</h2>\n");
+    }
     out.push_str(
         "<p class=\"note\">The last full interval of each run (a final interval holding less \
          than half an interval's writes, as when a run stops at an operation limit, is merged \
@@ -479,19 +530,34 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
         &mut out,
         "fig-throughput",
         &f.throughput_svg,
-        "Operations per second of virtual time, per interval (an interval ends each time the \
-         DB-issued writes grow by a fixed share of the data device).",
+        if tpcc {
+            "New-Orders per minute of virtual time (tpmC), per interval (an interval ends each \
+             time the DB-issued writes grow by a fixed share of the data device)."
+        } else {
+            "Operations per second of virtual time, per interval (an interval ends each time the \
+             DB-issued writes grow by a fixed share of the data device)."
+        },
     );
 
-    out.push_str("<h2>Flash writes against transactions</h2>\n");
+    if tpcc {
+        out.push_str("<h2>Flash writes against New-Orders</h2>\n");
+    } else {
+        out.push_str("<h2>Flash writes against transactions</h2>\n");
+    }
     run_legend(&mut out, views);
     figure(
         &mut out,
         "fig-media",
         &f.media_svg,
-        "Cumulative bytes programmed to flash by the data SSD since the run started, against \
-         committed transactions (paper 002 Figure 16). A flatter line writes less flash per \
-         transaction.",
+        if tpcc {
+            "Cumulative bytes programmed to flash by the data SSD since the run started, against \
+             completed New-Orders (paper 002 Figure 16). A flatter line writes less flash per \
+             New-Order."
+        } else {
+            "Cumulative bytes programmed to flash by the data SSD since the run started, against \
+             committed transactions (paper 002 Figure 16). A flatter line writes less flash per \
+             transaction."
+        },
     );
 
     out.push_str("<h2>Write amplification per interval</h2>\n");
@@ -511,6 +577,17 @@ pub fn page(title: &str, inputs: &[Input], views: &[RunView<'_>], f: &Figures) -
         &f.latency_svg,
         "Latency of the measured run's operations (virtual time, from submission to completion) \
          at the 50th, 99th, 99.9th and 99.99th percentiles, on a scale of nines.",
+    );
+
+    out.push_str("<h2>Latency over time</h2>\n");
+    run_legend(&mut out, views);
+    figure(
+        &mut out,
+        "fig-latency-time",
+        &f.latency_time_svg,
+        "The 50th, 99th and 99.9th percentile latency of the operations that completed in each \
+         interval, against virtual time (each panel has its own scale). The --hdr DIR option of \
+         bench ycsb and bench tpcc writes the full histograms as HdrHistogram interval logs.",
     );
     out.push_str("</body>\n</html>\n");
     out
@@ -537,6 +614,10 @@ mod tests {
         assert_eq!(fixed(f64::NAN, 2), "n/a");
         assert_eq!(percent(0.5), "50.0%");
         assert_eq!(latency(1_500), "1.5 µs");
+        assert_eq!(traffic(999), "999 B");
+        assert_eq!(traffic(201_326_592), "201 MB");
+        assert_eq!(traffic(1_170_000_000), "1.17 GB");
+        assert_eq!(traffic(12_340), "12.3 kB");
     }
 
     #[test]

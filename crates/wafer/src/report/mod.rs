@@ -1,24 +1,119 @@
-//! The HTML report of benchmark results: one self-contained page (inline CSS and SVG, no scripts,
-//! no external resources) comparing the runs of one or more `wafer bench` result files.
+//! The HTML report of wafer's results: one self-contained page (inline CSS and SVG, no scripts,
+//! no external resources) comparing the runs of one or more result files.
 //!
-//! * [`load`] reads and checks one result file ([`BenchReport`], or a single [`BenchSummary`]);
+//! * [`load`] reads and checks one result file, whatever wafer command wrote it: engine
+//!   benchmarks (`wafer bench ycsb`, `bench tpcc --out`, `--tpcc-out`, `wafer demo`), device
+//!   simulations (`wafer sim --json`/`--out`, the per-configuration files of `wafer bench device`)
+//!   and `wafer bench device`'s comparison table (`comparison.json`, or its `--json` output);
 //! * [`figures`] turns the runs into the data of each chart (pure, tested here);
-//! * [`charts`] draws SVG charts; [`html`] lays out the page.
+//! * [`charts`] draws SVG charts; [`html`] lays out the engine benchmark page (with [`tpcc`]'s
+//!   tables for TPC-C runs), [`device`] the device page.
+//!
+//! One page holds one kind of result: engine benchmark runs of one workload (YCSB-A, TPC-C, ...),
+//! or device-level results (simulations and device comparisons, each in its own section). Other
+//! mixes are refused ([`ReportError::Mixed`], [`ReportError::MixedKinds`]): their numbers do not
+//! share a table.
 
 pub mod charts;
+mod device;
 pub mod figures;
 mod html;
+mod tpcc;
 
+use crate::cli::device::DeviceRow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use wafer_workloads::bench::{BenchReport, BenchSummary};
+use wafer_workloads::simrun::RunSummary;
+use wafer_workloads::tpcc::TpccSummary;
+
+/// What one result file holds.
+pub enum Content {
+    /// Engine benchmark runs (`wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`).
+    Bench(BenchReport),
+    /// One device simulation (`wafer sim`, or one configuration of `wafer bench device`).
+    Sim(Box<RunSummary>),
+    /// The comparison table of `wafer bench device`.
+    Device(Vec<DeviceRow>),
+}
+
+/// The two kinds of page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Engine benchmarks.
+    Bench,
+    /// Device-level results (simulations and device comparisons).
+    Device,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Bench => "engine benchmark runs (`wafer bench ycsb`/`tpcc`, `wafer demo`)",
+            Kind::Device => "device results (`wafer sim`, `wafer bench device`)",
+        }
+    }
+}
+
+impl Content {
+    /// The kind of page it goes on.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Content::Bench(_) => Kind::Bench,
+            Content::Sim(_) | Content::Device(_) => Kind::Device,
+        }
+    }
+
+    /// Runs (or table rows) it holds.
+    pub fn count(&self) -> usize {
+        match self {
+            Content::Bench(r) => r.runs.len(),
+            Content::Sim(_) => 1,
+            Content::Device(rows) => rows.len(),
+        }
+    }
+
+    /// The title it carries, if any.
+    pub fn title(&self) -> &str {
+        match self {
+            Content::Bench(r) => &r.title,
+            _ => "",
+        }
+    }
+}
 
 /// A result file, read and checked (or a report made in this process).
 pub struct Input {
     /// Where the report came from, as shown on the page (a file name; empty when made in
     /// process).
     pub source: String,
-    pub report: BenchReport,
+    pub content: Content,
+}
+
+impl Input {
+    /// Benchmark runs made in this process (`wafer demo`).
+    pub fn bench(report: BenchReport) -> Input {
+        Input {
+            source: String::new(),
+            content: Content::Bench(report),
+        }
+    }
+
+    /// The benchmark report it holds, if it holds one.
+    pub fn bench_report(&self) -> Option<&BenchReport> {
+        match &self.content {
+            Content::Bench(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// A short name for a single-run input: the file name without its extension.
+    fn stem(&self) -> String {
+        Path::new(&self.source)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }
 
 /// Why a report could not be made.
@@ -34,15 +129,23 @@ pub enum ReportError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    /// The file is JSON, but not a benchmark result.
+    /// The file is JSON, but not a wafer result.
     Schema {
         path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// The file looks like one kind of wafer result (`what`) but does not read as one.
+    Damaged {
+        path: PathBuf,
+        what: &'static str,
         source: serde_json::Error,
     },
     /// None of the files holds a run.
     NoRuns,
     /// The files hold runs of different workloads (one comparison table cannot mix them).
     Mixed(String),
+    /// The files hold different kinds of result (engine benchmarks and device results).
+    MixedKinds(String),
     /// The file is another wafer result this page does not render.
     Unsupported { path: PathBuf, what: &'static str },
     /// A chart could not be drawn.
@@ -61,7 +164,14 @@ impl fmt::Display for ReportError {
             ReportError::Schema { path, source } => write!(
                 f,
                 "{} is not a wafer benchmark result (expected the JSON written by `wafer bench`, \
-                 an object with \"title\" and \"runs\"): {source}",
+                 an object with \"title\" and \"runs\", or by `wafer sim`, or `wafer bench \
+                 device`'s table): {source}",
+                path.display()
+            ),
+            ReportError::Damaged { path, what, source } => write!(
+                f,
+                "{} looks like {what} but does not read as one (damaged, or written by another \
+                 version): {source}",
                 path.display()
             ),
             ReportError::NoRuns => f.write_str("the input files contain no benchmark runs"),
@@ -70,10 +180,16 @@ impl fmt::Display for ReportError {
                 "the inputs hold runs of different workloads ({m}); their numbers are not \
                  comparable in one table: make one report per workload"
             ),
+            ReportError::MixedKinds(m) => write!(
+                f,
+                "the inputs hold different kinds of result ({m}); a page shows one kind: make \
+                 one report of the engine benchmarks and another of the device results"
+            ),
             ReportError::Unsupported { path, what } => write!(
                 f,
                 "{} is {what}, which `wafer report` does not render (it renders the JSON of \
-                 `wafer bench ycsb` and `wafer bench tpcc --out`)",
+                 `wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`, `wafer sim` and \
+                 `wafer bench device`)",
                 path.display()
             ),
             ReportError::Chart(m) => f.write_str(m),
@@ -83,7 +199,33 @@ impl fmt::Display for ReportError {
 
 impl std::error::Error for ReportError {}
 
-/// Reads one result file: a [`BenchReport`], or a lone [`BenchSummary`] (one run).
+/// A TPC-C summary (`--tpcc-out`) as a benchmark run, with its TPC-C figures.
+fn tpcc_run(s: TpccSummary) -> BenchSummary {
+    let figures = s.bench.tpcc.clone().unwrap_or_else(|| s.figures());
+    let mut run = s.bench;
+    run.tpcc = Some(figures);
+    run
+}
+
+/// What a JSON value that is no result `wafer report` renders is, when it is another wafer
+/// output.
+fn other_output(v: &serde_json::Value) -> Option<&'static str> {
+    let has = |v: &serde_json::Value, k: &str| v.get(k).is_some();
+    let first = v.as_array().and_then(|a| a.first());
+    if has(v, "trials") && has(v, "failures_by_class") {
+        Some("the summary of `wafer torture`")
+    } else if first.is_some_and(|e| has(e, "ops_per_s") && has(e, "seconds")) {
+        Some("wall-clock results (`wafer bench wall --json`)")
+    } else if first.is_some_and(|e| has(e, "tpmc") && has(e, "seconds")) {
+        Some("wall-clock results (`wafer bench tpcc --wall --json`)")
+    } else {
+        None
+    }
+}
+
+/// Reads one result file: engine benchmark runs (a [`BenchReport`], a lone [`BenchSummary`], or
+/// the list of [`TpccSummary`] of `--tpcc-out`), a `wafer sim` result ([`RunSummary`]), or
+/// `wafer bench device`'s comparison rows.
 pub fn load(path: &Path) -> Result<Input, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
@@ -94,7 +236,51 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
             path: path.to_path_buf(),
             source,
         })?;
-    let source_value = value.clone();
+    let input = |content| {
+        Ok(Input {
+            source: path.display().to_string(),
+            content,
+        })
+    };
+    let damaged = |what, source| ReportError::Damaged {
+        path: path.to_path_buf(),
+        what,
+        source,
+    };
+    if let Some(what) = other_output(&value) {
+        return Err(ReportError::Unsupported {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
+    let has = |k: &str| value.get(k).is_some();
+    if has("ssd") && has("workload") && has("rows") {
+        let s = serde_json::from_value::<RunSummary>(value)
+            .map_err(|e| damaged("the result of `wafer sim`", e))?;
+        return input(Content::Sim(Box::new(s)));
+    }
+    if let Some(first) = value.as_array().and_then(|a| a.first()) {
+        if first.get("bench").is_some() && first.get("tpmc").is_some() {
+            let runs = serde_json::from_value::<Vec<TpccSummary>>(value)
+                .map_err(|e| damaged("the TPC-C detail of `wafer bench tpcc --tpcc-out`", e))?;
+            let title = runs
+                .first()
+                .map(|r| r.bench.config.workload_label.clone().unwrap_or_default())
+                .unwrap_or_default();
+            return input(Content::Bench(BenchReport {
+                title,
+                runs: runs.into_iter().map(tpcc_run).collect(),
+            }));
+        }
+        if first.get("waf_steady").is_some() && first.get("dwpd_rated_5y").is_some() {
+            let rows = serde_json::from_value::<Vec<DeviceRow>>(value)
+                .map_err(|e| damaged("the comparison of `wafer bench device`", e))?;
+            return input(Content::Device(rows));
+        }
+    }
+    if value.as_array().is_some_and(|a| a.is_empty()) {
+        return input(Content::Device(Vec::new()));
+    }
     let report = match serde_json::from_value::<BenchReport>(value.clone()) {
         Ok(r) => r,
         Err(source) => match serde_json::from_value::<BenchSummary>(value) {
@@ -103,31 +289,14 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
                 runs: vec![run],
             },
             Err(_) => {
-                let obj = |k: &str| source_value.get(k).is_some();
-                let what = if obj("ssd") && obj("workload") && obj("rows") {
-                    Some("the result of `wafer sim` (or of one `wafer bench device` case)")
-                } else if source_value.is_array() {
-                    Some("a list (the TPC-C detail `wafer bench tpcc --tpcc-out` writes)")
-                } else {
-                    None
-                };
-                return Err(match what {
-                    Some(what) => ReportError::Unsupported {
-                        path: path.to_path_buf(),
-                        what,
-                    },
-                    None => ReportError::Schema {
-                        path: path.to_path_buf(),
-                        source,
-                    },
-                });
+                return Err(ReportError::Schema {
+                    path: path.to_path_buf(),
+                    source,
+                })
             }
         },
     };
-    Ok(Input {
-        source: path.display().to_string(),
-        report,
-    })
+    input(Content::Bench(report))
 }
 
 /// One run as the page shows it.
@@ -143,47 +312,106 @@ pub struct RunView<'a> {
 pub fn runs(inputs: &[Input]) -> Vec<RunView<'_>> {
     let all: Vec<(&str, &BenchSummary)> = inputs
         .iter()
-        .flat_map(|i| i.report.runs.iter().map(move |r| (i.source.as_str(), r)))
+        .filter_map(|i| Some((i.source.as_str(), i.bench_report()?)))
+        .flat_map(|(source, r)| r.runs.iter().map(move |run| (source, run)))
         .collect();
-    let mut seen: Vec<String> = Vec::new();
+    let labels = unique_labels(all.iter().map(|(_, r)| r.name.as_str()));
     all.iter()
+        .zip(labels)
         .enumerate()
-        .map(|(i, (source, run))| {
-            let base = if run.name.trim().is_empty() {
-                format!("run {}", i + 1)
-            } else {
-                run.name.clone()
-            };
-            let mut label = base.clone();
-            let mut k = 2;
-            while seen.contains(&label) {
-                label = format!("{base} #{k}");
-                k += 1;
-            }
-            seen.push(label.clone());
-            RunView {
-                label,
-                color: charts::run_color(i),
-                source,
-                run,
-            }
+        .map(|(i, ((source, run), label))| RunView {
+            label,
+            color: charts::run_color(i),
+            source,
+            run,
+        })
+        .collect()
+}
+
+/// Labels for names in page order: "run N" for an empty name, "NAME #2" for a repeated one.
+pub fn unique_labels<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for (i, name) in names.enumerate() {
+        let base = if name.trim().is_empty() {
+            format!("run {}", i + 1)
+        } else {
+            name.to_string()
+        };
+        let mut label = base.clone();
+        let mut k = 2;
+        while seen.contains(&label) {
+            label = format!("{base} #{k}");
+            k += 1;
+        }
+        seen.push(label);
+    }
+    seen
+}
+
+/// One device simulation as the page shows it.
+pub struct SimView<'a> {
+    pub label: String,
+    pub color: plotters::style::RGBColor,
+    pub run: &'a RunSummary,
+}
+
+/// The simulations of all inputs in order, named after their files, with a colour each.
+pub fn sim_runs(inputs: &[Input]) -> Vec<SimView<'_>> {
+    let all: Vec<(&Input, &RunSummary)> = inputs
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::Sim(s) => Some((i, s.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let stems: Vec<String> = all.iter().map(|(i, _)| i.stem()).collect();
+    let labels = unique_labels(stems.iter().map(|s| s.as_str()));
+    all.iter()
+        .zip(labels)
+        .enumerate()
+        .map(|(i, ((_, run), label))| SimView {
+            label,
+            color: charts::run_color(i),
+            run,
         })
         .collect()
 }
 
 /// Renders the page for `inputs`; `title` overrides the title taken from the inputs.
 pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportError> {
+    if inputs.iter().map(|i| i.content.count()).sum::<usize>() == 0 {
+        return Err(ReportError::NoRuns);
+    }
+    let mut kinds: Vec<(Kind, &str)> = Vec::new();
+    for i in inputs {
+        let k = i.content.kind();
+        if !kinds.iter().any(|(x, _)| *x == k) {
+            kinds.push((k, &i.source));
+        }
+    }
+    if kinds.len() > 1 {
+        let list: Vec<String> = kinds
+            .iter()
+            .map(|(k, src)| format!("{} in {src}", k.describe()))
+            .collect();
+        return Err(ReportError::MixedKinds(list.join(", ")));
+    }
+    if kinds[0].0 == Kind::Device {
+        let title = match title {
+            Some(t) => t.to_string(),
+            None => device::default_title(inputs),
+        };
+        return device::page(&title, inputs);
+    }
     let views = runs(inputs);
     if views.is_empty() {
         return Err(ReportError::NoRuns);
     }
     let mut workloads: Vec<(String, String)> = Vec::new();
-    for i in inputs {
-        for r in &i.report.runs {
-            let w = workload_of(r);
-            if !workloads.iter().any(|(x, _)| *x == w) {
-                workloads.push((w, i.source.clone()));
-            }
+    for v in &views {
+        let w = workload_of(v.run);
+        if !workloads.iter().any(|(x, _)| *x == w) {
+            workloads.push((w, v.source.to_string()));
         }
     }
     if workloads.len() > 1 {
@@ -197,8 +425,9 @@ pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportErr
         Some(t) => t.to_string(),
         None => default_title(inputs),
     };
-    let figures = figures::draw_all(&views).map_err(ReportError::Chart)?;
-    Ok(html::page(&title, inputs, &views, &figures))
+    let tpcc = workloads[0].0 == "TPC-C" && views.iter().any(|v| v.run.tpcc.is_some());
+    let figures = figures::draw_all(&views, tpcc).map_err(ReportError::Chart)?;
+    Ok(html::page(&title, inputs, &views, &figures, tpcc))
 }
 
 /// The workload a run measured: TPC-C runs carry their label, YCSB runs their workload letter.
@@ -215,7 +444,7 @@ fn workload_of(r: &BenchSummary) -> String {
 fn default_title(inputs: &[Input]) -> String {
     let mut titles: Vec<&str> = Vec::new();
     for i in inputs {
-        let t = i.report.title.trim();
+        let t = i.content.title().trim();
         if !t.is_empty() && !titles.contains(&t) {
             titles.push(t);
         }

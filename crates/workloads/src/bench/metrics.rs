@@ -235,6 +235,48 @@ pub struct SeriesRow {
     pub ssd_waf_cumulative: f64,
     /// Media bytes written by the data SSD since the run started, cumulative.
     pub media_mb_cumulative: f64,
+    /// Latency percentiles of the operations (transactions, committed or aborted) that completed
+    /// in this interval, virtual ns; 0 when none did (and in files written before these were
+    /// recorded).
+    #[serde(default)]
+    pub latency_ns_p50: u64,
+    #[serde(default)]
+    pub latency_ns_p99: u64,
+    #[serde(default)]
+    pub latency_ns_p999: u64,
+}
+
+impl SeriesRow {
+    /// Sets the row's latency percentiles from the interval's latency summary.
+    pub fn set_latency(&mut self, l: &LatencySummary) {
+        self.latency_ns_p50 = l.p50_ns;
+        self.latency_ns_p99 = l.p99_ns;
+        self.latency_ns_p999 = l.p999_ns;
+    }
+}
+
+/// One interval's latency samples (the interval of a [`SeriesRow`]), kept compact.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyInterval {
+    /// Virtual seconds since the run started at the interval's start and end.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// `flashsim::LatencyHistogram::counts` of the interval: (bucket value, count), virtual ns.
+    pub counts: Vec<(u64, u64)>,
+}
+
+impl LatencyInterval {
+    /// The interval's histogram.
+    pub fn histogram(&self) -> flashsim::LatencyHistogram {
+        flashsim::LatencyHistogram::from_counts(&self.counts)
+    }
+}
+
+/// Every operation latency of a run's measured phase, one histogram per series interval (in the
+/// order of the series), for exporting as an HdrHistogram interval log.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyLog {
+    pub intervals: Vec<LatencyInterval>,
 }
 
 const MB: f64 = 1e6;
@@ -263,6 +305,9 @@ pub fn series_row(start: &Snapshot, a: &Snapshot, b: &Snapshot, page_size: u32) 
         db_waf_cumulative: c.db_waf,
         ssd_waf_cumulative: c.ssd_waf,
         media_mb_cumulative: c.ssd_media_bytes as f64 / MB,
+        latency_ns_p50: 0,
+        latency_ns_p99: 0,
+        latency_ns_p999: 0,
     }
 }
 
@@ -416,6 +461,10 @@ pub struct BenchSummary {
     pub devices: Vec<RoleIo>,
     pub wear: WearReport,
     pub series: Vec<SeriesRow>,
+    /// TPC-C runs: tpmC, New-Orders, bytes per New-Order, the mix run, checks, recovery
+    /// (absent for YCSB runs and in TPC-C files written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpcc: Option<crate::tpcc::TpccFigures>,
 }
 
 /// The output file of `wafer bench`: every run of one command, compared side by side.

@@ -394,7 +394,10 @@ pub fn bench_ssd(logical_bytes: u64, spare_factor: f64) -> SsdConfig {
     cfg
 }
 
-pub use metrics::{BenchReport, BenchSummary, Breakdown, SeriesRow, SteadyState, Window};
+pub use metrics::{
+    BenchReport, BenchSummary, Breakdown, LatencyInterval, LatencyLog, SeriesRow, SteadyState,
+    Window,
+};
 /// The out-of-place settings a preset chooses (and a config file's `[engine.out_of_place]`).
 pub use wafer_engine::{FlushlessConfig, OopConfig};
 

@@ -273,6 +273,8 @@ pub struct LoopResult {
     pub aborts: u64,
     /// Latency of every transaction (committed or not), virtual ns.
     pub latency: LatencyHistogram,
+    /// The same latencies, one histogram per series interval.
+    pub latency_log: metrics::LatencyLog,
     /// Counters when the loop started.
     pub start: Snapshot,
     /// Counters when it ended.
@@ -302,7 +304,8 @@ pub fn closed_loop(
     let mut tasks: BinaryHeap<Reverse<(u64, u32)>> =
         (0..=cfg.clients).map(|c| Reverse((t0, c))).collect();
     let mut cores: BinaryHeap<Reverse<u64>> = (0..cfg.cores).map(|_| Reverse(t0)).collect();
-    let mut latency = LatencyHistogram::new();
+    let mut latency = Latencies::default();
+    let mut latency_log = metrics::LatencyLog::default();
     let (mut txns, mut aborts) = (0u64, 0u64);
     let start = rig.snapshot(0, 0);
     let mut last_row = start.clone();
@@ -334,7 +337,7 @@ pub fn closed_loop(
                  at: u64,
                  waiting: &mut Vec<(u32, u64, wafer_engine::PendingCommit)>,
                  tasks: &mut BinaryHeap<Reverse<(u64, u32)>>,
-                 latency: &mut LatencyHistogram,
+                 latency: &mut Latencies,
                  horizon: &mut u64|
      -> Result<u64, BenchError> {
         rig.clock.set(at);
@@ -443,7 +446,8 @@ pub fn closed_loop(
                 break;
             }
             if issued >= next_row {
-                let row = metrics::series_row(&start, &last_row, &now, page_size);
+                let mut row = metrics::series_row(&start, &last_row, &now, page_size);
+                latency.end_interval(&mut row, &mut latency_log);
                 obs.row(&row);
                 series.push(row);
                 last_row = now;
@@ -475,26 +479,62 @@ pub fn closed_loop(
     };
     debug_assert!(end.t_ns >= last_row.t_ns && end.ops >= last_row.ops);
     if end.ops > last_row.ops || series.is_empty() {
-        let row = metrics::series_row(&start, &last_row, &end, page_size);
+        let mut row = metrics::series_row(&start, &last_row, &end, page_size);
+        latency.end_interval(&mut row, &mut latency_log);
         obs.row(&row);
         series.push(row);
         bounds.push_back(end.clone());
         if bounds.len() > 3 {
             bounds.pop_front();
         }
+    } else if let (Some(row), Some(last)) = (series.last_mut(), latency_log.intervals.last_mut()) {
+        // Operations that completed after the last row without committing (aborts) belong to
+        // the last interval.
+        let mut h = last.histogram();
+        h.merge(&latency.interval);
+        last.counts = h.counts();
+        row.set_latency(&h.summary());
     }
     let bounds: Vec<Snapshot> = bounds.into();
     let (steady, steady_state) = metrics::steady_state(&start, &bounds, &series, interval_bytes);
     Ok(LoopResult {
         txns,
         aborts,
-        latency,
+        latency: latency.run,
+        latency_log,
         start,
         end,
         steady,
         steady_state,
         series,
     })
+}
+
+/// The run's latency histogram and the current series interval's.
+#[derive(Default)]
+struct Latencies {
+    run: LatencyHistogram,
+    interval: LatencyHistogram,
+}
+
+impl Latencies {
+    fn record(&mut self, ns: u64) {
+        self.run.record(ns);
+        self.interval.record(ns);
+    }
+
+    /// Closes the interval that `row` ends: its percentiles go into the row and its samples into
+    /// `log`.
+    fn end_interval(&mut self, row: &mut metrics::SeriesRow, log: &mut metrics::LatencyLog) {
+        row.set_latency(&self.interval.summary());
+        let start_s = log.intervals.last().map_or(0.0, |i| i.end_s);
+        log.intervals.push(metrics::LatencyInterval {
+            start_s,
+            end_s: row.virtual_s,
+            counts: self.interval.counts(),
+        });
+        self.interval.reset();
+    }
 }
 
 /// YCSB clients: one generator shared by all clients (one op per transaction).
@@ -528,6 +568,16 @@ pub fn run(
     cfg: &BenchConfig,
     obs: &mut dyn BenchObserver,
 ) -> Result<BenchSummary, BenchError> {
+    run_logged(name, cfg, obs).map(|(s, _)| s)
+}
+
+/// [`run`], also returning every operation latency of the run phase, one histogram per series
+/// interval.
+pub fn run_logged(
+    name: &str,
+    cfg: &BenchConfig,
+    obs: &mut dyn BenchObserver,
+) -> Result<(BenchSummary, metrics::LatencyLog), BenchError> {
     let rig = Rig::open(cfg)?;
     let before_load = rig.snapshot(0, 0);
     let records = load(&rig, cfg, obs)?;
@@ -545,7 +595,7 @@ pub fn run(
         obs,
     )?;
     let ssd_end = rig.data.lock().ssd().report();
-    Ok(BenchSummary {
+    let summary = BenchSummary {
         name: name.to_string(),
         description: cfg.preset.describe().to_string(),
         // The engine configuration the run used (the preset's write path, the run's pool).
@@ -567,5 +617,7 @@ pub fn run(
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,
-    })
+        tpcc: None,
+    };
+    Ok((summary, r.latency_log))
 }

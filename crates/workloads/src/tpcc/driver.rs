@@ -13,7 +13,7 @@ use super::load::{load, LoadStats};
 use super::schema::Tables;
 use super::txns::TxnCounts;
 use super::{Counts, TpccConfig, TpccError};
-use crate::bench::metrics::{self, SeriesRow, Snapshot};
+use crate::bench::metrics::{self, LatencyLog, SeriesRow, Snapshot};
 use crate::bench::vtime::{closed_loop, BenchError, BenchObserver, ClientWork, Rig};
 use crate::bench::{bench_ssd, BenchConfig, BenchSummary, LoopConfig, Preset};
 use crate::ycsb::YcsbConfig;
@@ -191,10 +191,90 @@ pub struct TpccSummary {
     pub pages_read: u64,
 }
 
+impl TpccSummary {
+    /// The figures `wafer report` shows, from this summary.
+    pub fn figures(&self) -> TpccFigures {
+        let run = &self.bench.run;
+        TpccFigures {
+            warehouses: self.config.tpcc.warehouses,
+            scale: self.config.tpcc.scale,
+            mode: self.config.tpcc.mode,
+            tpmc: self.tpmc,
+            tpmc_last_quarter: self.tpmc_last_quarter,
+            new_orders: self.new_orders,
+            user_bytes_per_new_order: self.user_bytes_per_new_order,
+            host_bytes_per_new_order: per(run.ssd_host_bytes, self.new_orders),
+            media_bytes_per_new_order: self.media_bytes_per_new_order,
+            wal_bytes_per_new_order: per(self.bench.bytes.wal_bytes, self.new_orders),
+            txns: self.txns.clone(),
+            mix_percent: self.mix_percent,
+            check: self.check_text(),
+            recovery: self.recovery.clone(),
+            series: self.series.clone(),
+        }
+    }
+
+    /// "pass", "FAIL (what failed)" or "off".
+    pub fn check_text(&self) -> String {
+        check_text(
+            self.check_after_load.as_ref(),
+            self.check_after_run.as_ref(),
+        )
+    }
+}
+
+/// The TPC-C figures of a run, also carried in its [`BenchSummary`] (`tpcc`), so the report file
+/// of `wafer bench tpcc --out` (what `wafer report` reads) has them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TpccFigures {
+    /// Warehouses (W).
+    pub warehouses: u32,
+    /// Population scale (1.0 = the specification).
+    pub scale: f64,
+    /// Growing or steady-size database.
+    pub mode: super::SizeMode,
+    /// New-Orders per virtual minute over the whole run.
+    pub tpmc: f64,
+    /// New-Orders per virtual minute over the last quarter of the run.
+    pub tpmc_last_quarter: f64,
+    /// New-Orders completed in the run.
+    pub new_orders: u64,
+    /// User bytes (pages written for eviction and checkpoints, uncompressed) per New-Order over
+    /// the run.
+    pub user_bytes_per_new_order: f64,
+    /// Host bytes written to the data SSD (= the DB-issued bytes) per New-Order.
+    pub host_bytes_per_new_order: f64,
+    /// Media (flash) bytes the data SSD programmed per New-Order.
+    pub media_bytes_per_new_order: f64,
+    /// Bytes written to the log device per New-Order.
+    pub wal_bytes_per_new_order: f64,
+    /// Transactions of the run by type, rolled-back New-Orders, conflicts, skipped deliveries.
+    pub txns: TxnCounts,
+    /// Measured mix in percent (New-Order, Payment, Order-Status, Delivery, Stock-Level).
+    pub mix_percent: [f64; 5],
+    /// The consistency checks: "pass", "FAIL (...)" or "off".
+    pub check: String,
+    /// The crash and recovery after the run (`--crash-at-end`), phase by phase.
+    #[serde(default)]
+    pub recovery: Option<RecoveryOutcome>,
+    /// Cumulative writes against New-Orders, one point per series row (first point: 0).
+    pub series: Vec<TpccSeriesPoint>,
+}
+
+/// "pass", "FAIL (what failed)" or "off" for the checks after the load and after the run.
+pub fn check_text(after_load: Option<&CheckReport>, after_run: Option<&CheckReport>) -> String {
+    match (after_load, after_run) {
+        (Some(a), Some(b)) if a.passed() && b.passed() => "pass".into(),
+        (Some(a), Some(b)) => format!("FAIL ({}; {})", a.describe(), b.describe()),
+        _ => "off".into(),
+    }
+}
+
 /// A crash after the run and the recovery that followed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryOutcome {
-    /// Records and wall-clock times of analysis, redo and undo.
+    /// Records and times of analysis, redo and undo (virtual time: the engine runs on the
+    /// simulated SSDs' clock).
     pub report: wafer_engine::RecoveryReport,
     /// Virtual time the reopen took (recovery's reads and writes on the simulated SSDs, and its
     /// final checkpoint).
@@ -316,6 +396,16 @@ pub fn run_vtime(
     cfg: &TpccBenchConfig,
     obs: &mut dyn BenchObserver,
 ) -> Result<TpccSummary, TpccError> {
+    run_vtime_logged(name, cfg, obs).map(|(s, _)| s)
+}
+
+/// [`run_vtime`], also returning every transaction latency of the run, one histogram per series
+/// interval.
+pub fn run_vtime_logged(
+    name: &str,
+    cfg: &TpccBenchConfig,
+    obs: &mut dyn BenchObserver,
+) -> Result<(TpccSummary, LatencyLog), TpccError> {
     cfg.validate()?;
     let mut rig = Rig::open_devices(
         &cfg.preset.data_ssd(&cfg.data_ssd),
@@ -448,8 +538,10 @@ pub fn run_vtime(
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,
+        tpcc: None,
     };
-    Ok(TpccSummary {
+    let latency_log = r.latency_log;
+    let mut s = TpccSummary {
         mix_percent: txns.mix_percent(),
         new_orders,
         tpmc,
@@ -473,7 +565,9 @@ pub fn run_vtime(
         txns,
         config: cfg.clone(),
         bench,
-    })
+    };
+    s.bench.tpcc = Some(s.figures());
+    Ok((s, latency_log))
 }
 
 /// Rough bytes of B+tree pages the load of `tpcc` needs (for sizing a device): rows times their

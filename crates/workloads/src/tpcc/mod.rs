@@ -48,13 +48,15 @@ pub mod wall;
 
 pub use check::{check, CheckReport, Condition};
 pub use driver::{
-    run_vtime, run_wall, TpccBenchConfig, TpccSeriesPoint, TpccSummary, TpccWallConfig,
-    TpccWallResult,
+    run_vtime, run_vtime_logged, run_wall, RecoveryOutcome, TpccBenchConfig, TpccFigures,
+    TpccSeriesPoint, TpccSummary, TpccWallConfig, TpccWallResult,
 };
 pub use input::Terminal;
 pub use load::{load, LoadStats};
 pub use schema::Tables;
 pub use txns::{Exec, TxnCounts};
+/// What recovery did, phase by phase (in [`RecoveryOutcome`]).
+pub use wafer_engine::RecoveryReport;
 
 use serde::{Deserialize, Serialize};
 
