@@ -484,6 +484,7 @@ fn tpcc_runs(with_figures: bool) -> BenchReport {
                 ..RecoveryReport::default()
             },
             virtual_ms: 53.31,
+            pages_written: 1_568,
         });
         run.tpcc = Some(TpccFigures {
             warehouses: 1,
@@ -500,6 +501,7 @@ fn tpcc_runs(with_figures: bool) -> BenchReport {
                 rolled_back: 11,
                 conflicts: [2, 0, 0, 1, 0],
                 skipped_deliveries: 3,
+                user_aborts: 0,
             },
             mix_percent: [45.0, 42.8, 4.0, 3.9, 4.3],
             check: "pass".into(),
