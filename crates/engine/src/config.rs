@@ -43,6 +43,10 @@ pub struct DbConfig {
     /// Log space the engine may use before it must checkpoint; default (None): the buffer pool
     /// size, as in paper 002. Bounded by the log device.
     pub log_space_bytes: Option<u64>,
+    /// The log buffer: what one log write holds at most (a group commit that waits for a fuller
+    /// buffer waits for a share of it); default (None): 1/16 of the log space, at most 1 MiB.
+    #[serde(default)]
+    pub log_buffer_bytes: Option<u64>,
     pub group_commit: GroupCommitConfig,
     /// Checkpoint interval in log volume: a checkpoint starts each time the log has grown by
     /// this fraction of the log space since the last one began (and always when the log is
@@ -83,6 +87,7 @@ impl Default for DbConfig {
             doublewrite: true,
             doublewrite_pages: 64,
             log_space_bytes: None,
+            log_buffer_bytes: None,
             group_commit: GroupCommitConfig {
                 max_delay_us: 0,
                 min_batch: 1,

@@ -305,6 +305,7 @@ impl Db {
                 max_delay_us: cfg.group_commit.max_delay_us,
                 min_batch_records: cfg.group_commit.min_batch,
             },
+            buffer_bytes: cfg.log_buffer_bytes,
         };
         let wp_cfg = cfg.write_path();
         let (wp, mut wal, master) = if create {

@@ -993,3 +993,80 @@ fn tpcc_csv_out_and_hdr_match_the_json() {
         stderr(&o)
     );
 }
+
+/// Paper 001's comparison and restart on a small TPC-C run: the flushless mode writes fewer
+/// pages and reads more than the ARIES mode over the same transactions, its restart writes no
+/// page and undoes nothing, and bad input is refused before any run.
+#[test]
+fn bench_flushless_compares_the_modes_on_the_same_transactions() {
+    let out = std::env::temp_dir().join(format!("wafer-flushless-{}.json", std::process::id()));
+    let o = wafer(&[
+        "bench",
+        "flushless",
+        "--experiment",
+        "compare",
+        "--memory",
+        "0.1",
+        "--txns",
+        "3000",
+        "--warehouses",
+        "1",
+        "--scale",
+        "0.05",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(text.contains("proposed vs original"), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    std::fs::remove_file(&out).ok();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let get = |i: usize, k: &str| runs[i][k].as_f64().unwrap();
+    assert_eq!(runs[0]["config"], "in-place");
+    assert_eq!(runs[1]["config"], "flushless");
+    assert_eq!(
+        runs[0]["summary"]["bench"]["run"]["txns"], runs[1]["summary"]["bench"]["run"]["txns"],
+        "the same number of transactions"
+    );
+    assert!(
+        get(1, "pages_written") < 0.8 * get(0, "pages_written"),
+        "{text}"
+    );
+    assert!(get(1, "pages_read") > get(0, "pages_read"), "{text}");
+    assert!(runs[1]["summary"]["flushless"]["flushless_evictions"].as_u64() > Some(0));
+
+    let o = wafer(&[
+        "bench",
+        "flushless",
+        "--experiment",
+        "recovery",
+        "--memory",
+        "0.1",
+        "--txns",
+        "2000",
+        "--warehouses",
+        "1",
+        "--scale",
+        "0.05",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("flushless "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // configuration, restart ms, redo recs, N loaded, undo txns, undo recs, pages W, check
+    assert_eq!(cols[cols.len() - 3], "0", "undo records: {row}");
+    assert_eq!(
+        cols[cols.len() - 2],
+        "0",
+        "pages written by the restart: {row}"
+    );
+    assert_eq!(cols[cols.len() - 1], "pass", "{row}");
+
+    let o = wafer(&["bench", "flushless", "--memory", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

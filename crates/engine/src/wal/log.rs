@@ -55,6 +55,9 @@ pub struct WalConfig {
     pub space_bytes: u64,
     /// Group commit policy (used by [`crate::wal::SharedWal`]).
     pub group_commit: GroupCommit,
+    /// The log buffer (None: 1/16 of the log space, at most 1 MiB); rounded down to a block, at
+    /// least one, at most a quarter of the log space.
+    pub buffer_bytes: Option<u64>,
 }
 
 /// Largest log buffer: pending bytes beyond it are written out by `append`.
@@ -265,9 +268,12 @@ fn newest(copies: &[MasterCopy; 2]) -> Option<MasterBlock> {
 
 impl Wal {
     fn new(dev: Box<dyn BlockDevice>, cfg: WalConfig, area: Area, mb: MasterBlock) -> Wal {
-        // The log buffer: 1/16 of the log space, at least a block, at most 1 MiB.
-        let buffer_bytes =
-            align_down((area.capacity / 16).min(MAX_BUFFER_BYTES), area.block).max(area.block);
+        // The log buffer: 1/16 of the log space, at least a block, at most 1 MiB (or as asked).
+        let want = cfg
+            .buffer_bytes
+            .unwrap_or((area.capacity / 16).min(MAX_BUFFER_BYTES))
+            .min(area.capacity / 4);
+        let buffer_bytes = align_down(want, area.block).max(area.block);
         Wal {
             dev,
             cfg,

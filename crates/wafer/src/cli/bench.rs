@@ -38,9 +38,10 @@ const DEFAULT_THETA: f64 = 0.8;
 /// explicitly overrides `--config FILE`, which overrides the default shown in the help.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct YcsbArgs {
-    /// Write-path configurations to compare, comma separated: in-place, in-place-nodw, oop,
-    /// oop+comp, oop+gdt, oop+nowa, oop-all, oop-all-nocomp, zns, fdp (paper 002 Table 1's
-    /// ladder, then its ZNS and FDP devices).
+    /// Configurations to compare, comma separated: in-place, in-place-nodw, oop, oop+comp,
+    /// oop+gdt, oop+nowa, oop-all, oop-all-nocomp, zns, fdp (paper 002 Table 1's ladder, then
+    /// its ZNS and FDP devices), flushless, oop-all+flushless (in-place and oop-all in paper
+    /// 001's flushless buffer mode).
     #[arg(long, default_value = "in-place,oop-all", value_delimiter = ',')]
     pub configs: Vec<Preset>,
     /// YCSB workload: a, b, c, d, e, f or wo (write-only) [default: a]

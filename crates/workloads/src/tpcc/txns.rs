@@ -52,8 +52,8 @@ pub struct TxnCounts {
     pub conflicts: [u64; 5],
     /// Delivery districts skipped because they had no undelivered order.
     pub skipped_deliveries: u64,
-    /// Transactions the terminal rolled back after their work (`abort_fraction`); they count
-    /// among the completed ones.
+    /// Transactions the terminal rolled back after their work (`abort_fraction`); they are not
+    /// among the completed ones (nor in tpmC).
     #[serde(default)]
     pub user_aborts: u64,
 }
@@ -62,10 +62,10 @@ impl TxnCounts {
     /// Counts one step's outcome.
     pub fn record(&mut self, kind: TxnKind, exec: Option<&Exec>) {
         match exec {
+            Some(e) if e.user_abort => self.user_aborts += 1,
             Some(e) => {
                 self.completed[kind.index()] += 1;
                 self.rolled_back += e.rolled_back as u64;
-                self.user_aborts += e.user_abort as u64;
                 self.skipped_deliveries += e.skipped_districts as u64;
             }
             None => self.conflicts[kind.index()] += 1,

@@ -25,6 +25,7 @@ fn shared(dev: &Held, gc: GroupCommit) -> SharedWal {
     let cfg = WalConfig {
         space_bytes: 0,
         group_commit: gc,
+        buffer_bytes: None,
     };
     SharedWal::new(Wal::create(dev.boxed(), cfg).unwrap())
 }
