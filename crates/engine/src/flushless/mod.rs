@@ -36,6 +36,10 @@ use table::LogTable;
 
 pub use table::TableStats;
 
+/// Pages one give-back operation frees (it pins each, and the meta page): well under the 16
+/// frames the mode needs at least.
+pub(crate) const GIVE_BACK_BATCH: usize = 8;
+
 /// Settings of the flushless mode (`DbConfig::flushless`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -409,7 +413,9 @@ impl Flushless {
         r.map(|_| ())
     }
 
-    /// Returns `pages` (allocated for `owner`, which will not commit) to the free list.
+    /// Returns `pages` (allocated for `owner`, which will not commit) to the free list,
+    /// [`GIVE_BACK_BATCH`] pages an operation (one `Space` record each): an operation pins every
+    /// page it frees, and a transaction may have allocated more pages than the pool has frames.
     pub fn give_back(
         &mut self,
         cache: &mut PageCache,
@@ -417,29 +423,35 @@ impl Flushless {
         owner: TxnId,
         pages: Vec<PageId>,
     ) -> Result<()> {
-        let n = pages.len() as u64;
         wal.set_unreserved(true);
-        let r = {
-            let mut sink =
-                TableSink::give_back(wal, &self.table, owner, pages.clone(), self.clock.now_ns());
-            crate::ops::run_op(
-                cache,
-                &mut sink,
-                (0, 0),
-                &mut Vec::new(),
-                |m| {
-                    for &pid in &pages {
-                        crate::btree::PageStore::free_page(m, pid)?;
-                    }
-                    Ok(((), None))
-                },
-                |_, redo| Body::System { redo },
-            )
-        };
+        let r = (|| {
+            for batch in pages.chunks(GIVE_BACK_BATCH) {
+                let mut sink = TableSink::give_back(
+                    wal,
+                    &self.table,
+                    owner,
+                    batch.to_vec(),
+                    self.clock.now_ns(),
+                );
+                crate::ops::run_op(
+                    cache,
+                    &mut sink,
+                    (0, 0),
+                    &mut Vec::new(),
+                    |m| {
+                        for &pid in batch {
+                            crate::btree::PageStore::free_page(m, pid)?;
+                        }
+                        Ok(((), None))
+                    },
+                    |_, redo| Body::System { redo },
+                )?;
+                self.stats.pages_given_back += batch.len() as u64;
+            }
+            Ok(())
+        })();
         wal.set_unreserved(false);
-        r?;
-        self.stats.pages_given_back += n;
-        Ok(())
+        r
     }
 
     /// Pages each live transaction allocated (for the checkpoint record).
