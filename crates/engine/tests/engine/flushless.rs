@@ -326,3 +326,62 @@ fn an_abort_and_a_restart_give_back_more_pages_than_the_pool_has_frames() {
     db.verify().unwrap();
     assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
 }
+
+/// A transaction that replaces long values frees their overflow pages at its commit, and the
+/// commit logs those frees: the log space they need is reserved by the change that defers them,
+/// and a change whose commit (or abort) would not fit is refused with `LogFull` before it
+/// changes anything. (The frees were not reserved: such a commit ran the log out, failed with
+/// `LogFull` after appending part of its records, and poisoned the handle; the log was then too
+/// full for the restart to give back the pages of the transactions it cut short.)
+#[test]
+fn a_commit_that_frees_overflow_pages_never_runs_the_log_out() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        log_space_bytes: Some(512 << 10),
+        ..config(256)
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    // Twelve values of ten overflow pages each, one transaction each.
+    for i in 0..12u64 {
+        let mut x = db.begin().unwrap();
+        let (k, v) = (key(i, 24), value(i, 40_000));
+        x.put(&t, &k, &v).unwrap();
+        x.commit().unwrap();
+        oracle.put("t", &k, &v);
+    }
+    // One transaction replaces them with short values: its commit frees 120 pages, logging two
+    // page images for each (about 1 MB, twice the log).
+    let mut x = db.begin().unwrap();
+    let mut replaced = Vec::new();
+    for i in 0..12u64 {
+        let k = key(i, 24);
+        match x.put(&t, &k, b"short") {
+            Ok(_) => replaced.push(k),
+            Err(Error::LogFull(_)) => break,
+            Err(e) => panic!("put {i}: {e}"),
+        }
+    }
+    x.commit().unwrap();
+    assert!(
+        !replaced.is_empty() && replaced.len() < 12,
+        "{} replaced",
+        replaced.len()
+    );
+    for k in &replaced {
+        oracle.put("t", k, b"short");
+    }
+    oracle.check(&db, "after the commit");
+    // The handle is sound: more work commits.
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"after", b"works").unwrap();
+    x.commit().unwrap();
+    oracle.put("t", b"after", b"works");
+    db.verify().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    drop(db);
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    oracle.check(&db, "after a restart");
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+}
