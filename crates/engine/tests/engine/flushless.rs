@@ -385,3 +385,35 @@ fn a_commit_that_frees_overflow_pages_never_runs_the_log_out() {
     oracle.check(&db, "after a restart");
     assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
 }
+
+/// A log table that cannot hold a leaf split (two leaves and their parent) is refused at open:
+/// such a database opened, but every write failed with `TableFull` (20 pages with a 0.13 share
+/// leave the table 2 pages), so it could hold nothing.
+#[test]
+fn a_table_too_small_for_a_leaf_split_is_refused_at_open() {
+    let small = |buffer_pages, table_fraction| DbConfig {
+        flushless: Some(FlushlessConfig {
+            table_fraction,
+            ..FlushlessConfig::default()
+        }),
+        ..config(buffer_pages)
+    };
+    let e = Db::open(MemPair::new().devices(), small(20, 0.13))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(&e, Error::Config(m) if m.contains("log table")),
+        "{e}"
+    );
+    // Four pages are enough: a write, with a split, works.
+    let cfg = small(23, 0.3);
+    assert!(cfg.table_bytes() >= 4 * 4096 && cfg.frames() >= 16);
+    let db = Db::open(MemPair::new().devices(), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..200u64 {
+        let mut x = db.begin().unwrap();
+        x.put(&t, &key(i, 24), &value(i, 100)).unwrap();
+        x.commit().unwrap();
+    }
+    db.verify().unwrap();
+}
