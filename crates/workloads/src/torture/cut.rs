@@ -192,9 +192,10 @@ impl CutConfig {
 }
 
 /// Puts `db` in the flushless mode in one trial of three, by draws of its own from `stream` (a
-/// trial passes its seed with a constant of its own, so its other choices stay the same): a random log table share and compaction settings, no
-/// page cleaner and no hot-page-aware checkpoints (the mode refuses both), and a pool large
-/// enough for 16 frames beside the table.
+/// trial passes its seed with a constant of its own, so its other choices stay the same): a
+/// random log table share and compaction settings, no page cleaner and no hot-page-aware
+/// checkpoints (the mode refuses both), and a pool large enough for 16 frames and a table of
+/// 4 pages.
 pub fn flushless_mode(db: &mut DbConfig, stream: u64) {
     let mut rng = Pcg64Mcg::seed_from_u64(stream);
     if !rng.random_bool(1.0 / 3.0) {
@@ -206,9 +207,11 @@ pub fn flushless_mode(db: &mut DbConfig, stream: u64) {
         min_del: log_uniform(&mut rng, 1, 64) as u32,
         max_age_ms: [0, 1, 20, 500, 10_000, 1_000_000][rng.random_range(0..6)],
     };
-    // frames = buffer_pages x (1 - table_fraction), rounded down: 17 leaves room for rounding.
-    let least = (17.0 / (1.0 - f.table_fraction)).ceil() as usize;
-    db.buffer_pages = db.buffer_pages.max(least);
+    // frames = buffer_pages x (1 - table_fraction), rounded down, at least 16 (17 leaves room
+    // for the rounding); the table gets the rest, at least 4 pages.
+    let frames = (17.0 / (1.0 - f.table_fraction)).ceil() as usize;
+    let table = (4.5 / f.table_fraction).ceil() as usize;
+    db.buffer_pages = db.buffer_pages.max(frames).max(table);
     db.cleaner_clean_fraction = 0.0;
     db.max_checkpoint_count = 0;
     db.flushless = Some(f);
