@@ -131,7 +131,7 @@ impl CutConfig {
         };
         // One trial in three in the flushless mode, drawn apart too.
         let mut db = db;
-        flushless_mode(&mut db, seed ^ 0xf1a5_c07);
+        flushless_mode(&mut db, seed ^ 0x0f1a_5c07);
         CutConfig {
             dev,
             data_bytes,
