@@ -74,6 +74,8 @@ pub struct DbConfig {
     /// eviction with on-the-fly redo, no-steal and a redo-only log (paper 001; see
     /// [`crate::FlushlessConfig`]). Fixed when the database is created (the log formats differ;
     /// opening in the other mode is refused with `Config`). Composes with both write paths.
+    /// Needs `cleaner_clean_fraction` 0, `max_checkpoint_count` 0, at least 16 frames after the
+    /// table's share and a table of at least 4 pages.
     #[serde(default)]
     pub flushless: Option<crate::flushless::FlushlessConfig>,
 }
@@ -165,6 +167,19 @@ impl DbConfig {
                     self.buffer_pages,
                     self.frames(),
                     f.table_fraction
+                )));
+            }
+            // A write first asks the table for room for a leaf split (two leaves and their
+            // parent) beside its key and value: a smaller table refuses every write.
+            let least = 4 * self.page_size as u64;
+            if self.table_bytes() < least {
+                return Err(Error::Config(format!(
+                    "buffer_pages {} with flushless.table_fraction {} leaves the flushless log \
+                     table {} bytes: at least {least} (4 pages: a leaf split and a change) are \
+                     needed",
+                    self.buffer_pages,
+                    f.table_fraction,
+                    self.table_bytes()
                 )));
             }
         }

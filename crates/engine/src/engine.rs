@@ -22,6 +22,7 @@ use crate::checkpoint::Checkpointer;
 use crate::config::DbConfig;
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
+use crate::flushless::HEADER_RESERVE;
 use crate::health::Health;
 use crate::meta::{self, META_PID};
 use crate::page::Lsn;
@@ -134,10 +135,6 @@ fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
 pub(crate) fn min_log_space(page_size: u32) -> u64 {
     3 * update_log_need(page_size, &[], None)
 }
-
-/// Log bytes a flushless transaction reserves per record for the record's header (and, once,
-/// for its commit record).
-const HEADER_RESERVE: u64 = 64;
 
 /// Never-used data pages ordinary allocations leave, besides what live transactions reserved:
 /// for structure changes rollbacks and recovery may cause beyond their reservations.
@@ -283,17 +280,19 @@ impl Core {
         value: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         let fl = self.flushless.as_mut().expect("flushless mode");
-        let need_log = update_log_need(self.cfg.page_size, key, value);
+        let mut need_log = update_log_need(self.cfg.page_size, key, value);
         // A leaf change, or a leaf split (two leaves and their parent); a larger change that
         // finds the table short is retried once after a checkpoint that compacts everything.
         let mut need_table =
             (key.len() + value.map_or(0, |v| v.len())) as u64 + 3 * self.cfg.page_size as u64 + 256;
-        let mut retried = false;
+        let (mut retried, mut retried_log) = (false, false);
+        let page_size = self.cfg.page_size as u64;
         loop {
             let r = fl.ensure_space(&mut self.cache, wal, &self.txns, need_log, need_table);
             self.health.guard(r)?;
             let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
-            let mut sink = fl.sink(wal);
+            let room = wal.free_bytes().saturating_sub(self.txns.log_reserved());
+            let mut sink = fl.op_sink(wal, txn, page_size, room);
             let r = crate::ops::apply(
                 &mut self.cache,
                 &mut sink,
@@ -304,11 +303,12 @@ impl Core {
                 crate::ops::Direction::Forward,
                 |_, redo| Body::Redo { redo },
             );
-            let (allocated, freed, live_bytes, refused) = (
+            let (allocated, freed, log_need, refused, refused_log) = (
                 std::mem::take(&mut sink.allocated),
                 std::mem::take(&mut sink.freed),
-                sink.live_bytes,
+                sink.log_need,
                 sink.refused_bytes,
+                sink.refused_log,
             );
             drop(sink);
             *self.txns.pages_mut(txn).expect("active") = changed;
@@ -317,18 +317,22 @@ impl Core {
                     self.stats.ops += 1;
                     fl.after_op(txn, allocated, freed);
                     if lsn != 0 {
-                        // Its commit copies the record (and a header) to the log; the first
-                        // change also reserves the commit record.
+                        // What its commit or abort will log (see `TableSink::log_need`); the
+                        // first change also reserves the commit record.
                         let first = !self.txns.state(txn)?.reserved_any();
                         let commit = if first { 2 * HEADER_RESERVE } else { 0 };
-                        self.txns
-                            .reserve_log(txn, live_bytes + HEADER_RESERVE + commit);
+                        self.txns.reserve_log(txn, log_need + commit);
                     }
                     return Ok(old);
                 }
                 Err(Error::TableFull(_)) if !retried && refused > need_table => {
                     retried = true;
                     need_table = refused;
+                }
+                // Retried once after a checkpoint that makes room for that much.
+                Err(Error::LogFull(_)) if !retried_log && refused_log > need_log => {
+                    retried_log = true;
+                    need_log = refused_log;
                 }
                 Err(e) => {
                     fl.note_error(&e);

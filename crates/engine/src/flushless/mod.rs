@@ -36,6 +36,31 @@ use table::LogTable;
 
 pub use table::TableStats;
 
+/// Pages one give-back operation frees (it pins each, and the meta page): well under the 16
+/// frames the mode needs at least.
+pub(crate) const GIVE_BACK_BATCH: usize = 8;
+
+/// Log bytes a transaction reserves per record for the record's header (and, once, for its
+/// commit record).
+pub(crate) const HEADER_RESERVE: u64 = 64;
+
+/// Log bytes the commit of a transaction needs for one page it freed (the free waits for the
+/// commit): a record with the images of the page and of the meta page.
+pub(crate) fn free_log_bytes(page_size: u64) -> u64 {
+    2 * (page_size + 16) + HEADER_RESERVE
+}
+
+/// Log bytes an abort (or a restart) needs to give back `pages` pages a transaction allocated:
+/// their images and free-list entries, the meta page's image once a batch, and the `Abort`.
+pub(crate) fn give_back_log_bytes(page_size: u64, pages: u64) -> u64 {
+    if pages == 0 {
+        return 0;
+    }
+    pages * (page_size + 32)
+        + pages.div_ceil(GIVE_BACK_BATCH as u64) * (page_size + HEADER_RESERVE)
+        + HEADER_RESERVE
+}
+
 /// Settings of the flushless mode (`DbConfig::flushless`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -210,6 +235,25 @@ impl Flushless {
     /// A sink for one operation of a transaction (or a system operation, `txn` 0).
     pub fn sink<'a>(&'a self, wal: &'a mut Wal) -> TableSink<'a> {
         TableSink::new(wal, &self.table, Phase::Op, self.clock.now_ns())
+    }
+
+    /// A sink for one operation of transaction `txn` whose commit and abort may together need
+    /// at most `room` more log bytes than the transactions reserved (see
+    /// [`TableSink::log_need`]).
+    pub fn op_sink<'a>(
+        &'a self,
+        wal: &'a mut Wal,
+        txn: TxnId,
+        page_size: u64,
+        room: u64,
+    ) -> TableSink<'a> {
+        let mut s = self.sink(wal);
+        s.log_budget = Some(sink::LogBudget {
+            room,
+            page_size,
+            prior_allocs: self.allocs.get(&txn).map_or(0, |a| a.len() as u64),
+        });
+        s
     }
 
     /// An operation of `txn` through `sink` succeeded: keep its allocations and deferred frees.
@@ -434,7 +478,9 @@ impl Flushless {
         r.map(|_| ())
     }
 
-    /// Returns `pages` (allocated for `owner`, which will not commit) to the free list.
+    /// Returns `pages` (allocated for `owner`, which will not commit) to the free list,
+    /// [`GIVE_BACK_BATCH`] pages an operation (one `Space` record each): an operation pins every
+    /// page it frees, and a transaction may have allocated more pages than the pool has frames.
     pub fn give_back(
         &mut self,
         cache: &mut PageCache,
@@ -442,29 +488,35 @@ impl Flushless {
         owner: TxnId,
         pages: Vec<PageId>,
     ) -> Result<()> {
-        let n = pages.len() as u64;
         wal.set_unreserved(true);
-        let r = {
-            let mut sink =
-                TableSink::give_back(wal, &self.table, owner, pages.clone(), self.clock.now_ns());
-            crate::ops::run_op(
-                cache,
-                &mut sink,
-                (0, 0),
-                &mut Vec::new(),
-                |m| {
-                    for &pid in &pages {
-                        crate::btree::PageStore::free_page(m, pid)?;
-                    }
-                    Ok(((), None))
-                },
-                |_, redo| Body::System { redo },
-            )
-        };
+        let r = (|| {
+            for batch in pages.chunks(GIVE_BACK_BATCH) {
+                let mut sink = TableSink::give_back(
+                    wal,
+                    &self.table,
+                    owner,
+                    batch.to_vec(),
+                    self.clock.now_ns(),
+                );
+                crate::ops::run_op(
+                    cache,
+                    &mut sink,
+                    (0, 0),
+                    &mut Vec::new(),
+                    |m| {
+                        for &pid in batch {
+                            crate::btree::PageStore::free_page(m, pid)?;
+                        }
+                        Ok(((), None))
+                    },
+                    |_, redo| Body::System { redo },
+                )?;
+                self.stats.pages_given_back += batch.len() as u64;
+            }
+            Ok(())
+        })();
         wal.set_unreserved(false);
-        r?;
-        self.stats.pages_given_back += n;
-        Ok(())
+        r
     }
 
     /// Pages each live transaction allocated (for the checkpoint record).

@@ -57,6 +57,23 @@ pub(crate) struct TableSink<'a> {
     pub live_bytes: u64,
     /// Bytes of a change the table had no room for.
     pub refused_bytes: u64,
+    /// For a transaction's operation: the log space its transaction's end may take.
+    pub log_budget: Option<LogBudget>,
+    /// Log bytes the operation adds to what its transaction's end needs (its commit: the live
+    /// part, the frees it deferred; its abort or a restart: giving back the pages it allocated).
+    pub log_need: u64,
+    /// Log bytes of a change the log had no room for.
+    pub refused_log: u64,
+}
+
+/// The log space an operation's transaction may add to its reservation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LogBudget {
+    /// Free log bytes beyond every reservation.
+    pub room: u64,
+    pub page_size: u64,
+    /// Pages the transaction allocated before the operation.
+    pub prior_allocs: u64,
 }
 
 impl<'a> TableSink<'a> {
@@ -72,6 +89,9 @@ impl<'a> TableSink<'a> {
             system: None,
             live_bytes: 0,
             refused_bytes: 0,
+            log_budget: None,
+            log_need: 0,
+            refused_log: 0,
         }
     }
 
@@ -158,6 +178,34 @@ impl RedoSink for TableSink<'_> {
                 self.refused_bytes = cost;
                 return Err(e);
             }
+        }
+        // What the operation's transaction will log at its end must fit beside the other
+        // transactions' reservations: the commit copies the live part and logs the frees
+        // deferred to it, an abort (or a restart) gives back the pages allocated. Checked
+        // before anything is logged, so a refusal changes nothing.
+        if let (Some(b), Phase::Op) = (self.log_budget, self.phase) {
+            let ps = b.page_size;
+            let allocs = self.allocated.len() as u64;
+            let need = live
+                .as_ref()
+                .map_or(0, |r| LogTable::cost(r) + super::HEADER_RESERVE)
+                + self.freed.len() as u64 * super::free_log_bytes(ps)
+                + super::give_back_log_bytes(ps, b.prior_allocs + allocs)
+                - super::give_back_log_bytes(ps, b.prior_allocs);
+            // The part logged now, and the commit record.
+            let now_bytes = now.as_ref().map_or(0, |r| {
+                LogTable::cost(r) + 8 * allocs + super::HEADER_RESERVE
+            });
+            let total = need + now_bytes + 2 * super::HEADER_RESERVE;
+            if total > b.room {
+                self.refused_log = total;
+                return Err(Error::LogFull(format!(
+                    "the change and the end of its transaction need {total} log bytes and {} \
+                     are free beside what live transactions reserved: commit or abort them",
+                    b.room
+                )));
+            }
+            self.log_need = need;
         }
         self.live_bytes = live.as_ref().map_or(0, LogTable::cost);
         if let Some(redo) = now {

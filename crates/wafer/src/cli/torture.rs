@@ -36,6 +36,9 @@ pub struct TortureArgs {
 }
 
 const KINDS_HELP: &str = "\
+Every kind runs one trial in three in the flushless buffer mode (DbConfig::flushless, random
+log table share and compaction settings); the trial's configuration line names the mode.
+
 Trial kinds:
   cut      A random configuration (in-place with or without doublewrite, or out-of-place; memory
            devices with 512 or 4096-byte blocks, files, simulated conventional, ZNS and FDP SSDs;

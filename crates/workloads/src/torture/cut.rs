@@ -11,7 +11,7 @@ use super::{FailureClass, TrialReport};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use wafer_engine::device::{CrashReport, FaultConfig};
-use wafer_engine::{Codec, Db, DbConfig, Error, OopConfig, OpenMode};
+use wafer_engine::{Codec, Db, DbConfig, Error, FlushlessConfig, OopConfig, OpenMode};
 
 /// The configuration of one cut trial, drawn from its seed.
 #[derive(Clone, Debug)]
@@ -129,6 +129,9 @@ impl CutConfig {
         } else {
             data_bytes
         };
+        // One trial in three in the flushless mode, drawn apart too.
+        let mut db = db;
+        flushless_mode(&mut db, seed ^ 0x0f1a_5c07);
         CutConfig {
             dev,
             data_bytes,
@@ -159,11 +162,12 @@ impl CutConfig {
             None => "in-place".into(),
         };
         format!(
-            "{} data {} KiB log {} KiB, {path}, pool {}, log space {:?}, ckpt fill {:.2} batch \
+            "{} data {} KiB log {} KiB, {path}, {}, pool {}, log space {:?}, ckpt fill {:.2} batch \
              {}, cleaner {:.2}, hot {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
             self.dev.name(),
             self.data_bytes >> 10,
             self.log_bytes >> 10,
+            describe_mode(&self.db),
             self.db.buffer_pages,
             self.db.log_space_bytes,
             self.db.checkpoint_log_fill,
@@ -184,6 +188,43 @@ impl CutConfig {
         self.db.out_of_place.is_none()
             && !self.db.doublewrite
             && self.dev == DeviceKind::Mem { block: 512 }
+    }
+}
+
+/// Puts `db` in the flushless mode in one trial of three, by draws of its own from `stream` (a
+/// trial passes its seed with a constant of its own, so its other choices stay the same): a
+/// random log table share and compaction settings, no page cleaner and no hot-page-aware
+/// checkpoints (the mode refuses both), and a pool large enough for 16 frames and a table of
+/// 4 pages.
+pub fn flushless_mode(db: &mut DbConfig, stream: u64) {
+    let mut rng = Pcg64Mcg::seed_from_u64(stream);
+    if !rng.random_bool(1.0 / 3.0) {
+        return;
+    }
+    let f = FlushlessConfig {
+        table_fraction: rng.random_range(0.1..0.6),
+        checkpoint_free: rng.random_range(0.02..0.3),
+        min_del: log_uniform(&mut rng, 1, 64) as u32,
+        max_age_ms: [0, 1, 20, 500, 10_000, 1_000_000][rng.random_range(0..6)],
+    };
+    // frames = buffer_pages x (1 - table_fraction), rounded down, at least 16 (17 leaves room
+    // for the rounding); the table gets the rest, at least 4 pages.
+    let frames = (17.0 / (1.0 - f.table_fraction)).ceil() as usize;
+    let table = (4.5 / f.table_fraction).ceil() as usize;
+    db.buffer_pages = db.buffer_pages.max(frames).max(table);
+    db.cleaner_clean_fraction = 0.0;
+    db.max_checkpoint_count = 0;
+    db.flushless = Some(f);
+}
+
+/// The buffer mode of `db` for a trial's description.
+pub fn describe_mode(db: &DbConfig) -> String {
+    match &db.flushless {
+        Some(f) => format!(
+            "flushless(table {:.2}, free {:.2}, min_del {}, age {} ms)",
+            f.table_fraction, f.checkpoint_free, f.min_del, f.max_age_ms
+        ),
+        None => "aries".into(),
     }
 }
 
@@ -255,7 +296,16 @@ pub fn trial(seed: u64) -> TrialReport {
         else {
             return report;
         };
-        match check(&reopened, &committed, maybe.as_ref(), &mut report) {
+        // The flushless restart reads no page: a torn page that cannot be repaired is found by
+        // the first read instead of the open.
+        let torn_read_ok = torn && cfg.torn_pages_unrepairable() && cfg.db.flushless.is_some();
+        match check(
+            &reopened,
+            &committed,
+            maybe.as_ref(),
+            torn_read_ok,
+            &mut report,
+        ) {
             Some(s) => state = s,
             None => return report,
         }
@@ -337,18 +387,31 @@ fn reopen(
 }
 
 /// Compares the reopened database with the committed state (plus the interrupted commit) and
-/// runs the structural checks. Returns the state it holds, if it is an acceptable one.
+/// runs the structural checks. Returns the state it holds, if it is an acceptable one. With
+/// `torn_read_ok`, a `CorruptPage` from a read is the torn page the design cannot repair (the
+/// trial ends there, typed).
 fn check(
     db: &Db,
     committed: &State,
     maybe: Option<&WriteSet>,
+    torn_read_ok: bool,
     report: &mut TrialReport,
 ) -> Option<State> {
+    let torn_page = |e: &Error, report: &mut TrialReport| {
+        let by_design = torn_read_ok && matches!(e, Error::CorruptPage { .. });
+        if by_design {
+            report
+                .typed_rejections
+                .push("CorruptPage (torn page, no doublewrite, found by a read)".into());
+        }
+        by_design
+    };
     let got = match State::read(db) {
         Err(text) => {
             report.fail(FailureClass::CheckFailed, text);
             return None;
         }
+        Ok(Err(e)) if torn_page(&e, report) => return None,
         Ok(Err(e)) => {
             report.fail(
                 FailureClass::CheckFailed,
@@ -412,12 +475,17 @@ fn check(
         );
         return None;
     }
-    if let Err(e) = db.verify() {
-        report.fail(FailureClass::CheckFailed, format!("verify: {e}"));
-        return None;
+    match db.verify() {
+        Ok(_) => {}
+        Err(e) if torn_page(&e, report) => return None,
+        Err(e) => {
+            report.fail(FailureClass::CheckFailed, format!("verify: {e}"));
+            return None;
+        }
     }
     match db.check_pages() {
         Ok(v) if v.is_empty() => {}
+        Err(e) if torn_page(&e, report) => return None,
         Ok(v) => {
             report.fail(
                 FailureClass::CheckFailed,

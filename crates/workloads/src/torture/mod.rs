@@ -3,6 +3,11 @@
 //! database, refuse to reopen after a power cut, or panic. It uses only the engine's public API
 //! (and its `device` module) and flashsim.
 //!
+//! Every kind runs one trial in three in the flushless buffer mode (`DbConfig::flushless`, drawn
+//! by [`cut::flushless_mode`] from a stream of its own, so a seed's other choices are those it
+//! had before that mode existed); an engine error the workloads get there, `TableFull` like
+//! `LogFull`, `Full` or `Conflict`, is a refused operation: the transaction is given up.
+//!
 //! Trial kinds:
 //! - [`cut`]: a random configuration (write path, device kind, block size, pool and log size), a
 //!   random interleaved transaction workload, a power cut at a random device command (torn and

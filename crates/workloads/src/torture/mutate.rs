@@ -174,7 +174,8 @@ fn build_step(
 pub fn trial(seed: u64) -> TrialReport {
     let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x4d07);
     let on_files = rng.random_bool(0.25);
-    let cfg = config(&mut rng, seed);
+    let mut cfg = config(&mut rng, seed);
+    super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_4d07);
     let store = if on_files {
         Store::File(
             tempfile::Builder::new()
@@ -197,8 +198,9 @@ pub fn trial(seed: u64) -> TrialReport {
     };
     let describe = |d: &str| {
         format!(
-            "{} {path}, pool {}, log space {:?}, damage {d}",
+            "{} {path}, {}, pool {}, log space {:?}, damage {d}",
             if on_files { "file" } else { "mem" },
+            super::cut::describe_mode(&cfg),
             cfg.buffer_pages,
             cfg.log_space_bytes
         )

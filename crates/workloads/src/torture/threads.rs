@@ -72,7 +72,7 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     let cut = rng.random_bool(0.4);
     let oop = rng.random_bool(0.3);
     let buffer_pages = [16, 24, 64, 256][rng.random_range(0..4)];
-    let cfg = DbConfig {
+    let mut cfg = DbConfig {
         open_mode: OpenMode::Create,
         buffer_pages,
         doublewrite: !oop && rng.random_bool(0.7),
@@ -92,6 +92,7 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         }),
         ..DbConfig::default()
     };
+    super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_7777);
     let fault = FaultConfig {
         seed,
         torn_writes: rng.random_bool(0.5),
@@ -100,8 +101,8 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     };
     let mut report = TrialReport {
         config: format!(
-            "threads {threads}, accounts {accounts} ({} large), {}, pool {}, log space {:?}, \
-             cut {cut}, {secs} s",
+            "threads {threads}, accounts {accounts} ({} large), {}, {}, pool {}, log space \
+             {:?}, cut {cut}, {secs} s",
             pads.iter().filter(|&&p| p > 0).count(),
             if oop {
                 "oop"
@@ -110,6 +111,7 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
             } else {
                 "in-place"
             },
+            super::cut::describe_mode(&cfg),
             cfg.buffer_pages,
             cfg.log_space_bytes
         ),
@@ -120,15 +122,20 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         let db = Db::open(rig.devices(), cfg.clone())?;
         let acct = db.create_tree("acct")?;
         let xfer = db.create_tree("xfer")?;
-        let mut x = db.begin()?;
-        for i in 0..accounts {
-            x.put(
-                &acct,
-                &account(i),
-                &balance_value(INITIAL, pads[i as usize]),
-            )?;
+        // In the flushless mode one account a transaction: a small log table holds one account's
+        // change, not all of them (a transfer needs two).
+        let per_txn = if cfg.flushless.is_some() { 1 } else { accounts };
+        for first in (0..accounts).step_by(per_txn as usize) {
+            let mut x = db.begin()?;
+            for i in first..(first + per_txn).min(accounts) {
+                x.put(
+                    &acct,
+                    &account(i),
+                    &balance_value(INITIAL, pads[i as usize]),
+                )?;
+            }
+            x.commit()?;
         }
-        x.commit()?;
         Ok((db, acct, xfer))
     };
     let (db, acct, xfer) = match setup() {
