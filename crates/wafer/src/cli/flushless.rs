@@ -65,6 +65,11 @@ pub struct FlushlessArgs {
     /// The log buffer (what one log write holds at most; group commit waits for a share of it).
     #[arg(long, default_value = "64KiB", value_parser = super::size::parse_size)]
     pub log_buffer: u64,
+    /// Dies of the log SSD (on 1 channel when 1): 1 makes log writes queue one behind the other,
+    /// as the writes of one log file did on the paper's SSD; the benchmark SSD's 32 dies serve
+    /// concurrent commits in parallel. [default: 32, the benchmark SSD]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub log_dies: Option<u32>,
     /// Group commit's longest wait (the group-commit experiment), in virtual microseconds.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     pub group_commit_delay_us: u64,
@@ -141,6 +146,13 @@ impl Bench<'_> {
         };
         let mut cfg = TpccBenchConfig::new(preset, tpcc, self.data_bytes, 0.10);
         cfg.data_ssd.timing.write_buffer_pages_per_die = a.write_buffer_pages;
+        if let Some(dies) = a.log_dies {
+            let mut g = cfg.log_ssd.geometry.clone();
+            g.channels = dies.min(8);
+            g.dies_per_channel = dies.div_ceil(8);
+            let sized = flashsim::SsdConfig::sized(g, cfg.log_ssd.logical_bytes, 0.2);
+            cfg.log_ssd.geometry = sized.geometry;
+        }
         cfg.log_ssd.timing.write_buffer_pages_per_die = a.write_buffer_pages;
         cfg.engine.log_buffer_bytes = Some(a.log_buffer);
         cfg.buffer_fraction = memory;
