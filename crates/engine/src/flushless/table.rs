@@ -428,9 +428,11 @@ mod tests {
         let pages = t.commit(7, &[200, 300], 9);
         assert_eq!(pages, vec![(3, 300), (4, 300)]);
         assert_eq!(t.owner(3), None);
+        // The committed image of page 3 replaced its two earlier records.
         let s = t.summaries();
         assert_eq!(s.len(), 2);
-        assert_eq!((s[0].pid, s[0].committed, s[0].oldest_lsn), (3, 3, 100));
+        assert_eq!((s[0].pid, s[0].committed, s[0].oldest_lsn), (3, 1, 300));
+        assert_eq!(t.snapshot().superseded, 2);
         // A live record of another transaction, then its abort.
         t.add_live(8, put(4, b"c"));
         assert_eq!(t.discard(8), vec![4]);
@@ -441,6 +443,21 @@ mod tests {
         assert!(!t.drop_committed(4));
         assert_eq!(t.bytes(), 0);
         assert_eq!(t.snapshot().records, 0);
+    }
+
+    #[test]
+    fn a_committed_image_supersedes_only_committed_records() {
+        let mut t = LogTable::new(1 << 20);
+        t.add_committed(0, 100, 5, put(3, b"a"));
+        // A live image does not drop the committed record: an abort would need it.
+        t.add_live(7, Redo::Images(vec![(3, vec![0; 64])]));
+        assert_eq!(t.snapshot().records, 2);
+        assert_eq!(t.discard(7), vec![3]);
+        assert_eq!(t.summaries()[0].oldest_lsn, 100);
+        // A committed (system) image does.
+        t.add_committed(0, 200, 6, Redo::Images(vec![(3, vec![0; 64])]));
+        assert_eq!(t.snapshot().records, 1);
+        assert_eq!(t.summaries()[0].oldest_lsn, 200);
     }
 
     #[test]
