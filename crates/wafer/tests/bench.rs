@@ -1069,4 +1069,38 @@ fn bench_flushless_compares_the_modes_on_the_same_transactions() {
 
     let o = wafer(&["bench", "flushless", "--memory", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+
+    // The flushless presets' settings are a config table like the others: dumped, read back,
+    // and named when they cannot apply.
+    let o = wafer(&["bench", "tpcc", "--configs", "flushless", "--dump-config"]);
+    let dump = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        dump.contains("[engine.flushless]") && dump.contains("min_del = 16"),
+        "{dump}"
+    );
+    let file = std::env::temp_dir().join(format!("wafer-fl-{}.toml", std::process::id()));
+    std::fs::write(&file, &dump).unwrap();
+    let f = file.to_str().unwrap();
+    let again = wafer(&[
+        "bench",
+        "tpcc",
+        "--configs",
+        "flushless",
+        "--config",
+        f,
+        "--dump-config",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), dump);
+    let o = wafer(&[
+        "bench",
+        "tpcc",
+        "--configs",
+        "in-place",
+        "--config",
+        f,
+        "--dump-config",
+    ]);
+    std::fs::remove_file(&file).ok();
+    assert!(stderr(&o).contains("[engine.flushless] settings apply to the flushless"));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("[engine.flushless]"));
 }

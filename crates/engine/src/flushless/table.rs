@@ -47,6 +47,9 @@ pub struct TableStats {
     /// them.
     #[serde(default)]
     pub superseded: u64,
+    /// The most records one page has now (`records / pages` is the mean).
+    #[serde(default)]
+    pub max_page_records: u64,
 }
 
 struct Rec {
@@ -384,6 +387,12 @@ impl LogTable {
             records: self.recs.len() as u64,
             pages: self.pages.len() as u64,
             live_records: self.live_records,
+            max_page_records: self
+                .pages
+                .values()
+                .map(|p| p.ids.len() as u64)
+                .max()
+                .unwrap_or(0),
             ..self.stats.clone()
         }
     }

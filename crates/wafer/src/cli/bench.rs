@@ -194,6 +194,7 @@ impl YcsbArgs {
         if self.max_seconds.is_some() {
             r.max_virtual_s = self.max_seconds;
         }
+        super::settle_flushless(preset, &mut cfg.engine);
         cfg.engine.out_of_place = super::merge_out_of_place(
             preset,
             file.and_then(|f| Some((f.path.as_path(), f.out_of_place.as_ref()?))),

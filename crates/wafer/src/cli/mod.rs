@@ -58,6 +58,21 @@ pub fn read_config<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// The buffer mode of `preset` in `engine`: a flushless preset runs with the `[engine.flushless]`
+/// settings given (or the defaults), which `--dump-config` then shows; any other preset runs the
+/// ARIES mode, and settings given for it are dropped with a warning.
+pub fn settle_flushless(preset: Preset, engine: &mut wafer_workloads::bench::DbConfig) {
+    if preset.flushless() {
+        engine.flushless = Some(engine.flushless.take().unwrap_or_default());
+    } else if engine.flushless.take().is_some() {
+        eprintln!(
+            "warning: {}: the [engine.flushless] settings apply to the flushless configurations \
+             only; this one runs the ARIES mode",
+            preset.name()
+        );
+    }
+}
+
 /// The out-of-place settings of `preset` with the keys of a file's `[engine.out_of_place]`
 /// table over them (only the keys the table names change); None for an in-place preset. A key
 /// that changes one of the switches that name the preset (codec, gdt, nowa, aligned) gets a

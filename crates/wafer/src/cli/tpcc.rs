@@ -235,13 +235,7 @@ impl TpccArgs {
         set(&mut r.interval_fraction, self.interval_fraction);
         set(&mut r.group_commit_delay_us, self.group_commit_delay_us);
         set(&mut r.group_commit_min_fill, self.group_commit_min_fill);
-        if cfg.engine.flushless.is_some() && !preset.flushless() {
-            eprintln!(
-                "note: the [engine.flushless] settings apply to the flushless presets only; {} \
-                 runs the ARIES mode",
-                preset.name()
-            );
-        }
+        super::settle_flushless(preset, &mut cfg.engine);
         cfg.engine.out_of_place = super::merge_out_of_place(
             preset,
             file.and_then(|f| Some((f.path.as_path(), f.out_of_place.as_ref()?))),

@@ -14,7 +14,6 @@ pub mod wall;
 use crate::ycsb::YcsbConfig;
 use flashsim::{Geometry, SsdConfig};
 use serde::{Deserialize, Serialize};
-use wafer_engine::DbConfig;
 
 /// A write-path configuration of the engine: the rows of paper 002 Table 1 (each adds one
 /// optimization to the row before), plus the ZNS and FDP devices of its Tables 2 and 3.
@@ -399,7 +398,7 @@ pub use metrics::{
     Window,
 };
 /// The out-of-place settings a preset chooses (and a config file's `[engine.out_of_place]`).
-pub use wafer_engine::{FlushlessConfig, OopConfig};
+pub use wafer_engine::{DbConfig, FlushlessConfig, OopConfig};
 
 #[cfg(test)]
 mod config_tests {
