@@ -204,20 +204,28 @@ impl LogTable {
         if at == 0 {
             return;
         }
-        let gone: Vec<u64> = p.ids.drain(..at).collect();
-        p.committed -= at;
+        self.drop_front(pid, at);
+        self.stats.superseded += at as u64;
+    }
+
+    /// Removes the first `n` (committed) records of `pid`'s list: they leave the page's list,
+    /// and the table when no other page lists them.
+    fn drop_front(&mut self, pid: PageId, n: usize) {
+        let p = self.pages.get_mut(&pid).expect("page of a record");
+        debug_assert!(n <= p.committed);
+        let gone: Vec<u64> = p.ids.drain(..n).collect();
+        p.committed -= n;
         let mut freed = 0;
-        for g in gone {
-            let r = self.recs.get_mut(&g).expect("record");
+        for id in gone {
+            let r = self.recs.get_mut(&id).expect("record");
             freed += share(&r.redo, pid);
             r.refs -= 1;
             if r.refs == 0 {
-                self.recs.remove(&g);
+                self.recs.remove(&id);
             }
         }
         p.bytes -= freed;
         self.stats.bytes -= freed;
-        self.stats.superseded += at as u64;
     }
 
     /// Pages of which `redo` is a full image.
@@ -358,23 +366,11 @@ impl LogTable {
     /// Deletes `pid`'s committed records (their changes are now on the device). Returns whether
     /// the page still has (live) records.
     pub fn drop_committed(&mut self, pid: PageId) -> bool {
-        let Some(p) = self.pages.get_mut(&pid) else {
+        let Some(p) = self.pages.get(&pid) else {
             return false;
         };
-        let gone: Vec<u64> = p.ids.drain(..p.committed).collect();
-        p.committed = 0;
-        let mut freed = 0;
-        for id in gone {
-            let r = self.recs.get_mut(&id).expect("record");
-            freed += share(&r.redo, pid);
-            r.refs -= 1;
-            if r.refs == 0 {
-                self.recs.remove(&id);
-            }
-        }
-        p.bytes -= freed;
-        self.stats.bytes -= freed;
-        let left = !p.ids.is_empty();
+        self.drop_front(pid, p.committed);
+        let left = !self.pages[&pid].ids.is_empty();
         if !left {
             self.pages.remove(&pid);
         }

@@ -135,21 +135,27 @@ fn run_with(seed: u64, txns: usize, cfg: DbConfig) {
     oracle.check(&db, &format!("seed {seed}, after a clean close"));
 }
 
+/// Every DB-side option of the out-of-place path (LZ4 + packing, GDT, NoWA) with small zones and
+/// batches, so staging, GC and snapshots all run.
+fn small_oop_all() -> OopConfig {
+    OopConfig {
+        codec: Codec::Lz4,
+        gdt: true,
+        nowa: true,
+        zone_bytes: 64 * 1024,
+        max_open_zones: 4,
+        batch_pages: 16,
+        ..OopConfig::default()
+    }
+}
+
 /// The same model test on the out-of-place write path with every DB-side option (LZ4 +
 /// packing, GDT, NoWA) and small zones and batches, so staging, GC and snapshots all run.
 #[test]
 fn random_transactions_match_the_oracle_out_of_place() {
     let cfg = DbConfig {
         doublewrite: false,
-        out_of_place: Some(OopConfig {
-            codec: Codec::Lz4,
-            gdt: true,
-            nowa: true,
-            zone_bytes: 64 * 1024,
-            max_open_zones: 4,
-            batch_pages: 16,
-            ..OopConfig::default()
-        }),
+        out_of_place: Some(small_oop_all()),
         ..config(24, false)
     };
     run_with(3, 600, cfg);
@@ -186,15 +192,7 @@ fn random_transactions_match_the_oracle_flushless_out_of_place() {
             min_del: 4,
             ..wafer_engine::FlushlessConfig::default()
         }),
-        out_of_place: Some(OopConfig {
-            codec: Codec::Lz4,
-            gdt: true,
-            nowa: true,
-            zone_bytes: 64 * 1024,
-            max_open_zones: 4,
-            batch_pages: 16,
-            ..OopConfig::default()
-        }),
+        out_of_place: Some(small_oop_all()),
         ..config(64, false)
     };
     run_with(5, 600, cfg);
