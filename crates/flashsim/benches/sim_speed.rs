@@ -1,17 +1,39 @@
-//! Simulation speed of flashsim in WAF-only mode: host 4 KiB writes simulated per second, uniform
-//! random, spare factor 0.10, greedy GC, 64 GiB logical device (the datacenter geometry).
+//! Simulation speed of flashsim: host 4 KiB writes simulated per second, uniform random, spare
+//! factor 0.10, greedy GC, 64 GiB logical device (the datacenter geometry).
 //!
-//! Run: `cargo bench -p flashsim --bench sim_speed` (options: `-- --gib N --sf F --multiple M`).
-//! Preconditions with a sequential fill and 2 capacity-multiples of random writes, then times
-//! `--multiple` capacity-multiples of random writes on one thread, first through `write_batch`
-//! (the bulk path `wafer sim --no-timing` uses), then through one `write` call per command.
+//! Run: `cargo bench -p flashsim --bench sim_speed` (options: `-- --gib N --sf F --multiple M
+//! --phases batch,single,timing`).
+//!
+//! Three timed phases, each after a sequential fill and 2 capacity-multiples of random writes,
+//! each timing `--multiple` capacity-multiples of random writes on one thread:
+//! - `batch`: WAF-only device, offsets handed to `write_batch` (the bulk path `wafer sim
+//!   --no-timing` uses);
+//! - `single`: the same device, one `write` call per command;
+//! - `timing`: a second device with the timing model on, driven as `wafer sim` drives a timed
+//!   device: a closed loop of 32 clients, each submitting its next write at its previous write's
+//!   completion time, in submit-time order from a binary heap. Its cost is reported as the ratio
+//!   of the WAF-only batched rate to its rate.
+//!
+//! Both devices see the same writes, so all phases report the same WAF.
 
 use flashsim::{Ssd, SsdConfig};
 use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Instant;
 
+/// Offsets drawn per `write_batch` call.
+const BATCH: u64 = 4096;
+/// Closed-loop clients of the timed phase (the `wafer sim` default queue depth).
+const QUEUE_DEPTH: u32 = 32;
+
+fn args() -> Vec<String> {
+    std::env::args().collect()
+}
+
 fn arg(name: &str, default: f64) -> f64 {
-    let args: Vec<String> = std::env::args().collect();
+    let args = args();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
@@ -19,18 +41,79 @@ fn arg(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
+fn phases() -> Vec<String> {
+    let args = args();
+    let list = args
+        .iter()
+        .position(|a| a == "--phases")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+        .unwrap_or("batch,single,timing");
+    list.split(',').map(str::to_string).collect()
+}
+
+fn device(logical: u64, sf: f64, timing: bool) -> Ssd {
+    let mut cfg = SsdConfig::datacenter(logical, sf);
+    cfg.timing.enabled = timing;
+    let cfg = cfg.with_spare_factor(sf);
+    Ssd::new(cfg).expect("valid config")
+}
+
+/// `n` uniform random unit offsets through `write_batch`, drawn in batches of [`BATCH`].
+fn random_batched(ssd: &mut Ssd, rng: &mut Pcg64Mcg, units: u64, n: u64) {
+    let mut batch = Vec::with_capacity(BATCH as usize);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(BATCH);
+        batch.clear();
+        batch.extend((0..k).map(|_| rng.random_range(0..units) * 4096));
+        ssd.write_batch(0, &batch, 4096, 0).expect("write");
+        left -= k;
+    }
+}
+
+/// `n` writes from `next` through a closed loop of [`QUEUE_DEPTH`] clients starting at `start_ns`
+/// (the loop of `wafer sim` on a timed device). Returns the last completion time.
+fn closed_loop(ssd: &mut Ssd, start_ns: u64, n: u64, mut next: impl FnMut() -> u64) -> u64 {
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
+        (0..QUEUE_DEPTH).map(|c| Reverse((start_ns, c))).collect();
+    let mut issued = 0;
+    let mut now = start_ns;
+    while let Some(Reverse((t, client))) = heap.pop() {
+        if issued == n {
+            continue;
+        }
+        let done = ssd.write(t, next(), 4096, 0, None).expect("write");
+        issued += 1;
+        now = now.max(done);
+        heap.push(Reverse((done, client)));
+    }
+    now
+}
+
+fn report(path: &str, ssd: &Ssd, before: &flashsim::Counters, n: u64, secs: f64) -> f64 {
+    let rate = n as f64 / secs / 1e6;
+    println!(
+        "sim_speed ({path}): {n} random 4 KiB host writes in {secs:.2} s = {rate:.2} M writes/s (WAF {:.3}, {} GC runs)",
+        ssd.counters().waf_since(before),
+        ssd.counters().gc_runs - before.gc_runs
+    );
+    rate
+}
+
 fn main() {
     let gib = arg("--gib", 64.0);
     let sf = arg("--sf", 0.10);
     let multiple = arg("--multiple", 1.0);
+    let phases = phases();
+    let has = |p: &str| phases.iter().any(|x| x == p);
     let logical = (gib * (1u64 << 30) as f64) as u64;
-    let mut cfg = SsdConfig::datacenter(logical, sf);
-    cfg.timing.enabled = false;
-    let cfg = cfg.with_spare_factor(sf);
+
     let t0 = Instant::now();
-    let mut ssd = Ssd::new(cfg).expect("valid config");
+    let mut ssd = device(logical, sf, false);
     let cap = ssd.capacity().clone();
     let units = cap.logical_bytes / 4096;
+    let n = (multiple * units as f64) as u64;
     eprintln!(
         "device: {:.1} GiB logical, {:.1} GiB physical, sf {:.4}, {} erase units of {} MiB (setup {:.2}s)",
         cap.logical_bytes as f64 / (1u64 << 30) as f64,
@@ -40,52 +123,62 @@ fn main() {
         cap.eu_bytes >> 20,
         t0.elapsed().as_secs_f64()
     );
-    for u in 0..units {
-        ssd.write(0, u * 4096, 4096, 0, None).expect("write");
+
+    let mut batched_rate = None;
+    if has("batch") || has("single") {
+        // Preconditioning: sequential fill, then 2 capacities of random writes.
+        let fill: Vec<u64> = (0..units).map(|u| u * 4096).collect();
+        for chunk in fill.chunks(BATCH as usize) {
+            ssd.write_batch(0, chunk, 4096, 0).expect("write");
+        }
+        drop(fill);
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        random_batched(&mut ssd, &mut rng, units, 2 * units);
+        if has("batch") {
+            // Offsets are drawn in batches and handed to `write_batch`, which prefetches the
+            // mapping entries ahead; drawing them is part of the timed loop.
+            let before = ssd.counters().clone();
+            let t = Instant::now();
+            random_batched(&mut ssd, &mut rng, units, n);
+            let secs = t.elapsed().as_secs_f64();
+            batched_rate = Some(report("write_batch", &ssd, &before, n, secs));
+        }
+        if has("single") {
+            // One `write` call per command: no look-ahead, so every mapping-table miss is paid.
+            let before = ssd.counters().clone();
+            let t = Instant::now();
+            for _ in 0..n {
+                let u = rng.random_range(0..units);
+                ssd.write(0, u * 4096, 4096, 0, None).expect("write");
+            }
+            let secs = t.elapsed().as_secs_f64();
+            report("write, one per command", &ssd, &before, n, secs);
+        }
     }
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
-    for _ in 0..2 * units {
-        let u = rng.random_range(0..units);
-        ssd.write(0, u * 4096, 4096, 0, None).expect("write");
+    drop(ssd);
+
+    if has("timing") {
+        let mut ssd = device(logical, sf, true);
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        let mut u = 0;
+        let now = closed_loop(&mut ssd, 0, units, || {
+            u += 1;
+            (u - 1) * 4096
+        });
+        let now = closed_loop(&mut ssd, now, 2 * units, || {
+            rng.random_range(0..units) * 4096
+        });
+        ssd.reset_latency();
+        let before = ssd.counters().clone();
+        let t = Instant::now();
+        closed_loop(&mut ssd, now, n, || rng.random_range(0..units) * 4096);
+        let secs = t.elapsed().as_secs_f64();
+        let rate = report("timing model, closed loop of 32", &ssd, &before, n, secs);
+        if let Some(b) = batched_rate {
+            println!(
+                "timing-model cost: {:.2}x the WAF-only batched path's time per write",
+                b / rate
+            );
+        }
     }
-    let before = ssd.counters().clone();
-    let n = (multiple * units as f64) as u64;
-    // Offsets are drawn in batches of 4096 and handed to `write_batch`, which prefetches the
-    // mapping entries ahead; drawing them is part of the timed loop.
-    let mut batch = Vec::with_capacity(4096);
-    let t = Instant::now();
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(4096);
-        batch.clear();
-        batch.extend((0..k).map(|_| rng.random_range(0..units) * 4096));
-        ssd.write_batch(0, &batch, 4096, 0).expect("write");
-        left -= k;
-    }
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "sim_speed (write_batch): {} random 4 KiB host writes in {:.2} s = {:.2} M writes/s (WAF {:.3}, {} GC runs)",
-        n,
-        secs,
-        n as f64 / secs / 1e6,
-        ssd.counters().waf_since(&before),
-        ssd.counters().gc_runs - before.gc_runs
-    );
-    // The same with one `write` call per command (no look-ahead, so every mapping-table miss is
-    // paid in full).
-    let before = ssd.counters().clone();
-    let t = Instant::now();
-    for _ in 0..n {
-        let u = rng.random_range(0..units);
-        ssd.write(0, u * 4096, 4096, 0, None).expect("write");
-    }
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "sim_speed (write):       {} random 4 KiB host writes in {:.2} s = {:.2} M writes/s (WAF {:.3}, {} GC runs)",
-        n,
-        secs,
-        n as f64 / secs / 1e6,
-        ssd.counters().waf_since(&before),
-        ssd.counters().gc_runs - before.gc_runs
-    );
 }
