@@ -4,6 +4,9 @@
 use crate::error::SimError;
 use crate::ssd::{prefetch, EuState, Ssd, NIL, PREFETCH_AHEAD};
 
+/// How far ahead (in relocated units) the bulk relocation loop prefetches mapping entries.
+const RELOCATE_AHEAD: usize = 128;
+
 impl Ssd {
     /// Foreground GC before host stream `stream` opens a new erase unit in `lane`: while the lane
     /// has no more than `free_eus_min` free units, collect one victim at a time. GC is paced with
@@ -150,19 +153,18 @@ impl Ssd {
             let handle = f.handle as usize;
             let k = ((self.eu_units - off) as usize).min(pus.len() - i);
             let first = eu * self.eu_units + off;
-            for j in i..i + k {
-                if let Some(&ahead) = pus.get(j + PREFETCH_AHEAD) {
-                    prefetch(
-                        self.map
-                            .as_ptr()
-                            .wrapping_add(self.rev[ahead as usize] as usize),
-                    );
+            let map = &mut self.map[..];
+            let rev = &mut self.rev[..];
+            let valid = &mut self.valid[..];
+            for (j, &from) in pus[i..i + k].iter().enumerate() {
+                if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
+                    prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
                 }
-                let pu = first + (j - i) as u32;
-                let lu = self.rev[pus[j] as usize];
-                self.map[lu as usize] = pu;
-                self.rev[pu as usize] = lu;
-                self.set_valid(pu);
+                let pu = first + j as u32;
+                let lu = rev[from as usize];
+                map[lu as usize] = pu;
+                rev[pu as usize] = lu;
+                valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
             }
             i += k;
             let bytes = k as u64 * self.unit as u64;

@@ -20,9 +20,11 @@
 //! assert!(ssd.counters().waf() >= 1.0);
 //! ```
 
+mod batch;
 mod cache;
 pub mod config;
 mod device;
+mod divide;
 mod error;
 mod gc;
 pub mod hdd;

@@ -9,6 +9,7 @@
 
 use crate::cache::{CachedUnit, WriteCache};
 use crate::config::{Capacity, Mode, SsdConfig};
+use crate::divide::Divisor;
 use crate::error::SimError;
 use crate::stats::{Counters, HandleStats};
 use crate::store::Store;
@@ -88,6 +89,8 @@ pub struct Ssd {
     pub(crate) unit_shift: u32,
     pub(crate) upp: u32,
     pub(crate) eu_units: u32,
+    /// Divides a physical unit number by `eu_units` (its erase unit).
+    pub(crate) eu_div: Divisor,
     pub(crate) lanes: u32,
     pub(crate) die_planes: u32,
     pub(crate) planes: u32,
@@ -170,6 +173,7 @@ impl Ssd {
             unit_shift: unit.trailing_zeros(),
             upp: cfg.units_per_page(),
             eu_units,
+            eu_div: Divisor::new(eu_units),
             lanes,
             die_planes: g.die_planes(),
             planes: g.planes_per_die,
@@ -284,9 +288,9 @@ impl Ssd {
     /// The die a physical unit lives on.
     #[inline]
     pub(crate) fn die_of(&self, pu: u32) -> u32 {
-        let eu = pu / self.eu_units;
+        let (eu, off) = self.eu_div.div_rem(pu);
         if self.lanes == 1 {
-            let page = (pu % self.eu_units) / self.upp;
+            let page = off / self.upp;
             (page % self.die_planes) / self.planes
         } else {
             (eu % self.die_planes) / self.planes
@@ -314,7 +318,7 @@ impl Ssd {
         Ok(())
     }
 
-    fn host_stream(&self, pid: u16) -> Result<usize, SimError> {
+    pub(crate) fn host_stream(&self, pid: u16) -> Result<usize, SimError> {
         match &self.cfg.mode {
             Mode::Fdp(f) => {
                 if pid as u32 >= f.handles {
@@ -365,7 +369,7 @@ impl Ssd {
         }
         debug_assert!(self.is_valid(pu), "unref of invalid pu {pu}");
         self.clear_valid(pu);
-        let eu = pu / self.eu_units;
+        let eu = self.eu_div.div(pu);
         let v = self.eu_valid[eu as usize] - 1;
         self.eu_valid[eu as usize] = v;
         if self.eu_state[eu as usize] == EuState::Sealed {
@@ -440,7 +444,7 @@ impl Ssd {
     // ------------------------------------------------------------- host paths
 
     /// Writes one whole logical unit straight to flash (no cache). Returns the ack time.
-    fn write_unit_direct(
+    pub(crate) fn write_unit_direct(
         &mut self,
         lu: u32,
         pid_stream: usize,
@@ -596,57 +600,7 @@ impl Ssd {
         Ok(done)
     }
 
-    /// Writes `len` bytes at each offset of `offsets`, in order, all submitted at `at` with
-    /// placement id `pid` and no data. Same effect and counters as one `write` per offset; on a
-    /// WAF-only device without timing or cache it runs a bulk path that prefetches the mapping
-    /// entries ahead, for fast sweeps. Returns the last completion time.
-    pub fn write_batch(
-        &mut self,
-        at: u64,
-        offsets: &[u64],
-        len: u64,
-        pid: u16,
-    ) -> Result<u64, SimError> {
-        let unit = self.unit as u64;
-        if !self.fast || self.zones.is_some() || len != unit {
-            let mut done = at;
-            for &o in offsets {
-                done = done.max(self.write(at, o, len, pid, None)?);
-            }
-            return Ok(done);
-        }
-        for &o in offsets {
-            self.check_range(o, len)?;
-            if o % unit != 0 {
-                return Err(SimError::Unaligned {
-                    what: "batched write",
-                    offset: o,
-                    len,
-                    align: unit,
-                });
-            }
-        }
-        let stream = self.host_stream(pid)?;
-        self.touch(at);
-        let shift = self.unit_shift;
-        for i in 0..offsets.len() {
-            if let Some(&o) = offsets.get(i + PREFETCH_AHEAD) {
-                prefetch(self.map.as_ptr().wrapping_add((o >> shift) as usize));
-            }
-            if let Some(&o) = offsets.get(i + PREFETCH_AHEAD / 2) {
-                // The entry is (most likely) cached by now: prefetch the old unit's valid word.
-                let old = self.map[(o >> shift) as usize];
-                if old != NIL {
-                    prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
-                }
-            }
-            self.count_host_write(stream, len);
-            self.write_unit_direct((offsets[i] >> shift) as u32, stream, at, None)?;
-        }
-        Ok(at)
-    }
-
-    fn count_host_write(&mut self, stream: usize, len: u64) {
+    pub(crate) fn count_host_write(&mut self, stream: usize, len: u64) {
         self.counters.host_write_bytes += len;
         self.counters.host_write_cmds += 1;
         let handle = self.frontiers[stream].handle as usize;

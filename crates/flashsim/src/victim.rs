@@ -76,6 +76,7 @@ impl Victims {
         self.link(lane, eu, valid);
     }
 
+    #[inline]
     fn link(&mut self, lane: u32, eu: u32, valid: u32) {
         let l = &mut self.lanes[lane as usize];
         let h = l.head[valid as usize];
@@ -90,6 +91,7 @@ impl Victims {
         }
     }
 
+    #[inline]
     fn unlink(&mut self, lane: u32, eu: u32, valid: u32) {
         let (n, p) = (self.next[eu as usize], self.prev[eu as usize]);
         if p != NIL {
