@@ -102,6 +102,8 @@ impl Ssd {
     /// open erase unit `eu` (which has room for them): drops each unit's old mapping, maps it to
     /// its new place. The caller updates the frontier and the counters. No shared units exist.
     fn host_run(&mut self, offsets: &[u64], i: usize, k: usize, eu: u32, off: u32) {
+        // This loop invalidates at once: earlier pending invalidations come first.
+        self.apply_unrefs();
         let shift = self.unit_shift;
         let eu_div = self.eu_div;
         let lanes = self.lanes;
@@ -142,120 +144,5 @@ impl Ssd {
             eu_valid[eu as usize] += 1;
         }
         self.mapped_units += newly_mapped;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::config::{FdpConfig, GcUnit, Geometry, Mode, SsdConfig};
-    use crate::ssd::{RemapKind, RemapOp, Ssd};
-    use rand::{Rng, SeedableRng};
-    use rand_pcg::Pcg64Mcg;
-
-    const UNIT: u64 = 4096;
-
-    fn device(unit: GcUnit, handles: u32) -> Ssd {
-        let g = Geometry {
-            channels: 2,
-            dies_per_channel: 2,
-            planes_per_die: 2,
-            blocks_per_plane: 1,
-            pages_per_block: 16,
-            page_size_bytes: 16384,
-        };
-        let mut cfg = SsdConfig::sized(g, 24 << 20, 0.12);
-        cfg.timing.enabled = false;
-        cfg.gc.unit = unit;
-        if handles > 1 {
-            cfg.mode = Mode::Fdp(FdpConfig { handles });
-        }
-        cfg.fit_reserve();
-        Ssd::new(cfg).unwrap()
-    }
-
-    /// Everything the FTL keeps, for comparing two devices.
-    fn state(s: &Ssd) -> String {
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {:?}",
-            s.map,
-            s.rev,
-            s.valid,
-            s.eu_valid,
-            s.eu_state,
-            s.erase_count,
-            s.free,
-            s.report(),
-            s.mapped_units,
-            s.frontiers
-                .iter()
-                .map(|f| (f.eu.clone(), f.off.clone(), f.rr))
-                .collect::<Vec<_>>(),
-        )
-    }
-
-    /// Runs the same commands through `write_batch` and through one `write` per offset.
-    fn same_as_single_writes(unit: GcUnit, handles: u32, remap: bool) {
-        let mut a = device(unit, handles);
-        let mut b = device(unit, handles);
-        let units = a.capacity().logical_bytes / UNIT;
-        let mut rng = Pcg64Mcg::seed_from_u64(11);
-        for round in 0..60u64 {
-            let n = rng.random_range(1..3000);
-            let hot = rng.random_bool(0.3);
-            let offs: Vec<u64> = (0..n)
-                .map(|_| {
-                    let u = if hot {
-                        rng.random_range(0..64)
-                    } else {
-                        rng.random_range(0..units)
-                    };
-                    u * UNIT
-                })
-                .collect();
-            let pid = (round % handles as u64) as u16;
-            a.write_batch(7, &offs, UNIT, pid).unwrap();
-            for &o in &offs {
-                b.write(7, o, UNIT, pid, None).unwrap();
-            }
-            if round % 9 == 4 {
-                let lo = rng.random_range(0..units - 100) * UNIT;
-                a.trim(8, lo, 90 * UNIT).unwrap();
-                b.trim(8, lo, 90 * UNIT).unwrap();
-            }
-            if remap && round % 13 == 6 {
-                let op = RemapOp {
-                    src: rng.random_range(0..units / 2) * UNIT,
-                    dst: (units / 2 + rng.random_range(0..units / 2 - 50)) * UNIT,
-                    len: 40 * UNIT,
-                    kind: RemapKind::Share,
-                };
-                a.remap(9, &[op]).unwrap();
-                b.remap(9, &[op]).unwrap();
-            }
-            assert_eq!(state(&a), state(&b), "round {round}");
-        }
-        a.check_invariants().unwrap();
-        assert!(a.counters().gc_runs > 10);
-    }
-
-    #[test]
-    fn batch_equals_single_writes_superblock() {
-        same_as_single_writes(GcUnit::Superblock, 1, false);
-    }
-
-    #[test]
-    fn batch_equals_single_writes_block_unit() {
-        same_as_single_writes(GcUnit::Block, 1, false);
-    }
-
-    #[test]
-    fn batch_equals_single_writes_fdp() {
-        same_as_single_writes(GcUnit::Superblock, 3, false);
-    }
-
-    #[test]
-    fn batch_equals_single_writes_with_shared_units() {
-        same_as_single_writes(GcUnit::Superblock, 1, true);
-        same_as_single_writes(GcUnit::Block, 1, true);
     }
 }

@@ -40,6 +40,8 @@ impl Ssd {
 
     /// Collects one victim erase unit of `lane`: relocates its valid units, erases it.
     pub(crate) fn gc_one(&mut self, lane: u32, at: u64, background: bool) -> Result<(), SimError> {
+        // Victim choice and relocation read the valid counts and bitmap.
+        self.apply_unrefs();
         let eu_valid = &self.eu_valid;
         let victim = self
             .victims
@@ -83,9 +85,9 @@ impl Ssd {
         }
         let mut last_page = NIL;
         let mut ready = at;
-        let bulk = !timing && !keeps && self.shared.is_empty();
+        let bulk = !keeps && self.shared.is_empty();
         if bulk {
-            self.relocate_bulk(stream, lane, &valid_pus)?;
+            ready = self.relocate_bulk(stream, lane, &valid_pus, at)?;
         }
         for i in 0..if bulk { 0 } else { valid_pus.len() } {
             if let Some(&ahead) = valid_pus.get(i + PREFETCH_AHEAD) {
@@ -98,7 +100,7 @@ impl Ssd {
             let pu = valid_pus[i];
             let lu = self.rev[pu as usize];
             if timing {
-                let page = pu / self.upp;
+                let page = pu >> self.upp_shift;
                 if page != last_page {
                     last_page = page;
                     ready = self.timing.read(at, self.die_of(pu), self.upp);
@@ -139,9 +141,23 @@ impl Ssd {
         Ok(())
     }
 
-    /// GC relocation without timing, data or shared units: fills the GC frontier in runs, one
-    /// tight loop per erase unit, with the mapping entries prefetched ahead.
-    fn relocate_bulk(&mut self, stream: usize, lane: u32, pus: &[u32]) -> Result<(), SimError> {
+    /// GC relocation without data or shared units: fills the GC frontier in runs, one tight loop
+    /// per erase unit, with the mapping entries prefetched ahead. With timing, each victim page is
+    /// read when its first valid unit is reached and each destination page programmed when its
+    /// last unit is placed, in the same order as unit-by-unit relocation. Returns when the last
+    /// read completes (`at` if nothing was read).
+    fn relocate_bulk(
+        &mut self,
+        stream: usize,
+        lane: u32,
+        pus: &[u32],
+        at: u64,
+    ) -> Result<u64, SimError> {
+        let timed = self.timing.enabled();
+        let dies = self.die_map;
+        let (upp, upp_shift) = (self.upp, self.upp_shift);
+        let mut last_page = NIL;
+        let mut ready = at;
         let mut i = 0;
         while i < pus.len() {
             if self.frontiers[stream].eu[lane as usize] == NIL {
@@ -156,15 +172,37 @@ impl Ssd {
             let map = &mut self.map[..];
             let rev = &mut self.rev[..];
             let valid = &mut self.valid[..];
-            for (j, &from) in pus[i..i + k].iter().enumerate() {
-                if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
-                    prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
+            if timed {
+                let timing = &mut self.timing;
+                for (j, &from) in pus[i..i + k].iter().enumerate() {
+                    if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
+                    }
+                    let page = from >> upp_shift;
+                    if page != last_page {
+                        last_page = page;
+                        ready = timing.read(at, dies.die_of(from), upp);
+                    }
+                    let pu = first + j as u32;
+                    let lu = rev[from as usize];
+                    map[lu as usize] = pu;
+                    rev[pu as usize] = lu;
+                    valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
+                    if (pu + 1) & (upp - 1) == 0 {
+                        timing.program(ready, dies.die_of(pu));
+                    }
                 }
-                let pu = first + j as u32;
-                let lu = rev[from as usize];
-                map[lu as usize] = pu;
-                rev[pu as usize] = lu;
-                valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
+            } else {
+                for (j, &from) in pus[i..i + k].iter().enumerate() {
+                    if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
+                    }
+                    let pu = first + j as u32;
+                    let lu = rev[from as usize];
+                    map[lu as usize] = pu;
+                    rev[pu as usize] = lu;
+                    valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
+                }
             }
             i += k;
             let bytes = k as u64 * self.unit as u64;
@@ -177,10 +215,13 @@ impl Ssd {
                 self.seal(stream, lane, eu);
             }
         }
-        Ok(())
+        Ok(ready)
     }
 
     pub(crate) fn seal(&mut self, stream: usize, lane: u32, eu: u32) {
+        // The unit joins the victim buckets with its valid count: invalidations made before it
+        // filled come first.
+        self.apply_unrefs();
         self.eu_state[eu as usize] = EuState::Sealed;
         self.victims.insert(lane, eu, self.eu_valid[eu as usize]);
         self.frontiers[stream].eu[lane as usize] = NIL;

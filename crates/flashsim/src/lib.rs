@@ -25,6 +25,8 @@ mod cache;
 pub mod config;
 mod device;
 mod divide;
+#[cfg(test)]
+mod equivalence;
 mod error;
 mod gc;
 pub mod hdd;

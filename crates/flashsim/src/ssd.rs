@@ -25,6 +25,9 @@ pub(crate) const NIL: u32 = u32::MAX;
 /// Distance (in units) at which mapping-table entries are prefetched in bulk loops.
 pub(crate) const PREFETCH_AHEAD: usize = 32;
 
+/// Invalidations left pending (see [`Ssd::unref`]); a power of two.
+pub(crate) const PENDING_UNREFS: usize = 16;
+
 /// Hints the CPU to bring the cache line holding `*p` in; a no-op off x86-64.
 #[inline(always)]
 pub(crate) fn prefetch<T>(p: *const T) {
@@ -42,6 +45,32 @@ pub(crate) enum EuState {
     Free,
     Open,
     Sealed,
+}
+
+/// Where physical units live: with one lane (superblock GC units) the pages of an erase unit are
+/// striped over all (die, plane) pairs; with one lane per (die, plane) each erase unit is a block
+/// of one plane.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DieMap {
+    eu_div: Divisor,
+    upp_shift: u32,
+    die_planes_div: Divisor,
+    planes_div: Divisor,
+    striped: bool,
+}
+
+impl DieMap {
+    /// The die physical unit `pu` lives on.
+    #[inline]
+    pub(crate) fn die_of(self, pu: u32) -> u32 {
+        let (eu, off) = self.eu_div.div_rem(pu);
+        let slot = if self.striped {
+            off >> self.upp_shift
+        } else {
+            eu
+        };
+        self.planes_div.div(self.die_planes_div.div_rem(slot).1)
+    }
 }
 
 /// One write frontier: an open erase unit per lane.
@@ -88,6 +117,8 @@ pub struct Ssd {
     pub(crate) unit: u32,
     pub(crate) unit_shift: u32,
     pub(crate) upp: u32,
+    /// log2 of `upp` (units per page is a power of two).
+    pub(crate) upp_shift: u32,
     pub(crate) eu_units: u32,
     /// Divides a physical unit number by `eu_units` (its erase unit).
     pub(crate) eu_div: Divisor,
@@ -95,10 +126,18 @@ pub struct Ssd {
     pub(crate) die_planes: u32,
     pub(crate) planes: u32,
     pub(crate) dies: u32,
+    /// Which die a physical unit lives on.
+    pub(crate) die_map: DieMap,
     pub(crate) logical_units: u32,
     pub(crate) map: Vec<u32>,
     pub(crate) rev: Vec<u32>,
     pub(crate) valid: Vec<u64>,
+    /// Physical units whose last reference was dropped but which are not invalidated yet (valid
+    /// bit, erase-unit valid count, victim bucket), oldest first from `pending_next`; NIL: free
+    /// slot. See [`Ssd::unref`]. Applied in order, and before anything reads or changes the
+    /// bitmap, the valid counts or the victim buckets otherwise ([`Ssd::apply_unrefs`]).
+    pub(crate) pending: [u32; PENDING_UNREFS],
+    pub(crate) pending_next: usize,
     pub(crate) shared: HashMap<u32, Vec<u32>>,
     pub(crate) eu_valid: Vec<u32>,
     pub(crate) eu_state: Vec<EuState>,
@@ -121,8 +160,10 @@ pub struct Ssd {
     pub(crate) last_ns: u64,
     /// Reused buffer of a GC victim's valid physical units.
     pub(crate) gc_scratch: Vec<u32>,
-    /// The simple fast path applies: WAF-only, no timing, no cache, no sharing in play.
+    /// The simple fast path applies: WAF-only, no timing, no cache, not zoned.
     pub(crate) fast: bool,
+    /// Whole-unit writes without data go straight to flash: WAF-only, no cache, not zoned.
+    pub(crate) direct: bool,
 }
 
 impl Ssd {
@@ -164,24 +205,35 @@ impl Ssd {
             _ => None,
         };
         let store = Store::open(&cfg.data, eus, cfg.eu_bytes(), cap.physical_bytes)?;
-        let fast = !cfg.timing.enabled
+        let direct = !matches!(cfg.mode, Mode::Zns(_))
             && matches!(cfg.data, crate::config::DataMode::WafOnly)
             && cfg.write_cache_bytes == 0;
+        let fast = direct && !cfg.timing.enabled;
         let g = &cfg.geometry;
         let ssd = Ssd {
             unit,
             unit_shift: unit.trailing_zeros(),
             upp: cfg.units_per_page(),
+            upp_shift: cfg.units_per_page().trailing_zeros(),
             eu_units,
             eu_div: Divisor::new(eu_units),
             lanes,
             die_planes: g.die_planes(),
             planes: g.planes_per_die,
             dies: g.dies(),
+            die_map: DieMap {
+                eu_div: Divisor::new(eu_units),
+                upp_shift: cfg.units_per_page().trailing_zeros(),
+                die_planes_div: Divisor::new(g.die_planes()),
+                planes_div: Divisor::new(g.planes_per_die),
+                striped: lanes == 1,
+            },
             logical_units,
             map: alloc_table(logical_units as usize, NIL),
             rev: alloc_table(phys_units as usize, NIL),
             valid: vec![0u64; (phys_units as usize).div_ceil(64)],
+            pending: [NIL; PENDING_UNREFS],
+            pending_next: 0,
             shared: HashMap::new(),
             eu_valid: vec![0; eus as usize],
             eu_state: vec![EuState::Free; eus as usize],
@@ -203,6 +255,7 @@ impl Ssd {
             mapped_units: 0,
             last_ns: 0,
             fast,
+            direct,
             gc_scratch: Vec::new(),
             cap,
             cfg,
@@ -251,9 +304,9 @@ impl Ssd {
 
     // ---------------------------------------------------------------- helpers
 
-    #[inline]
+    /// Whether physical unit `pu` holds live data (pending invalidations count as applied).
     pub(crate) fn is_valid(&self, pu: u32) -> bool {
-        self.valid[(pu >> 6) as usize] & (1u64 << (pu & 63)) != 0
+        self.valid[(pu >> 6) as usize] & (1u64 << (pu & 63)) != 0 && !self.pending.contains(&pu)
     }
     #[inline]
     pub(crate) fn set_valid(&mut self, pu: u32) {
@@ -266,6 +319,7 @@ impl Ssd {
 
     /// Clears the valid bits of physical units `lo..hi`.
     pub(crate) fn clear_valid_range(&mut self, lo: u32, hi: u32) {
+        self.apply_unrefs();
         let mut pu = lo;
         while pu < hi {
             let bit = pu & 63;
@@ -288,13 +342,7 @@ impl Ssd {
     /// The die a physical unit lives on.
     #[inline]
     pub(crate) fn die_of(&self, pu: u32) -> u32 {
-        let (eu, off) = self.eu_div.div_rem(pu);
-        if self.lanes == 1 {
-            let page = off / self.upp;
-            (page % self.die_planes) / self.planes
-        } else {
-            (eu % self.die_planes) / self.planes
-        }
+        self.die_map.die_of(pu)
     }
 
     pub(crate) fn dies_of_eu(&self, eu: u32) -> std::ops::Range<u32> {
@@ -351,10 +399,33 @@ impl Ssd {
 
     // ------------------------------------------------------------ mapping core
 
-    /// Drops `lu`'s reference to physical unit `pu`; invalidates `pu` when nobody refers to it.
+    /// Drops `lu`'s reference to physical unit `pu` (NIL: none); invalidates `pu` when nobody
+    /// refers to it.
+    ///
+    /// Without shared units the invalidation is left pending for `PENDING_UNREFS` more unrefs:
+    /// `pu` usually comes from a mapping-table load that misses the cache, and work that depends
+    /// on it (and the branches on that work) keeps the CPU from starting the next command's load
+    /// meanwhile. Pending invalidations are applied in the order they were made, before the valid
+    /// bitmap, the valid counts or the victim buckets are used for anything else, so the device
+    /// evolves exactly as if each had been applied at once.
     #[inline]
     pub(crate) fn unref(&mut self, pu: u32, lu: u32) {
-        if !self.shared.is_empty() {
+        if self.shared.is_empty() {
+            debug_assert!(pu == NIL || self.is_valid(pu), "unref of invalid pu {pu}");
+            prefetch(self.valid.as_ptr().wrapping_add((pu >> 6) as usize));
+            let slot = self.pending_next;
+            let due = std::mem::replace(&mut self.pending[slot], pu);
+            self.pending_next = (slot + 1) % PENDING_UNREFS;
+            if due != NIL {
+                self.invalidate(due);
+            }
+            return;
+        }
+        if pu == NIL {
+            return;
+        }
+        self.apply_unrefs();
+        {
             if let Some(extra) = self.shared.get_mut(&pu) {
                 if self.rev[pu as usize] == lu {
                     self.rev[pu as usize] = extra.pop().expect("shared entry has owners");
@@ -368,6 +439,24 @@ impl Ssd {
             }
         }
         debug_assert!(self.is_valid(pu), "unref of invalid pu {pu}");
+        self.invalidate(pu);
+    }
+
+    /// Applies every pending invalidation, oldest first.
+    pub(crate) fn apply_unrefs(&mut self) {
+        for i in 0..PENDING_UNREFS {
+            let slot = (self.pending_next + i) % PENDING_UNREFS;
+            let pu = std::mem::replace(&mut self.pending[slot], NIL);
+            if pu != NIL {
+                self.invalidate(pu);
+            }
+        }
+    }
+
+    /// Invalidates physical unit `pu`: clears its valid bit, lowers its erase unit's valid count
+    /// and moves that unit's victim bucket.
+    #[inline]
+    fn invalidate(&mut self, pu: u32) {
         self.clear_valid(pu);
         let eu = self.eu_div.div(pu);
         let v = self.eu_valid[eu as usize] - 1;
@@ -425,7 +514,7 @@ impl Ssd {
         if let Some(d) = data {
             self.store.write(pu, d)?;
         }
-        if (off + 1).is_multiple_of(self.upp) {
+        if (off + 1) & (self.upp - 1) == 0 {
             if self.timing.enabled() {
                 let die = self.die_of(pu);
                 self.timing.program(at, die);
@@ -452,11 +541,8 @@ impl Ssd {
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
         let old = self.map[lu as usize];
-        if old != NIL {
-            self.unref(old, lu);
-        } else {
-            self.mapped_units += 1;
-        }
+        self.mapped_units += (old == NIL) as u64;
+        self.unref(old, lu);
         let pu = self.program(pid_stream, None, lu, at, data)?;
         Ok(if self.timing.enabled() {
             self.timing.write_ack(at, self.die_of(pu))
@@ -506,6 +592,28 @@ impl Ssd {
         pid: u16,
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
+        if self.direct
+            && data.is_none()
+            && len == self.unit as u64
+            && offset & (len - 1) == 0
+            && offset < self.cap.logical_bytes
+            && (pid as u32) < self.handles
+        {
+            // One whole unit on a WAF-only device without cache (the commands of sweeps): what
+            // `write_cmd` does for it, without its per-command generality.
+            let stream = pid as usize;
+            let lu = (offset >> self.unit_shift) as u32;
+            self.touch(at);
+            self.count_host_write(stream, len);
+            if !self.timing.enabled() {
+                self.write_unit_direct(lu, stream, at, None)?;
+                return Ok(at);
+            }
+            let start = at + self.timing.cfg.command_overhead_ns;
+            let done = start.max(self.write_unit_direct(lu, stream, start, None)?);
+            self.write_lat.record(done - at);
+            return Ok(done);
+        }
         self.write_cmd(at, offset, len, pid, data, true)
     }
 
