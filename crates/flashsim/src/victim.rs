@@ -76,7 +76,7 @@ impl Victims {
         self.link(lane, eu, valid);
     }
 
-    #[inline]
+    #[inline(always)]
     fn link(&mut self, lane: u32, eu: u32, valid: u32) {
         let l = &mut self.lanes[lane as usize];
         let h = l.head[valid as usize];
@@ -91,7 +91,7 @@ impl Victims {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, lane: u32, eu: u32, valid: u32) {
         let (n, p) = (self.next[eu as usize], self.prev[eu as usize]);
         if p != NIL {
