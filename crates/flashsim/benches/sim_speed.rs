@@ -106,10 +106,48 @@ fn closed_loop(ssd: &mut Ssd, start_ns: u64, n: u64, mut next: impl FnMut() -> u
     now
 }
 
-fn report(path: &str, ssd: &Ssd, before: &flashsim::Counters, n: u64, secs: f64) -> f64 {
+/// Wall-clock and CPU time of this thread (the machine may be shared: CPU time leaves out the
+/// time other processes had the core).
+#[derive(Clone, Copy)]
+struct Clock {
+    wall: Instant,
+    cpu_s: f64,
+}
+
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock {
+            wall: Instant::now(),
+            cpu_s: thread_cpu_s(),
+        }
+    }
+
+    /// (wall, CPU) seconds since `start`.
+    fn elapsed(self) -> (f64, f64) {
+        (
+            self.wall.elapsed().as_secs_f64(),
+            thread_cpu_s() - self.cpu_s,
+        )
+    }
+}
+
+/// Prints a phase's rate; returns it in M writes per wall-clock second.
+fn report(path: &str, ssd: &Ssd, before: &flashsim::Counters, n: u64, clock: Clock) -> f64 {
+    let (secs, cpu) = clock.elapsed();
     let rate = n as f64 / secs / 1e6;
     println!(
-        "sim_speed ({path}): {n} random 4 KiB host writes in {secs:.2} s = {rate:.2} M writes/s (WAF {:.3}, {} GC runs)",
+        "sim_speed ({path}): {n} random 4 KiB host writes in {secs:.2} s = {rate:.2} M writes/s ({:.2} M per CPU second; WAF {:.3}, {} GC runs)",
+        n as f64 / cpu / 1e6,
         ssd.counters().waf_since(before),
         ssd.counters().gc_runs - before.gc_runs
     );
@@ -154,21 +192,19 @@ fn main() {
             // Offsets are drawn in batches and handed to `write_batch`, which prefetches the
             // mapping entries ahead; drawing them is part of the timed loop.
             let before = ssd.counters().clone();
-            let t = Instant::now();
+            let clock = Clock::start();
             random_batched(&mut ssd, &mut rng, units, n);
-            let secs = t.elapsed().as_secs_f64();
-            batched_rate = Some(report("write_batch", &ssd, &before, n, secs));
+            batched_rate = Some(report("write_batch", &ssd, &before, n, clock));
         }
         if has("single") {
             // One `write` call per command: no look-ahead, so every mapping-table miss is paid.
             let before = ssd.counters().clone();
-            let t = Instant::now();
+            let clock = Clock::start();
             for _ in 0..n {
                 let u = rng.random_range(0..units);
                 ssd.write(0, u * 4096, 4096, 0, None).expect("write");
             }
-            let secs = t.elapsed().as_secs_f64();
-            single_rate = Some(report("write, one per command", &ssd, &before, n, secs));
+            single_rate = Some(report("write, one per command", &ssd, &before, n, clock));
         }
     }
     drop(ssd);
@@ -186,10 +222,9 @@ fn main() {
         });
         ssd.reset_latency();
         let before = ssd.counters().clone();
-        let t = Instant::now();
+        let clock = Clock::start();
         closed_loop(&mut ssd, now, n, || rng.random_range(0..units) * 4096);
-        let secs = t.elapsed().as_secs_f64();
-        let rate = report("timing model, closed loop of 32", &ssd, &before, n, secs);
+        let rate = report("timing model, closed loop of 32", &ssd, &before, n, clock);
         for (path, waf_only) in [
             ("write_batch", batched_rate),
             ("one write per command", single_rate),

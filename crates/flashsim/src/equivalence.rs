@@ -173,12 +173,17 @@ fn pending_invalidations_are_invisible() {
     }
 }
 
-/// With timing on, the direct path of whole-unit writes without data and the bulk GC relocation
-/// give the same completion times, latencies and device state as the general paths (forced
-/// here by keeping data in memory and writing it).
+/// With timing on or off, the direct path of whole-unit writes without data and the bulk GC
+/// relocation give the same completion times, latencies and device state as the general paths
+/// (forced here by keeping data in memory and writing it).
 #[test]
-fn timed_direct_paths_match_the_general_ones() {
-    for unit in [GcUnit::Superblock, GcUnit::Block] {
+fn direct_paths_match_the_general_ones() {
+    for (unit, timing) in [
+        (GcUnit::Superblock, true),
+        (GcUnit::Block, true),
+        (GcUnit::Superblock, false),
+        (GcUnit::Block, false),
+    ] {
         let make = |data: DataMode| {
             let g = Geometry {
                 channels: 2,
@@ -190,6 +195,7 @@ fn timed_direct_paths_match_the_general_ones() {
             };
             let mut cfg = SsdConfig::sized(g, 24 << 20, 0.12);
             cfg.gc.unit = unit;
+            cfg.timing.enabled = timing;
             cfg.data = data;
             cfg.fit_reserve();
             Ssd::new(cfg).unwrap()
@@ -213,7 +219,7 @@ fn timed_direct_paths_match_the_general_ones() {
                     b.write(now, u * UNIT, UNIT, 0, Some(&zeros)).unwrap(),
                 )
             };
-            assert_eq!(ta, tb, "{unit:?}: command {i}");
+            assert_eq!(ta, tb, "{unit:?} {timing}: command {i}");
             if i % 5000 == 4999 {
                 now += 50_000_000;
                 a.idle_until(now).unwrap();
@@ -221,9 +227,13 @@ fn timed_direct_paths_match_the_general_ones() {
             }
             now += rng.random_range(0..20_000);
         }
-        assert!(a.counters().gc_runs > 20, "{unit:?}");
-        assert_eq!(a.report(), b.report(), "{unit:?}");
-        assert_eq!(a.timing.all_idle_at(), b.timing.all_idle_at(), "{unit:?}");
-        assert!(state(&mut a) == state(&mut b), "{unit:?}");
+        assert!(a.counters().gc_runs > 20, "{unit:?} {timing}");
+        assert_eq!(a.report(), b.report(), "{unit:?} {timing}");
+        assert_eq!(
+            a.timing.all_idle_at(),
+            b.timing.all_idle_at(),
+            "{unit:?} {timing}"
+        );
+        assert!(state(&mut a) == state(&mut b), "{unit:?} {timing}");
     }
 }

@@ -62,11 +62,13 @@ impl Ssd {
             Vec::new()
         };
         let timing = self.timing.enabled();
-        // Gather the victim's valid units first (a sequential scan of the valid bitmap and the
-        // reverse map), then relocate them with the mapping entries prefetched ahead: the random
-        // writes to `map` are what bounds simulation speed.
-        let mut valid_pus = std::mem::take(&mut self.gc_scratch);
+        // Gather the victim's valid units and their logical units first (a sequential scan of the
+        // valid bitmap and the reverse map), then relocate them with the mapping entries
+        // prefetched ahead: the random writes to `map` are what bounds simulation speed.
+        let mut valid_pus = std::mem::take(&mut self.gc_pus);
+        let mut valid_lus = std::mem::take(&mut self.gc_lus);
         valid_pus.clear();
+        valid_lus.clear();
         let mut w = base >> 6;
         while (w << 6) < end {
             let mut bits = self.valid[w as usize];
@@ -78,7 +80,9 @@ impl Ssd {
                 bits &= (1u64 << (end - wbase)) - 1;
             }
             while bits != 0 {
-                valid_pus.push(wbase + bits.trailing_zeros());
+                let pu = wbase + bits.trailing_zeros();
+                valid_pus.push(pu);
+                valid_lus.push(self.rev[pu as usize]);
                 bits &= bits - 1;
             }
             w += 1;
@@ -87,7 +91,7 @@ impl Ssd {
         let mut ready = at;
         let bulk = !keeps && self.shared.is_empty();
         if bulk {
-            ready = self.relocate_bulk(stream, lane, &valid_pus, at)?;
+            ready = self.relocate_bulk(stream, lane, &valid_pus, &valid_lus, at)?;
         }
         for i in 0..if bulk { 0 } else { valid_pus.len() } {
             if let Some(&ahead) = valid_pus.get(i + PREFETCH_AHEAD) {
@@ -127,7 +131,8 @@ impl Ssd {
             }
         }
         let moved = valid_pus.len() as u64;
-        self.gc_scratch = valid_pus;
+        self.gc_pus = valid_pus;
+        self.gc_lus = valid_lus;
         let unit = self.unit as u64;
         self.counters.gc_runs += 1;
         if background {
@@ -142,15 +147,18 @@ impl Ssd {
     }
 
     /// GC relocation without data or shared units: fills the GC frontier in runs, one tight loop
-    /// per erase unit, with the mapping entries prefetched ahead. With timing, each victim page is
-    /// read when its first valid unit is reached and each destination page programmed when its
-    /// last unit is placed, in the same order as unit-by-unit relocation. Returns when the last
-    /// read completes (`at` if nothing was read).
+    /// per erase unit that points the mapping entries of logical units `lus` (stored in physical
+    /// units `pus`) at their new places, prefetched ahead; the reverse map and valid bits of each
+    /// run are then written in bulk. With timing, each victim page is read when its first valid
+    /// unit is reached and each destination page programmed when its last unit is placed, in the
+    /// same order as unit-by-unit relocation. Returns when the last read completes (`at` if
+    /// nothing was read).
     fn relocate_bulk(
         &mut self,
         stream: usize,
         lane: u32,
         pus: &[u32],
+        lus: &[u32],
         at: u64,
     ) -> Result<u64, SimError> {
         let timed = self.timing.enabled();
@@ -159,7 +167,7 @@ impl Ssd {
         let mut last_page = NIL;
         let mut ready = at;
         let mut i = 0;
-        while i < pus.len() {
+        while i < lus.len() {
             if self.frontiers[stream].eu[lane as usize] == NIL {
                 self.open_eu(stream, lane)?;
             }
@@ -167,16 +175,15 @@ impl Ssd {
             let eu = f.eu[lane as usize];
             let off = f.off[lane as usize];
             let handle = f.handle as usize;
-            let k = ((self.eu_units - off) as usize).min(pus.len() - i);
+            let k = ((self.eu_units - off) as usize).min(lus.len() - i);
             let first = eu * self.eu_units + off;
             let map = &mut self.map[..];
-            let rev = &mut self.rev[..];
-            let valid = &mut self.valid[..];
+            let run = &lus[i..i + k];
             if timed {
                 let timing = &mut self.timing;
-                for (j, &from) in pus[i..i + k].iter().enumerate() {
-                    if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
-                        prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
+                for (j, (&lu, &from)) in run.iter().zip(&pus[i..i + k]).enumerate() {
+                    if let Some(&ahead) = lus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(ahead as usize));
                     }
                     let page = from >> upp_shift;
                     if page != last_page {
@@ -184,26 +191,21 @@ impl Ssd {
                         ready = timing.read(at, dies.die_of(from), upp);
                     }
                     let pu = first + j as u32;
-                    let lu = rev[from as usize];
                     map[lu as usize] = pu;
-                    rev[pu as usize] = lu;
-                    valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
                     if (pu + 1) & (upp - 1) == 0 {
                         timing.program(ready, dies.die_of(pu));
                     }
                 }
             } else {
-                for (j, &from) in pus[i..i + k].iter().enumerate() {
-                    if let Some(&ahead) = pus.get(i + j + RELOCATE_AHEAD) {
-                        prefetch(map.as_ptr().wrapping_add(rev[ahead as usize] as usize));
+                for (j, &lu) in run.iter().enumerate() {
+                    if let Some(&ahead) = lus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(ahead as usize));
                     }
-                    let pu = first + j as u32;
-                    let lu = rev[from as usize];
-                    map[lu as usize] = pu;
-                    rev[pu as usize] = lu;
-                    valid[(pu >> 6) as usize] |= 1u64 << (pu & 63);
+                    map[lu as usize] = first + j as u32;
                 }
             }
+            self.rev[first as usize..first as usize + k].copy_from_slice(run);
+            self.set_valid_range(first, first + k as u32);
             i += k;
             let bytes = k as u64 * self.unit as u64;
             self.counters.media_write_bytes += bytes;

@@ -24,6 +24,7 @@ mod batch;
 mod cache;
 pub mod config;
 mod device;
+mod direct;
 mod divide;
 #[cfg(test)]
 mod equivalence;

@@ -158,8 +158,9 @@ pub struct Ssd {
     pub(crate) rng: Pcg64Mcg,
     pub(crate) mapped_units: u64,
     pub(crate) last_ns: u64,
-    /// Reused buffer of a GC victim's valid physical units.
-    pub(crate) gc_scratch: Vec<u32>,
+    /// Reused buffers of a GC victim's valid physical units and their logical units.
+    pub(crate) gc_pus: Vec<u32>,
+    pub(crate) gc_lus: Vec<u32>,
     /// The simple fast path applies: WAF-only, no timing, no cache, not zoned.
     pub(crate) fast: bool,
     /// Whole-unit writes without data go straight to flash: WAF-only, no cache, not zoned.
@@ -256,7 +257,8 @@ impl Ssd {
             last_ns: 0,
             fast,
             direct,
-            gc_scratch: Vec::new(),
+            gc_pus: Vec::new(),
+            gc_lus: Vec::new(),
             cap,
             cfg,
         };
@@ -320,23 +322,25 @@ impl Ssd {
     /// Clears the valid bits of physical units `lo..hi`.
     pub(crate) fn clear_valid_range(&mut self, lo: u32, hi: u32) {
         self.apply_unrefs();
-        let mut pu = lo;
-        while pu < hi {
-            let bit = pu & 63;
-            let n = (64 - bit).min(hi - pu);
-            let mask = if n == 64 {
-                !0u64
-            } else {
-                ((1u64 << n) - 1) << bit
-            };
-            self.valid[(pu >> 6) as usize] &= !mask;
-            pu += n;
+        for (w, mask) in bit_range_words(lo, hi) {
+            self.valid[w] &= !mask;
+        }
+    }
+
+    /// Sets the valid bits of physical units `lo..hi`.
+    pub(crate) fn set_valid_range(&mut self, lo: u32, hi: u32) {
+        for (w, mask) in bit_range_words(lo, hi) {
+            self.valid[w] |= mask;
         }
     }
 
     #[inline]
     pub(crate) fn lane_of(&self, eu: u32) -> u32 {
-        eu % self.lanes
+        if self.lanes == 1 {
+            0
+        } else {
+            eu % self.lanes
+        }
     }
 
     /// The die a physical unit lives on.
@@ -455,8 +459,8 @@ impl Ssd {
 
     /// Invalidates physical unit `pu`: clears its valid bit, lowers its erase unit's valid count
     /// and moves that unit's victim bucket.
-    #[inline]
-    fn invalidate(&mut self, pu: u32) {
+    #[inline(always)]
+    pub(crate) fn invalidate(&mut self, pu: u32) {
         self.clear_valid(pu);
         let eu = self.eu_div.div(pu);
         let v = self.eu_valid[eu as usize] - 1;
@@ -617,13 +621,12 @@ impl Ssd {
             let stream = pid as usize;
             let lu = (offset >> self.unit_shift) as u32;
             self.touch(at);
-            self.count_host_write(stream, len);
             if !self.timing.enabled() {
-                self.write_unit_direct(lu, stream, at, None)?;
+                self.write_direct(lu, stream, at)?;
                 return Ok(at);
             }
             let start = at + self.timing.cfg.command_overhead_ns;
-            let done = start.max(self.write_unit_direct(lu, stream, start, None)?);
+            let done = start.max(self.write_direct(lu, stream, start)?);
             self.write_lat.record(done - at);
             return Ok(done);
         }
@@ -894,6 +897,26 @@ impl Ssd {
             })
         }
     }
+}
+
+/// The words of a bitmap that bits `lo..hi` fall in, each with the mask of those bits.
+fn bit_range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u64)> {
+    let mut pu = lo;
+    std::iter::from_fn(move || {
+        if pu >= hi {
+            return None;
+        }
+        let bit = pu & 63;
+        let n = (64 - bit).min(hi - pu);
+        let mask = if n == 64 {
+            !0u64
+        } else {
+            ((1u64 << n) - 1) << bit
+        };
+        let w = (pu >> 6) as usize;
+        pu += n;
+        Some((w, mask))
+    })
 }
 
 /// Allocates a large table filled with `fill`, asking the kernel for transparent huge pages so the

@@ -1,0 +1,79 @@
+//! The direct path of single host writes: one whole mapping unit, no data, no write cache (the
+//! commands of WAF and timing sweeps). It does what the general path (`write_unit_direct`:
+//! unref, then `program`) does for such a write, in one inlined function with the rare cases
+//! (opening an erase unit and the garbage collection it may need, shared units, sealing) left to
+//! out-of-line code, so that a command is short enough for the CPU to start the next command's
+//! mapping-table access while this one's is still in flight.
+
+use crate::error::SimError;
+use crate::ssd::{Ssd, NIL, PENDING_UNREFS};
+
+impl Ssd {
+    /// Writes logical unit `lu` for host stream `stream` at time `at` (the host write counters
+    /// included). Returns when the write is acknowledged.
+    #[inline(always)]
+    pub(crate) fn write_direct(
+        &mut self,
+        lu: u32,
+        stream: usize,
+        at: u64,
+    ) -> Result<u64, SimError> {
+        let unit = self.unit as u64;
+        let f = &self.frontiers[stream];
+        let handle = f.handle as usize;
+        let lane = f.rr as usize;
+        let eu = f.eu[lane];
+        let off = f.off[lane];
+        self.counters.host_write_bytes += unit;
+        self.counters.host_write_cmds += 1;
+        self.handle_stats[handle].host_write_bytes += unit;
+        if eu == NIL || !self.shared.is_empty() {
+            return self.write_unit_direct(lu, stream, at, None);
+        }
+        let old = self.map[lu as usize];
+        self.mapped_units += (old == NIL) as u64;
+        // The old unit's invalidation is left pending (see `unref`): nothing below depends on
+        // this load, which usually misses the cache.
+        crate::ssd::prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
+        let slot = self.pending_next;
+        let due = std::mem::replace(&mut self.pending[slot], old);
+        self.pending_next = (slot + 1) % PENDING_UNREFS;
+        if due != NIL {
+            self.invalidate(due);
+        }
+        let pu = eu * self.eu_units + off;
+        self.map[lu as usize] = pu;
+        self.rev[pu as usize] = lu;
+        self.set_valid(pu);
+        self.eu_valid[eu as usize] += 1;
+        self.counters.media_write_bytes += unit;
+        self.handle_stats[handle].media_write_bytes += unit;
+        let next = off + 1;
+        self.frontiers[stream].off[lane] = next;
+        if next & (self.upp - 1) == 0 && (self.timing.enabled() || self.lanes > 1) {
+            self.page_done(stream, pu, at);
+        }
+        if next == self.eu_units {
+            self.seal(stream, lane as u32, eu);
+        }
+        Ok(if self.timing.enabled() {
+            self.timing.write_ack(at, self.die_of(pu))
+        } else {
+            at
+        })
+    }
+
+    /// A host frontier filled a page with physical unit `pu`: the page is programmed, and the
+    /// frontier moves to the next lane.
+    #[inline(never)]
+    fn page_done(&mut self, stream: usize, pu: u32, at: u64) {
+        if self.timing.enabled() {
+            let die = self.die_of(pu);
+            self.timing.program(at, die);
+        }
+        if self.lanes > 1 {
+            let f = &mut self.frontiers[stream];
+            f.rr = (f.rr + 1) % self.lanes;
+        }
+    }
+}
