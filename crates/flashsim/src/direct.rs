@@ -30,22 +30,30 @@ impl Ssd {
         if eu == NIL || !self.shared.is_empty() {
             return self.write_unit_direct(lu, stream, at, None);
         }
-        let old = self.map[lu as usize];
+        debug_assert!(lu < self.logical_units);
+        // SAFETY (this and the accesses below): `lu` is below the logical unit count (the
+        // caller checked the command's range), the length of `map`; `pu` lies in the open erase
+        // unit `eu`, so below the physical unit count, the length of `rev` and 64 times that of
+        // `valid`; `eu` is an erase unit, an index of `eu_valid`.
+        let old = unsafe { *self.map.get_unchecked(lu as usize) };
         self.mapped_units += (old == NIL) as u64;
         // The old unit's invalidation is left pending (see `unref`): nothing below depends on
         // this load, which usually misses the cache.
         crate::ssd::prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
-        let slot = self.pending_next;
+        let slot = self.pending_next % PENDING_UNREFS;
         let due = std::mem::replace(&mut self.pending[slot], old);
         self.pending_next = (slot + 1) % PENDING_UNREFS;
         if due != NIL {
             self.invalidate(due);
         }
         let pu = eu * self.eu_units + off;
-        self.map[lu as usize] = pu;
-        self.rev[pu as usize] = lu;
-        self.set_valid(pu);
-        self.eu_valid[eu as usize] += 1;
+        debug_assert!((pu as usize) < self.rev.len() && (eu as usize) < self.eu_valid.len());
+        unsafe {
+            *self.map.get_unchecked_mut(lu as usize) = pu;
+            *self.rev.get_unchecked_mut(pu as usize) = lu;
+            *self.valid.get_unchecked_mut((pu >> 6) as usize) |= 1u64 << (pu & 63);
+            *self.eu_valid.get_unchecked_mut(eu as usize) += 1;
+        }
         self.counters.media_write_bytes += unit;
         self.handle_stats[handle].media_write_bytes += unit;
         let next = off + 1;

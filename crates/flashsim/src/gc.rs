@@ -67,9 +67,11 @@ impl Ssd {
         // prefetched ahead: the random writes to `map` are what bounds simulation speed.
         let mut valid_pus = std::mem::take(&mut self.gc_pus);
         let mut valid_lus = std::mem::take(&mut self.gc_lus);
-        valid_pus.clear();
-        valid_lus.clear();
+        valid_pus.resize(self.eu_units as usize, 0);
+        valid_lus.resize(self.eu_units as usize, 0);
+        let mut n = 0;
         let mut w = base >> 6;
+        let rev = &self.rev[base as usize..end as usize];
         while (w << 6) < end {
             let mut bits = self.valid[w as usize];
             let wbase = w << 6;
@@ -81,12 +83,21 @@ impl Ssd {
             }
             while bits != 0 {
                 let pu = wbase + bits.trailing_zeros();
-                valid_pus.push(pu);
-                valid_lus.push(self.rev[pu as usize]);
+                debug_assert!((base..end).contains(&pu) && n < self.eu_units as usize);
+                // SAFETY: the bits were masked to the victim's units `base..end`, so `pu - base`
+                // indexes `rev` (which is that range), and each unit is gathered at most once, so
+                // `n` stays below `eu_units`, the length of both buffers.
+                unsafe {
+                    *valid_pus.get_unchecked_mut(n) = pu;
+                    *valid_lus.get_unchecked_mut(n) = *rev.get_unchecked((pu - base) as usize);
+                }
+                n += 1;
                 bits &= bits - 1;
             }
             w += 1;
         }
+        valid_pus.truncate(n);
+        valid_lus.truncate(n);
         let mut last_page = NIL;
         let mut ready = at;
         let bulk = !keeps && self.shared.is_empty();
@@ -201,7 +212,11 @@ impl Ssd {
                     if let Some(&ahead) = lus.get(i + j + RELOCATE_AHEAD) {
                         prefetch(map.as_ptr().wrapping_add(ahead as usize));
                     }
-                    map[lu as usize] = first + j as u32;
+                    debug_assert!((lu as usize) < map.len());
+                    // SAFETY: `lu` is the owner of a valid unit, a mapped logical unit, so it is
+                    // below the logical unit count, the length of `map` (an FTL invariant that
+                    // `check_invariants` verifies).
+                    unsafe { *map.get_unchecked_mut(lu as usize) = first + j as u32 };
                 }
             }
             self.rev[first as usize..first as usize + k].copy_from_slice(run);

@@ -461,11 +461,18 @@ impl Ssd {
     /// and moves that unit's victim bucket.
     #[inline(always)]
     pub(crate) fn invalidate(&mut self, pu: u32) {
-        self.clear_valid(pu);
         let eu = self.eu_div.div(pu);
-        let v = self.eu_valid[eu as usize] - 1;
-        self.eu_valid[eu as usize] = v;
-        if self.eu_state[eu as usize] == EuState::Sealed {
+        debug_assert!((pu as usize) < self.rev.len() && self.is_valid(pu));
+        // SAFETY: `pu` holds valid data, so it is a physical unit: below 64 times the length of
+        // `valid`, and its erase unit `eu` indexes `eu_valid` and `eu_state`.
+        let sealed = unsafe {
+            *self.valid.get_unchecked_mut((pu >> 6) as usize) &= !(1u64 << (pu & 63));
+            let v = self.eu_valid.get_unchecked_mut(eu as usize);
+            *v -= 1;
+            *self.eu_state.get_unchecked(eu as usize) == EuState::Sealed
+        };
+        if sealed {
+            let v = self.eu_valid[eu as usize];
             self.victims.decrement(self.lane_of(eu), eu, v);
         }
     }
