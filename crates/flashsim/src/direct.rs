@@ -22,11 +22,13 @@ impl Ssd {
         let f = &self.frontiers[stream];
         let handle = f.handle as usize;
         let lane = f.rr as usize;
-        let eu = f.eu[lane];
-        let off = f.off[lane];
+        debug_assert!(lane < f.eu.len() && lane < f.off.len() && handle < self.handle_stats.len());
+        // SAFETY: a frontier's round-robin lane is below the lane count, the length of its `eu`
+        // and `off`; its handle indexes `handle_stats` (one per handle).
+        let (eu, off) = unsafe { (*f.eu.get_unchecked(lane), *f.off.get_unchecked(lane)) };
         self.counters.host_write_bytes += unit;
         self.counters.host_write_cmds += 1;
-        self.handle_stats[handle].host_write_bytes += unit;
+        unsafe { self.handle_stats.get_unchecked_mut(handle) }.host_write_bytes += unit;
         if eu == NIL || !self.shared.is_empty() {
             return self.write_unit_direct(lu, stream, at, None);
         }
@@ -55,9 +57,14 @@ impl Ssd {
             *self.eu_valid.get_unchecked_mut(eu as usize) += 1;
         }
         self.counters.media_write_bytes += unit;
-        self.handle_stats[handle].media_write_bytes += unit;
         let next = off + 1;
-        self.frontiers[stream].off[lane] = next;
+        // SAFETY: as above.
+        unsafe {
+            self.handle_stats
+                .get_unchecked_mut(handle)
+                .media_write_bytes += unit;
+            *self.frontiers[stream].off.get_unchecked_mut(lane) = next;
+        }
         if next & (self.upp - 1) == 0 && (self.timing.enabled() || self.lanes > 1) {
             self.page_done(stream, pu, at);
         }
