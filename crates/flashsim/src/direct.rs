@@ -6,7 +6,7 @@
 //! mapping-table access while this one's is still in flight.
 
 use crate::error::SimError;
-use crate::ssd::{Ssd, NIL, PENDING_UNREFS};
+use crate::ssd::{Ssd, NIL};
 
 impl Ssd {
     /// Writes logical unit `lu` for host stream `stream` at time `at` (the host write counters
@@ -42,12 +42,7 @@ impl Ssd {
         // The old unit's invalidation is left pending (see `unref`): nothing below depends on
         // this load, which usually misses the cache.
         crate::ssd::prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
-        let slot = self.pending_next % PENDING_UNREFS;
-        let due = std::mem::replace(&mut self.pending[slot], old);
-        self.pending_next = (slot + 1) % PENDING_UNREFS;
-        if due != NIL {
-            self.invalidate(due);
-        }
+        self.defer_unref(old);
         let pu = eu * self.eu_units + off;
         debug_assert!((pu as usize) < self.rev.len() && (eu as usize) < self.eu_valid.len());
         unsafe {

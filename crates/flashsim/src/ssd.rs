@@ -25,8 +25,11 @@ pub(crate) const NIL: u32 = u32::MAX;
 /// Distance (in units) at which mapping-table entries are prefetched in bulk loops.
 pub(crate) const PREFETCH_AHEAD: usize = 32;
 
-/// Invalidations left pending (see [`Ssd::unref`]); a power of two.
-pub(crate) const PENDING_UNREFS: usize = 16;
+/// Invalidations left pending (see [`Ssd::unref`]): two halves of `PENDING_BATCH`; a power of
+/// two.
+pub(crate) const PENDING_UNREFS: usize = 32;
+/// Pending invalidations are applied this many at a time.
+pub(crate) const PENDING_BATCH: usize = PENDING_UNREFS / 2;
 
 /// Hints the CPU to bring the cache line holding `*p` in; a no-op off x86-64.
 #[inline(always)]
@@ -417,12 +420,7 @@ impl Ssd {
         if self.shared.is_empty() {
             debug_assert!(pu == NIL || self.is_valid(pu), "unref of invalid pu {pu}");
             prefetch(self.valid.as_ptr().wrapping_add((pu >> 6) as usize));
-            let slot = self.pending_next;
-            let due = std::mem::replace(&mut self.pending[slot], pu);
-            self.pending_next = (slot + 1) % PENDING_UNREFS;
-            if due != NIL {
-                self.invalidate(due);
-            }
+            self.defer_unref(pu);
             return;
         }
         if pu == NIL {
@@ -444,6 +442,30 @@ impl Ssd {
         }
         debug_assert!(self.is_valid(pu), "unref of invalid pu {pu}");
         self.invalidate(pu);
+    }
+
+    /// Leaves the invalidation of `pu` (NIL: none) pending. When a half of the ring fills, the
+    /// other half (the 16 before) is applied in one go: their units are long known by then.
+    #[inline(always)]
+    pub(crate) fn defer_unref(&mut self, pu: u32) {
+        let slot = self.pending_next % PENDING_UNREFS;
+        debug_assert_eq!(self.pending[slot], NIL);
+        self.pending[slot] = pu;
+        self.pending_next = (slot + 1) % PENDING_UNREFS;
+        if (slot + 1) % PENDING_BATCH == 0 {
+            self.apply_half((slot + 1) % PENDING_UNREFS);
+        }
+    }
+
+    /// Applies the pending invalidations in slots `from..from + PENDING_BATCH`, in order.
+    #[inline(never)]
+    fn apply_half(&mut self, from: usize) {
+        for slot in from..from + PENDING_BATCH {
+            let pu = std::mem::replace(&mut self.pending[slot % PENDING_UNREFS], NIL);
+            if pu != NIL {
+                self.invalidate(pu);
+            }
+        }
     }
 
     /// Applies every pending invalidation, oldest first.
