@@ -409,8 +409,8 @@ impl Ssd {
     /// Drops `lu`'s reference to physical unit `pu` (NIL: none); invalidates `pu` when nobody
     /// refers to it.
     ///
-    /// Without shared units the invalidation is left pending for `PENDING_UNREFS` more unrefs:
-    /// `pu` usually comes from a mapping-table load that misses the cache, and work that depends
+    /// Without shared units the invalidation is left pending for 16 to 32 more unrefs (see
+    /// [`Ssd::defer_unref`]): `pu` usually comes from a mapping-table load that misses the cache, and work that depends
     /// on it (and the branches on that work) keeps the CPU from starting the next command's load
     /// meanwhile. Pending invalidations are applied in the order they were made, before the valid
     /// bitmap, the valid counts or the victim buckets are used for anything else, so the device
