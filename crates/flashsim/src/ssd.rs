@@ -452,7 +452,7 @@ impl Ssd {
         debug_assert_eq!(self.pending[slot], NIL);
         self.pending[slot] = pu;
         self.pending_next = (slot + 1) % PENDING_UNREFS;
-        if (slot + 1) % PENDING_BATCH == 0 {
+        if (slot + 1).is_multiple_of(PENDING_BATCH) {
             self.apply_half((slot + 1) % PENDING_UNREFS);
         }
     }
