@@ -4,6 +4,9 @@
 use crate::error::SimError;
 use crate::ssd::{prefetch, EuState, Ssd, NIL, PREFETCH_AHEAD};
 
+/// How far ahead (in relocated units) the bulk relocation loop prefetches mapping entries.
+const RELOCATE_AHEAD: usize = 128;
+
 impl Ssd {
     /// Foreground GC before host stream `stream` opens a new erase unit in `lane`: while the lane
     /// has no more than `free_eus_min` free units, collect one victim at a time. GC is paced with
@@ -37,6 +40,8 @@ impl Ssd {
 
     /// Collects one victim erase unit of `lane`: relocates its valid units, erases it.
     pub(crate) fn gc_one(&mut self, lane: u32, at: u64, background: bool) -> Result<(), SimError> {
+        // Victim choice and relocation read the valid counts and bitmap.
+        self.apply_unrefs();
         let eu_valid = &self.eu_valid;
         let victim = self
             .victims
@@ -57,12 +62,16 @@ impl Ssd {
             Vec::new()
         };
         let timing = self.timing.enabled();
-        // Gather the victim's valid units first (a sequential scan of the valid bitmap and the
-        // reverse map), then relocate them with the mapping entries prefetched ahead: the random
-        // writes to `map` are what bounds simulation speed.
-        let mut valid_pus = std::mem::take(&mut self.gc_scratch);
-        valid_pus.clear();
+        // Gather the victim's valid units and their logical units first (a sequential scan of the
+        // valid bitmap and the reverse map), then relocate them with the mapping entries
+        // prefetched ahead: the random writes to `map` are what bounds simulation speed.
+        let mut valid_pus = std::mem::take(&mut self.gc_pus);
+        let mut valid_lus = std::mem::take(&mut self.gc_lus);
+        valid_pus.resize(self.eu_units as usize, 0);
+        valid_lus.resize(self.eu_units as usize, 0);
+        let mut n = 0;
         let mut w = base >> 6;
+        let rev = &self.rev[base as usize..end as usize];
         while (w << 6) < end {
             let mut bits = self.valid[w as usize];
             let wbase = w << 6;
@@ -73,16 +82,27 @@ impl Ssd {
                 bits &= (1u64 << (end - wbase)) - 1;
             }
             while bits != 0 {
-                valid_pus.push(wbase + bits.trailing_zeros());
+                let pu = wbase + bits.trailing_zeros();
+                debug_assert!((base..end).contains(&pu) && n < self.eu_units as usize);
+                // SAFETY: the bits were masked to the victim's units `base..end`, so `pu - base`
+                // indexes `rev` (which is that range), and each unit is gathered at most once, so
+                // `n` stays below `eu_units`, the length of both buffers.
+                unsafe {
+                    *valid_pus.get_unchecked_mut(n) = pu;
+                    *valid_lus.get_unchecked_mut(n) = *rev.get_unchecked((pu - base) as usize);
+                }
+                n += 1;
                 bits &= bits - 1;
             }
             w += 1;
         }
+        valid_pus.truncate(n);
+        valid_lus.truncate(n);
         let mut last_page = NIL;
         let mut ready = at;
-        let bulk = !timing && !keeps && self.shared.is_empty();
+        let bulk = !keeps && self.shared.is_empty();
         if bulk {
-            self.relocate_bulk(stream, lane, &valid_pus)?;
+            ready = self.relocate_bulk(stream, lane, &valid_pus, &valid_lus, at)?;
         }
         for i in 0..if bulk { 0 } else { valid_pus.len() } {
             if let Some(&ahead) = valid_pus.get(i + PREFETCH_AHEAD) {
@@ -95,7 +115,7 @@ impl Ssd {
             let pu = valid_pus[i];
             let lu = self.rev[pu as usize];
             if timing {
-                let page = pu / self.upp;
+                let page = pu >> self.upp_shift;
                 if page != last_page {
                     last_page = page;
                     ready = self.timing.read(at, self.die_of(pu), self.upp);
@@ -122,7 +142,8 @@ impl Ssd {
             }
         }
         let moved = valid_pus.len() as u64;
-        self.gc_scratch = valid_pus;
+        self.gc_pus = valid_pus;
+        self.gc_lus = valid_lus;
         let unit = self.unit as u64;
         self.counters.gc_runs += 1;
         if background {
@@ -136,11 +157,28 @@ impl Ssd {
         Ok(())
     }
 
-    /// GC relocation without timing, data or shared units: fills the GC frontier in runs, one
-    /// tight loop per erase unit, with the mapping entries prefetched ahead.
-    fn relocate_bulk(&mut self, stream: usize, lane: u32, pus: &[u32]) -> Result<(), SimError> {
+    /// GC relocation without data or shared units: fills the GC frontier in runs, one tight loop
+    /// per erase unit that points the mapping entries of logical units `lus` (stored in physical
+    /// units `pus`) at their new places, prefetched ahead; the reverse map and valid bits of each
+    /// run are then written in bulk. With timing, each victim page is read when its first valid
+    /// unit is reached and each destination page programmed when its last unit is placed, in the
+    /// same order as unit-by-unit relocation. Returns when the last read completes (`at` if
+    /// nothing was read).
+    fn relocate_bulk(
+        &mut self,
+        stream: usize,
+        lane: u32,
+        pus: &[u32],
+        lus: &[u32],
+        at: u64,
+    ) -> Result<u64, SimError> {
+        let timed = self.timing.enabled();
+        let dies = self.die_map;
+        let (upp, upp_shift) = (self.upp, self.upp_shift);
+        let mut last_page = NIL;
+        let mut ready = at;
         let mut i = 0;
-        while i < pus.len() {
+        while i < lus.len() {
             if self.frontiers[stream].eu[lane as usize] == NIL {
                 self.open_eu(stream, lane)?;
             }
@@ -148,22 +186,41 @@ impl Ssd {
             let eu = f.eu[lane as usize];
             let off = f.off[lane as usize];
             let handle = f.handle as usize;
-            let k = ((self.eu_units - off) as usize).min(pus.len() - i);
+            let k = ((self.eu_units - off) as usize).min(lus.len() - i);
             let first = eu * self.eu_units + off;
-            for j in i..i + k {
-                if let Some(&ahead) = pus.get(j + PREFETCH_AHEAD) {
-                    prefetch(
-                        self.map
-                            .as_ptr()
-                            .wrapping_add(self.rev[ahead as usize] as usize),
-                    );
+            let map = &mut self.map[..];
+            let run = &lus[i..i + k];
+            if timed {
+                let timing = &mut self.timing;
+                for (j, (&lu, &from)) in run.iter().zip(&pus[i..i + k]).enumerate() {
+                    if let Some(&ahead) = lus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(ahead as usize));
+                    }
+                    let page = from >> upp_shift;
+                    if page != last_page {
+                        last_page = page;
+                        ready = timing.read(at, dies.die_of(from), upp);
+                    }
+                    let pu = first + j as u32;
+                    map[lu as usize] = pu;
+                    if (pu + 1) & (upp - 1) == 0 {
+                        timing.program(ready, dies.die_of(pu));
+                    }
                 }
-                let pu = first + (j - i) as u32;
-                let lu = self.rev[pus[j] as usize];
-                self.map[lu as usize] = pu;
-                self.rev[pu as usize] = lu;
-                self.set_valid(pu);
+            } else {
+                for (j, &lu) in run.iter().enumerate() {
+                    if let Some(&ahead) = lus.get(i + j + RELOCATE_AHEAD) {
+                        prefetch(map.as_ptr().wrapping_add(ahead as usize));
+                    }
+                    debug_assert!((lu as usize) < map.len());
+                    // SAFETY: `lu` is the owner of a valid unit, a mapped logical unit, so it is
+                    // below the logical unit count, the length of `map` (an FTL invariant that
+                    // `check_invariants` verifies).
+                    unsafe { *map.get_unchecked_mut(lu as usize) = first + j as u32 };
+                }
             }
+            self.rev[first as usize..first as usize + k].copy_from_slice(run);
+            self.set_valid_range(first, first + k as u32);
             i += k;
             let bytes = k as u64 * self.unit as u64;
             self.counters.media_write_bytes += bytes;
@@ -175,10 +232,13 @@ impl Ssd {
                 self.seal(stream, lane, eu);
             }
         }
-        Ok(())
+        Ok(ready)
     }
 
     pub(crate) fn seal(&mut self, stream: usize, lane: u32, eu: u32) {
+        // The unit joins the victim buckets with its valid count: invalidations made before it
+        // filled come first.
+        self.apply_unrefs();
         self.eu_state[eu as usize] = EuState::Sealed;
         self.victims.insert(lane, eu, self.eu_valid[eu as usize]);
         self.frontiers[stream].eu[lane as usize] = NIL;

@@ -20,9 +20,15 @@
 //! assert!(ssd.counters().waf() >= 1.0);
 //! ```
 
+mod batch;
 mod cache;
 pub mod config;
 mod device;
+mod direct;
+mod divide;
+pub mod drives;
+#[cfg(test)]
+mod equivalence;
 mod error;
 mod gc;
 pub mod hdd;
@@ -40,6 +46,7 @@ pub use config::{
     SsdConfig, TimingConfig, WearConfig, ZnsConfig,
 };
 pub use device::SimDevice;
+pub use drives::{Drive, DriveMedia};
 pub use error::SimError;
 pub use hdd::{Hdd, HddConfig};
 pub use ssd::{PowerCutReport, RemapKind, RemapOp, Ssd};

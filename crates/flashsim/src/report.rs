@@ -84,7 +84,12 @@ impl Ssd {
                 }
             }
         }
-        if counts != self.eu_valid {
+        // Pending invalidations are applied to the bitmap by `is_valid`, not yet to the counts.
+        let mut expected = self.eu_valid.clone();
+        for &pu in self.pending.iter().filter(|&&pu| pu != NIL) {
+            expected[(pu / self.eu_units) as usize] -= 1;
+        }
+        if counts != expected {
             return Err("per-EU valid counts disagree with the bitmap".into());
         }
         let mapped = self.map.iter().filter(|&&p| p != NIL).count() as u64;

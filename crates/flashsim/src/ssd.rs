@@ -9,6 +9,7 @@
 
 use crate::cache::{CachedUnit, WriteCache};
 use crate::config::{Capacity, Mode, SsdConfig};
+use crate::divide::Divisor;
 use crate::error::SimError;
 use crate::stats::{Counters, HandleStats};
 use crate::store::Store;
@@ -23,6 +24,12 @@ pub(crate) const NIL: u32 = u32::MAX;
 
 /// Distance (in units) at which mapping-table entries are prefetched in bulk loops.
 pub(crate) const PREFETCH_AHEAD: usize = 32;
+
+/// Invalidations left pending (see [`Ssd::unref`]): two halves of `PENDING_BATCH`; a power of
+/// two.
+pub(crate) const PENDING_UNREFS: usize = 32;
+/// Pending invalidations are applied this many at a time.
+pub(crate) const PENDING_BATCH: usize = PENDING_UNREFS / 2;
 
 /// Hints the CPU to bring the cache line holding `*p` in; a no-op off x86-64.
 #[inline(always)]
@@ -41,6 +48,32 @@ pub(crate) enum EuState {
     Free,
     Open,
     Sealed,
+}
+
+/// Where physical units live: with one lane (superblock GC units) the pages of an erase unit are
+/// striped over all (die, plane) pairs; with one lane per (die, plane) each erase unit is a block
+/// of one plane.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DieMap {
+    eu_div: Divisor,
+    upp_shift: u32,
+    die_planes_div: Divisor,
+    planes_div: Divisor,
+    striped: bool,
+}
+
+impl DieMap {
+    /// The die physical unit `pu` lives on.
+    #[inline]
+    pub(crate) fn die_of(self, pu: u32) -> u32 {
+        let (eu, off) = self.eu_div.div_rem(pu);
+        let slot = if self.striped {
+            off >> self.upp_shift
+        } else {
+            eu
+        };
+        self.planes_div.div(self.die_planes_div.div_rem(slot).1)
+    }
 }
 
 /// One write frontier: an open erase unit per lane.
@@ -87,15 +120,27 @@ pub struct Ssd {
     pub(crate) unit: u32,
     pub(crate) unit_shift: u32,
     pub(crate) upp: u32,
+    /// log2 of `upp` (units per page is a power of two).
+    pub(crate) upp_shift: u32,
     pub(crate) eu_units: u32,
+    /// Divides a physical unit number by `eu_units` (its erase unit).
+    pub(crate) eu_div: Divisor,
     pub(crate) lanes: u32,
     pub(crate) die_planes: u32,
     pub(crate) planes: u32,
     pub(crate) dies: u32,
+    /// Which die a physical unit lives on.
+    pub(crate) die_map: DieMap,
     pub(crate) logical_units: u32,
     pub(crate) map: Vec<u32>,
     pub(crate) rev: Vec<u32>,
     pub(crate) valid: Vec<u64>,
+    /// Physical units whose last reference was dropped but which are not invalidated yet (valid
+    /// bit, erase-unit valid count, victim bucket), oldest first from `pending_next`; NIL: free
+    /// slot. See [`Ssd::unref`]. Applied in order, and before anything reads or changes the
+    /// bitmap, the valid counts or the victim buckets otherwise ([`Ssd::apply_unrefs`]).
+    pub(crate) pending: [u32; PENDING_UNREFS],
+    pub(crate) pending_next: usize,
     pub(crate) shared: HashMap<u32, Vec<u32>>,
     pub(crate) eu_valid: Vec<u32>,
     pub(crate) eu_state: Vec<EuState>,
@@ -116,10 +161,13 @@ pub struct Ssd {
     pub(crate) rng: Pcg64Mcg,
     pub(crate) mapped_units: u64,
     pub(crate) last_ns: u64,
-    /// Reused buffer of a GC victim's valid physical units.
-    pub(crate) gc_scratch: Vec<u32>,
-    /// The simple fast path applies: WAF-only, no timing, no cache, no sharing in play.
+    /// Reused buffers of a GC victim's valid physical units and their logical units.
+    pub(crate) gc_pus: Vec<u32>,
+    pub(crate) gc_lus: Vec<u32>,
+    /// The simple fast path applies: WAF-only, no timing, no cache, not zoned.
     pub(crate) fast: bool,
+    /// Whole-unit writes without data go straight to flash: WAF-only, no cache, not zoned.
+    pub(crate) direct: bool,
 }
 
 impl Ssd {
@@ -161,23 +209,35 @@ impl Ssd {
             _ => None,
         };
         let store = Store::open(&cfg.data, eus, cfg.eu_bytes(), cap.physical_bytes)?;
-        let fast = !cfg.timing.enabled
+        let direct = !matches!(cfg.mode, Mode::Zns(_))
             && matches!(cfg.data, crate::config::DataMode::WafOnly)
             && cfg.write_cache_bytes == 0;
+        let fast = direct && !cfg.timing.enabled;
         let g = &cfg.geometry;
         let ssd = Ssd {
             unit,
             unit_shift: unit.trailing_zeros(),
             upp: cfg.units_per_page(),
+            upp_shift: cfg.units_per_page().trailing_zeros(),
             eu_units,
+            eu_div: Divisor::new(eu_units),
             lanes,
             die_planes: g.die_planes(),
             planes: g.planes_per_die,
             dies: g.dies(),
+            die_map: DieMap {
+                eu_div: Divisor::new(eu_units),
+                upp_shift: cfg.units_per_page().trailing_zeros(),
+                die_planes_div: Divisor::new(g.die_planes()),
+                planes_div: Divisor::new(g.planes_per_die),
+                striped: lanes == 1,
+            },
             logical_units,
             map: alloc_table(logical_units as usize, NIL),
             rev: alloc_table(phys_units as usize, NIL),
             valid: vec![0u64; (phys_units as usize).div_ceil(64)],
+            pending: [NIL; PENDING_UNREFS],
+            pending_next: 0,
             shared: HashMap::new(),
             eu_valid: vec![0; eus as usize],
             eu_state: vec![EuState::Free; eus as usize],
@@ -199,7 +259,9 @@ impl Ssd {
             mapped_units: 0,
             last_ns: 0,
             fast,
-            gc_scratch: Vec::new(),
+            direct,
+            gc_pus: Vec::new(),
+            gc_lus: Vec::new(),
             cap,
             cfg,
         };
@@ -247,9 +309,9 @@ impl Ssd {
 
     // ---------------------------------------------------------------- helpers
 
-    #[inline]
+    /// Whether physical unit `pu` holds live data (pending invalidations count as applied).
     pub(crate) fn is_valid(&self, pu: u32) -> bool {
-        self.valid[(pu >> 6) as usize] & (1u64 << (pu & 63)) != 0
+        self.valid[(pu >> 6) as usize] & (1u64 << (pu & 63)) != 0 && !self.pending.contains(&pu)
     }
     #[inline]
     pub(crate) fn set_valid(&mut self, pu: u32) {
@@ -262,35 +324,32 @@ impl Ssd {
 
     /// Clears the valid bits of physical units `lo..hi`.
     pub(crate) fn clear_valid_range(&mut self, lo: u32, hi: u32) {
-        let mut pu = lo;
-        while pu < hi {
-            let bit = pu & 63;
-            let n = (64 - bit).min(hi - pu);
-            let mask = if n == 64 {
-                !0u64
-            } else {
-                ((1u64 << n) - 1) << bit
-            };
-            self.valid[(pu >> 6) as usize] &= !mask;
-            pu += n;
+        self.apply_unrefs();
+        for (w, mask) in bit_range_words(lo, hi) {
+            self.valid[w] &= !mask;
+        }
+    }
+
+    /// Sets the valid bits of physical units `lo..hi`.
+    pub(crate) fn set_valid_range(&mut self, lo: u32, hi: u32) {
+        for (w, mask) in bit_range_words(lo, hi) {
+            self.valid[w] |= mask;
         }
     }
 
     #[inline]
     pub(crate) fn lane_of(&self, eu: u32) -> u32 {
-        eu % self.lanes
+        if self.lanes == 1 {
+            0
+        } else {
+            eu % self.lanes
+        }
     }
 
     /// The die a physical unit lives on.
     #[inline]
     pub(crate) fn die_of(&self, pu: u32) -> u32 {
-        let eu = pu / self.eu_units;
-        if self.lanes == 1 {
-            let page = (pu % self.eu_units) / self.upp;
-            (page % self.die_planes) / self.planes
-        } else {
-            (eu % self.die_planes) / self.planes
-        }
+        self.die_map.die_of(pu)
     }
 
     pub(crate) fn dies_of_eu(&self, eu: u32) -> std::ops::Range<u32> {
@@ -314,7 +373,7 @@ impl Ssd {
         Ok(())
     }
 
-    fn host_stream(&self, pid: u16) -> Result<usize, SimError> {
+    pub(crate) fn host_stream(&self, pid: u16) -> Result<usize, SimError> {
         match &self.cfg.mode {
             Mode::Fdp(f) => {
                 if pid as u32 >= f.handles {
@@ -347,10 +406,28 @@ impl Ssd {
 
     // ------------------------------------------------------------ mapping core
 
-    /// Drops `lu`'s reference to physical unit `pu`; invalidates `pu` when nobody refers to it.
+    /// Drops `lu`'s reference to physical unit `pu` (NIL: none); invalidates `pu` when nobody
+    /// refers to it.
+    ///
+    /// Without shared units the invalidation is left pending for 16 to 32 more unrefs (see
+    /// [`Ssd::defer_unref`]): `pu` usually comes from a mapping-table load that misses the cache, and work that depends
+    /// on it (and the branches on that work) keeps the CPU from starting the next command's load
+    /// meanwhile. Pending invalidations are applied in the order they were made, before the valid
+    /// bitmap, the valid counts or the victim buckets are used for anything else, so the device
+    /// evolves exactly as if each had been applied at once.
     #[inline]
     pub(crate) fn unref(&mut self, pu: u32, lu: u32) {
-        if !self.shared.is_empty() {
+        if self.shared.is_empty() {
+            debug_assert!(pu == NIL || self.is_valid(pu), "unref of invalid pu {pu}");
+            prefetch(self.valid.as_ptr().wrapping_add((pu >> 6) as usize));
+            self.defer_unref(pu);
+            return;
+        }
+        if pu == NIL {
+            return;
+        }
+        self.apply_unrefs();
+        {
             if let Some(extra) = self.shared.get_mut(&pu) {
                 if self.rev[pu as usize] == lu {
                     self.rev[pu as usize] = extra.pop().expect("shared entry has owners");
@@ -364,11 +441,60 @@ impl Ssd {
             }
         }
         debug_assert!(self.is_valid(pu), "unref of invalid pu {pu}");
-        self.clear_valid(pu);
-        let eu = pu / self.eu_units;
-        let v = self.eu_valid[eu as usize] - 1;
-        self.eu_valid[eu as usize] = v;
-        if self.eu_state[eu as usize] == EuState::Sealed {
+        self.invalidate(pu);
+    }
+
+    /// Leaves the invalidation of `pu` (NIL: none) pending. When a half of the ring fills, the
+    /// other half (the 16 before) is applied in one go: their units are long known by then.
+    #[inline(always)]
+    pub(crate) fn defer_unref(&mut self, pu: u32) {
+        let slot = self.pending_next % PENDING_UNREFS;
+        debug_assert_eq!(self.pending[slot], NIL);
+        self.pending[slot] = pu;
+        self.pending_next = (slot + 1) % PENDING_UNREFS;
+        if (slot + 1).is_multiple_of(PENDING_BATCH) {
+            self.apply_half((slot + 1) % PENDING_UNREFS);
+        }
+    }
+
+    /// Applies the pending invalidations in slots `from..from + PENDING_BATCH`, in order.
+    #[inline(never)]
+    fn apply_half(&mut self, from: usize) {
+        for slot in from..from + PENDING_BATCH {
+            let pu = std::mem::replace(&mut self.pending[slot % PENDING_UNREFS], NIL);
+            if pu != NIL {
+                self.invalidate(pu);
+            }
+        }
+    }
+
+    /// Applies every pending invalidation, oldest first.
+    pub(crate) fn apply_unrefs(&mut self) {
+        for i in 0..PENDING_UNREFS {
+            let slot = (self.pending_next + i) % PENDING_UNREFS;
+            let pu = std::mem::replace(&mut self.pending[slot], NIL);
+            if pu != NIL {
+                self.invalidate(pu);
+            }
+        }
+    }
+
+    /// Invalidates physical unit `pu`: clears its valid bit, lowers its erase unit's valid count
+    /// and moves that unit's victim bucket.
+    #[inline(always)]
+    pub(crate) fn invalidate(&mut self, pu: u32) {
+        let eu = self.eu_div.div(pu);
+        debug_assert!((pu as usize) < self.rev.len() && self.is_valid(pu));
+        // SAFETY: `pu` holds valid data, so it is a physical unit: below 64 times the length of
+        // `valid`, and its erase unit `eu` indexes `eu_valid` and `eu_state`.
+        let sealed = unsafe {
+            *self.valid.get_unchecked_mut((pu >> 6) as usize) &= !(1u64 << (pu & 63));
+            let v = self.eu_valid.get_unchecked_mut(eu as usize);
+            *v -= 1;
+            *self.eu_state.get_unchecked(eu as usize) == EuState::Sealed
+        };
+        if sealed {
+            let v = self.eu_valid[eu as usize];
             self.victims.decrement(self.lane_of(eu), eu, v);
         }
     }
@@ -421,7 +547,7 @@ impl Ssd {
         if let Some(d) = data {
             self.store.write(pu, d)?;
         }
-        if (off + 1).is_multiple_of(self.upp) {
+        if (off + 1) & (self.upp - 1) == 0 {
             if self.timing.enabled() {
                 let die = self.die_of(pu);
                 self.timing.program(at, die);
@@ -440,7 +566,7 @@ impl Ssd {
     // ------------------------------------------------------------- host paths
 
     /// Writes one whole logical unit straight to flash (no cache). Returns the ack time.
-    fn write_unit_direct(
+    pub(crate) fn write_unit_direct(
         &mut self,
         lu: u32,
         pid_stream: usize,
@@ -448,11 +574,8 @@ impl Ssd {
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
         let old = self.map[lu as usize];
-        if old != NIL {
-            self.unref(old, lu);
-        } else {
-            self.mapped_units += 1;
-        }
+        self.mapped_units += (old == NIL) as u64;
+        self.unref(old, lu);
         let pu = self.program(pid_stream, None, lu, at, data)?;
         Ok(if self.timing.enabled() {
             self.timing.write_ack(at, self.die_of(pu))
@@ -492,6 +615,19 @@ impl Ssd {
         Ok(done)
     }
 
+    /// A hint for simulation speed, with no effect on results: a command at byte `offset` will
+    /// follow soon, so the device brings the mapping-table entry it will need into the CPU cache
+    /// now. Drivers that know their next commands (a closed loop with a queue of pending
+    /// commands, a trace) call it a few dozen commands ahead.
+    #[inline]
+    pub fn prefetch(&self, offset: u64) {
+        prefetch(
+            self.map
+                .as_ptr()
+                .wrapping_add((offset >> self.unit_shift) as usize),
+        );
+    }
+
     /// Host write of `len` bytes at byte `offset`, placement id `pid` (FDP; ignored otherwise).
     /// `data`, when given, must be `len` bytes; a device in WAF-only mode discards it.
     pub fn write(
@@ -502,6 +638,27 @@ impl Ssd {
         pid: u16,
         data: Option<&[u8]>,
     ) -> Result<u64, SimError> {
+        if self.direct
+            && data.is_none()
+            && len == self.unit as u64
+            && offset & (len - 1) == 0
+            && offset < self.cap.logical_bytes
+            && (pid as u32) < self.handles
+        {
+            // One whole unit on a WAF-only device without cache (the commands of sweeps): what
+            // `write_cmd` does for it, without its per-command generality.
+            let stream = pid as usize;
+            let lu = (offset >> self.unit_shift) as u32;
+            self.touch(at);
+            if !self.timing.enabled() {
+                self.write_direct(lu, stream, at)?;
+                return Ok(at);
+            }
+            let start = at + self.timing.cfg.command_overhead_ns;
+            let done = start.max(self.write_direct(lu, stream, start)?);
+            self.write_lat.record(done - at);
+            return Ok(done);
+        }
         self.write_cmd(at, offset, len, pid, data, true)
     }
 
@@ -596,57 +753,7 @@ impl Ssd {
         Ok(done)
     }
 
-    /// Writes `len` bytes at each offset of `offsets`, in order, all submitted at `at` with
-    /// placement id `pid` and no data. Same effect and counters as one `write` per offset; on a
-    /// WAF-only device without timing or cache it runs a bulk path that prefetches the mapping
-    /// entries ahead, for fast sweeps. Returns the last completion time.
-    pub fn write_batch(
-        &mut self,
-        at: u64,
-        offsets: &[u64],
-        len: u64,
-        pid: u16,
-    ) -> Result<u64, SimError> {
-        let unit = self.unit as u64;
-        if !self.fast || self.zones.is_some() || len != unit {
-            let mut done = at;
-            for &o in offsets {
-                done = done.max(self.write(at, o, len, pid, None)?);
-            }
-            return Ok(done);
-        }
-        for &o in offsets {
-            self.check_range(o, len)?;
-            if o % unit != 0 {
-                return Err(SimError::Unaligned {
-                    what: "batched write",
-                    offset: o,
-                    len,
-                    align: unit,
-                });
-            }
-        }
-        let stream = self.host_stream(pid)?;
-        self.touch(at);
-        let shift = self.unit_shift;
-        for i in 0..offsets.len() {
-            if let Some(&o) = offsets.get(i + PREFETCH_AHEAD) {
-                prefetch(self.map.as_ptr().wrapping_add((o >> shift) as usize));
-            }
-            if let Some(&o) = offsets.get(i + PREFETCH_AHEAD / 2) {
-                // The entry is (most likely) cached by now: prefetch the old unit's valid word.
-                let old = self.map[(o >> shift) as usize];
-                if old != NIL {
-                    prefetch(self.valid.as_ptr().wrapping_add((old >> 6) as usize));
-                }
-            }
-            self.count_host_write(stream, len);
-            self.write_unit_direct((offsets[i] >> shift) as u32, stream, at, None)?;
-        }
-        Ok(at)
-    }
-
-    fn count_host_write(&mut self, stream: usize, len: u64) {
+    pub(crate) fn count_host_write(&mut self, stream: usize, len: u64) {
         self.counters.host_write_bytes += len;
         self.counters.host_write_cmds += 1;
         let handle = self.frontiers[stream].handle as usize;
@@ -819,6 +926,26 @@ impl Ssd {
             })
         }
     }
+}
+
+/// The words of a bitmap that bits `lo..hi` fall in, each with the mask of those bits.
+fn bit_range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u64)> {
+    let mut pu = lo;
+    std::iter::from_fn(move || {
+        if pu >= hi {
+            return None;
+        }
+        let bit = pu & 63;
+        let n = (64 - bit).min(hi - pu);
+        let mask = if n == 64 {
+            !0u64
+        } else {
+            ((1u64 << n) - 1) << bit
+        };
+        let w = (pu >> 6) as usize;
+        pu += n;
+        Some((w, mask))
+    })
 }
 
 /// Allocates a large table filled with `fill`, asking the kernel for transparent huge pages so the

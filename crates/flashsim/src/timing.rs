@@ -7,6 +7,7 @@
 //! program occupies the die for `program_ns / planes`.
 
 use crate::config::{Geometry, TimingConfig};
+use crate::divide::Divisor;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +15,8 @@ pub(crate) struct Timing {
     pub cfg: TimingConfig,
     die_busy: Vec<u64>,
     chan_busy: Vec<u64>,
-    channels: u32,
+    /// Divides a die number by the channel count (its remainder is the die's channel).
+    channels: Divisor,
     page_xfer_ns: u64,
     unit_xfer_ns: u64,
     program_die_ns: u64,
@@ -33,7 +35,7 @@ impl Timing {
             cfg: cfg.clone(),
             die_busy: vec![0; g.dies() as usize],
             chan_busy: vec![0; g.channels as usize],
-            channels: g.channels,
+            channels: Divisor::new(g.channels),
             page_xfer_ns: xfer_ns(g.page_size_bytes as u64, cfg.channel_mb_s),
             unit_xfer_ns: xfer_ns(unit_bytes as u64, cfg.channel_mb_s),
             program_die_ns,
@@ -46,11 +48,13 @@ impl Timing {
         self.cfg.enabled
     }
 
+    #[inline]
     fn chan(&self, die: u32) -> usize {
-        (die % self.channels) as usize
+        self.channels.div_rem(die).1 as usize
     }
 
     /// Reads `units` mapping units from one page of `die`: array read, then channel transfer.
+    #[inline]
     pub fn read(&mut self, at: u64, die: u32, units: u32) -> u64 {
         let d = die as usize;
         let start = at.max(self.die_busy[d]);
@@ -64,6 +68,7 @@ impl Timing {
     }
 
     /// Transfers one page to `die` and programs it. Returns the program's end.
+    #[inline]
     pub fn program(&mut self, at: u64, die: u32) -> u64 {
         let c = self.chan(die);
         let xs = at.max(self.chan_busy[c]);
@@ -76,6 +81,7 @@ impl Timing {
     }
 
     /// Erases one block on `die`.
+    #[inline]
     pub fn erase(&mut self, at: u64, die: u32) -> u64 {
         let d = die as usize;
         let s = at.max(self.die_busy[d]);
@@ -86,6 +92,7 @@ impl Timing {
     /// When a host write of one unit bound for `die` is acknowledged: once it is in the
     /// controller's buffer, which holds `write_buffer_pages_per_die` pages of queued program work
     /// per die; beyond that the write waits for the die's queue to drain.
+    #[inline]
     pub fn write_ack(&self, at: u64, die: u32) -> u64 {
         let backlog = self.die_busy[die as usize].saturating_sub(at);
         let wait = backlog.saturating_sub(self.write_window_ns);

@@ -76,6 +76,7 @@ impl Victims {
         self.link(lane, eu, valid);
     }
 
+    #[inline(always)]
     fn link(&mut self, lane: u32, eu: u32, valid: u32) {
         let l = &mut self.lanes[lane as usize];
         let h = l.head[valid as usize];
@@ -90,6 +91,7 @@ impl Victims {
         }
     }
 
+    #[inline(always)]
     fn unlink(&mut self, lane: u32, eu: u32, valid: u32) {
         let (n, p) = (self.next[eu as usize], self.prev[eu as usize]);
         if p != NIL {
@@ -102,11 +104,42 @@ impl Victims {
         }
     }
 
-    /// A sealed EU lost one valid unit (its count went from `valid + 1` to `valid`).
-    #[inline]
+    /// A sealed EU lost one valid unit (its count went from `valid + 1` to `valid`): `unlink`
+    /// from bucket `valid + 1`, then `link` into bucket `valid`, fused (this runs once per
+    /// overwrite).
+    #[inline(always)]
     pub fn decrement(&mut self, lane: u32, eu: u32, valid: u32) {
-        self.unlink(lane, eu, valid + 1);
-        self.link(lane, eu, valid);
+        let (e, v) = (eu as usize, valid as usize);
+        debug_assert!(e < self.next.len() && self.pos[e] != NIL);
+        debug_assert!(v < self.eu_units as usize && (lane as usize) < self.lanes.len());
+        // SAFETY: `eu` is a sealed erase unit, so it indexes `next` and `prev`, whose entries
+        // (and the buckets' heads) are NIL or erase units; `lane` is its lane; a sealed unit
+        // held `valid + 1 <= eu_units` valid units, and `head` has `eu_units + 1` buckets.
+        unsafe {
+            let next = self.next.as_mut_ptr();
+            let prev = self.prev.as_mut_ptr();
+            let l = self.lanes.get_unchecked_mut(lane as usize);
+            let head = l.head.as_mut_ptr();
+            let (n, p) = (*next.add(e), *prev.add(e));
+            if p != NIL {
+                *next.add(p as usize) = n;
+            } else {
+                *head.add(v + 1) = n;
+            }
+            if n != NIL {
+                *prev.add(n as usize) = p;
+            }
+            let h = *head.add(v);
+            *next.add(e) = h;
+            *prev.add(e) = NIL;
+            if h != NIL {
+                *prev.add(h as usize) = eu;
+            }
+            *head.add(v) = eu;
+            if v < l.min_hint {
+                l.min_hint = v;
+            }
+        }
     }
 
     /// Removes a sealed EU (it was chosen as victim).

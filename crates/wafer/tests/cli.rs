@@ -439,3 +439,79 @@ fn unknown_device_keys_are_errors() {
         assert!(stderr(&o).contains("sim.toml"), "{}", stderr(&o));
     }
 }
+
+/// `--drive NAME` builds the named drive's shape and interface at the size --capacity asks,
+/// names the drive in the report, conflicts with --geometry, and dumps to a config that reads
+/// back to the same device.
+#[test]
+fn sim_drive_presets_run_and_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (drive, mode, pages_per_block) in [
+        ("pm9a3", "conventional", 1536),
+        ("zn540", "zns", 1077),
+        ("p3-plus", "conventional", 2048),
+    ] {
+        let run = ["sim", "--drive", drive, "--capacity", "2GiB"];
+        let quick = ["--capacity-multiple", "0.05", "--no-timing"];
+        let args: Vec<&str> = run.iter().chain(&quick).copied().collect();
+        let o = wafer(&args);
+        assert!(o.status.success(), "{drive}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(&format!("drive       {drive}:")),
+            "{drive}: {text}"
+        );
+
+        let args: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+        let o = wafer(&args);
+        assert!(o.status.success(), "{drive}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["mode"], mode, "{drive}");
+        assert_eq!(v["ssd"]["geometry"]["pages_per_block"], pages_per_block);
+
+        let args: Vec<&str> = run.iter().copied().chain(["--dump-config"]).collect();
+        let dump = wafer(&args);
+        assert!(dump.status.success(), "{drive}: {}", stderr(&dump));
+        let text = String::from_utf8(dump.stdout).unwrap();
+        assert!(
+            text.starts_with(&format!("# [ssd]: --drive {drive} (")),
+            "{text}"
+        );
+        let path = dir.path().join(format!("{drive}.toml"));
+        std::fs::write(&path, &text).unwrap();
+        let again = wafer(&["sim", "--config", path.to_str().unwrap(), "--dump-config"]);
+        assert!(again.status.success(), "{drive}: {}", stderr(&again));
+        let settings = text.split_once('\n').unwrap().1;
+        assert_eq!(
+            String::from_utf8(again.stdout).unwrap(),
+            settings,
+            "{drive}"
+        );
+    }
+    let o = wafer(&["sim", "--drive", "zn540", "--geometry", "small"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--drive") && stderr(&o).contains("--geometry"));
+    let o = wafer(&["sim", "--drive", "ssd9000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("pm9a3, zn540, p3-plus"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--cell qlc` sets the QLC figures, and a QLC device is slower than a TLC one under the same
+/// writes (same WAF).
+#[test]
+fn sim_cell_qlc_sets_qlc_timing() {
+    let (q, _) = json(&["--cell", "qlc", "--capacity-multiple", "0.5"]);
+    let t = &q["ssd"]["timing"];
+    assert_eq!(t["read_ns"], 120_000);
+    assert_eq!(t["program_ns"], 2_000_000);
+    assert_eq!(t["erase_ns"], 10_000_000);
+    assert_eq!(q["ssd"]["wear"]["pe_limit"], 1000);
+    let (tlc, _) = json(&["--cell", "tlc", "--capacity-multiple", "0.5"]);
+    assert_eq!(q["waf_cumulative"], tlc["waf_cumulative"]);
+    let time = |v: &Value| v["run"]["virtual_elapsed_ns"].as_u64().unwrap();
+    assert!(time(&q) > time(&tlc), "{} vs {}", time(&q), time(&tlc));
+}

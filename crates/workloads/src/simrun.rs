@@ -26,7 +26,8 @@ use flashsim::{
 };
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Size of the sequential writes that precondition the device.
 pub const FILL_CHUNK_BYTES: u64 = 128 << 10;
@@ -300,6 +301,15 @@ impl Driver<'_> {
             },
         }
     }
+
+    /// Tells the device a command will follow soon (a speed hint; results do not change).
+    fn prefetch(&self, op: &Op) {
+        match op.kind {
+            OpKind::Write if self.zoned.is_some() => {}
+            OpKind::Read | OpKind::Write => self.ssd.prefetch(op.offset_bytes),
+            OpKind::Trim => {}
+        }
+    }
 }
 
 /// A source of commands for the closed loop.
@@ -350,8 +360,16 @@ struct LoopState {
     now_ns: u64,
 }
 
+/// Commands the timed closed loop draws ahead of their execution, so the device can prefetch what
+/// they will need (see [`Ssd::prefetch`]).
+const LOOKAHEAD: usize = 16;
+
 /// Runs `qd` clients from `start_ns` until `target_write_bytes` have been written, calling
 /// `after` once per command.
+///
+/// Commands are drawn from `src` up to [`LOOKAHEAD`] ahead of their execution, and a command is
+/// drawn only if it will be executed (the write bytes drawn before it are below the target), so
+/// `src` is consumed exactly as if each command were drawn when its client is up.
 fn closed_loop(
     drv: &mut Driver<'_>,
     src: &mut dyn OpSource,
@@ -369,11 +387,23 @@ fn closed_loop(
     }
     let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
         (0..qd).map(|c| Reverse((start_ns, c))).collect();
-    while let Some(Reverse((t, client))) = heap.pop() {
+    let mut ahead: VecDeque<Op> = VecDeque::with_capacity(LOOKAHEAD);
+    let mut drawn_write_bytes = 0;
+    while let Some(top) = heap.peek_mut() {
         if st.write_bytes >= target_write_bytes {
+            PeekMut::pop(top);
             continue;
         }
-        let op = src.next_op();
+        let Reverse((t, client)) = *top;
+        while ahead.len() < LOOKAHEAD && drawn_write_bytes < target_write_bytes {
+            let op = src.next_op();
+            if op.kind == OpKind::Write {
+                drawn_write_bytes += op.len_bytes;
+            }
+            drv.prefetch(&op);
+            ahead.push_back(op);
+        }
+        let op = ahead.pop_front().expect("a command drawn ahead");
         let done = drv.exec(op, t)?;
         debug_assert!(done >= t);
         match op.kind {
@@ -389,7 +419,10 @@ fn closed_loop(
         }
         st.now_ns = st.now_ns.max(done);
         after(drv, &st)?;
-        heap.push(Reverse((done, client)));
+        // The client's next command is submitted when this one completes (replacing the top of
+        // the heap sifts once, where a pop and a push would sift twice; same order).
+        let mut top = top;
+        *top = Reverse((done, client));
     }
     Ok(st)
 }

@@ -129,6 +129,15 @@ impl HumanOutput {
                 if cfg.timing.enabled { "on" } else { "off" }
             ),
         ];
+        if let Some(d) = self.plan.drive {
+            out.insert(
+                1,
+                format!(
+                    "  drive       {d}: {} (size from --capacity)",
+                    d.description()
+                ),
+            );
+        }
         let run = format_bytes((p.capacity_multiple * cap.logical_bytes as f64) as u64);
         if p.precondition {
             out.push(format!(

@@ -68,14 +68,21 @@ pub struct SimArgs {
     /// Over-provisioning (physical - logical) / logical, instead of --sf (e.g. 0.28)
     #[arg(long, value_name = "FRACTION", value_parser = parse_op, help_heading = "Device")]
     pub op: Option<f64>,
-    /// NAND cell type: sets read/program/erase latencies and the P/E limit (slc, mlc, tlc;
-    /// figures in docs/flashsim.md) [default: the preset's: read 50 us, program 600 us, erase
-    /// 3.5 ms, 3,000 P/E]
+    /// NAND cell type: sets read/program/erase latencies and the P/E limit (slc, mlc, tlc, qlc;
+    /// figures and sources in docs/flashsim.md); overrides a --drive's [default: the preset's:
+    /// read 50 us, program 600 us, erase 3.5 ms, 3,000 P/E]
     #[arg(long, value_name = "CELL", help_heading = "Device")]
     pub cell: Option<CellArg>,
     /// Geometry preset [default: datacenter]
     #[arg(long, value_enum, value_name = "PRESET", help_heading = "Device")]
     pub geometry: Option<Preset>,
+    /// A named drive's shape (channels, dies, planes, pages per block, page size), NAND timing
+    /// and interface, instead of a --geometry preset; --capacity still sets the size, and the
+    /// other device flags still override (sources and assumed values in docs/flashsim.md):
+    /// pm9a3 (Samsung PM9A3 class datacenter TLC), zn540 (WD Ultrastar DC ZN540 class ZNS, 1077
+    /// MiB zones), p3-plus (Crucial P3 Plus class consumer QLC)
+    #[arg(long, value_name = "NAME", value_parser = parse_drive, conflicts_with = "geometry", help_heading = "Device")]
+    pub drive: Option<flashsim::Drive>,
     /// Override: NAND channels
     #[arg(long, value_name = "N", help_heading = "Device")]
     pub channels: Option<u32>,
@@ -264,6 +271,11 @@ pub enum CellArg {
     Slc,
     Mlc,
     Tlc,
+    Qlc,
+}
+
+fn parse_drive(s: &str) -> Result<flashsim::Drive, String> {
+    s.parse()
 }
 
 /// A fully resolved simulation.
@@ -272,6 +284,8 @@ pub struct Plan {
     pub ssd: SsdConfig,
     pub workload: Workload,
     pub params: RunParams,
+    /// The named drive the device was built after, if any.
+    pub drive: Option<flashsim::Drive>,
 }
 
 fn usage(msg: impl Into<String>) -> CliError {
@@ -288,6 +302,7 @@ impl SimArgs {
             || self.sf.is_some()
             || self.op.is_some()
             || self.geometry.is_some()
+            || self.drive.is_some()
             || self.channels.is_some()
             || self.dies.is_some()
             || self.planes.is_some()
@@ -300,10 +315,11 @@ impl SimArgs {
     }
 
     fn geometry(&self, base: Geometry) -> Result<Geometry, CliError> {
-        let mut g = match self.geometry {
-            Some(Preset::Datacenter) => SsdConfig::datacenter(0, DEFAULT_SF).geometry,
-            Some(Preset::Small) => SsdConfig::small(0, DEFAULT_SF).geometry,
-            None => base,
+        let mut g = match (self.drive, self.geometry) {
+            (Some(d), _) => d.geometry(),
+            (None, Some(Preset::Datacenter)) => SsdConfig::datacenter(0, DEFAULT_SF).geometry,
+            (None, Some(Preset::Small)) => SsdConfig::small(0, DEFAULT_SF).geometry,
+            (None, None) => base,
         };
         if let Some(v) = self.channels {
             g.channels = v;
@@ -386,6 +402,10 @@ impl SimArgs {
         if self.separate_gc_frontier {
             cfg.gc.separate_gc_frontier = true;
         }
+        if let Some(d) = self.drive {
+            // The drive's timing and interface; the flags below (--mode, --cell, ...) override.
+            d.apply_media(&mut cfg);
+        }
         self.apply_mode(&mut cfg)?;
         if self.timing {
             cfg.timing.enabled = true;
@@ -401,6 +421,7 @@ impl SimArgs {
                 CellArg::Slc => flashsim::Cell::Slc,
                 CellArg::Mlc => flashsim::Cell::Mlc,
                 CellArg::Tlc => flashsim::Cell::Tlc,
+                CellArg::Qlc => flashsim::Cell::Qlc,
             });
         }
         if sized {
@@ -531,6 +552,7 @@ impl SimArgs {
             ssd,
             workload,
             params,
+            drive: self.drive,
         })
     }
 }
@@ -545,6 +567,12 @@ pub fn main(args: &SimArgs) -> Result<(), CliError> {
             run: Some(plan.params),
         };
         let text = toml::to_string(&file).map_err(|e| CliError::Run(e.to_string()))?;
+        let text = match plan.drive {
+            // The drive resolves to the [ssd] values below; the comment says where they came
+            // from (reading the file back gives the same device without --drive).
+            Some(d) => format!("# [ssd]: --drive {d} ({})\n{text}", d.description()),
+            None => text,
+        };
         super::human::print_stdout(text.trim_end());
         return Ok(());
     }
