@@ -38,6 +38,7 @@ mod ssd;
 mod stats;
 mod store;
 mod timing;
+mod units;
 mod victim;
 mod zns;
 

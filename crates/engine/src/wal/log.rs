@@ -37,7 +37,7 @@ use crate::health::Health;
 use crate::page::Lsn;
 use crate::wal::codec::{self, HEADER_BYTES};
 use crate::wal::group::GroupCommit;
-use crate::wal::master::{Master, MasterBlock, MasterCopy, MASTER_BYTES};
+use crate::wal::master::{newest, read_masters, Master, MasterBlock, MasterCopy, MASTER_BYTES};
 use crate::wal::reader::LogReader;
 use crate::wal::record::{Body, LogRecord, TxnId};
 
@@ -203,67 +203,6 @@ impl std::fmt::Debug for Wal {
             .field("poisoned", &self.health.is_poisoned())
             .finish()
     }
-}
-
-/// Reads both master copies: (copy in block 0, copy in block 1).
-fn read_masters(dev: &mut dyn BlockDevice) -> Result<[MasterCopy; 2]> {
-    let block = dev.block_bytes() as usize;
-    if block < MASTER_BYTES || dev.capacity_bytes() < 2 * block as u64 {
-        return Ok([MasterCopy::NoMagic, MasterCopy::NoMagic]);
-    }
-    let mut buf = vec![0u8; 2 * block];
-    dev.read_at(0, &mut buf)?;
-    Ok([
-        MasterBlock::decode(&buf[..block]),
-        MasterBlock::decode(&buf[block..]),
-    ])
-}
-
-/// What a log device holds, read without changing it (for the open-or-create decision).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogProbe {
-    /// No master copy has the magic: never formatted (or zeroed).
-    Blank,
-    /// The log of database `id`, at checkpoint `generation` (0: its creation never completed
-    /// a checkpoint).
-    Database {
-        id: crate::identity::DbId,
-        generation: u64,
-    },
-    /// A master with the magic that does not read back (damaged, or another format version).
-    Unreadable,
-}
-
-/// Reads the master copies of `dev` and says what the log device holds.
-pub fn probe(dev: &mut dyn BlockDevice) -> Result<LogProbe> {
-    let copies = read_masters(dev)?;
-    if copies.iter().all(|c| *c == MasterCopy::NoMagic) {
-        return Ok(LogProbe::Blank);
-    }
-    if copies
-        .iter()
-        .any(|c| matches!(c, MasterCopy::UnknownVersion(_)))
-    {
-        return Ok(LogProbe::Unreadable);
-    }
-    Ok(match newest(&copies) {
-        Some(mb) => LogProbe::Database {
-            id: mb.id,
-            generation: mb.master.generation,
-        },
-        None => LogProbe::Unreadable,
-    })
-}
-
-/// The valid master copy with the highest sequence number.
-fn newest(copies: &[MasterCopy; 2]) -> Option<MasterBlock> {
-    copies
-        .iter()
-        .filter_map(|c| match c {
-            MasterCopy::Valid(m) => Some(*m),
-            _ => None,
-        })
-        .max_by_key(|m| m.sequence)
 }
 
 impl Wal {

@@ -22,8 +22,9 @@ mod tests;
 
 pub use group::{GroupCommit, SharedWal};
 pub(crate) use log::UpdateKeep;
-pub use log::{probe as probe_log, LogProbe, Wal, WalConfig, WalStats};
+pub use log::{Wal, WalConfig, WalStats};
 pub use master::Master;
+pub use master::{probe as probe_log, LogProbe};
 #[cfg(test)]
 pub use reader::ScanStop;
 #[cfg(test)]
