@@ -38,6 +38,12 @@ where
     E1: Into<QueryError>,
     E2: Into<QueryError>,
 {
+    let c = temp.cluster_bytes();
+    if budget_bytes < 6 * c {
+        return Err(QueryError::Config(format!(
+            "memory budget {budget_bytes} bytes is below six clusters of {c} bytes (three per side)"
+        )));
+    }
     let half = budget_bytes / 2;
     let (mut ls, left_sort) = sort_phases(temp, half, left)?;
     let (mut rs, right_sort) = match sort_phases(temp, half, right) {

@@ -145,7 +145,10 @@ where
     match result {
         Ok(Some(mem)) => Ok((Sorted::Memory(mem.into_iter()), stats)),
         Ok(None) => {
+            // Opening the final merge reads the first cluster of every run: merge phase.
+            let mark = PhaseMark::start(temp);
             let m = Merger::new(temp, runs.into_iter().collect());
+            mark.stop(temp, &mut stats.merge);
             Ok((Sorted::Merge(m?), stats))
         }
         Err(e) => {
