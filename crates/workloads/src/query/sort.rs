@@ -34,10 +34,13 @@ pub struct SortStats {
     pub merge: PhaseStats,
 }
 
+/// A row in the merge heap with the index of the run it came from.
+type HeapRow = Reverse<(Vec<u8>, Vec<u8>, usize)>;
+
 /// Merges runs on temp space; holds one cluster of each run in memory.
 pub(crate) struct Merger {
     readers: Vec<Option<RunReader>>,
-    heap: BinaryHeap<Reverse<(Vec<u8>, Vec<u8>, usize)>>,
+    heap: BinaryHeap<HeapRow>,
 }
 
 impl Merger {

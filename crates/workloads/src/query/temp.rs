@@ -104,7 +104,7 @@ impl TempSpace {
         if !cluster_bytes.is_power_of_two()
             || !(MIN_CLUSTER_BYTES..=MAX_CLUSTER_BYTES).contains(&cluster_bytes)
             || block == 0
-            || cluster_bytes % block != 0
+            || !cluster_bytes.is_multiple_of(block)
         {
             return Err(QueryError::Config(format!(
                 "cluster size {cluster_bytes} must be a power of two in \
