@@ -278,3 +278,58 @@ fn sort_counters_on_simulated_flash_and_disk() {
     // Reading runs back a cluster at a time, interleaved across runs, costs the disk seeks.
     assert!(times[1].1 > times[0].1, "{times:?}");
 }
+
+/// The operators take a tree scan through the engine's public cursor as it is.
+#[test]
+fn operators_read_engine_cursors() {
+    use std::ops::Bound;
+    use wafer_engine::{Db, DbConfig, Devices};
+    let db = Db::open(
+        Devices::new(
+            Box::new(MemDevice::new(8 << 20, 4096)),
+            Box::new(MemDevice::new(4 << 20, 4096)),
+        ),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let a = db.create_tree("a").unwrap();
+    let b = db.create_tree("b").unwrap();
+    let mut txn = db.begin().unwrap();
+    for i in 0..600u32 {
+        let v = format!("v{:05}", (i * 7919) % 600);
+        txn.put(&a, format!("a{i:05}").as_bytes(), v.as_bytes())
+            .unwrap();
+        if i % 3 == 0 {
+            txn.put(&b, v.as_bytes(), b"b").unwrap();
+        }
+    }
+    txn.commit().unwrap();
+    let all = (Bound::Unbounded, Bound::Unbounded);
+
+    // Sort tree a by value: the scan's rows with key and value swapped.
+    let mut temp = mem_temp(1 << 20, 2048);
+    let mut txn = db.begin().unwrap();
+    let by_value = txn
+        .cursor(&a, all, false)
+        .unwrap()
+        .map(|r| r.map(|(k, v)| (v, k)));
+    let (out, stats) = sort_to_vec(&mut temp, 3 * 2048, by_value).unwrap();
+    assert_eq!(out.len(), 600);
+    assert!(out.windows(2).all(|w| w[0] <= w[1]));
+    assert!(stats.initial_run_bytes.len() > 1);
+
+    // Join (value of a) with (key of b): every third value has a partner.
+    let b_rows: Vec<Row> = txn
+        .cursor(&b, all, false)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let a_by_value = txn
+        .cursor(&a, all, false)
+        .unwrap()
+        .map(|r| r.map(|(k, v)| (v, k)));
+    let (joined, _) = grace_hash_join(&mut temp, 4 * 2048, a_by_value, ok_rows(b_rows)).unwrap();
+    assert_eq!(joined.len(), 200);
+    txn.commit().unwrap();
+    assert_eq!(temp.clusters_in_use(), 0);
+}
