@@ -10,12 +10,15 @@
 //! - [`zipf`]: scrambled Zipfian key choice shared by `synthetic` and `ycsb`.
 //! - [`tpcc`]: TPC-C on the engine: schema, loader, the five transactions, consistency checks,
 //!   virtual-time and wall-clock drivers.
+//! - [`query`]: operators on temp space (paper 003): external merge sort, Grace hash join,
+//!   sort-merge join, with temp I/O and time counters per phase.
 //! - [`torture`]: the randomized torture suite (power cuts, damaged databases, concurrent
 //!   transfers) over the engine's public API.
 
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod query;
 pub mod simrun;
 pub mod synthetic;
 pub mod torture;

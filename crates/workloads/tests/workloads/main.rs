@@ -1,5 +1,7 @@
 //! The workloads' integration tests in one binary (fewer test binaries link faster): TPC-C on
-//! the engine, and a fixed seed range of the randomized torture suite.
+//! the engine, the temp-space query operators, and a fixed seed range of the randomized torture
+//! suite.
 
+mod query;
 mod torture;
 mod tpcc;

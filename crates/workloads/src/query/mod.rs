@@ -1,0 +1,133 @@
+//! Query operators that use temp space (paper 003, sections 6-7): external merge sort, Grace
+//! hash join and sort-merge join, over a [`TempSpace`] on any [`BlockDevice`].
+//!
+//! Operators take rows `(key, value)` as byte vectors from an iterator of results (a tree scan
+//! through the engine's public `Txn::cursor` fits as it is), a memory budget in bytes, and a temp
+//! space whose cluster size is the I/O unit. Each operator counts temp bytes written and read, I/O
+//! commands and time per phase on the temp space's clock. See `docs/query.md`.
+//!
+//! [`BlockDevice`]: wafer_engine::device::BlockDevice
+
+pub mod hash_join;
+pub mod hdd;
+pub mod merge_join;
+pub mod sort;
+pub mod temp;
+
+pub use hash_join::{grace_hash_join, HashJoinStats};
+pub use hdd::HddDevice;
+pub use merge_join::{sort_merge_join, MergeJoinStats};
+pub use sort::{external_sort, sort_to_vec, SortStats, SortedStream};
+pub use temp::{IoCounters, Run, RunReader, RunWriter, TempSpace};
+
+use wafer_engine::device::DeviceError;
+
+/// A row: key and value bytes.
+pub type Row = (Vec<u8>, Vec<u8>);
+
+/// A joined row: the key, the left value and the right value.
+pub type JoinRow = (Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// Errors of the query operators.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The temp space has no free cluster left.
+    #[error("temp space full: all {clusters} clusters of {cluster_bytes} bytes are in use")]
+    TempFull {
+        /// Clusters of the temp space.
+        clusters: u32,
+        /// Cluster size in bytes.
+        cluster_bytes: usize,
+    },
+    /// A bad parameter (cluster size, memory budget).
+    #[error("query configuration: {0}")]
+    Config(String),
+    /// The temp device failed.
+    #[error("temp device: {0}")]
+    Device(#[from] DeviceError),
+    /// An input failed (e.g. a cursor's engine error).
+    #[error("input: {0}")]
+    Input(#[from] wafer_engine::Error),
+    /// A run read back does not decode (a bug, or a device that lost data).
+    #[error("temp run corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// What one phase of an operator did on temp space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseStats {
+    /// Temp I/O of the phase.
+    pub io: IoCounters,
+    /// Time of the phase on the temp space's clock, in ns.
+    pub time_ns: u64,
+}
+
+impl PhaseStats {
+    /// Adds another phase's numbers to this one.
+    pub fn add(&mut self, other: &PhaseStats) {
+        let (a, b) = (&mut self.io, &other.io);
+        a.bytes_written += b.bytes_written;
+        a.bytes_read += b.bytes_read;
+        a.writes += b.writes;
+        a.reads += b.reads;
+        a.trims += b.trims;
+        a.bytes_trimmed += b.bytes_trimmed;
+        self.time_ns += other.time_ns;
+    }
+}
+
+/// Measures a phase: the temp counters and the clock at its start.
+#[derive(Clone, Copy)]
+pub(crate) struct PhaseMark {
+    io: IoCounters,
+    t0: u64,
+}
+
+impl PhaseMark {
+    pub(crate) fn start(temp: &TempSpace) -> PhaseMark {
+        PhaseMark {
+            io: temp.io(),
+            t0: temp.now_ns(),
+        }
+    }
+
+    /// Adds what happened since the mark to `into`.
+    pub(crate) fn stop(self, temp: &TempSpace, into: &mut PhaseStats) {
+        into.add(&PhaseStats {
+            io: temp.io().since(&self.io),
+            time_ns: temp.now_ns().saturating_sub(self.t0),
+        });
+    }
+}
+
+/// Wraps plain rows as an operator input (which takes results, as a cursor yields them).
+pub fn ok_rows<I: IntoIterator<Item = Row>>(
+    rows: I,
+) -> impl Iterator<Item = Result<Row, QueryError>> {
+    rows.into_iter().map(Ok)
+}
+
+/// Checks a memory budget: at least three clusters (two inputs and an output of a merge, or two
+/// partitions and an input).
+pub(crate) fn check_budget(budget_bytes: usize, temp: &TempSpace) -> Result<(), QueryError> {
+    let c = temp.cluster_bytes();
+    if budget_bytes < 3 * c {
+        return Err(QueryError::Config(format!(
+            "memory budget {budget_bytes} bytes is below three clusters of {c} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// A seeded 64-bit hash of a key (FNV-1a, then a splitmix64 finalizer with the seed), so that
+/// recursive partitioning with another seed splits a partition differently.
+pub fn key_hash(key: &[u8], seed: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}

@@ -1,0 +1,322 @@
+//! External merge sort on temp space.
+//!
+//! Run generation fills the memory budget with rows, sorts them and writes them as one run,
+//! sequentially, a cluster at a time. The merge reads one cluster per run at a time and merges
+//! `fan_in = budget / cluster - 1` runs at once (one cluster more for the output); while there are
+//! more runs than that, it merges the oldest `fan_in` runs into a new run on temp (an extra
+//! pass over those rows) and frees the inputs. The last merge streams its output to the caller.
+//! Input that fits the budget whole is sorted in memory and never touches temp space.
+//!
+//! Rows come out ordered by key, ties by value.
+
+use super::temp::{row_bytes, Run, RunReader, RunWriter, TempSpace};
+use super::{check_budget, PhaseMark, PhaseStats, QueryError, Row};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// What an external sort did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SortStats {
+    /// Rows sorted.
+    pub rows: u64,
+    /// Bytes of the input rows as they are stored in runs (8 bytes of header per row).
+    pub input_bytes: u64,
+    /// Record bytes of each run run generation wrote (empty when the input fit in memory).
+    pub initial_run_bytes: Vec<u64>,
+    /// Runs merged at once at most.
+    pub fan_in: usize,
+    /// Merges that wrote a new run to temp (0 when one final merge sufficed).
+    pub intermediate_merges: usize,
+    /// Run generation: temp writes of the initial runs.
+    pub run_generation: PhaseStats,
+    /// Merge: intermediate merges and the reads of the final merge (its time counts while the
+    /// caller pulls rows).
+    pub merge: PhaseStats,
+}
+
+/// A row in the merge heap with the index of the run it came from.
+type HeapRow = Reverse<(Vec<u8>, Vec<u8>, usize)>;
+
+/// Merges runs on temp space; holds one cluster of each run in memory.
+pub(crate) struct Merger {
+    readers: Vec<Option<RunReader>>,
+    heap: BinaryHeap<HeapRow>,
+}
+
+impl Merger {
+    pub(crate) fn new(temp: &mut TempSpace, runs: Vec<Run>) -> Result<Merger, QueryError> {
+        let mut m = Merger {
+            readers: runs.into_iter().map(|r| Some(RunReader::new(r))).collect(),
+            heap: BinaryHeap::new(),
+        };
+        for i in 0..m.readers.len() {
+            m.refill(temp, i)?;
+        }
+        Ok(m)
+    }
+
+    fn refill(&mut self, temp: &mut TempSpace, i: usize) -> Result<(), QueryError> {
+        let Some(reader) = self.readers[i].as_mut() else {
+            return Ok(());
+        };
+        match reader.next_row(temp)? {
+            Some((k, v)) => self.heap.push(Reverse((k, v, i))),
+            None => {
+                let reader = self.readers[i].take().expect("reader present");
+                reader.release(temp)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn next_row(&mut self, temp: &mut TempSpace) -> Result<Option<Row>, QueryError> {
+        let Some(Reverse((k, v, i))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        self.refill(temp, i)?;
+        Ok(Some((k, v)))
+    }
+
+    /// Frees the runs not read to their end.
+    pub(crate) fn release(&mut self, temp: &mut TempSpace) -> Result<(), QueryError> {
+        self.heap.clear();
+        let mut result = Ok(());
+        for r in self.readers.iter_mut().filter_map(Option::take) {
+            if let Err(e) = r.release(temp) {
+                result = result.and(Err(e));
+            }
+        }
+        result
+    }
+}
+
+/// Sorted rows: from memory, or from a merge of runs on temp space.
+pub(crate) enum Sorted {
+    Memory(std::vec::IntoIter<Row>),
+    Merge(Merger),
+}
+
+impl Sorted {
+    pub(crate) fn next_row(&mut self, temp: &mut TempSpace) -> Result<Option<Row>, QueryError> {
+        match self {
+            Sorted::Memory(it) => Ok(it.next()),
+            Sorted::Merge(m) => m.next_row(temp),
+        }
+    }
+
+    pub(crate) fn release(&mut self, temp: &mut TempSpace) -> Result<(), QueryError> {
+        match self {
+            Sorted::Memory(it) => {
+                it.by_ref().for_each(drop);
+                Ok(())
+            }
+            Sorted::Merge(m) => m.release(temp),
+        }
+    }
+}
+
+/// Writes a sorted batch as one run.
+fn write_run(temp: &mut TempSpace, rows: &[Row]) -> Result<Run, QueryError> {
+    let mut w = RunWriter::new(temp);
+    for (k, v) in rows {
+        if let Err(e) = w.push(temp, k, v) {
+            let _ = w.abandon(temp);
+            return Err(e);
+        }
+    }
+    w.finish(temp)
+}
+
+/// Sorts `input` until at most `fan_in` runs are left (or everything is in memory): run
+/// generation and the intermediate merges. The caller does the final merge.
+pub(crate) fn sort_phases<I, E>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    input: I,
+) -> Result<(Sorted, SortStats), QueryError>
+where
+    I: IntoIterator<Item = Result<Row, E>>,
+    E: Into<QueryError>,
+{
+    check_budget(budget_bytes, temp)?;
+    let mut stats = SortStats {
+        fan_in: budget_bytes / temp.cluster_bytes() - 1,
+        ..SortStats::default()
+    };
+    let mut runs: VecDeque<Run> = VecDeque::new();
+    let result = generate_and_merge(temp, budget_bytes, input, &mut stats, &mut runs);
+    match result {
+        Ok(Some(mem)) => Ok((Sorted::Memory(mem.into_iter()), stats)),
+        Ok(None) => {
+            // Opening the final merge reads the first cluster of every run: merge phase.
+            let mark = PhaseMark::start(temp);
+            let m = Merger::new(temp, runs.into_iter().collect());
+            mark.stop(temp, &mut stats.merge);
+            Ok((Sorted::Merge(m?), stats))
+        }
+        Err(e) => {
+            for r in runs {
+                let _ = temp.release(r);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Returns the rows when they all fit in memory; else leaves at most `fan_in` runs in `runs`.
+fn generate_and_merge<I, E>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    input: I,
+    stats: &mut SortStats,
+    runs: &mut VecDeque<Run>,
+) -> Result<Option<Vec<Row>>, QueryError>
+where
+    I: IntoIterator<Item = Result<Row, E>>,
+    E: Into<QueryError>,
+{
+    let mark = PhaseMark::start(temp);
+    let mut batch: Vec<Row> = Vec::new();
+    let mut used = 0usize;
+    for row in input {
+        let (k, v) = row.map_err(Into::into)?;
+        let n = row_bytes(&k, &v);
+        stats.rows += 1;
+        stats.input_bytes += n as u64;
+        if used + n > budget_bytes && !batch.is_empty() {
+            batch.sort_unstable();
+            let run = write_run(temp, &batch)?;
+            stats.initial_run_bytes.push(run.bytes());
+            runs.push_back(run);
+            batch.clear();
+            used = 0;
+        }
+        used += n;
+        batch.push((k, v));
+    }
+    batch.sort_unstable();
+    if runs.is_empty() {
+        mark.stop(temp, &mut stats.run_generation);
+        return Ok(Some(batch));
+    }
+    if !batch.is_empty() {
+        let run = write_run(temp, &batch)?;
+        stats.initial_run_bytes.push(run.bytes());
+        runs.push_back(run);
+    }
+    drop(batch);
+    mark.stop(temp, &mut stats.run_generation);
+
+    let mark = PhaseMark::start(temp);
+    while runs.len() > stats.fan_in {
+        let group: Vec<Run> = runs.drain(..stats.fan_in).collect();
+        let mut m = Merger::new(temp, group)?;
+        let mut w = RunWriter::new(temp);
+        let merged = (|| {
+            while let Some((k, v)) = m.next_row(temp)? {
+                w.push(temp, &k, &v)?;
+            }
+            Ok::<_, QueryError>(())
+        })();
+        if let Err(e) = merged {
+            let _ = m.release(temp);
+            let _ = w.abandon(temp);
+            return Err(e);
+        }
+        runs.push_back(w.finish(temp)?);
+        stats.intermediate_merges += 1;
+    }
+    mark.stop(temp, &mut stats.merge);
+    Ok(None)
+}
+
+/// The output of [`external_sort`]: an iterator over the sorted rows. Runs still on temp space
+/// are freed (and trimmed) when the stream ends or is dropped.
+pub struct SortedStream<'t> {
+    temp: &'t mut TempSpace,
+    sorted: Sorted,
+    stats: SortStats,
+    done: bool,
+}
+
+impl SortedStream<'_> {
+    /// The counters so far (complete once the stream has ended).
+    pub fn stats(&self) -> &SortStats {
+        &self.stats
+    }
+
+    fn finish(&mut self) -> Result<(), QueryError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let mark = PhaseMark::start(self.temp);
+        let r = self.sorted.release(self.temp);
+        mark.stop(self.temp, &mut self.stats.merge);
+        r
+    }
+}
+
+impl Iterator for SortedStream<'_> {
+    type Item = Result<Row, QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let mark = PhaseMark::start(self.temp);
+        let r = self.sorted.next_row(self.temp);
+        mark.stop(self.temp, &mut self.stats.merge);
+        match r {
+            Ok(Some(row)) => Some(Ok(row)),
+            Ok(None) => self.finish().err().map(Err),
+            Err(e) => {
+                let _ = self.finish();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for SortedStream<'_> {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Sorts `input` with `budget_bytes` of memory (at least three clusters) on `temp`.
+pub fn external_sort<I, E>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    input: I,
+) -> Result<SortedStream<'_>, QueryError>
+where
+    I: IntoIterator<Item = Result<Row, E>>,
+    E: Into<QueryError>,
+{
+    let (sorted, stats) = sort_phases(temp, budget_bytes, input)?;
+    Ok(SortedStream {
+        temp,
+        sorted,
+        stats,
+        done: false,
+    })
+}
+
+/// [`external_sort`] collected into a vector, with the counters.
+pub fn sort_to_vec<I, E>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    input: I,
+) -> Result<(Vec<Row>, SortStats), QueryError>
+where
+    I: IntoIterator<Item = Result<Row, E>>,
+    E: Into<QueryError>,
+{
+    let mut stream = external_sort(temp, budget_bytes, input)?;
+    let mut out = Vec::new();
+    for row in stream.by_ref() {
+        out.push(row?);
+    }
+    Ok((out, stream.stats().clone()))
+}
