@@ -120,10 +120,7 @@ pub(crate) fn recover(
     master: Master,
     agreement: Agreement,
 ) -> Result<Recovered> {
-    wal.set_unreserved(true);
-    let r = recover_inner(cache, wal, catalog, clock, master, agreement);
-    wal.set_unreserved(false);
-    r
+    wal.unreserved(|wal| recover_inner(cache, wal, catalog, clock, master, agreement))
 }
 
 fn recover_inner(

@@ -412,8 +412,7 @@ impl Flushless {
             return Ok(0);
         }
         // The space was reserved when the records were made (`TxnTable::reserve_log`).
-        wal.set_unreserved(true);
-        let r = (|| -> Result<(Vec<Lsn>, Lsn)> {
+        let (lsns, commit_lsn) = wal.unreserved(|wal| -> Result<(Vec<Lsn>, Lsn)> {
             let mut lsns = Vec::with_capacity(records.len());
             let mut prev = 0;
             for redo in records {
@@ -422,9 +421,7 @@ impl Flushless {
             }
             let c = wal.append(txn, prev, Body::Commit)?;
             Ok((lsns, c))
-        })();
-        wal.set_unreserved(false);
-        let (lsns, commit_lsn) = r?;
+        })?;
         self.stats.commits_logged += 1;
         self.stats.records_logged += lsns.len() as u64;
         let now = self.clock.now_ns();
@@ -472,10 +469,8 @@ impl Flushless {
             return Ok(());
         }
         self.give_back(cache, wal, txn, allocated)?;
-        wal.set_unreserved(true);
-        let r = wal.append(txn, 0, Body::Abort);
-        wal.set_unreserved(false);
-        r.map(|_| ())
+        wal.unreserved(|wal| wal.append(txn, 0, Body::Abort))
+            .map(|_| ())
     }
 
     /// Returns `pages` (allocated for `owner`, which will not commit) to the free list,
@@ -488,8 +483,7 @@ impl Flushless {
         owner: TxnId,
         pages: Vec<PageId>,
     ) -> Result<()> {
-        wal.set_unreserved(true);
-        let r = (|| {
+        wal.unreserved(|wal| {
             for batch in pages.chunks(GIVE_BACK_BATCH) {
                 let mut sink = TableSink::give_back(
                     wal,
@@ -514,9 +508,7 @@ impl Flushless {
                 self.stats.pages_given_back += batch.len() as u64;
             }
             Ok(())
-        })();
-        wal.set_unreserved(false);
-        r
+        })
     }
 
     /// Pages each live transaction allocated (for the checkpoint record).

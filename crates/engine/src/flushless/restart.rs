@@ -45,10 +45,7 @@ pub(crate) fn restart(
     master: Master,
     agreement: Agreement,
 ) -> Result<Recovered> {
-    wal.set_unreserved(true);
-    let r = restart_inner(fl, cache, wal, clock, master, agreement);
-    wal.set_unreserved(false);
-    r
+    wal.unreserved(|wal| restart_inner(fl, cache, wal, clock, master, agreement))
 }
 
 fn restart_inner(

@@ -446,6 +446,15 @@ impl Wal {
         self.unreserved = on;
     }
 
+    /// Runs `f` with [`Wal::set_unreserved`] on (rollbacks, recoveries, commits whose space was
+    /// reserved), then off again.
+    pub(crate) fn unreserved<R>(&mut self, f: impl FnOnce(&mut Wal) -> R) -> R {
+        self.unreserved = true;
+        let r = f(self);
+        self.unreserved = false;
+        r
+    }
+
     /// While `Some(keep)`, ordinary appends are updates that must leave free after themselves
     /// what live transactions reserved for their rollback plus what their own rollback will
     /// need: a record that would eat into it fails with [`Error::LogFull`] instead. (The
