@@ -49,8 +49,9 @@ impl EvictionPolicy for WriteBack {
 
 /// Called with each page image read from the device, before anyone sees it.
 pub trait AfterRead: Send {
-    /// `evicted_dirty`: the page was dropped dirty, so the image is older than the page.
-    fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<()>;
+    /// `evicted_dirty`: the page was dropped dirty, so the image may be older than the page.
+    /// Returns whether the page now holds changes its stored image lacks (it stays dirty).
+    fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool>;
 }
 
 /// Buffer pool + write path.
@@ -99,13 +100,13 @@ impl PageCache {
         self.pool.stats.misses += 1;
         let f = self.victim(log)?;
         let fr = &mut self.pool.frames[f as usize];
-        let mut r = self.wp.read_page(pid, &mut fr.data);
-        if let (Ok(()), Some(h)) = (&r, self.after_read.as_mut()) {
-            r = h.after_read(pid, &mut fr.data, evicted_dirty);
-        }
-        r?;
+        self.wp.read_page(pid, &mut fr.data)?;
+        let dirty = match self.after_read.as_mut() {
+            Some(h) => h.after_read(pid, &mut fr.data, evicted_dirty)?,
+            None => evicted_dirty,
+        };
         self.pool.install(f, pid);
-        if evicted_dirty {
+        if dirty {
             // Brought up to date from records that are not on the device yet: still dirty.
             let lsn = page::page_lsn(self.pool.data(f));
             self.pool.mark_dirty(f, lsn, 0);
@@ -273,13 +274,18 @@ mod tests {
 
     struct Seen(Arc<Mutex<Vec<(PageId, bool)>>>);
     impl AfterRead for Seen {
-        fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<()> {
+        fn after_read(
+            &mut self,
+            pid: PageId,
+            data: &mut [u8],
+            evicted_dirty: bool,
+        ) -> Result<bool> {
             self.0.lock().unwrap().push((pid, evicted_dirty));
             if evicted_dirty {
                 // What on-the-fly redo would do: bring the page up to date.
                 data[100] = 0xAB;
             }
-            Ok(())
+            Ok(evicted_dirty)
         }
     }
 

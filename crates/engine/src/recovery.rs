@@ -44,6 +44,10 @@ pub struct RecoveryReport {
     pub reload_pages: u64,
     #[serde(default)]
     pub given_back_pages: u64,
+    /// Flushless restart: pages read (never written) because the reloaded records exceeded
+    /// the log table's budget (Figure 5's page check, done only then).
+    #[serde(default)]
+    pub reload_pages_read: u64,
 }
 
 /// Creates the meta page of a new database and makes it durable (in the flushless mode its

@@ -485,6 +485,9 @@ fn tpcc_runs(with_figures: bool) -> BenchReport {
             },
             virtual_ms: 53.31,
             pages_written: 1_568,
+            lazy_redos: 0,
+            lazy_records_applied: 0,
+            pages_written_after: 0,
         });
         run.tpcc = Some(TpccFigures {
             warehouses: 1,

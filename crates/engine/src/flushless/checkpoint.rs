@@ -141,8 +141,13 @@ pub(crate) fn compact(
             Some(_) if !s.live => from_frames.push(s.pid),
             _ => {
                 let mut img = cache.read_stored(s.pid)?;
-                super::lock(&fl.table).redo_page(s.pid, &mut img, false)?;
-                rebuilt.push((s.pid, img));
+                // Nothing to write if the stored image already holds every committed record
+                // (they were reloaded by a restart, or written by an earlier compaction).
+                if super::lock(&fl.table).redo_page(s.pid, &mut img, false)? > 0 {
+                    rebuilt.push((s.pid, img));
+                } else {
+                    fl.stats.compacted_unchanged += 1;
+                }
             }
         }
     }

@@ -124,6 +124,9 @@ pub struct FlushlessStats {
     pub compacted_frames: u64,
     pub compacted_rebuilt: u64,
     pub compacted_records: u64,
+    /// Pages compaction read and found already holding their committed records (not written).
+    #[serde(default)]
+    pub compacted_unchanged: u64,
     /// Transactions whose commit copied records to the log, and those records.
     pub commits_logged: u64,
     pub records_logged: u64,
@@ -176,15 +179,17 @@ pub(crate) struct OnTheFly {
 }
 
 impl AfterRead for OnTheFly {
-    fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<()> {
+    fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool> {
         if !evicted_dirty {
-            return Ok(());
+            return Ok(false);
         }
         let mut t = lock(&self.table);
+        // Records the stored image already holds (a restart reloads some) leave the table.
+        let left = t.drop_applied(pid, page::page_lsn(data));
         let n = t.redo_page(pid, data, true)?;
         t.stats.otf_redos += 1;
         t.stats.otf_records_applied += n;
-        Ok(())
+        Ok(left)
     }
 }
 
@@ -301,15 +306,15 @@ impl Flushless {
             checkpoint::run(self, cache, wal, next_txn, checkpoint::Compact::Normal)?;
         }
         if self.table_low(need_table) {
-            checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
+            self.compact(cache, wal, txns, checkpoint::Compact::Normal)?;
             if self.table_low(need_table) {
                 // min_del and max_age freed too little: the fullest pages, until the free space
                 // is twice the threshold (plus what this change needs).
                 let target = self.free_target(need_table);
-                checkpoint::compact(self, cache, wal, checkpoint::Compact::Free(target))?;
+                self.compact(cache, wal, txns, checkpoint::Compact::Free(target))?;
             }
             if self.table_low(need_table) {
-                checkpoint::compact(self, cache, wal, checkpoint::Compact::All)?;
+                self.compact(cache, wal, txns, checkpoint::Compact::All)?;
             }
         }
         if wal.free_bytes() <= want {
@@ -334,6 +339,30 @@ impl Flushless {
         let t = lock(&self.table);
         let threshold = (factor * self.cfg.checkpoint_free * t.budget() as f64) as u64;
         t.free_bytes() <= threshold.max(need)
+    }
+
+    /// A compaction, then (where the write path's checkpoint is cheap: in place) the checkpoint
+    /// record, as in Figure 4, so the dirty page table a restart starts from stays current (out
+    /// of place the record waits for the log's cadence: each would write a page-map snapshot).
+    fn compact(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+        how: checkpoint::Compact,
+    ) -> Result<()> {
+        let before = self.stats.compactions;
+        checkpoint::compact(self, cache, wal, how)?;
+        if self.stats.compactions > before && cache.wp.cheap_checkpoint() {
+            checkpoint::run(
+                self,
+                cache,
+                wal,
+                txns.next_txn(),
+                checkpoint::Compact::RecordOnly,
+            )?;
+        }
+        Ok(())
     }
 
     /// Bytes a compaction should free so the table has three times the threshold (plus
@@ -370,10 +399,10 @@ impl Flushless {
         } else if self.table_low_by(2.0, 0) {
             // In the background the compaction starts at twice the threshold, so operations
             // rarely have to wait for one.
-            checkpoint::compact(self, cache, wal, checkpoint::Compact::Normal)?;
+            self.compact(cache, wal, txns, checkpoint::Compact::Normal)?;
             if self.table_low_by(2.0, 0) {
                 let target = self.free_target(0);
-                checkpoint::compact(self, cache, wal, checkpoint::Compact::Free(target))?;
+                self.compact(cache, wal, txns, checkpoint::Compact::Free(target))?;
             }
         }
         cache.wp.maintain(wal)?;

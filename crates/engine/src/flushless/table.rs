@@ -50,6 +50,10 @@ pub struct TableStats {
     /// The most records one page has now (`records / pages` is the mean).
     #[serde(default)]
     pub max_page_records: u64,
+    /// Committed records found already in a page's stored image when it was read (a restart
+    /// reloads records without reading pages; they leave the table then).
+    #[serde(default)]
+    pub already_applied: u64,
 }
 
 struct Rec {
@@ -152,6 +156,13 @@ impl LogTable {
 
     pub fn has_records(&self, pid: PageId) -> bool {
         self.pages.contains_key(&pid)
+    }
+
+    /// Pages with records, those whose records take the most bytes first.
+    pub fn pages_by_bytes(&self) -> Vec<PageId> {
+        let mut v: Vec<(u64, PageId)> = self.pages.iter().map(|(&p, r)| (r.bytes, p)).collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v.into_iter().map(|(_, p)| p).collect()
     }
 
     /// Pages with records.
@@ -370,6 +381,28 @@ impl LogTable {
             return false;
         };
         self.drop_front(pid, p.committed);
+        let left = !self.pages[&pid].ids.is_empty();
+        if !left {
+            self.pages.remove(&pid);
+        }
+        left
+    }
+
+    /// Drops `pid`'s committed records that a stored image with page LSN `stored_lsn` already
+    /// holds (LSN at or below it: a prefix, records being in LSN order). Returns whether the
+    /// page still has records.
+    pub fn drop_applied(&mut self, pid: PageId, stored_lsn: Lsn) -> bool {
+        let Some(p) = self.pages.get(&pid) else {
+            return false;
+        };
+        let n = p.ids[..p.committed]
+            .iter()
+            .take_while(|id| self.recs[id].lsn <= stored_lsn)
+            .count();
+        if n > 0 {
+            self.drop_front(pid, n);
+            self.stats.already_applied += n as u64;
+        }
         let left = !self.pages[&pid].ids.is_empty();
         if !left {
             self.pages.remove(&pid);

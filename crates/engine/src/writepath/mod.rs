@@ -206,6 +206,11 @@ pub trait WritePath: Send {
     fn share_health(&mut self, health: crate::health::Health);
     /// A short name of the strategy ("in-place", "out-of-place").
     fn kind(&self) -> &'static str;
+    /// Whether [`WritePath::checkpoint`] is cheap enough to run after every compaction of the
+    /// flushless mode (in place it saves nothing; out of place it writes the page map).
+    fn cheap_checkpoint(&self) -> bool {
+        true
+    }
     /// Log bytes this write path needs kept for its own records (the log's system reserve: out
     /// of place, the location records of a checkpoint that writes the whole pool of
     /// `buffer_pages` and of the DB GC it may run must fit even when the log is otherwise full).

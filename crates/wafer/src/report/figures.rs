@@ -714,6 +714,9 @@ mod tests {
             report: wafer_engine_report(1_500, 7_250, 0),
             virtual_ms: 10.0,
             pages_written: 0,
+            lazy_redos: 0,
+            lazy_records_applied: 0,
+            pages_written_after: 0,
         });
         // Analysis, redo, undo, and the rest of the reopen (10 - 8.75 ms).
         assert_eq!(recovery_phases(&f), Some([1.5, 7.25, 0.0, 1.25]));

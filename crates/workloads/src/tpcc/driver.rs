@@ -283,6 +283,16 @@ pub struct RecoveryOutcome {
     /// mode, whose restart leaves the work to on-the-fly redo).
     #[serde(default)]
     pub pages_written: u64,
+    /// Flushless mode: pages the consistency check after the restart brought up to date by
+    /// on-the-fly redo.
+    #[serde(default)]
+    pub lazy_redos: u64,
+    /// ... and the records those redos applied.
+    #[serde(default)]
+    pub lazy_records_applied: u64,
+    /// Pages written after the reopen, by the consistency check's operations.
+    #[serde(default)]
+    pub pages_written_after: u64,
 }
 
 /// The terminals as the harness's clients.
@@ -457,7 +467,8 @@ pub fn run_vtime_logged(
     let end_stats = rig.db.stats();
     let recovery = if cfg.crash_at_end {
         let t0 = rig.clock.now();
-        rig.crash_and_reopen(cfg.engine_config(rig.db.stats().pool_frames))?;
+        // The same memory as the run (in the flushless mode `pool_frames` is only the frames).
+        rig.crash_and_reopen(cfg.engine_config(buffer_pages))?;
         let virtual_ms = (rig.clock.now() - t0) as f64 / 1e6;
         let stats = rig.db.stats();
         let report = stats.recovery.unwrap_or_default();
@@ -467,6 +478,9 @@ pub fn run_vtime_logged(
             report,
             virtual_ms,
             pages_written,
+            lazy_redos: 0,
+            lazy_records_applied: 0,
+            pages_written_after: 0,
         })
     } else {
         None
@@ -475,6 +489,16 @@ pub fn run_vtime_logged(
         true => Some(check(&rig.db, &work.tables, &cfg.tpcc)?),
         false => None,
     };
+    let mut recovery = recovery;
+    if let Some(r) = recovery.as_mut() {
+        let s = rig.db.stats();
+        if let Some(f) = &s.flushless {
+            r.lazy_redos = f.table.otf_redos;
+            r.lazy_records_applied = f.table.otf_records_applied;
+        }
+        r.pages_written_after =
+            (s.writes.eviction_writes + s.writes.checkpoint_writes).saturating_sub(r.pages_written);
+    }
     let ssd_end = rig.data.lock().ssd().report();
     let run = metrics::window(&r.start, &r.end);
     let new_orders = txns.new_orders();

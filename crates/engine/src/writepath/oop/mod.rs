@@ -263,6 +263,9 @@ impl WritePath for OutOfPlace {
         buffer_pages as u64 * 48 + (256 << 10)
     }
 
+    fn cheap_checkpoint(&self) -> bool {
+        false
+    }
     fn kind(&self) -> &'static str {
         "out-of-place"
     }
