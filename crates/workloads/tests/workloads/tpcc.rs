@@ -106,10 +106,12 @@ fn every_configuration_keeps_consistency() {
             if preset.out_of_place().is_none() {
                 let dw = if preset.doublewrite() { 2.0 } else { 1.0 };
                 // Pages give exactly `dw`; each checkpoint adds one 4 KiB header block (the
-                // checkpoint stamp of the database identity).
+                // checkpoint stamp of the database identity). The flushless mode logs a
+                // checkpoint after every compaction (Figure 4), so it stamps more often.
                 let waf = s.bench.run.db_waf;
+                let stamps = if preset.flushless() { 0.1 } else { 0.02 };
                 assert!(
-                    waf >= dw - 1e-9 && waf < dw + 0.02,
+                    waf >= dw - 1e-9 && waf < dw + stamps,
                     "DB WAF {waf}, pages give {dw}"
                 );
             }
