@@ -1,22 +1,27 @@
 //! Grace hash join on temp space.
 //!
-//! Partition: both inputs are split into `fan_out = budget / cluster - 1` partitions by a seeded
-//! hash of the join key (one cluster of buffer per partition, written sequentially as runs).
+//! Partition: both inputs are split into `fan_out` partitions ([`partition_fan_out`]) by a seeded
+//! hash of the join key (one filling cluster per partition, written behind as runs; the
+//! partitions' clusters interleave on temp space, so the writes climb through the addresses as
+//! if appended, and a partition read back is scattered).
 //! Build + probe: for each pair of partitions the smaller one is loaded into an in-memory hash
 //! table and the other is streamed past it, a cluster at a time. A pair whose smaller side does
 //! not fit the budget is partitioned again with another hash seed (recursive partitioning); past
 //! [`MAX_DEPTH`] levels (heavy skew on a single key) the pair is joined block-nested-loop style:
 //! the build side in budget-sized chunks, the probe side read once per chunk.
 
-use super::temp::{row_bytes, Run, RunReader, RunWriter, TempSpace};
-use super::{check_budget, key_hash, JoinRow, PhaseMark, PhaseStats, QueryError, Row};
+use super::run::{row_bytes, Run, RunReader, RunWriter};
+use super::temp::TempSpace;
+use super::{
+    check_budget, key_hash, partition_fan_out, JoinRow, PhaseMark, PhaseStats, QueryError, Row,
+};
 use std::collections::HashMap;
 
 /// Partitioning levels after which a pair of partitions is joined by chunks instead.
 pub const MAX_DEPTH: usize = 3;
 
 /// What a Grace hash join did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HashJoinStats {
     /// Partitions per partitioning step.
     pub fan_out: usize,
@@ -34,6 +39,9 @@ pub struct HashJoinStats {
     pub output_rows: u64,
 }
 
+/// Receives each row of a join result: key, left value, right value.
+pub type JoinSink<'a> = &'a mut dyn FnMut(&[u8], &[u8], &[u8]);
+
 /// Splits the rows `next` yields into `fan_out` runs by `key_hash(key, seed)`.
 fn partition(
     temp: &mut TempSpace,
@@ -44,6 +52,7 @@ fn partition(
     let mut writers: Vec<RunWriter> = (0..fan_out).map(|_| RunWriter::new(temp)).collect();
     let filled = (|| {
         while let Some((k, v)) = next(temp)? {
+            temp.cpu_rows(1);
             let p = (key_hash(&k, seed) % fan_out as u64) as usize;
             writers[p].push(temp, &k, &v)?;
         }
@@ -91,8 +100,29 @@ where
     E1: Into<QueryError>,
     E2: Into<QueryError>,
 {
+    let mut out = Vec::new();
+    let stats = grace_hash_join_into(temp, budget_bytes, left, right, &mut |k, l, r| {
+        out.push((k.to_vec(), l.to_vec(), r.to_vec()))
+    })?;
+    Ok((out, stats))
+}
+
+/// [`grace_hash_join`] handing each result row to `sink` instead of collecting them.
+pub fn grace_hash_join_into<L, R, E1, E2>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    left: L,
+    right: R,
+    sink: JoinSink<'_>,
+) -> Result<HashJoinStats, QueryError>
+where
+    L: IntoIterator<Item = Result<Row, E1>>,
+    R: IntoIterator<Item = Result<Row, E2>>,
+    E1: Into<QueryError>,
+    E2: Into<QueryError>,
+{
     check_budget(budget_bytes, temp)?;
-    let fan_out = budget_bytes / temp.cluster_bytes() - 1;
+    let fan_out = partition_fan_out(budget_bytes, temp);
     let mut stats = HashJoinStats {
         fan_out,
         ..HashJoinStats::default()
@@ -117,7 +147,6 @@ where
     mark.stop(temp, &mut stats.partition);
 
     let mut work: Vec<(Run, Run, usize)> = lp.into_iter().zip(rp).map(|(a, b)| (a, b, 0)).collect();
-    let mut out = Vec::new();
     let mut result = Ok(());
     while let Some((a, b, depth)) = work.pop() {
         if result.is_err() {
@@ -125,20 +154,10 @@ where
             let _ = temp.release(b);
             continue;
         }
-        result = join_pair(
-            temp,
-            budget_bytes,
-            a,
-            b,
-            depth,
-            &mut work,
-            &mut out,
-            &mut stats,
-        );
+        result = join_pair(temp, budget_bytes, a, b, depth, &mut work, sink, &mut stats);
     }
     result?;
-    stats.output_rows = out.len() as u64;
-    Ok((out, stats))
+    Ok(stats)
 }
 
 /// Joins one pair of partitions (left run, right run), or partitions it again onto `work`.
@@ -150,7 +169,7 @@ fn join_pair(
     right: Run,
     depth: usize,
     work: &mut Vec<(Run, Run, usize)>,
-    out: &mut Vec<JoinRow>,
+    sink: JoinSink<'_>,
     stats: &mut HashJoinStats,
 ) -> Result<(), QueryError> {
     if left.rows() == 0 || right.rows() == 0 {
@@ -165,7 +184,11 @@ fn join_pair(
     } else {
         (left, right)
     };
-    if build.bytes() as usize + cluster > budget && depth < MAX_DEPTH {
+    // The hash table gets the budget less the probe reader's clusters.
+    let table_budget = budget
+        .saturating_sub(temp.reader_clusters() * cluster)
+        .max(cluster);
+    if build.bytes() as usize > table_budget && depth < MAX_DEPTH {
         stats.recursive_partitionings += 1;
         stats.max_depth = stats.max_depth.max(depth + 1);
         let mark = PhaseMark::start(temp);
@@ -196,13 +219,13 @@ fn join_pair(
         }
     }
     let mark = PhaseMark::start(temp);
-    let chunk_budget = budget.saturating_sub(cluster).max(cluster);
-    if build.bytes() as usize > chunk_budget {
+    if build.bytes() as usize > table_budget {
         stats.chunked_pairs += 1;
     }
-    let r = build_probe(temp, chunk_budget, build, probe, swapped, out);
+    let r = build_probe(temp, table_budget, build, probe, swapped, sink);
     mark.stop(temp, &mut stats.build_probe);
-    r
+    stats.output_rows += r?;
+    Ok(())
 }
 
 /// Reads `run` and splits it into `fan_out` runs with `seed`; frees `run`.
@@ -219,15 +242,16 @@ fn repartition(
 }
 
 /// Loads `build` in chunks of at most `chunk` bytes into a hash table and streams `probe` past
-/// each chunk; frees both runs.
+/// each chunk; frees both runs. Returns the rows given to `sink`.
 fn build_probe(
     temp: &mut TempSpace,
     chunk: usize,
     build: Run,
     probe: Run,
     swapped: bool,
-    out: &mut Vec<JoinRow>,
-) -> Result<(), QueryError> {
+    sink: JoinSink<'_>,
+) -> Result<u64, QueryError> {
+    let mut emitted = 0u64;
     let mut b = RunReader::new(build);
     let mut p = RunReader::new(probe);
     let r = (|| {
@@ -242,18 +266,21 @@ fn build_probe(
                     break;
                 }
                 used += n;
+                temp.cpu_rows(1);
                 table.entry(k).or_default().push(v);
                 pending = b.next_row(temp)?;
             }
             p.rewind();
             while let Some((k, pv)) = p.next_row(temp)? {
+                temp.cpu_rows(1);
                 if let Some(bvs) = table.get(&k) {
                     for bv in bvs {
-                        out.push(if swapped {
-                            (k.clone(), pv.clone(), bv.clone())
+                        emitted += 1;
+                        if swapped {
+                            sink(&k, &pv, bv);
                         } else {
-                            (k.clone(), bv.clone(), pv.clone())
-                        });
+                            sink(&k, bv, &pv);
+                        }
                     }
                 }
             }
@@ -262,5 +289,5 @@ fn build_probe(
     })();
     let rb = b.release(temp);
     let rp = p.release(temp);
-    r.and(rb).and(rp)
+    r.and(rb).and(rp).map(|()| emitted)
 }

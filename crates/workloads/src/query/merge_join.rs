@@ -5,13 +5,14 @@
 //! merge of the two sorted streams. Duplicate keys on both sides give their cross product: the
 //! left rows of one key are held in memory while the right rows of that key stream past.
 
+use super::hash_join::JoinSink;
 use super::sort::{sort_phases, SortStats, Sorted};
 use super::temp::TempSpace;
-use super::{JoinRow, PhaseMark, PhaseStats, QueryError, Row};
+use super::{min_budget_clusters, JoinRow, PhaseMark, PhaseStats, QueryError, Row};
 use std::cmp::Ordering;
 
 /// What a sort-merge join did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MergeJoinStats {
     /// The left input's sort (its `merge` holds only the intermediate merges).
     pub left_sort: SortStats,
@@ -24,8 +25,8 @@ pub struct MergeJoinStats {
 }
 
 /// Joins `left` and `right` on equal keys by sorting both (each with `budget_bytes / 2`, at least
-/// three clusters) on `temp` and merging. The result is ordered by key; within a key, by right
-/// value, then left value.
+/// [`min_budget_clusters`] per side) on `temp` and merging. The result is ordered by key; within
+/// a key, by right value, then left value.
 pub fn sort_merge_join<L, R, E1, E2>(
     temp: &mut TempSpace,
     budget_bytes: usize,
@@ -38,10 +39,32 @@ where
     E1: Into<QueryError>,
     E2: Into<QueryError>,
 {
+    let mut out = Vec::new();
+    let stats = sort_merge_join_into(temp, budget_bytes, left, right, &mut |k, l, r| {
+        out.push((k.to_vec(), l.to_vec(), r.to_vec()))
+    })?;
+    Ok((out, stats))
+}
+
+/// [`sort_merge_join`] handing each result row to `sink` instead of collecting them.
+pub fn sort_merge_join_into<L, R, E1, E2>(
+    temp: &mut TempSpace,
+    budget_bytes: usize,
+    left: L,
+    right: R,
+    sink: JoinSink<'_>,
+) -> Result<MergeJoinStats, QueryError>
+where
+    L: IntoIterator<Item = Result<Row, E1>>,
+    R: IntoIterator<Item = Result<Row, E2>>,
+    E1: Into<QueryError>,
+    E2: Into<QueryError>,
+{
     let c = temp.cluster_bytes();
-    if budget_bytes < 6 * c {
+    let min = 2 * min_budget_clusters(temp);
+    if budget_bytes < min * c {
         return Err(QueryError::Config(format!(
-            "memory budget {budget_bytes} bytes is below six clusters of {c} bytes (three per side)"
+            "memory budget {budget_bytes} bytes is below {min} clusters of {c} bytes (half per side)"
         )));
     }
     let half = budget_bytes / 2;
@@ -59,22 +82,22 @@ where
         ..MergeJoinStats::default()
     };
     let mark = PhaseMark::start(temp);
-    let mut out = Vec::new();
-    let r = merge(temp, &mut ls, &mut rs, &mut out);
+    let r = merge(temp, &mut ls, &mut rs, sink);
     let rl = ls.release(temp);
     let rr = rs.release(temp);
     mark.stop(temp, &mut stats.merge);
-    r.and(rl).and(rr)?;
-    stats.output_rows = out.len() as u64;
-    Ok((out, stats))
+    stats.output_rows = r?;
+    rl.and(rr)?;
+    Ok(stats)
 }
 
 fn merge(
     temp: &mut TempSpace,
     ls: &mut Sorted,
     rs: &mut Sorted,
-    out: &mut Vec<JoinRow>,
-) -> Result<(), QueryError> {
+    sink: JoinSink<'_>,
+) -> Result<u64, QueryError> {
+    let mut emitted = 0u64;
     let mut l = ls.next_row(temp)?;
     let mut r = rs.next_row(temp)?;
     while let (Some((lk, _)), Some((rk, _))) = (&l, &r) {
@@ -100,12 +123,13 @@ fn merge(
                         break;
                     }
                     for lv in &group {
-                        out.push((key.clone(), lv.clone(), rv.clone()));
+                        sink(&key, lv, &rv);
+                        emitted += 1;
                     }
                     r = rs.next_row(temp)?;
                 }
             }
         }
     }
-    Ok(())
+    Ok(emitted)
 }

@@ -11,14 +11,16 @@
 pub mod hash_join;
 pub mod hdd;
 pub mod merge_join;
+pub mod run;
 pub mod sort;
 pub mod temp;
 
-pub use hash_join::{grace_hash_join, HashJoinStats};
+pub use hash_join::{grace_hash_join, grace_hash_join_into, HashJoinStats, JoinSink};
 pub use hdd::HddDevice;
-pub use merge_join::{sort_merge_join, MergeJoinStats};
+pub use merge_join::{sort_merge_join, sort_merge_join_into, MergeJoinStats};
+pub use run::{row_bytes, Run, RunReader, RunWriter, RECORD_HEADER_BYTES};
 pub use sort::{external_sort, sort_to_vec, SortStats, SortedStream};
-pub use temp::{IoCounters, Run, RunReader, RunWriter, TempSpace};
+pub use temp::{IoCounters, TempClock, TempSpace, TempTiming};
 
 use wafer_engine::device::DeviceError;
 
@@ -54,7 +56,7 @@ pub enum QueryError {
 }
 
 /// What one phase of an operator did on temp space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PhaseStats {
     /// Temp I/O of the phase.
     pub io: IoCounters,
@@ -91,8 +93,15 @@ impl PhaseMark {
         }
     }
 
-    /// Adds what happened since the mark to `into`.
-    pub(crate) fn stop(self, temp: &TempSpace, into: &mut PhaseStats) {
+    /// Waits for the phase's commands in flight and adds what happened since the mark to `into`.
+    pub(crate) fn stop(self, temp: &mut TempSpace, into: &mut PhaseStats) {
+        temp.sync();
+        self.stop_in_flight(temp, into);
+    }
+
+    /// Adds what happened since the mark to `into`, leaving reads ahead in flight (a row pulled
+    /// from a stream whose phase goes on).
+    pub(crate) fn stop_in_flight(self, temp: &TempSpace, into: &mut PhaseStats) {
         into.add(&PhaseStats {
             io: temp.io().since(&self.io),
             time_ns: temp.now_ns().saturating_sub(self.t0),
@@ -107,13 +116,40 @@ pub fn ok_rows<I: IntoIterator<Item = Row>>(
     rows.into_iter().map(Ok)
 }
 
-/// Checks a memory budget: at least three clusters (two inputs and an output of a merge, or two
-/// partitions and an input).
+/// Runs a merge reads at once with `budget_bytes` of memory: each open reader holds
+/// `temp.reader_clusters()` clusters, the output one cluster plus the write-behind buffers.
+pub fn merge_fan_in(budget_bytes: usize, temp: &TempSpace) -> usize {
+    let clusters = budget_bytes / temp.cluster_bytes();
+    clusters.saturating_sub(1 + temp.write_behind_clusters()) / temp.reader_clusters()
+}
+
+/// Partitions a hash partitioning writes at once with `budget_bytes` of memory: one filling
+/// cluster each, besides the input reader's clusters and the write-behind buffers.
+pub fn partition_fan_out(budget_bytes: usize, temp: &TempSpace) -> usize {
+    let clusters = budget_bytes / temp.cluster_bytes();
+    clusters.saturating_sub(temp.reader_clusters() + temp.write_behind_clusters())
+}
+
+/// Bytes of rows a sort run holds with `budget_bytes` of memory: the budget less the output
+/// cluster and the write-behind buffers.
+pub fn sort_area_bytes(budget_bytes: usize, temp: &TempSpace) -> usize {
+    budget_bytes.saturating_sub((1 + temp.write_behind_clusters()) * temp.cluster_bytes())
+}
+
+/// Clusters a memory budget must hold at least: a merge of two runs (and a partitioning into
+/// two) with the temp space's read-ahead and write-behind. Three with synchronous I/O.
+pub fn min_budget_clusters(temp: &TempSpace) -> usize {
+    2 * temp.reader_clusters() + 1 + temp.write_behind_clusters()
+}
+
+/// Checks a memory budget against [`min_budget_clusters`].
 pub(crate) fn check_budget(budget_bytes: usize, temp: &TempSpace) -> Result<(), QueryError> {
     let c = temp.cluster_bytes();
-    if budget_bytes < 3 * c {
+    let min = min_budget_clusters(temp);
+    if budget_bytes < min * c {
         return Err(QueryError::Config(format!(
-            "memory budget {budget_bytes} bytes is below three clusters of {c} bytes"
+            "memory budget {budget_bytes} bytes is below {min} clusters of {c} bytes (two runs \
+             of a merge with their read-ahead, an output cluster and the write-behind buffers)"
         )));
     }
     Ok(())

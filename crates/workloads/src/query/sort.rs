@@ -1,21 +1,24 @@
 //! External merge sort on temp space.
 //!
-//! Run generation fills the memory budget with rows, sorts them and writes them as one run,
-//! sequentially, a cluster at a time. The merge reads one cluster per run at a time and merges
-//! `fan_in = budget / cluster - 1` runs at once (one cluster more for the output); while there are
-//! more runs than that, it merges the oldest `fan_in` runs into a new run on temp (an extra
-//! pass over those rows) and frees the inputs. The last merge streams its output to the caller.
-//! Input that fits the budget whole is sorted in memory and never touches temp space.
+//! Run generation fills the sort area (the budget less the output buffers) with rows, sorts them
+//! and writes them as one run, sequentially, a cluster at a time. The merge reads each run a
+//! cluster at a time (with read-ahead) and merges `fan_in` runs at once ([`merge_fan_in`]); while
+//! there are more runs than that, intermediate merges write new runs, planned to move the fewest
+//! bytes (Knuth's merge pattern with dummy runs): the first merges just enough of the smallest
+//! runs that every later merge is full, then each merges the `fan_in` smallest. The last merge
+//! streams its output to the caller. Input that fits the sort area whole is sorted in memory and
+//! never touches temp space.
 //!
 //! Rows come out ordered by key, ties by value.
 
-use super::temp::{row_bytes, Run, RunReader, RunWriter, TempSpace};
-use super::{check_budget, PhaseMark, PhaseStats, QueryError, Row};
+use super::run::{row_bytes, Run, RunReader, RunWriter};
+use super::temp::TempSpace;
+use super::{check_budget, merge_fan_in, sort_area_bytes, PhaseMark, PhaseStats, QueryError, Row};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// What an external sort did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SortStats {
     /// Rows sorted.
     pub rows: u64,
@@ -27,6 +30,8 @@ pub struct SortStats {
     pub fan_in: usize,
     /// Merges that wrote a new run to temp (0 when one final merge sufficed).
     pub intermediate_merges: usize,
+    /// Record bytes the intermediate merges wrote (each also read them once more).
+    pub intermediate_bytes: u64,
     /// Run generation: temp writes of the initial runs.
     pub run_generation: PhaseStats,
     /// Merge: intermediate merges and the reads of the final merge (its time counts while the
@@ -49,6 +54,10 @@ impl Merger {
             readers: runs.into_iter().map(|r| Some(RunReader::new(r))).collect(),
             heap: BinaryHeap::new(),
         };
+        // Every run's first reads go out before waiting for any of them.
+        for r in m.readers.iter_mut().flatten() {
+            r.prefetch(temp)?;
+        }
         for i in 0..m.readers.len() {
             m.refill(temp, i)?;
         }
@@ -73,6 +82,7 @@ impl Merger {
         let Some(Reverse((k, v, i))) = self.heap.pop() else {
             return Ok(None);
         };
+        temp.cpu_rows(1);
         self.refill(temp, i)?;
         Ok(Some((k, v)))
     }
@@ -140,18 +150,18 @@ where
 {
     check_budget(budget_bytes, temp)?;
     let mut stats = SortStats {
-        fan_in: budget_bytes / temp.cluster_bytes() - 1,
+        fan_in: merge_fan_in(budget_bytes, temp),
         ..SortStats::default()
     };
-    let mut runs: VecDeque<Run> = VecDeque::new();
+    let mut runs: Vec<Run> = Vec::new();
     let result = generate_and_merge(temp, budget_bytes, input, &mut stats, &mut runs);
     match result {
         Ok(Some(mem)) => Ok((Sorted::Memory(mem.into_iter()), stats)),
         Ok(None) => {
             // Opening the final merge reads the first cluster of every run: merge phase.
             let mark = PhaseMark::start(temp);
-            let m = Merger::new(temp, runs.into_iter().collect());
-            mark.stop(temp, &mut stats.merge);
+            let m = Merger::new(temp, runs);
+            mark.stop_in_flight(temp, &mut stats.merge);
             Ok((Sorted::Merge(m?), stats))
         }
         Err(e) => {
@@ -169,13 +179,14 @@ fn generate_and_merge<I, E>(
     budget_bytes: usize,
     input: I,
     stats: &mut SortStats,
-    runs: &mut VecDeque<Run>,
+    runs: &mut Vec<Run>,
 ) -> Result<Option<Vec<Row>>, QueryError>
 where
     I: IntoIterator<Item = Result<Row, E>>,
     E: Into<QueryError>,
 {
     let mark = PhaseMark::start(temp);
+    let area = sort_area_bytes(budget_bytes, temp);
     let mut batch: Vec<Row> = Vec::new();
     let mut used = 0usize;
     for row in input {
@@ -183,11 +194,12 @@ where
         let n = row_bytes(&k, &v);
         stats.rows += 1;
         stats.input_bytes += n as u64;
-        if used + n > budget_bytes && !batch.is_empty() {
+        temp.cpu_rows(1);
+        if used + n > area && !batch.is_empty() {
             batch.sort_unstable();
             let run = write_run(temp, &batch)?;
             stats.initial_run_bytes.push(run.bytes());
-            runs.push_back(run);
+            runs.push(run);
             batch.clear();
             used = 0;
         }
@@ -202,14 +214,19 @@ where
     if !batch.is_empty() {
         let run = write_run(temp, &batch)?;
         stats.initial_run_bytes.push(run.bytes());
-        runs.push_back(run);
+        runs.push(run);
     }
     drop(batch);
     mark.stop(temp, &mut stats.run_generation);
 
     let mark = PhaseMark::start(temp);
+    let mut first = true;
     while runs.len() > stats.fan_in {
-        let group: Vec<Run> = runs.drain(..stats.fan_in).collect();
+        let degree = merge_degree(runs.len(), stats.fan_in, first);
+        first = false;
+        // The `degree` smallest runs.
+        runs.sort_by_key(|r| std::cmp::Reverse(r.bytes()));
+        let group: Vec<Run> = runs.split_off(runs.len() - degree);
         let mut m = Merger::new(temp, group)?;
         let mut w = RunWriter::new(temp);
         let merged = (|| {
@@ -223,11 +240,25 @@ where
             let _ = w.abandon(temp);
             return Err(e);
         }
-        runs.push_back(w.finish(temp)?);
+        let run = w.finish(temp)?;
+        stats.intermediate_bytes += run.bytes();
+        runs.push(run);
         stats.intermediate_merges += 1;
     }
     mark.stop(temp, &mut stats.merge);
     Ok(None)
+}
+
+/// Runs the next intermediate merge takes when `runs` runs are left and `fan_in` can be merged
+/// at once: the first merge takes just enough that every later one is full and the last leaves
+/// exactly `fan_in` runs for the final merge; the others take `fan_in`.
+fn merge_degree(runs: usize, fan_in: usize, first: bool) -> usize {
+    debug_assert!(runs > fan_in && fan_in >= 2);
+    if first {
+        (runs - fan_in - 1) % (fan_in - 1) + 2
+    } else {
+        fan_in
+    }
 }
 
 /// The output of [`external_sort`]: an iterator over the sorted rows. Runs still on temp space
@@ -266,7 +297,7 @@ impl Iterator for SortedStream<'_> {
         }
         let mark = PhaseMark::start(self.temp);
         let r = self.sorted.next_row(self.temp);
-        mark.stop(self.temp, &mut self.stats.merge);
+        mark.stop_in_flight(self.temp, &mut self.stats.merge);
         match r {
             Ok(Some(row)) => Some(Ok(row)),
             Ok(None) => self.finish().err().map(Err),

@@ -1,15 +1,19 @@
 //! Temp space: a device cut into clusters (the I/O unit), runs written sequentially a cluster at
 //! a time, read back a cluster at a time, and trimmed when released.
 //!
-//! A run is a byte stream of records `key_len: u32 LE, value_len: u32 LE, key, value`; records
-//! may span cluster boundaries and the last cluster is padded with zeros. The allocator hands out
-//! the lowest free cluster at or after the previous cluster of the same run, so a run written
-//! alone is one contiguous extent.
+//! On a simulated device (a [`VirtualClock`]) the temp space also models how a database server
+//! overlaps temp I/O with its own work ([`TempTiming`]): reads ahead of each run reader, writes
+//! behind the writer, a device queue depth, and a CPU cost per row. A command is submitted at the
+//! operator's time and runs on the device model (which queues it behind busy dies or a busy
+//! actuator); the operator waits for a command only when it needs the data or the buffer back.
+//! On any other clock every command is synchronous and the CPU cost is not charged.
 
-use super::{QueryError, Row};
-use std::collections::BTreeSet;
+use super::run::Run;
+use super::QueryError;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::sync::Arc;
-use wafer_engine::device::BlockDevice;
+use wafer_engine::device::{BlockDevice, VirtualClock};
 use wafer_engine::Clock;
 
 /// Smallest cluster size accepted (the paper's sweep starts at 2 KiB).
@@ -17,16 +21,8 @@ pub const MIN_CLUSTER_BYTES: usize = 2 << 10;
 /// Largest cluster size accepted (the paper's sweep ends at 256 KiB).
 pub const MAX_CLUSTER_BYTES: usize = 256 << 10;
 
-/// Bytes of a record's header (two u32 lengths).
-pub const RECORD_HEADER_BYTES: usize = 8;
-
-/// Bytes a row takes in a run (and in an operator's memory budget).
-pub fn row_bytes(key: &[u8], value: &[u8]) -> usize {
-    RECORD_HEADER_BYTES + key.len() + value.len()
-}
-
 /// Running totals of a temp space's I/O. Operators take differences per phase.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IoCounters {
     /// Bytes written to the device (whole clusters).
     pub bytes_written: u64,
@@ -56,26 +52,54 @@ impl IoCounters {
     }
 }
 
-/// A finished run on temp space: its clusters in order and the bytes and rows it holds.
-#[derive(Debug, Default)]
-pub struct Run {
-    clusters: Vec<u32>,
-    bytes: u64,
-    rows: u64,
+/// How temp I/O overlaps with the operator (applied in virtual time; on a wall clock only the
+/// buffer counts, which fix fan-in and fan-out, apply).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TempTiming {
+    /// CPU time per row an operator step handles, in ns: a row put into a sort run, merged,
+    /// partitioned, built into a hash table or probed.
+    pub cpu_ns_per_row: u64,
+    /// Clusters each run reader reads ahead of the one it consumes (0 = read on demand,
+    /// 1 = double buffering). Each costs a cluster of the memory budget per open reader.
+    pub read_ahead: usize,
+    /// Cluster buffers of writes in flight behind the writers (0 = each write waits). Each costs
+    /// a cluster of the memory budget.
+    pub write_behind: usize,
+    /// Most commands in flight at once (the device's queue depth, at least 1).
+    pub queue_depth: usize,
 }
 
-impl Run {
-    /// Bytes of records in the run (without the padding of the last cluster).
-    pub fn bytes(&self) -> u64 {
-        self.bytes
+impl TempTiming {
+    /// Every command waited for, no CPU cost: the I/O alone.
+    pub const SYNCHRONOUS: TempTiming = TempTiming {
+        cpu_ns_per_row: 0,
+        read_ahead: 0,
+        write_behind: 0,
+        queue_depth: 1,
+    };
+}
+
+impl Default for TempTiming {
+    fn default() -> Self {
+        TempTiming::SYNCHRONOUS
     }
-    /// Rows in the run.
-    pub fn rows(&self) -> u64 {
-        self.rows
-    }
-    /// Clusters the run occupies.
-    pub fn clusters(&self) -> usize {
-        self.clusters.len()
+}
+
+/// The clock operators measure with; only a virtual clock lets commands overlap.
+#[derive(Clone)]
+pub enum TempClock {
+    /// The virtual clock the simulated temp device runs on.
+    Virtual(Arc<VirtualClock>),
+    /// Any other clock (wall time, or a memory device): synchronous commands.
+    Other(Arc<dyn Clock>),
+}
+
+impl TempClock {
+    fn now(&self) -> u64 {
+        match self {
+            TempClock::Virtual(c) => c.now(),
+            TempClock::Other(c) => c.now_ns(),
+        }
     }
 }
 
@@ -83,22 +107,45 @@ impl Run {
 pub struct TempSpace {
     dev: Box<dyn BlockDevice>,
     cluster: usize,
-    clock: Arc<dyn Clock>,
+    clock: TempClock,
+    timing: TempTiming,
     free: BTreeSet<u32>,
     total_clusters: u32,
     io: IoCounters,
     /// Most clusters in use at once since the space was made.
     peak_in_use: u32,
+    /// Completion times of the commands in flight (virtual time).
+    in_flight: BinaryHeap<Reverse<u64>>,
+    /// Completion times of the writes in flight, oldest first (their buffers are busy).
+    writes_in_flight: VecDeque<u64>,
 }
 
 impl TempSpace {
     /// Temp space of `cluster_bytes` clusters (a power of two, 2 KiB..=256 KiB, a multiple of the
-    /// device block) over all of `dev`; `clock` is the time operators measure phases with (give
-    /// the device's virtual clock for a simulated device).
+    /// device block) over all of `dev`, with synchronous commands; `clock` is the time operators
+    /// measure phases with (give the device's virtual clock for a simulated device).
     pub fn new(
         dev: Box<dyn BlockDevice>,
         cluster_bytes: usize,
         clock: Arc<dyn Clock>,
+    ) -> Result<TempSpace, QueryError> {
+        TempSpace::with_timing(
+            dev,
+            cluster_bytes,
+            None,
+            TempClock::Other(clock),
+            TempTiming::SYNCHRONOUS,
+        )
+    }
+
+    /// Temp space over the first `space_bytes` of `dev` (all of it when `None`) with a timing
+    /// model. Overlap needs [`TempClock::Virtual`], the clock of the simulated device.
+    pub fn with_timing(
+        dev: Box<dyn BlockDevice>,
+        cluster_bytes: usize,
+        space_bytes: Option<u64>,
+        clock: TempClock,
+        timing: TempTiming,
     ) -> Result<TempSpace, QueryError> {
         let block = dev.block_bytes() as usize;
         if !cluster_bytes.is_power_of_two()
@@ -112,15 +159,22 @@ impl TempSpace {
                  ({block})"
             )));
         }
-        let total = (dev.capacity_bytes() / cluster_bytes as u64).min(u32::MAX as u64) as u32;
+        if timing.queue_depth == 0 {
+            return Err(QueryError::Config("queue depth must be at least 1".into()));
+        }
+        let bytes = space_bytes.unwrap_or(u64::MAX).min(dev.capacity_bytes());
+        let total = (bytes / cluster_bytes as u64).min(u32::MAX as u64) as u32;
         Ok(TempSpace {
             dev,
             cluster: cluster_bytes,
             clock,
+            timing,
             free: (0..total).collect(),
             total_clusters: total,
             io: IoCounters::default(),
             peak_in_use: 0,
+            in_flight: BinaryHeap::new(),
+            writes_in_flight: VecDeque::new(),
         })
     }
 
@@ -128,7 +182,11 @@ impl TempSpace {
     pub fn cluster_bytes(&self) -> usize {
         self.cluster
     }
-    /// Clusters the device holds.
+    /// The timing model.
+    pub fn timing(&self) -> TempTiming {
+        self.timing
+    }
+    /// Clusters the space holds.
     pub fn total_clusters(&self) -> u32 {
         self.total_clusters
     }
@@ -146,7 +204,7 @@ impl TempSpace {
     }
     /// The operators' clock, in ns.
     pub fn now_ns(&self) -> u64 {
-        self.clock.now_ns()
+        self.clock.now()
     }
     /// The device (e.g. for its statistics).
     pub fn device(&self) -> &dyn BlockDevice {
@@ -157,7 +215,68 @@ impl TempSpace {
         self.dev
     }
 
-    fn alloc(&mut self, after: Option<u32>) -> Result<u32, QueryError> {
+    /// Clusters of memory an open run reader holds (the one it consumes and its read-ahead).
+    pub fn reader_clusters(&self) -> usize {
+        1 + self.timing.read_ahead
+    }
+
+    /// Clusters of memory the writers' side holds besides one filling buffer per output run
+    /// (the buffers of writes in flight).
+    pub fn write_behind_clusters(&self) -> usize {
+        self.timing.write_behind
+    }
+
+    /// Charges the CPU time of `rows` rows (virtual time only).
+    pub fn cpu_rows(&mut self, rows: u64) {
+        if let TempClock::Virtual(c) = &self.clock {
+            c.advance_by(rows.saturating_mul(self.timing.cpu_ns_per_row));
+        }
+    }
+
+    /// Waits for every command in flight (the end of a phase).
+    pub fn sync(&mut self) {
+        if let Some(last) = self.in_flight.iter().map(|r| r.0).max() {
+            self.wait_until(last);
+        }
+        self.in_flight.clear();
+        self.writes_in_flight.clear();
+    }
+
+    /// Moves the operator's time to `t` (when it needs a command's result).
+    pub(crate) fn wait_until(&mut self, t: u64) {
+        if let TempClock::Virtual(c) = &self.clock {
+            c.advance_to(t);
+        }
+    }
+
+    /// Runs `op` on the device as a command submitted now and returns its completion time,
+    /// without waiting for it when the clock is virtual (at most `queue_depth` in flight).
+    fn submit(
+        &mut self,
+        op: impl FnOnce(&mut dyn BlockDevice) -> Result<(), wafer_engine::device::DeviceError>,
+    ) -> Result<u64, QueryError> {
+        let TempClock::Virtual(clock) = &self.clock else {
+            op(self.dev.as_mut())?;
+            return Ok(self.clock.now());
+        };
+        let clock = clock.clone();
+        let now = clock.now();
+        while self.in_flight.peek().is_some_and(|r| r.0 <= now) {
+            self.in_flight.pop();
+        }
+        if self.in_flight.len() >= self.timing.queue_depth {
+            let Reverse(first) = self.in_flight.pop().expect("queue not empty");
+            clock.advance_to(first);
+        }
+        let at = clock.now();
+        op(self.dev.as_mut())?;
+        let done = clock.now();
+        clock.set(at);
+        self.in_flight.push(Reverse(done));
+        Ok(done)
+    }
+
+    pub(crate) fn alloc(&mut self, after: Option<u32>) -> Result<u32, QueryError> {
         let from = after.map_or(0, |c| c + 1);
         let c = self
             .free
@@ -174,24 +293,38 @@ impl TempSpace {
         Ok(c)
     }
 
-    fn write_cluster(&mut self, c: u32, data: &[u8]) -> Result<(), QueryError> {
+    /// Writes cluster `c` behind the writer: returns once the write is submitted and a buffer
+    /// is free again (at most `write_behind` writes left in flight).
+    pub(crate) fn write_cluster(&mut self, c: u32, data: &[u8]) -> Result<(), QueryError> {
         debug_assert_eq!(data.len(), self.cluster);
-        self.dev.write_at(c as u64 * self.cluster as u64, data)?;
+        let off = c as u64 * self.cluster as u64;
+        let done = self.submit(|d| d.write_at(off, data))?;
         self.io.writes += 1;
         self.io.bytes_written += data.len() as u64;
+        self.writes_in_flight.push_back(done);
+        while self.writes_in_flight.len() > self.timing.write_behind {
+            let oldest = self
+                .writes_in_flight
+                .pop_front()
+                .expect("a write in flight");
+            self.wait_until(oldest);
+        }
         Ok(())
     }
 
-    fn read_cluster(&mut self, c: u32, buf: &mut [u8]) -> Result<(), QueryError> {
-        self.dev.read_at(c as u64 * self.cluster as u64, buf)?;
+    /// Reads cluster `c` into `buf` and returns when the data is there (virtual time: the
+    /// caller waits for it with [`TempSpace::wait_until`]).
+    pub(crate) fn read_cluster(&mut self, c: u32, buf: &mut [u8]) -> Result<u64, QueryError> {
+        let off = c as u64 * self.cluster as u64;
+        let done = self.submit(|d| d.read_at(off, buf))?;
         self.io.reads += 1;
         self.io.bytes_read += buf.len() as u64;
-        Ok(())
+        Ok(done)
     }
 
     /// Frees the clusters of `run` and trims them (one trim per contiguous range).
     pub fn release(&mut self, run: Run) -> Result<(), QueryError> {
-        let mut cs = run.clusters;
+        let mut cs = run.into_clusters();
         cs.sort_unstable();
         let mut result = Ok(());
         let mut i = 0;
@@ -221,168 +354,6 @@ impl TempSpace {
         let used: Vec<u32> = (0..self.total_clusters)
             .filter(|c| !self.free.contains(c))
             .collect();
-        self.release(Run {
-            clusters: used,
-            bytes: 0,
-            rows: 0,
-        })
-    }
-}
-
-/// Writes one run sequentially, a cluster at a time (the buffer is one cluster of memory).
-pub struct RunWriter {
-    run: Run,
-    buf: Vec<u8>,
-}
-
-impl RunWriter {
-    /// A new, empty run on `temp`'s cluster size.
-    pub fn new(temp: &TempSpace) -> RunWriter {
-        RunWriter {
-            run: Run::default(),
-            buf: Vec::with_capacity(temp.cluster),
-        }
-    }
-
-    /// Bytes of records pushed so far.
-    pub fn bytes(&self) -> u64 {
-        self.run.bytes
-    }
-
-    /// Appends one row.
-    pub fn push(
-        &mut self,
-        temp: &mut TempSpace,
-        key: &[u8],
-        value: &[u8],
-    ) -> Result<(), QueryError> {
-        self.put(temp, &(key.len() as u32).to_le_bytes())?;
-        self.put(temp, &(value.len() as u32).to_le_bytes())?;
-        self.put(temp, key)?;
-        self.put(temp, value)?;
-        self.run.bytes += row_bytes(key, value) as u64;
-        self.run.rows += 1;
-        Ok(())
-    }
-
-    fn put(&mut self, temp: &mut TempSpace, mut data: &[u8]) -> Result<(), QueryError> {
-        while !data.is_empty() {
-            let n = (temp.cluster - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.buf.len() == temp.cluster {
-                self.spill(temp)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn spill(&mut self, temp: &mut TempSpace) -> Result<(), QueryError> {
-        let c = temp.alloc(self.run.clusters.last().copied())?;
-        self.run.clusters.push(c);
-        self.buf.resize(temp.cluster, 0);
-        temp.write_cluster(c, &self.buf)?;
-        self.buf.clear();
-        Ok(())
-    }
-
-    /// Writes the last, padded cluster and returns the run. On an error the run is freed.
-    pub fn finish(mut self, temp: &mut TempSpace) -> Result<Run, QueryError> {
-        if !self.buf.is_empty() {
-            if let Err(e) = self.spill(temp) {
-                let _ = temp.release(self.run);
-                return Err(e);
-            }
-        }
-        Ok(self.run)
-    }
-
-    /// Gives up the run: frees and trims what it wrote.
-    pub fn abandon(self, temp: &mut TempSpace) -> Result<(), QueryError> {
-        temp.release(self.run)
-    }
-}
-
-/// Reads a run back in order, one cluster at a time (the buffer is one cluster of memory).
-pub struct RunReader {
-    run: Run,
-    next_cluster: usize,
-    buf: Vec<u8>,
-    pos: usize,
-    left: u64,
-}
-
-impl RunReader {
-    /// A reader at the start of `run`.
-    pub fn new(run: Run) -> RunReader {
-        let left = run.bytes;
-        RunReader {
-            run,
-            next_cluster: 0,
-            buf: Vec::new(),
-            pos: 0,
-            left,
-        }
-    }
-
-    /// The next row, or None at the end of the run.
-    pub fn next_row(&mut self, temp: &mut TempSpace) -> Result<Option<Row>, QueryError> {
-        if self.left == 0 {
-            return Ok(None);
-        }
-        let mut head = [0u8; RECORD_HEADER_BYTES];
-        self.take(temp, &mut head)?;
-        let klen = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
-        let vlen = u32::from_le_bytes(head[4..].try_into().expect("4 bytes")) as usize;
-        if (klen + vlen) as u64 > self.left {
-            return Err(QueryError::Corrupt(format!(
-                "record of {klen}+{vlen} bytes with {} left in the run",
-                self.left
-            )));
-        }
-        let mut key = vec![0; klen];
-        let mut value = vec![0; vlen];
-        self.take(temp, &mut key)?;
-        self.take(temp, &mut value)?;
-        Ok(Some((key, value)))
-    }
-
-    fn take(&mut self, temp: &mut TempSpace, out: &mut [u8]) -> Result<(), QueryError> {
-        let mut done = 0;
-        while done < out.len() {
-            if self.pos == self.buf.len() {
-                let c = *self.run.clusters.get(self.next_cluster).ok_or_else(|| {
-                    QueryError::Corrupt("run ends before its byte count".to_string())
-                })?;
-                self.buf.resize(temp.cluster, 0);
-                temp.read_cluster(c, &mut self.buf)?;
-                self.next_cluster += 1;
-                self.pos = 0;
-            }
-            let n = (self.buf.len() - self.pos).min(out.len() - done);
-            out[done..done + n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
-            self.pos += n;
-            done += n;
-        }
-        self.left -= out.len() as u64;
-        Ok(())
-    }
-
-    /// Goes back to the start of the run (to read it again).
-    pub fn rewind(&mut self) {
-        self.next_cluster = 0;
-        self.buf.clear();
-        self.pos = 0;
-        self.left = self.run.bytes;
-    }
-
-    /// The run being read.
-    pub fn run(&self) -> &Run {
-        &self.run
-    }
-
-    /// Frees and trims the run (read or not).
-    pub fn release(self, temp: &mut TempSpace) -> Result<(), QueryError> {
-        temp.release(self.run)
+        self.release(Run::from_clusters(used))
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use wafer_engine::device::{BlockDevice, MemDevice, SimDevice, VirtualClock};
 use wafer_engine::WallClock;
 use wafer_workloads::query::{
-    grace_hash_join, ok_rows, sort_merge_join, sort_to_vec, HddDevice, JoinRow, QueryError, Row,
-    TempSpace,
+    grace_hash_join, min_budget_clusters, ok_rows, sort_merge_join, sort_to_vec, HddDevice,
+    JoinRow, QueryError, Row, TempClock, TempSpace, TempTiming,
 };
 
 fn mem_temp(capacity: u64, cluster: usize) -> TempSpace {
@@ -15,6 +15,24 @@ fn mem_temp(capacity: u64, cluster: usize) -> TempSpace {
         Box::new(MemDevice::new(capacity, 512)),
         cluster,
         Arc::new(WallClock::new()),
+    )
+    .unwrap()
+}
+
+/// Temp space on memory with read-ahead `ra` and write-behind `wb` (which change fan-in, fan-out
+/// and the sort area, not the results).
+fn timed_mem_temp(capacity: u64, cluster: usize, ra: usize, wb: usize) -> TempSpace {
+    TempSpace::with_timing(
+        Box::new(MemDevice::new(capacity, 512)),
+        cluster,
+        None,
+        TempClock::Other(Arc::new(WallClock::new())),
+        TempTiming {
+            cpu_ns_per_row: 0,
+            read_ahead: ra,
+            write_behind: wb,
+            queue_depth: 4,
+        },
     )
     .unwrap()
 }
@@ -54,11 +72,14 @@ proptest! {
     fn external_sort_equals_in_memory_sort(
         rows in rows_strategy(200, 400, 300),
         ci in 0usize..3,
-        budget_clusters in 3usize..10,
+        extra_clusters in 0usize..7,
+        ra in 0usize..3,
+        wb in 0usize..3,
     ) {
         let cluster = CLUSTERS[ci];
-        let mut temp = mem_temp(8 << 20, cluster);
-        let (out, stats) = sort_to_vec(&mut temp, budget_clusters * cluster, ok_rows(rows.clone())).unwrap();
+        let mut temp = timed_mem_temp(8 << 20, cluster, ra, wb);
+        let budget = (min_budget_clusters(&temp) + extra_clusters) * cluster;
+        let (out, stats) = sort_to_vec(&mut temp, budget, ok_rows(rows.clone())).unwrap();
         let mut expect = rows;
         expect.sort();
         prop_assert_eq!(&out, &expect);
@@ -74,12 +95,14 @@ proptest! {
         left in rows_strategy(40, 150, 200),
         right in rows_strategy(40, 150, 200),
         ci in 0usize..2,
-        budget_clusters in 3usize..8,
+        extra_clusters in 0usize..5,
+        ra in 0usize..2,
+        wb in 0usize..2,
     ) {
         let cluster = CLUSTERS[ci];
-        let budget = budget_clusters * cluster;
+        let mut temp = timed_mem_temp(8 << 20, cluster, ra, wb);
+        let budget = (min_budget_clusters(&temp) + extra_clusters) * cluster;
         let expect = reference_join(&left, &right);
-        let mut temp = mem_temp(8 << 20, cluster);
         let (mut hj, hs) = grace_hash_join(&mut temp, budget, ok_rows(left.clone()), ok_rows(right.clone())).unwrap();
         hj.sort();
         prop_assert_eq!(&hj, &expect);
@@ -332,4 +355,103 @@ fn operators_read_engine_cursors() {
     assert_eq!(joined.len(), 200);
     txn.commit().unwrap();
     assert_eq!(temp.clusters_in_use(), 0);
+}
+
+/// The intermediate merges move the fewest bytes: what they write equals the internal nodes of
+/// the optimal merge tree (Huffman's, with zero-size dummy runs so that every merge is full),
+/// computed here independently of the sort's plan.
+#[test]
+fn intermediate_merges_follow_the_optimal_plan() {
+    let cluster = 2048;
+    for (rows_n, budget_clusters) in [(1300u32, 6usize), (3000, 5), (700, 4), (2500, 9)] {
+        let rows: Vec<Row> = (0..rows_n)
+            .map(|i| {
+                (
+                    i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec(),
+                    vec![3; 40 + (i % 50) as usize],
+                )
+            })
+            .collect();
+        let mut temp = mem_temp(16 << 20, cluster);
+        let (out, s) = sort_to_vec(&mut temp, budget_clusters * cluster, ok_rows(rows)).unwrap();
+        assert!(out.windows(2).all(|w| w[0] <= w[1]));
+        let f = s.fan_in as u64;
+        let mut sizes: Vec<u64> = s.initial_run_bytes.clone();
+        assert!(sizes.len() as u64 > f, "{rows_n}: {s:?}");
+        while (sizes.len() as u64 - 1) % (f - 1) != 0 {
+            sizes.push(0);
+        }
+        let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<u64>> =
+            sizes.into_iter().map(std::cmp::Reverse).collect();
+        let mut internal = 0u64;
+        while heap.len() > 1 {
+            let merged: u64 = (0..f).map(|_| heap.pop().unwrap().0).sum();
+            internal += merged;
+            heap.push(std::cmp::Reverse(merged));
+        }
+        let root = heap.pop().unwrap().0;
+        assert_eq!(s.intermediate_bytes, internal - root, "{rows_n}: {s:?}");
+        assert_eq!(temp.clusters_in_use(), 0);
+    }
+}
+
+/// The CPU cost is charged per row and step in virtual time, and overlapping I/O with it (read
+/// ahead, write behind, queue depth) makes a sort on the disk model faster than waiting for
+/// every command, though never faster than its CPU time.
+#[test]
+fn cpu_cost_and_overlap_in_virtual_time() {
+    let cluster = 8192;
+    let rows: Vec<Row> = (0..6000u32)
+        .map(|i| {
+            (
+                i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec(),
+                vec![1; 92],
+            )
+        })
+        .collect();
+    let timing = |cpu, ra, wb, qd| TempTiming {
+        cpu_ns_per_row: cpu,
+        read_ahead: ra,
+        write_behind: wb,
+        queue_depth: qd,
+    };
+    // On memory the I/O takes no time: one run generation and one merge pass cost 2 x rows x CPU.
+    let clock = VirtualClock::shared();
+    let mut temp = TempSpace::with_timing(
+        Box::new(MemDevice::new(16 << 20, 512)),
+        cluster,
+        None,
+        TempClock::Virtual(clock.clone()),
+        timing(1000, 1, 1, 8),
+    )
+    .unwrap();
+    let (_, s) = sort_to_vec(&mut temp, 40 * cluster, ok_rows(rows.clone())).unwrap();
+    assert_eq!(s.intermediate_merges, 0);
+    assert_eq!(clock.now(), 2 * 6000 * 1000);
+    assert_eq!(s.run_generation.time_ns, 6000 * 1000);
+
+    let mut times = Vec::new();
+    for t in [timing(20_000, 0, 0, 1), timing(20_000, 1, 1, 32)] {
+        let clock = VirtualClock::shared();
+        let hdd = HddDevice::new(flashsim::HddConfig::new(256 << 20), clock.clone()).unwrap();
+        let mut temp = TempSpace::with_timing(
+            Box::new(hdd),
+            cluster,
+            None,
+            TempClock::Virtual(clock.clone()),
+            t,
+        )
+        .unwrap();
+        let (out, s) = sort_to_vec(&mut temp, 40 * cluster, ok_rows(rows.clone())).unwrap();
+        assert_eq!(out.len(), 6000);
+        assert_eq!(s.intermediate_merges, 0);
+        assert_eq!(
+            s.run_generation.time_ns + s.merge.time_ns,
+            clock.now(),
+            "{t:?}"
+        );
+        assert!(clock.now() >= 2 * 6000 * 20_000);
+        times.push(clock.now());
+    }
+    assert!(times[1] < times[0], "{times:?}");
 }
