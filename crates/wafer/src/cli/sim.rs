@@ -80,7 +80,8 @@ pub struct SimArgs {
     /// and interface, instead of a --geometry preset; --capacity still sets the size, and the
     /// other device flags still override (sources and assumed values in docs/flashsim.md):
     /// pm9a3 (Samsung PM9A3 class datacenter TLC), zn540 (WD Ultrastar DC ZN540 class ZNS, 1077
-    /// MiB zones), p3-plus (Crucial P3 Plus class consumer QLC)
+    /// MiB zones), p3-plus (Crucial P3 Plus class consumer QLC), mcaqe32g (Samsung
+    /// MCAQE32G8APP class 2008 SATA SLC, paper 003's drive; 2 KiB mapping unit)
     #[arg(long, value_name = "NAME", value_parser = parse_drive, conflicts_with = "geometry", help_heading = "Device")]
     pub drive: Option<flashsim::Drive>,
     /// Override: NAND channels
@@ -387,6 +388,8 @@ impl SimArgs {
                 )
             }
         };
+        // Pages smaller than the 4 KiB default (a drive's 2 KiB pages) are mapped a page each.
+        cfg.mapping_unit_bytes = cfg.mapping_unit_bytes.min(cfg.geometry.page_size_bytes);
         if let Some(mu) = self.mapping_unit {
             cfg.mapping_unit_bytes = to_u32(mu, "--mapping-unit")?;
         }
