@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod iotrace;
 pub mod query;
 pub mod simrun;
 pub mod synthetic;

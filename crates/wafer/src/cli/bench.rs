@@ -26,6 +26,9 @@ pub enum BenchCommand {
     /// (proposed) by memory size, log-table share, group commit, abort rate, restart, and with
     /// out-of-place writes
     Flushless(Box<super::flushless::FlushlessArgs>),
+    /// Paper 003's temp-space experiments: external sort, hash join and sort-merge join with
+    /// temp space on the simulated disk or flash SSD, by cluster and memory size (Figures 6-8)
+    Query(Box<super::query::QueryArgs>),
 }
 
 /// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
@@ -555,6 +558,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         BenchCommand::Device(args) => super::device::main(args),
         BenchCommand::Tpcc(args) => super::tpcc::main(args),
         BenchCommand::Flushless(args) => super::flushless::main(args),
+        BenchCommand::Query(args) => super::query::main(args),
     }
 }
 

@@ -252,8 +252,11 @@ fn build_probe(
     sink: JoinSink<'_>,
 ) -> Result<u64, QueryError> {
     let mut emitted = 0u64;
-    let mut b = RunReader::new(build);
-    let mut p = RunReader::new(probe);
+    // The build side is read into the table (its buffers become table entries), so it reads
+    // ahead as far as the budget goes; the probe side gets what the table leaves.
+    let c = temp.cluster_bytes();
+    let mut b = RunReader::with_depth(build, chunk / c);
+    let mut p = RunReader::with_depth(probe, 0);
     let r = (|| {
         let mut pending: Option<Row> = b.next_row(temp)?;
         while pending.is_some() {
@@ -271,6 +274,7 @@ fn build_probe(
                 pending = b.next_row(temp)?;
             }
             p.rewind();
+            p.set_depth((chunk + temp.reader_clusters() * c).saturating_sub(used) / c);
             while let Some((k, pv)) = p.next_row(temp)? {
                 temp.cpu_rows(1);
                 if let Some(bvs) = table.get(&k) {

@@ -8,6 +8,7 @@
 //!
 //! [`BlockDevice`]: wafer_engine::device::BlockDevice
 
+pub mod bench;
 pub mod hash_join;
 pub mod hdd;
 pub mod merge_join;
@@ -56,7 +57,7 @@ pub enum QueryError {
 }
 
 /// What one phase of an operator did on temp space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PhaseStats {
     /// Temp I/O of the phase.
     pub io: IoCounters,

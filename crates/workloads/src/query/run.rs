@@ -135,6 +135,8 @@ struct Ahead {
 /// clusters in flight (the buffers are `temp.reader_clusters()` clusters of memory).
 pub struct RunReader {
     run: Run,
+    /// Clusters held (the one consumed and those read ahead); None: the temp space's default.
+    depth: Option<usize>,
     /// Clusters whose read was submitted.
     issued: usize,
     ahead: VecDeque<Ahead>,
@@ -149,6 +151,7 @@ impl RunReader {
         let left = run.bytes;
         RunReader {
             run,
+            depth: None,
             issued: 0,
             ahead: VecDeque::new(),
             buf: Vec::new(),
@@ -157,9 +160,20 @@ impl RunReader {
         }
     }
 
+    /// A reader holding `clusters` clusters (at least the temp space's default): an operator
+    /// with memory to spare reads further ahead.
+    pub fn with_depth(run: Run, clusters: usize) -> RunReader {
+        RunReader {
+            depth: Some(clusters),
+            ..RunReader::new(run)
+        }
+    }
+
     /// Submits the reads of the next clusters, up to the read-ahead (without waiting for them).
     pub fn prefetch(&mut self, temp: &mut TempSpace) -> Result<(), QueryError> {
-        let want = temp.reader_clusters();
+        let want = self
+            .depth
+            .map_or(temp.reader_clusters(), |d| d.max(temp.reader_clusters()));
         while self.ahead.len() < want && self.issued < self.run.clusters.len() {
             let c = self.run.clusters[self.issued];
             let mut buf = vec![0; temp.cluster_bytes()];
@@ -222,6 +236,11 @@ impl RunReader {
         self.buf = a.buf;
         self.pos = 0;
         Ok(())
+    }
+
+    /// Sets the clusters held from the next read on (at least the temp space's default).
+    pub fn set_depth(&mut self, clusters: usize) {
+        self.depth = Some(clusters);
     }
 
     /// Goes back to the start of the run (to read it again); reads ahead are dropped.

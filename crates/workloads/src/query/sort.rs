@@ -1,7 +1,9 @@
 //! External merge sort on temp space.
 //!
-//! Run generation fills the sort area (the budget less the output buffers) with rows, sorts them
-//! and writes them as one run, sequentially, a cluster at a time. The merge reads each run a
+//! Run generation is replacement selection over the sort area (the budget less the output
+//! buffers): a heap of rows from which the smallest that can still extend the current run is
+//! written, sequentially, a cluster at a time, its place taken by the next input row; runs
+//! average twice the sort area on unsorted input, and the writes interleave with the input. The merge reads each run a
 //! cluster at a time (with read-ahead) and merges `fan_in` runs at once ([`merge_fan_in`]); while
 //! there are more runs than that, intermediate merges write new runs, planned to move the fewest
 //! bytes (Knuth's merge pattern with dummy runs): the first merges just enough of the smallest
@@ -49,9 +51,21 @@ pub(crate) struct Merger {
 }
 
 impl Merger {
-    pub(crate) fn new(temp: &mut TempSpace, runs: Vec<Run>) -> Result<Merger, QueryError> {
+    /// A merge of `runs` with `budget_bytes` of memory: what the output does not need is shared
+    /// by the readers, so fewer runs than the fan-in read further ahead.
+    pub(crate) fn new(
+        temp: &mut TempSpace,
+        runs: Vec<Run>,
+        budget_bytes: usize,
+    ) -> Result<Merger, QueryError> {
+        let spare =
+            (budget_bytes / temp.cluster_bytes()).saturating_sub(1 + temp.write_behind_clusters());
+        let depth = spare / runs.len().max(1);
         let mut m = Merger {
-            readers: runs.into_iter().map(|r| Some(RunReader::new(r))).collect(),
+            readers: runs
+                .into_iter()
+                .map(|r| Some(RunReader::with_depth(r, depth)))
+                .collect(),
             heap: BinaryHeap::new(),
         };
         // Every run's first reads go out before waiting for any of them.
@@ -125,18 +139,6 @@ impl Sorted {
     }
 }
 
-/// Writes a sorted batch as one run.
-fn write_run(temp: &mut TempSpace, rows: &[Row]) -> Result<Run, QueryError> {
-    let mut w = RunWriter::new(temp);
-    for (k, v) in rows {
-        if let Err(e) = w.push(temp, k, v) {
-            let _ = w.abandon(temp);
-            return Err(e);
-        }
-    }
-    w.finish(temp)
-}
-
 /// Sorts `input` until at most `fan_in` runs are left (or everything is in memory): run
 /// generation and the intermediate merges. The caller does the final merge.
 pub(crate) fn sort_phases<I, E>(
@@ -160,7 +162,7 @@ where
         Ok(None) => {
             // Opening the final merge reads the first cluster of every run: merge phase.
             let mark = PhaseMark::start(temp);
-            let m = Merger::new(temp, runs);
+            let m = Merger::new(temp, runs, budget_bytes);
             mark.stop_in_flight(temp, &mut stats.merge);
             Ok((Sorted::Merge(m?), stats))
         }
@@ -187,36 +189,79 @@ where
 {
     let mark = PhaseMark::start(temp);
     let area = sort_area_bytes(budget_bytes, temp);
-    let mut batch: Vec<Row> = Vec::new();
-    let mut used = 0usize;
-    for row in input {
+    let mut input = input.into_iter();
+    let mut next_row = |stats: &mut SortStats, temp: &mut TempSpace| -> Result<_, QueryError> {
+        let Some(row) = input.next() else {
+            return Ok(None);
+        };
         let (k, v) = row.map_err(Into::into)?;
         let n = row_bytes(&k, &v);
         stats.rows += 1;
         stats.input_bytes += n as u64;
         temp.cpu_rows(1);
-        if used + n > area && !batch.is_empty() {
-            batch.sort_unstable();
-            let run = write_run(temp, &batch)?;
-            stats.initial_run_bytes.push(run.bytes());
-            runs.push(run);
-            batch.clear();
-            used = 0;
+        Ok(Some((k, v, n)))
+    };
+    // Fill the sort area; input that fits is sorted in memory.
+    let mut heap: BinaryHeap<Reverse<(u64, Vec<u8>, Vec<u8>)>> = BinaryHeap::new();
+    let mut used = 0usize;
+    let mut pending = None;
+    while let Some((k, v, n)) = next_row(stats, temp)? {
+        if used + n > area && !heap.is_empty() {
+            pending = Some((k, v, n));
+            break;
         }
         used += n;
-        batch.push((k, v));
+        heap.push(Reverse((0, k, v)));
     }
-    batch.sort_unstable();
-    if runs.is_empty() {
+    if pending.is_none() {
         mark.stop(temp, &mut stats.run_generation);
-        return Ok(Some(batch));
+        let mut rows: Vec<Row> = heap.into_iter().map(|Reverse((_, k, v))| (k, v)).collect();
+        rows.sort_unstable();
+        return Ok(Some(rows));
     }
-    if !batch.is_empty() {
-        let run = write_run(temp, &batch)?;
-        stats.initial_run_bytes.push(run.bytes());
-        runs.push(run);
+    // Replacement selection: write the smallest row that can still extend the current run, then
+    // take the next input row into its place (for the next run if it sorts before the row just
+    // written). Writing and reading interleave row by row, and runs average twice the sort area
+    // on unsorted input.
+    let mut writer = RunWriter::new(temp);
+    let mut current = 0u64;
+    let selected = (|| {
+        while let Some(Reverse((r, k, v))) = heap.pop() {
+            if r != current {
+                let done = std::mem::replace(&mut writer, RunWriter::new(temp));
+                let run = done.finish(temp)?;
+                stats.initial_run_bytes.push(run.bytes());
+                runs.push(run);
+                current = r;
+            }
+            writer.push(temp, &k, &v)?;
+            used -= row_bytes(&k, &v);
+            if pending.is_none() {
+                pending = next_row(stats, temp)?;
+            }
+            if let Some((nk, nv, n)) = pending.take() {
+                if used + n > area && !heap.is_empty() {
+                    pending = Some((nk, nv, n));
+                    continue;
+                }
+                let run = if (&nk, &nv) >= (&k, &v) {
+                    current
+                } else {
+                    current + 1
+                };
+                used += n;
+                heap.push(Reverse((run, nk, nv)));
+            }
+        }
+        Ok::<_, QueryError>(())
+    })();
+    if let Err(e) = selected {
+        let _ = writer.abandon(temp);
+        return Err(e);
     }
-    drop(batch);
+    let run = writer.finish(temp)?;
+    stats.initial_run_bytes.push(run.bytes());
+    runs.push(run);
     mark.stop(temp, &mut stats.run_generation);
 
     let mark = PhaseMark::start(temp);
@@ -227,7 +272,7 @@ where
         // The `degree` smallest runs.
         runs.sort_by_key(|r| std::cmp::Reverse(r.bytes()));
         let group: Vec<Run> = runs.split_off(runs.len() - degree);
-        let mut m = Merger::new(temp, group)?;
+        let mut m = Merger::new(temp, group, budget_bytes)?;
         let mut w = RunWriter::new(temp);
         let merged = (|| {
             while let Some((k, v)) = m.next_row(temp)? {

@@ -22,7 +22,7 @@ pub const MIN_CLUSTER_BYTES: usize = 2 << 10;
 pub const MAX_CLUSTER_BYTES: usize = 256 << 10;
 
 /// Running totals of a temp space's I/O. Operators take differences per phase.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IoCounters {
     /// Bytes written to the device (whole clusters).
     pub bytes_written: u64,
@@ -54,7 +54,7 @@ impl IoCounters {
 
 /// How temp I/O overlaps with the operator (applied in virtual time; on a wall clock only the
 /// buffer counts, which fix fan-in and fan-out, apply).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TempTiming {
     /// CPU time per row an operator step handles, in ns: a row put into a sort run, merged,
     /// partitioned, built into a hash table or probed.

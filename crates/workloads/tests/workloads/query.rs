@@ -124,7 +124,7 @@ fn sort_edge_cases() {
     assert_eq!(temp.io().bytes_written, 0);
     assert_eq!(stats.rows, 0);
     // All duplicates, many runs, fan-in 2: several merge passes.
-    let rows: Vec<Row> = (0..2000u32)
+    let rows: Vec<Row> = (0..6000u32)
         .map(|i| (b"same".to_vec(), (i % 7).to_le_bytes().to_vec()))
         .collect();
     let (out, stats) = sort_to_vec(&mut temp, 3 * 2048, ok_rows(rows.clone())).unwrap();
@@ -363,7 +363,7 @@ fn operators_read_engine_cursors() {
 #[test]
 fn intermediate_merges_follow_the_optimal_plan() {
     let cluster = 2048;
-    for (rows_n, budget_clusters) in [(1300u32, 6usize), (3000, 5), (700, 4), (2500, 9)] {
+    for (rows_n, budget_clusters) in [(1300u32, 6usize), (3000, 5), (700, 4), (6000, 9)] {
         let rows: Vec<Row> = (0..rows_n)
             .map(|i| {
                 (

@@ -1,0 +1,162 @@
+//! The time x address scatter of a device's I/O (paper 003's Figures 4-8): a [`BlockDevice`]
+//! wrapper that records each read and write with its submission time, thinned evenly to a
+//! bounded number of points so a long run stays small in its JSON.
+
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use wafer_engine::device::{BlockDevice, Capabilities, DeviceError, DeviceStats};
+use wafer_engine::Clock;
+
+/// Recorded I/O: parallel arrays, one entry per kept command.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoTrace {
+    /// Submission time of each kept command, in ns (the device's clock).
+    pub t_ns: Vec<u64>,
+    /// Byte offset of each kept command.
+    pub offset: Vec<u64>,
+    /// Bytes of each kept command.
+    pub len: Vec<u32>,
+    /// Whether each kept command is a write (else a read).
+    pub write: Vec<bool>,
+    /// Every `stride`-th command is kept (doubles whenever the trace reaches its cap).
+    pub stride: u64,
+    /// Commands seen (reads and writes; trims and flushes are not recorded).
+    pub commands: u64,
+    /// Most points kept.
+    pub cap: usize,
+}
+
+impl IoTrace {
+    /// An empty trace keeping at most `cap` points (at least 2).
+    pub fn new(cap: usize) -> IoTrace {
+        IoTrace {
+            stride: 1,
+            cap: cap.max(2),
+            ..IoTrace::default()
+        }
+    }
+
+    /// Points kept.
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    /// Whether no point is kept.
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+
+    /// Records one command; keeps it if it falls on the stride.
+    pub fn record(&mut self, t_ns: u64, offset: u64, len: u64, write: bool) {
+        let keep = self.commands.is_multiple_of(self.stride);
+        self.commands += 1;
+        if !keep {
+            return;
+        }
+        self.t_ns.push(t_ns);
+        self.offset.push(offset);
+        self.len.push(len.min(u32::MAX as u64) as u32);
+        self.write.push(write);
+        if self.t_ns.len() >= self.cap {
+            // Keep every other point (those on the doubled stride) and double the stride.
+            keep_even(&mut self.t_ns);
+            keep_even(&mut self.offset);
+            keep_even(&mut self.len);
+            keep_even(&mut self.write);
+            self.stride *= 2;
+        }
+    }
+}
+
+/// Keeps the elements at even indices.
+fn keep_even<T>(v: &mut Vec<T>) {
+    let mut i = 0usize;
+    v.retain(|_| {
+        i += 1;
+        (i - 1).is_multiple_of(2)
+    });
+}
+
+/// A device that records its reads and writes into a shared [`IoTrace`].
+pub struct TracedDevice {
+    inner: Box<dyn BlockDevice>,
+    clock: Arc<dyn Clock>,
+    trace: Arc<Mutex<IoTrace>>,
+}
+
+impl TracedDevice {
+    /// Wraps `inner`; `clock` gives the submission times (the simulated device's clock).
+    pub fn new(
+        inner: Box<dyn BlockDevice>,
+        clock: Arc<dyn Clock>,
+        trace: Arc<Mutex<IoTrace>>,
+    ) -> TracedDevice {
+        TracedDevice {
+            inner,
+            clock,
+            trace,
+        }
+    }
+
+    fn note(&self, offset: u64, len: usize, write: bool) {
+        let t = self.clock.now_ns();
+        self.trace
+            .lock()
+            .expect("trace lock")
+            .record(t, offset, len as u64, write);
+    }
+}
+
+impl BlockDevice for TracedDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.inner.block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.note(offset, buf.len(), false);
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.note(offset, data.len(), true);
+        self.inner.write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        self.inner.flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        self.inner.trim(offset, len)
+    }
+    fn capabilities(&self) -> Capabilities {
+        // Only the plain block interface is passed through: placement, remap and zone commands
+        // would bypass the trace.
+        Capabilities {
+            mapping_unit_bytes: self.inner.capabilities().mapping_unit_bytes,
+            ..Capabilities::default()
+        }
+    }
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_an_even_stride_within_the_cap() {
+        let mut t = IoTrace::new(100);
+        for i in 0..10_000u64 {
+            t.record(i, i * 4096, 4096, i % 3 == 0);
+        }
+        assert_eq!(t.commands, 10_000);
+        assert!(t.len() < 100 && t.len() >= 50, "{}", t.len());
+        // Every kept point is on the stride, in order.
+        assert!(t.t_ns.iter().all(|x| x % t.stride == 0));
+        assert!(t.t_ns.windows(2).all(|w| w[1] - w[0] == t.stride));
+        assert_eq!(t.offset[1], t.stride * 4096);
+        assert_eq!(t.write[0], true);
+    }
+}
