@@ -1106,3 +1106,76 @@ fn bench_flushless_compares_the_modes_on_the_same_transactions() {
     assert!(stderr(&o).contains("[engine.flushless] settings apply to the flushless"));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("[engine.flushless]"));
 }
+
+/// `wafer bench query` at a small scale: every experiment runs, the tables come out, the JSON
+/// says what ran, the same seed gives the same virtual times on 1 and 2 threads, and bad flags
+/// are refused before the tables are loaded.
+#[test]
+fn bench_query_runs_every_experiment_deterministically() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |threads: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = wafer(&[
+            "bench",
+            "query",
+            "--rows",
+            "4000",
+            "--clusters",
+            "2KiB,8KiB",
+            "--memory-fractions",
+            "0.05,0.5",
+            "--memory",
+            "256KiB",
+            "--disk-cluster",
+            "8KiB",
+            "--temp-space",
+            "64MiB",
+            "--threads",
+            threads,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        for t in ["Figure 7a", "Figure 7b", "Figure 8", "Figure 6"] {
+            assert!(stdout.contains(t), "{t} missing:\n{stdout}");
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        assert_eq!(v["kind"], "query");
+        let runs = v["runs"].as_array().unwrap().clone();
+        // 2 devices x (2 clusters + 2 memories + 2 joins + 1 phases).
+        assert_eq!(runs.len(), 14);
+        for r in &runs {
+            assert!(r["time_ns"].as_u64().unwrap() > 0);
+            let traced = r["experiment"] == "joins" || r["experiment"] == "phases";
+            assert_eq!(r["trace"].is_object(), traced, "{}", r["experiment"]);
+        }
+        runs.iter()
+            .map(|r| {
+                (
+                    r["experiment"].to_string(),
+                    r["device"].to_string(),
+                    r["time_ns"].as_u64().unwrap(),
+                    r["io"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let one = run("1", "one.json");
+    let two = run("2", "two.json");
+    assert_eq!(one, two);
+    for bad in [
+        vec!["--clusters", "3KiB"],
+        vec!["--flash-drive", "nope"],
+        vec!["--memory-fractions", "0"],
+        vec!["--row-bytes", "10"],
+        vec!["--memory", "16KiB"],
+    ] {
+        let mut args = vec!["bench", "query", "--rows", "100"];
+        args.extend(bad.iter());
+        let o = wafer(&args);
+        assert!(!o.status.success(), "{bad:?} accepted");
+        assert!(!stderr(&o).is_empty());
+    }
+}

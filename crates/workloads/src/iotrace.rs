@@ -157,6 +157,6 @@ mod tests {
         assert!(t.t_ns.iter().all(|x| x % t.stride == 0));
         assert!(t.t_ns.windows(2).all(|w| w[1] - w[0] == t.stride));
         assert_eq!(t.offset[1], t.stride * 4096);
-        assert_eq!(t.write[0], true);
+        assert!(t.write[0]);
     }
 }

@@ -395,11 +395,14 @@ fn input_rows<'t>(
     }))
 }
 
+/// A trace shared between a traced device and the run that reads it afterwards.
+type SharedTrace = Arc<Mutex<IoTrace>>;
+
 /// A temp space on a fresh device of `job`'s kind, and the trace it records into.
 fn temp_space(
     cfg: &QueryBenchConfig,
     job: &Job,
-) -> Result<(TempSpace, Option<Arc<Mutex<IoTrace>>>), QueryError> {
+) -> Result<(TempSpace, Option<SharedTrace>), QueryError> {
     let clock = VirtualClock::shared();
     let dev: Box<dyn BlockDevice> = match job.device {
         TempDevice::Disk => Box::new(HddDevice::new(disk_config(), clock.clone())?),
@@ -553,9 +556,26 @@ pub fn run(
 ) -> Result<QueryBenchResult, QueryError> {
     cfg.check()?;
     let all = jobs(cfg, experiments);
-    // Every cluster must suit its device before the tables are loaded.
+    // Every cluster must suit its device, and every memory its operator, before the tables
+    // are loaded.
     for j in &all {
-        temp_space(cfg, &Job { trace: false, ..*j })?;
+        let (temp, _) = temp_space(cfg, &Job { trace: false, ..*j })?;
+        let sides = if j.operator == Operator::SortMergeJoin {
+            2
+        } else {
+            1
+        };
+        let min = sides * super::min_budget_clusters(&temp) as u64 * j.cluster as u64;
+        if j.memory < min {
+            return Err(QueryError::Config(format!(
+                "{} on {} with {} KiB clusters needs at least {} KiB of memory, not {} KiB",
+                j.operator.name(),
+                j.device.name(),
+                j.cluster >> 10,
+                min >> 10,
+                j.memory >> 10
+            )));
+        }
     }
     let started = std::time::Instant::now();
     let tables = load(cfg)?;

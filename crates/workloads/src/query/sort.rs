@@ -41,6 +41,9 @@ pub struct SortStats {
     pub merge: PhaseStats,
 }
 
+/// A row in the replacement-selection heap: the run it goes to, key, value.
+type RunRow = (u64, Vec<u8>, Vec<u8>);
+
 /// A row in the merge heap with the index of the run it came from.
 type HeapRow = Reverse<(Vec<u8>, Vec<u8>, usize)>;
 
@@ -202,7 +205,7 @@ where
         Ok(Some((k, v, n)))
     };
     // Fill the sort area; input that fits is sorted in memory.
-    let mut heap: BinaryHeap<Reverse<(u64, Vec<u8>, Vec<u8>)>> = BinaryHeap::new();
+    let mut heap: BinaryHeap<Reverse<RunRow>> = BinaryHeap::new();
     let mut used = 0usize;
     let mut pending = None;
     while let Some((k, v, n)) = next_row(stats, temp)? {

@@ -322,7 +322,7 @@ impl TempSpace {
         Ok(done)
     }
 
-    /// Frees the clusters of `run` and trims them (one trim per contiguous range).
+    /// Frees the clusters of `run` and trims them (one trim per contiguous range, queued).
     pub fn release(&mut self, run: Run) -> Result<(), QueryError> {
         let mut cs = run.into_clusters();
         cs.sort_unstable();
@@ -334,12 +334,14 @@ impl TempSpace {
                 j += 1;
             }
             let len = (j - i) as u64 * self.cluster as u64;
-            match self.dev.trim(cs[i] as u64 * self.cluster as u64, len) {
-                Ok(()) => {
+            let off = cs[i] as u64 * self.cluster as u64;
+            // Trims are queued like writes; nothing waits for them.
+            match self.submit(|d| d.trim(off, len)) {
+                Ok(_) => {
                     self.io.trims += 1;
                     self.io.bytes_trimmed += len;
                 }
-                Err(e) if result.is_ok() => result = Err(e.into()),
+                Err(e) if result.is_ok() => result = Err(e),
                 Err(_) => {}
             }
             i = j;
