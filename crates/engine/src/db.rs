@@ -355,7 +355,10 @@ impl Db {
             stats: OpStats::default(),
             recovery: None,
             health,
-            roles: crate::engine::RoleDevices { undo, temp },
+            roles: crate::engine::RoleDevices {
+                undo,
+                temp: temp.map(crate::device::Handle::new),
+            },
             flushless,
             cfg,
         };
@@ -430,6 +433,18 @@ impl Db {
             Err(Error::NoSuchTree(_)) => self.create_tree(name),
             r => r,
         }
+    }
+
+    /// The device of the `temp` role (sort and hash spill), if the database was opened with
+    /// one: a handle the caller's query operators write through (the database reports its
+    /// statistics per role). Query operators are not part of the engine: they use the handle
+    /// as any block device, one operator at a time.
+    pub fn temp_device(&self) -> Option<Box<dyn BlockDevice>> {
+        let core = self.shared.core();
+        core.roles
+            .temp
+            .as_ref()
+            .map(|h| Box::new(h.clone()) as Box<dyn BlockDevice>)
     }
 
     /// Names of all trees.

@@ -42,11 +42,12 @@ pub(crate) struct OpStats {
     pub ops: u64,
 }
 
-/// Devices of the roles no component uses yet (`undo`: version store; `temp`: sort and hash
-/// spill), held for their components and reported per role in the statistics.
+/// Devices of the roles beside data and log (`undo`: version store; `temp`: sort and hash
+/// spill, lent to query operators through [`crate::Db::temp_device`]), reported per role in the
+/// statistics.
 pub(crate) struct RoleDevices {
     pub undo: Option<Box<dyn BlockDevice>>,
-    pub temp: Option<Box<dyn BlockDevice>>,
+    pub temp: Option<crate::device::Handle<Box<dyn BlockDevice>>>,
 }
 
 /// One open database's components.

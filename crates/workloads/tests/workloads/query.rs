@@ -311,7 +311,8 @@ fn operators_read_engine_cursors() {
         Devices::new(
             Box::new(MemDevice::new(8 << 20, 4096)),
             Box::new(MemDevice::new(4 << 20, 4096)),
-        ),
+        )
+        .with_temp(Box::new(MemDevice::new(1 << 20, 512))),
         DbConfig::default(),
     )
     .unwrap();
@@ -329,8 +330,14 @@ fn operators_read_engine_cursors() {
     txn.commit().unwrap();
     let all = (Bound::Unbounded, Bound::Unbounded);
 
-    // Sort tree a by value: the scan's rows with key and value swapped.
-    let mut temp = mem_temp(1 << 20, 2048);
+    // Sort tree a by value: the scan's rows with key and value swapped, on the database's
+    // temp role.
+    let mut temp = TempSpace::new(
+        db.temp_device().expect("opened with a temp device"),
+        2048,
+        Arc::new(WallClock::new()),
+    )
+    .unwrap();
     let mut txn = db.begin().unwrap();
     let by_value = txn
         .cursor(&a, all, false)
@@ -355,6 +362,11 @@ fn operators_read_engine_cursors() {
     assert_eq!(joined.len(), 200);
     txn.commit().unwrap();
     assert_eq!(temp.clusters_in_use(), 0);
+    // The database reports the temp role's I/O.
+    let stats = db.stats();
+    let t = stats.temp_device.expect("temp role stats");
+    assert_eq!(t.write_bytes, temp.io().bytes_written);
+    assert!(t.read_bytes > 0);
 }
 
 /// The intermediate merges move the fewest bytes: what they write equals the internal nodes of
