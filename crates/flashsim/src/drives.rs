@@ -17,7 +17,7 @@ pub enum Drive {
     Zn540,
     /// Crucial P3 Plus class: a consumer QLC NVMe SSD with a 4-channel controller.
     P3Plus,
-    /// Samsung MCAQE32G8APP class: the 2008 SATA SLC SSD paper 003 measures (2 channels x
+    /// Samsung MCAQE32G8APP class: the 2008 PATA SLC SSD paper 003 measures (2 channels x
     /// 4-way interleaving, 2 KiB pages).
     Mcaqe32g,
 }
@@ -55,7 +55,7 @@ impl Drive {
                 "Western Digital Ultrastar DC ZN540 class ZNS SSD (TLC, 1077 MiB zones)"
             }
             Drive::P3Plus => "Crucial P3 Plus class consumer QLC NVMe SSD",
-            Drive::Mcaqe32g => "Samsung MCAQE32G8APP class 2008 SATA SLC SSD (paper 003)",
+            Drive::Mcaqe32g => "Samsung MCAQE32G8APP class 2008 PATA SLC SSD (paper 003)",
         }
     }
 

@@ -81,7 +81,7 @@ pub struct SimArgs {
     /// other device flags still override (sources and assumed values in docs/flashsim.md):
     /// pm9a3 (Samsung PM9A3 class datacenter TLC), zn540 (WD Ultrastar DC ZN540 class ZNS, 1077
     /// MiB zones), p3-plus (Crucial P3 Plus class consumer QLC), mcaqe32g (Samsung
-    /// MCAQE32G8APP class 2008 SATA SLC, paper 003's drive; 2 KiB mapping unit)
+    /// MCAQE32G8APP class 2008 PATA SLC, paper 003's drive; 2 KiB mapping unit)
     #[arg(long, value_name = "NAME", value_parser = parse_drive, conflicts_with = "geometry", help_heading = "Device")]
     pub drive: Option<flashsim::Drive>,
     /// Override: NAND channels
