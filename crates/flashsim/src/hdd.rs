@@ -83,6 +83,14 @@ impl HddConfig {
         }
     }
 
+    /// The same disk with a write cache of `bytes` (0: write-through).
+    pub fn with_write_cache(self, bytes: u64) -> HddConfig {
+        HddConfig {
+            write_cache_bytes: bytes,
+            ..self
+        }
+    }
+
     /// Duration of one revolution in ns (rounded).
     pub fn rev_ns(&self) -> u64 {
         let rpm = u64::from(self.rpm.max(1));

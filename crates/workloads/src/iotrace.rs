@@ -1,6 +1,7 @@
-//! The time x address scatter of a device's I/O (paper 003's Figures 4-8): a [`BlockDevice`]
-//! wrapper that records each read and write with its submission time, thinned evenly to a
-//! bounded number of points so a long run stays small in its JSON.
+//! Observing a device's I/O: the time x address scatter (paper 003's Figures 4-8), a
+//! [`BlockDevice`] wrapper that records each read and write with its submission time, thinned
+//! evenly to a bounded number of points so a long run stays small in its JSON; and the count and
+//! time of writes and flushes (a log device's forced writes).
 
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -68,6 +69,17 @@ impl IoTrace {
     }
 }
 
+/// The plain block interface of `c`: placement, remap and zone commands are not passed through
+/// the wrappers here (they would bypass what the wrapper observes).
+fn plain(c: Capabilities) -> Capabilities {
+    Capabilities {
+        trim: c.trim,
+        mapping_unit_bytes: c.mapping_unit_bytes,
+        gc_unit_bytes: c.gc_unit_bytes,
+        ..Capabilities::default()
+    }
+}
+
 /// Keeps the elements at even indices.
 fn keep_even<T>(v: &mut Vec<T>) {
     let mut i = 0usize;
@@ -129,12 +141,7 @@ impl BlockDevice for TracedDevice {
         self.inner.trim(offset, len)
     }
     fn capabilities(&self) -> Capabilities {
-        // Only the plain block interface is passed through: placement, remap and zone commands
-        // would bypass the trace.
-        Capabilities {
-            mapping_unit_bytes: self.inner.capabilities().mapping_unit_bytes,
-            ..Capabilities::default()
-        }
+        plain(self.inner.capabilities())
     }
     fn stats(&self) -> DeviceStats {
         self.inner.stats()
@@ -158,5 +165,104 @@ mod tests {
         assert!(t.t_ns.windows(2).all(|w| w[1] - w[0] == t.stride));
         assert_eq!(t.offset[1], t.stride * 4096);
         assert!(t.write[0]);
+    }
+}
+
+/// Counts and times of a device's commands, in the clock's ns (virtual time for a simulated
+/// device: submission to completion).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoTiming {
+    /// Write commands.
+    pub writes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Sum of the writes' durations.
+    pub write_ns: u64,
+    /// Flush commands.
+    pub flushes: u64,
+    /// Sum of the flushes' durations.
+    pub flush_ns: u64,
+}
+
+impl IoTiming {
+    /// `self - earlier`.
+    pub fn since(&self, earlier: &IoTiming) -> IoTiming {
+        IoTiming {
+            writes: self.writes - earlier.writes,
+            write_bytes: self.write_bytes - earlier.write_bytes,
+            write_ns: self.write_ns - earlier.write_ns,
+            flushes: self.flushes - earlier.flushes,
+            flush_ns: self.flush_ns - earlier.flush_ns,
+        }
+    }
+
+    /// Mean bytes per write.
+    pub fn mean_write_bytes(&self) -> f64 {
+        self.write_bytes as f64 / self.writes.max(1) as f64
+    }
+
+    /// Mean time of a forced write: a write and its share of the flushes, in ns.
+    pub fn mean_forced_write_ns(&self) -> f64 {
+        (self.write_ns + self.flush_ns) as f64 / self.writes.max(1) as f64
+    }
+}
+
+/// A device that times its writes and flushes into a shared [`IoTiming`].
+pub struct TimedDevice {
+    inner: Box<dyn BlockDevice>,
+    clock: Arc<dyn Clock>,
+    timing: Arc<Mutex<IoTiming>>,
+}
+
+impl TimedDevice {
+    /// Wraps `inner`; `clock` measures (the simulated device's clock).
+    pub fn new(
+        inner: Box<dyn BlockDevice>,
+        clock: Arc<dyn Clock>,
+        timing: Arc<Mutex<IoTiming>>,
+    ) -> TimedDevice {
+        TimedDevice {
+            inner,
+            clock,
+            timing,
+        }
+    }
+}
+
+impl BlockDevice for TimedDevice {
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.inner.block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        let t0 = self.clock.now_ns();
+        self.inner.write_at(offset, data)?;
+        let mut t = self.timing.lock().expect("timing lock");
+        t.writes += 1;
+        t.write_bytes += data.len() as u64;
+        t.write_ns += self.clock.now_ns().saturating_sub(t0);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        let t0 = self.clock.now_ns();
+        self.inner.flush()?;
+        let mut t = self.timing.lock().expect("timing lock");
+        t.flushes += 1;
+        t.flush_ns += self.clock.now_ns().saturating_sub(t0);
+        Ok(())
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        self.inner.trim(offset, len)
+    }
+    fn capabilities(&self) -> Capabilities {
+        plain(self.inner.capabilities())
+    }
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
     }
 }

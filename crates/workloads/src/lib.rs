@@ -18,11 +18,13 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod hdd;
 pub mod iotrace;
 pub mod query;
 pub mod simrun;
 pub mod synthetic;
 pub mod torture;
+pub mod tpcb;
 pub mod tpcc;
 pub mod trace;
 pub mod values;

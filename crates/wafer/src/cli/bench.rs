@@ -29,6 +29,9 @@ pub enum BenchCommand {
     /// Paper 003's temp-space experiments: external sort, hash join and sort-merge join with
     /// temp space on the simulated disk or flash SSD, by cluster and memory size (Figures 6-8)
     Query(Box<super::query::QueryArgs>),
+    /// Paper 003's commit-time experiments: TPC-B with the data cached and the log on the
+    /// simulated disk or flash SSD, by the number of clients, with group commit (Tables 2-3)
+    Tpcb(Box<super::tpcb::TpcbArgs>),
 }
 
 /// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
@@ -559,6 +562,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         BenchCommand::Tpcc(args) => super::tpcc::main(args),
         BenchCommand::Flushless(args) => super::flushless::main(args),
         BenchCommand::Query(args) => super::query::main(args),
+        BenchCommand::Tpcb(args) => super::tpcb::main(args),
     }
 }
 

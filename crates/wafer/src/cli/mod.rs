@@ -12,6 +12,7 @@ pub mod report;
 pub mod sim;
 pub mod size;
 pub mod torture;
+pub mod tpcb;
 pub mod tpcc;
 
 use clap::{Parser, Subcommand};

@@ -237,6 +237,16 @@ pub struct LoopConfig {
     /// log buffer (paper 001 section 5.1: 0.8 was best); it replaces `group_commit_min_batch`.
     #[serde(default)]
     pub group_commit_min_fill: f64,
+    /// Group commit as a log writer does it: a commit finding the log idle flushes at once; the
+    /// commits that arrive while a flush runs share the next one, which starts when it ends.
+    /// Replaces the delay and batch rules.
+    #[serde(default)]
+    pub group_commit_on_idle: bool,
+    /// CPU time of a transaction that aborts on a lock conflict, virtual ns (None: a whole
+    /// `cpu_ns_per_op`). With `group_commit_on_idle`, such a client tries again when the running
+    /// log flush ends (the commits holding the locks it met end with it), as a lock wait would.
+    #[serde(default)]
+    pub abort_cpu_ns: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -257,6 +267,8 @@ impl Default for LoopConfig {
             group_commit_delay_us: 0,
             group_commit_min_batch: 1,
             group_commit_min_fill: 0.0,
+            group_commit_on_idle: false,
+            abort_cpu_ns: None,
         }
     }
 }

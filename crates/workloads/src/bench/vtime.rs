@@ -20,12 +20,13 @@
 
 use super::metrics::{self, Snapshot};
 use super::{BenchConfig, BenchSummary};
+use crate::iotrace::{IoTiming, TimedDevice};
 use crate::ycsb::{YcsbGenerator, YcsbOp};
 use flashsim::LatencyHistogram;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
-use wafer_engine::device::{Handle, SimDevice, VirtualClock};
+use std::sync::{Arc, Mutex};
+use wafer_engine::device::{BlockDevice, Handle, SimDevice, VirtualClock};
 use wafer_engine::{Db, DbConfig, Devices, Error, Tree};
 
 /// Progress of a run, for progress bars.
@@ -66,8 +67,19 @@ pub struct Rig {
     pub clock: Arc<VirtualClock>,
     /// The data SSD.
     pub data: Handle<SimDevice>,
-    /// The log SSD.
-    pub log: Handle<SimDevice>,
+    /// The log device (an SSD or the disk model), timed.
+    pub log: Handle<Box<dyn BlockDevice>>,
+    /// Count and time of the log device's writes and flushes.
+    pub log_timing: Arc<Mutex<IoTiming>>,
+}
+
+/// The device of the log role.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogDevice {
+    /// A simulated SSD.
+    Ssd(flashsim::SsdConfig),
+    /// flashsim's disk model (write-through unless its config has a write cache).
+    Disk(flashsim::HddConfig),
 }
 
 impl Rig {
@@ -76,23 +88,32 @@ impl Rig {
         cfg.validate().map_err(BenchError::Config)?;
         let mut rig = Rig::open_devices(
             &cfg.preset.data_ssd(&cfg.data_ssd),
-            &cfg.log_ssd,
+            &LogDevice::Ssd(cfg.log_ssd.clone()),
             cfg.engine_config(cfg.buffer_pages().max(64)),
         )?;
         rig.tree = Some(rig.db.create_tree("usertable")?);
         Ok(rig)
     }
 
-    /// Builds a data and a log SSD sharing one virtual clock and opens a database on them with
-    /// `db_cfg` (`tree` is None: the caller creates its tables).
+    /// Builds a data SSD and a log device sharing one virtual clock and opens a database on them
+    /// with `db_cfg` (`tree` is None: the caller creates its tables).
     pub fn open_devices(
         data_ssd: &flashsim::SsdConfig,
-        log_ssd: &flashsim::SsdConfig,
+        log_dev: &LogDevice,
         db_cfg: DbConfig,
     ) -> Result<Rig, BenchError> {
         let clock = VirtualClock::shared();
         let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
-        let log = Handle::new(SimDevice::new(log_ssd.clone(), clock.clone())?);
+        let inner: Box<dyn BlockDevice> = match log_dev {
+            LogDevice::Ssd(c) => Box::new(SimDevice::new(c.clone(), clock.clone())?),
+            LogDevice::Disk(c) => Box::new(crate::hdd::HddDevice::new(c.clone(), clock.clone())?),
+        };
+        let log_timing = Arc::new(Mutex::new(IoTiming::default()));
+        let log: Handle<Box<dyn BlockDevice>> = Handle::new(Box::new(TimedDevice::new(
+            inner,
+            clock.clone(),
+            log_timing.clone(),
+        )));
         let db = Db::open(
             Devices::new(Box::new(data.clone()), Box::new(log.clone())).with_clock(clock.clone()),
             db_cfg,
@@ -103,6 +124,7 @@ impl Rig {
             clock,
             data,
             log,
+            log_timing,
         })
     }
 
@@ -321,7 +343,10 @@ pub fn closed_loop(
     let flush_id = cfg.clients + 1;
     let grouped = cfg.group_commit_delay_us > 0
         || cfg.group_commit_min_batch > 1
-        || cfg.group_commit_min_fill > 0.0;
+        || cfg.group_commit_min_fill > 0.0
+        || cfg.group_commit_on_idle;
+    // When the last log flush completes (the on-idle rule).
+    let mut log_free = t0;
     // Whether the commits waiting fill the group: enough of them, or enough log bytes.
     let group_full = |rig: &Rig, waiting: usize| {
         if cfg.group_commit_min_fill > 0.0 {
@@ -365,6 +390,7 @@ pub fn closed_loop(
             // The group commit timer: valid only if no flush happened since it was set.
             if timer_gen == Some(flush_gen) && !waiting.is_empty() {
                 txns += flush(rig, t, &mut waiting, &mut tasks, &mut latency, &mut horizon)?;
+                log_free = rig.clock.now().max(t);
                 flush_gen += 1;
                 timer_gen = None;
             }
@@ -373,7 +399,6 @@ pub fn closed_loop(
         let Reverse(core_free) = cores.pop().expect("cores >= 1");
         let begin = t.max(core_free);
         let cpu_done = begin + cfg.cpu_ns_per_op;
-        cores.push(Reverse(cpu_done));
         rig.clock.set(cpu_done);
         let step = if grouped {
             work.step_deferred(id, rig)?
@@ -383,7 +408,16 @@ pub fn closed_loop(
             Step::Aborted
         };
         steps += 1;
-        let done = rig.clock.now().max(cpu_done);
+        let mut done = rig.clock.now().max(cpu_done);
+        match (&step, cfg.abort_cpu_ns) {
+            (Step::Aborted, Some(abort_cpu)) => {
+                // The abort used less of the core than a whole transaction.
+                let saved = cfg.cpu_ns_per_op.saturating_sub(abort_cpu);
+                done -= saved;
+                cores.push(Reverse(cpu_done - saved));
+            }
+            _ => cores.push(Reverse(cpu_done)),
+        }
         horizon = horizon.max(done);
         match step {
             Step::Committed => {
@@ -394,13 +428,40 @@ pub fn closed_loop(
             Step::Aborted => {
                 aborts += 1;
                 latency.record(done - t);
-                tasks.push(Reverse((done, id)));
+                // Under the on-idle rule the locks it met are released when the running flush
+                // ends: try again then.
+                let again = if cfg.group_commit_on_idle && cfg.abort_cpu_ns.is_some() {
+                    done.max(log_free)
+                } else {
+                    done
+                };
+                tasks.push(Reverse((again, id)));
             }
             Step::Pending(p) if p.lsn == 0 => {
                 p.finish()?;
                 txns += 1;
                 latency.record(done - t);
                 tasks.push(Reverse((done, id)));
+            }
+            Step::Pending(p) if cfg.group_commit_on_idle => {
+                waiting.push((id, t, p));
+                if timer_gen.is_some() {
+                    // A flush is due when the running one ends: this commit joins it.
+                } else if done >= log_free {
+                    txns += flush(
+                        rig,
+                        done,
+                        &mut waiting,
+                        &mut tasks,
+                        &mut latency,
+                        &mut horizon,
+                    )?;
+                    log_free = rig.clock.now().max(done);
+                    flush_gen += 1;
+                } else {
+                    timer_gen = Some(flush_gen);
+                    tasks.push(Reverse((log_free, flush_id)));
+                }
             }
             Step::Pending(p) => {
                 waiting.push((id, t, p));

@@ -13,11 +13,11 @@
 //! Every operator run gets a fresh device and clock, so runs are independent and run on
 //! `threads` threads in any order with the same numbers.
 
-use super::hdd::HddDevice;
 use super::temp::{IoCounters, TempClock, TempSpace, TempTiming};
 use super::{
     external_sort, grace_hash_join_into, sort_merge_join_into, PhaseStats, QueryError, Row,
 };
+use crate::hdd::HddDevice;
 use crate::iotrace::{IoTrace, TracedDevice};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;

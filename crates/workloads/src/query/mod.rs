@@ -10,14 +10,13 @@
 
 pub mod bench;
 pub mod hash_join;
-pub mod hdd;
 pub mod merge_join;
 pub mod run;
 pub mod sort;
 pub mod temp;
 
+pub use crate::hdd::HddDevice;
 pub use hash_join::{grace_hash_join, grace_hash_join_into, HashJoinStats, JoinSink};
-pub use hdd::HddDevice;
 pub use merge_join::{sort_merge_join, sort_merge_join_into, MergeJoinStats};
 pub use run::{row_bytes, Run, RunReader, RunWriter, RECORD_HEADER_BYTES};
 pub use sort::{external_sort, sort_to_vec, SortStats, SortedStream};

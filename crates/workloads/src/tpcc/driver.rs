@@ -419,7 +419,7 @@ pub fn run_vtime_logged(
     cfg.validate()?;
     let mut rig = Rig::open_devices(
         &cfg.preset.data_ssd(&cfg.data_ssd),
-        &cfg.log_ssd,
+        &crate::bench::vtime::LogDevice::Ssd(cfg.log_ssd.clone()),
         cfg.engine_config(cfg.load_buffer()),
     )?;
     obs.phase("load");

@@ -1,4 +1,5 @@
-//! flashsim's hard-disk model as a [`BlockDevice`] in virtual time, for temp space on disk.
+//! flashsim's hard-disk model as a [`BlockDevice`] in virtual time, for any device role on disk
+//! (temp space, the log).
 
 use flashsim::{Hdd, HddConfig, SimDevice as _};
 use std::sync::Arc;
