@@ -56,7 +56,7 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
     }
     let load_bytes = super::driver::estimate_load_bytes(&cfg.tpcc);
     // Room for the run's growth (the growing mode adds about 1 KiB per New-Order).
-    let data_bytes = (load_bytes * 3).max(256 << 20);
+    let data_bytes = (load_bytes * 3).max(256 << 20).next_multiple_of(1 << 20);
     let db_cfg = DbConfig {
         buffer_pages: (data_bytes / 4096) as usize,
         doublewrite: cfg.doublewrite,
