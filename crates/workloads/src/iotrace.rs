@@ -89,85 +89,6 @@ fn keep_even<T>(v: &mut Vec<T>) {
     });
 }
 
-/// A device that records its reads and writes into a shared [`IoTrace`].
-pub struct TracedDevice {
-    inner: Box<dyn BlockDevice>,
-    clock: Arc<dyn Clock>,
-    trace: Arc<Mutex<IoTrace>>,
-}
-
-impl TracedDevice {
-    /// Wraps `inner`; `clock` gives the submission times (the simulated device's clock).
-    pub fn new(
-        inner: Box<dyn BlockDevice>,
-        clock: Arc<dyn Clock>,
-        trace: Arc<Mutex<IoTrace>>,
-    ) -> TracedDevice {
-        TracedDevice {
-            inner,
-            clock,
-            trace,
-        }
-    }
-
-    fn note(&self, offset: u64, len: usize, write: bool) {
-        let t = self.clock.now_ns();
-        self.trace
-            .lock()
-            .expect("trace lock")
-            .record(t, offset, len as u64, write);
-    }
-}
-
-impl BlockDevice for TracedDevice {
-    fn capacity_bytes(&self) -> u64 {
-        self.inner.capacity_bytes()
-    }
-    fn block_bytes(&self) -> u32 {
-        self.inner.block_bytes()
-    }
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-        self.note(offset, buf.len(), false);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.note(offset, data.len(), true);
-        self.inner.write_at(offset, data)
-    }
-    fn flush(&mut self) -> Result<(), DeviceError> {
-        self.inner.flush()
-    }
-    fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
-        self.inner.trim(offset, len)
-    }
-    fn capabilities(&self) -> Capabilities {
-        plain(self.inner.capabilities())
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thinning_keeps_an_even_stride_within_the_cap() {
-        let mut t = IoTrace::new(100);
-        for i in 0..10_000u64 {
-            t.record(i, i * 4096, 4096, i % 3 == 0);
-        }
-        assert_eq!(t.commands, 10_000);
-        assert!(t.len() < 100 && t.len() >= 50, "{}", t.len());
-        // Every kept point is on the stride, in order.
-        assert!(t.t_ns.iter().all(|x| x % t.stride == 0));
-        assert!(t.t_ns.windows(2).all(|w| w[1] - w[0] == t.stride));
-        assert_eq!(t.offset[1], t.stride * 4096);
-        assert!(t.write[0]);
-    }
-}
-
 /// Counts and times of a device's commands, in the clock's ns (virtual time for a simulated
 /// device: submission to completion).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,29 +128,87 @@ impl IoTiming {
     }
 }
 
-/// A device that times its writes and flushes into a shared [`IoTiming`].
-pub struct TimedDevice {
+/// A trace shared between a watched device and whoever reads it afterwards.
+pub type SharedTrace = Arc<Mutex<IoTrace>>;
+/// Timing shared between a watched device and whoever reads it afterwards.
+pub type SharedTiming = Arc<Mutex<IoTiming>>;
+
+/// A device that records its reads and writes into a shared [`IoTrace`] and/or counts and times
+/// its writes and flushes into a shared [`IoTiming`], on `clock` (the simulated device's).
+pub struct WatchedDevice {
     inner: Box<dyn BlockDevice>,
     clock: Arc<dyn Clock>,
-    timing: Arc<Mutex<IoTiming>>,
+    trace: Option<SharedTrace>,
+    timing: Option<SharedTiming>,
 }
 
-impl TimedDevice {
-    /// Wraps `inner`; `clock` measures (the simulated device's clock).
-    pub fn new(
+impl WatchedDevice {
+    /// Records `inner`'s reads and writes, with their submission times, into `trace`.
+    pub fn traced(
         inner: Box<dyn BlockDevice>,
         clock: Arc<dyn Clock>,
-        timing: Arc<Mutex<IoTiming>>,
-    ) -> TimedDevice {
-        TimedDevice {
+        trace: SharedTrace,
+    ) -> WatchedDevice {
+        WatchedDevice {
             inner,
             clock,
-            timing,
+            trace: Some(trace),
+            timing: None,
         }
+    }
+
+    /// Counts and times `inner`'s writes and flushes into `timing`.
+    pub fn timed(
+        inner: Box<dyn BlockDevice>,
+        clock: Arc<dyn Clock>,
+        timing: SharedTiming,
+    ) -> WatchedDevice {
+        WatchedDevice {
+            inner,
+            clock,
+            trace: None,
+            timing: Some(timing),
+        }
+    }
+
+    fn note(&self, offset: u64, len: usize, write: bool) {
+        if let Some(t) = &self.trace {
+            let now = self.clock.now_ns();
+            t.lock()
+                .expect("trace lock")
+                .record(now, offset, len as u64, write);
+        }
+    }
+
+    /// Runs `op`, adding its duration to the timing (`write`: a write of that many bytes; None:
+    /// a flush).
+    fn timed_op(
+        &mut self,
+        write: Option<u64>,
+        op: impl FnOnce(&mut dyn BlockDevice) -> Result<(), DeviceError>,
+    ) -> Result<(), DeviceError> {
+        let t0 = self.clock.now_ns();
+        op(self.inner.as_mut())?;
+        if let Some(timing) = &self.timing {
+            let d = self.clock.now_ns().saturating_sub(t0);
+            let mut t = timing.lock().expect("timing lock");
+            match write {
+                Some(bytes) => {
+                    t.writes += 1;
+                    t.write_bytes += bytes;
+                    t.write_ns += d;
+                }
+                None => {
+                    t.flushes += 1;
+                    t.flush_ns += d;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
-impl BlockDevice for TimedDevice {
+impl BlockDevice for WatchedDevice {
     fn capacity_bytes(&self) -> u64 {
         self.inner.capacity_bytes()
     }
@@ -237,24 +216,15 @@ impl BlockDevice for TimedDevice {
         self.inner.block_bytes()
     }
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.note(offset, buf.len(), false);
         self.inner.read_at(offset, buf)
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let t0 = self.clock.now_ns();
-        self.inner.write_at(offset, data)?;
-        let mut t = self.timing.lock().expect("timing lock");
-        t.writes += 1;
-        t.write_bytes += data.len() as u64;
-        t.write_ns += self.clock.now_ns().saturating_sub(t0);
-        Ok(())
+        self.note(offset, data.len(), true);
+        self.timed_op(Some(data.len() as u64), |d| d.write_at(offset, data))
     }
     fn flush(&mut self) -> Result<(), DeviceError> {
-        let t0 = self.clock.now_ns();
-        self.inner.flush()?;
-        let mut t = self.timing.lock().expect("timing lock");
-        t.flushes += 1;
-        t.flush_ns += self.clock.now_ns().saturating_sub(t0);
-        Ok(())
+        self.timed_op(None, |d| d.flush())
     }
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
         self.inner.trim(offset, len)
@@ -264,5 +234,25 @@ impl BlockDevice for TimedDevice {
     }
     fn stats(&self) -> DeviceStats {
         self.inner.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_an_even_stride_within_the_cap() {
+        let mut t = IoTrace::new(100);
+        for i in 0..10_000u64 {
+            t.record(i, i * 4096, 4096, i % 3 == 0);
+        }
+        assert_eq!(t.commands, 10_000);
+        assert!(t.len() < 100 && t.len() >= 50, "{}", t.len());
+        // Every kept point is on the stride, in order.
+        assert!(t.t_ns.iter().all(|x| x % t.stride == 0));
+        assert!(t.t_ns.windows(2).all(|w| w[1] - w[0] == t.stride));
+        assert_eq!(t.offset[1], t.stride * 4096);
+        assert!(t.write[0]);
     }
 }

@@ -20,7 +20,7 @@
 
 use super::metrics::{self, Snapshot};
 use super::{BenchConfig, BenchSummary};
-use crate::iotrace::{IoTiming, TimedDevice};
+use crate::iotrace::{IoTiming, WatchedDevice};
 use crate::ycsb::{YcsbGenerator, YcsbOp};
 use flashsim::LatencyHistogram;
 use std::cmp::Reverse;
@@ -109,7 +109,7 @@ impl Rig {
             LogDevice::Disk(c) => Box::new(crate::hdd::HddDevice::new(c.clone(), clock.clone())?),
         };
         let log_timing = Arc::new(Mutex::new(IoTiming::default()));
-        let log: Handle<Box<dyn BlockDevice>> = Handle::new(Box::new(TimedDevice::new(
+        let log: Handle<Box<dyn BlockDevice>> = Handle::new(Box::new(WatchedDevice::timed(
             inner,
             clock.clone(),
             log_timing.clone(),

@@ -41,7 +41,9 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let n = cfg.ycsb.record_count;
     let bytes_per_record = (cfg.ycsb.key_bytes + cfg.ycsb.value_bytes) as u64 + 16;
     // Whole MiB: the devices take only multiples of their block.
-    let data_bytes = (n * bytes_per_record * 3).max(64 << 20).next_multiple_of(1 << 20);
+    let data_bytes = (n * bytes_per_record * 3)
+        .max(64 << 20)
+        .next_multiple_of(1 << 20);
     let db_cfg = DbConfig {
         buffer_pages: (data_bytes / 4096) as usize,
         // A fresh database every run, also when the files exist.

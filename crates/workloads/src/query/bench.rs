@@ -18,7 +18,7 @@ use super::{
     external_sort, grace_hash_join_into, sort_merge_join_into, PhaseStats, QueryError, Row,
 };
 use crate::hdd::HddDevice;
-use crate::iotrace::{IoTrace, TracedDevice};
+use crate::iotrace::{IoTrace, SharedTrace, WatchedDevice};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -395,9 +395,6 @@ fn input_rows<'t>(
     }))
 }
 
-/// A trace shared between a traced device and the run that reads it afterwards.
-type SharedTrace = Arc<Mutex<IoTrace>>;
-
 /// A temp space on a fresh device of `job`'s kind, and the trace it records into.
 fn temp_space(
     cfg: &QueryBenchConfig,
@@ -411,7 +408,7 @@ fn temp_space(
     let (dev, trace): (Box<dyn BlockDevice>, _) = if job.trace {
         let t = Arc::new(Mutex::new(IoTrace::new(cfg.trace_points)));
         (
-            Box::new(TracedDevice::new(dev, clock.clone(), t.clone())),
+            Box::new(WatchedDevice::traced(dev, clock.clone(), t.clone())),
             Some(t),
         )
     } else {

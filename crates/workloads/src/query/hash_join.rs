@@ -100,11 +100,7 @@ where
     E1: Into<QueryError>,
     E2: Into<QueryError>,
 {
-    let mut out = Vec::new();
-    let stats = grace_hash_join_into(temp, budget_bytes, left, right, &mut |k, l, r| {
-        out.push((k.to_vec(), l.to_vec(), r.to_vec()))
-    })?;
-    Ok((out, stats))
+    super::collect_join(|sink| grace_hash_join_into(temp, budget_bytes, left, right, sink))
 }
 
 /// [`grace_hash_join`] handing each result row to `sink` instead of collecting them.

@@ -39,11 +39,7 @@ where
     E1: Into<QueryError>,
     E2: Into<QueryError>,
 {
-    let mut out = Vec::new();
-    let stats = sort_merge_join_into(temp, budget_bytes, left, right, &mut |k, l, r| {
-        out.push((k.to_vec(), l.to_vec(), r.to_vec()))
-    })?;
-    Ok((out, stats))
+    super::collect_join(|sink| sort_merge_join_into(temp, budget_bytes, left, right, sink))
 }
 
 /// [`sort_merge_join`] handing each result row to `sink` instead of collecting them.

@@ -109,6 +109,15 @@ impl PhaseMark {
     }
 }
 
+/// Runs a join that hands its rows to a sink, collecting them.
+pub(crate) fn collect_join<S>(
+    run: impl FnOnce(JoinSink<'_>) -> Result<S, QueryError>,
+) -> Result<(Vec<JoinRow>, S), QueryError> {
+    let mut out = Vec::new();
+    let stats = run(&mut |k, l, r| out.push((k.to_vec(), l.to_vec(), r.to_vec())))?;
+    Ok((out, stats))
+}
+
 /// Wraps plain rows as an operator input (which takes results, as a cursor yields them).
 pub fn ok_rows<I: IntoIterator<Item = Row>>(
     rows: I,
