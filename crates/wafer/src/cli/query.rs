@@ -240,13 +240,13 @@ fn phase_s(r: &QueryRun, name: &str) -> f64 {
         .map_or(0.0, |p| secs(p.stats.time_ns))
 }
 
-fn find<'a>(
-    runs: &'a [QueryRun],
+fn find(
+    runs: &[QueryRun],
     e: Experiment,
     d: TempDevice,
     op: Operator,
     pick: impl Fn(&QueryRun) -> bool,
-) -> Option<&'a QueryRun> {
+) -> Option<&QueryRun> {
     runs.iter()
         .find(|r| r.experiment == e && r.device == d && r.operator == op && pick(r))
 }

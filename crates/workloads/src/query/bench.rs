@@ -395,11 +395,14 @@ fn input_rows<'t>(
     }))
 }
 
+/// The I/O trace a traced device records into, shared with the run that reads it back.
+type SharedTrace = Arc<Mutex<IoTrace>>;
+
 /// A temp space on a fresh device of `job`'s kind, and the trace it records into.
 fn temp_space(
     cfg: &QueryBenchConfig,
     job: &Job,
-) -> Result<(TempSpace, Option<Arc<Mutex<IoTrace>>>), QueryError> {
+) -> Result<(TempSpace, Option<SharedTrace>), QueryError> {
     let clock = VirtualClock::shared();
     let dev: Box<dyn BlockDevice> = match job.device {
         TempDevice::Disk => Box::new(HddDevice::new(disk_config(), clock.clone())?),

@@ -44,6 +44,9 @@ pub struct SortStats {
 /// A row in the merge heap with the index of the run it came from.
 type HeapRow = Reverse<(Vec<u8>, Vec<u8>, usize)>;
 
+/// A row in the replacement-selection heap with the number of the run it goes to.
+type SelectRow = Reverse<(u64, Vec<u8>, Vec<u8>)>;
+
 /// Merges runs on temp space; holds one cluster of each run in memory.
 pub(crate) struct Merger {
     readers: Vec<Option<RunReader>>,
@@ -202,7 +205,7 @@ where
         Ok(Some((k, v, n)))
     };
     // Fill the sort area; input that fits is sorted in memory.
-    let mut heap: BinaryHeap<Reverse<(u64, Vec<u8>, Vec<u8>)>> = BinaryHeap::new();
+    let mut heap: BinaryHeap<SelectRow> = BinaryHeap::new();
     let mut used = 0usize;
     let mut pending = None;
     while let Some((k, v, n)) = next_row(stats, temp)? {
