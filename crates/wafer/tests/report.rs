@@ -370,6 +370,7 @@ fn help_names_every_input() {
         "wafer sim --json",
         "wafer bench device",
         "comparison.json",
+        "wafer bench query --out",
         "other mixes are refused",
     ] {
         assert!(text.contains(what), "{what} in {text}");
@@ -748,4 +749,122 @@ fn sim_and_device_results_render() {
         "{err}"
     );
     assert!(!out.exists());
+}
+
+/// A real `wafer bench query` result, small: every experiment on both devices.
+fn query_result() -> wafer_workloads::query::bench::QueryBenchResult {
+    use wafer_workloads::query::bench::{run, Experiment, QueryBenchConfig, TempDevice};
+    let cfg = QueryBenchConfig {
+        rows: 2000,
+        row_bytes: 100,
+        memory_bytes: 128 << 10,
+        clusters: vec![2048, 8192],
+        memory_fractions: vec![0.1, 0.5],
+        disk_cluster: 4096,
+        flash_cluster: 2048,
+        devices: vec![TempDevice::Disk, TempDevice::Flash],
+        flash_drive: flashsim::Drive::Mcaqe32g,
+        timing: wafer_workloads::query::TempTiming {
+            cpu_ns_per_row: 3000,
+            read_ahead: 1,
+            write_behind: 4,
+            queue_depth: 32,
+        },
+        temp_bytes: 64 << 20,
+        trace_points: 2000,
+        seed: 42,
+        threads: 1,
+    };
+    run(&cfg, &Experiment::ALL, &|_, _, _| {}).expect("bench query runs")
+}
+
+/// `wafer bench query --out` renders as its own page; it shares a page with nothing else, not
+/// even another query result.
+#[test]
+fn query_results_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let res = query_result();
+    let traced = res.runs.iter().filter(|r| r.trace.is_some()).count();
+    assert_eq!(traced, 6, "4 joins and 2 sorts record their I/O");
+    let q = p("q.json");
+    std::fs::write(&q, serde_json::to_string(&res).unwrap()).unwrap();
+    let html = render(std::slice::from_ref(&q), &p("q.html"));
+    // Two line charts, two phase bar charts and a scatter per traced run.
+    check_page(&html, 4 + traced);
+    for text in [
+        "<h2>Setup</h2>",
+        "<h2>Figure 7(a): sort time by cluster size</h2>",
+        "<h2>Figure 7(b): sort time by memory size</h2>",
+        "<h2>Figure 8: joins</h2>",
+        "<h2>Figure 6: sort phases</h2>",
+        "id=\"fig-query-cluster\"",
+        "id=\"fig-query-memory\"",
+        "id=\"fig-query-joins\"",
+        "id=\"fig-query-phases\"",
+        "cluster size (bytes, log2 scale)",
+        "address (MB)",
+        "joins: sort-merge-join on flash, cluster 2 KiB",
+        "phases: sort on disk, cluster 4 KiB",
+        "mcaqe32g",
+        "<title>wafer bench query: sort and joins with temp space on disk and flash (2,000 rows \
+         per table)</title>",
+    ] {
+        assert!(html.contains(text), "{text}");
+    }
+    assert_eq!(count(&html, "id=\"fig-query-io-"), traced);
+    assert!(!html.contains("no data"));
+
+    // Only the joins: the other sections are left out.
+    let mut joins = res.clone();
+    joins.experiments = vec![wafer_workloads::query::bench::Experiment::Joins];
+    joins.runs.retain(|r| r.experiment == joins.experiments[0]);
+    let j = p("joins.json");
+    std::fs::write(&j, serde_json::to_string(&joins).unwrap()).unwrap();
+    let html = render(std::slice::from_ref(&j), &p("joins.html"));
+    check_page(&html, 1 + 4);
+    assert!(
+        html.contains("Figure 8: joins")
+            && !html.contains("Figure 7")
+            && !html.contains("Figure 6")
+    );
+
+    let refused = |inputs: &[&Path], expect: &[&str]| {
+        let out = p("refused.html");
+        let mut args: Vec<&std::ffi::OsStr> = inputs.iter().map(|i| i.as_os_str()).collect();
+        args.extend(["-o".as_ref(), out.as_os_str()]);
+        let o = wafer(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for e in expect {
+            assert!(err.contains(e), "{e:?} in {err}");
+        }
+        assert!(!out.exists());
+    };
+    // With engine benchmarks: different kinds.
+    let bench = write_json(dir.path(), "bench.json", &two_runs());
+    refused(
+        &[&q, &bench],
+        &[
+            "different kinds of result",
+            "query operator runs (`wafer bench query`) in",
+            "engine benchmark runs",
+        ],
+    );
+    // Two query results: one per page.
+    refused(
+        &[&q, &j],
+        &[
+            "several results of `wafer bench query`",
+            "q.json",
+            "joins.json",
+        ],
+    );
+    // A damaged one is named as what it looks like.
+    let bad = p("bad.json");
+    std::fs::write(&bad, r#"{"kind": "query", "config": {}, "runs": []}"#).unwrap();
+    refused(
+        &[&bad],
+        &["looks like the result of `wafer bench query` but does not read as one"],
+    );
 }

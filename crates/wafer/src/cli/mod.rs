@@ -304,8 +304,8 @@ pub enum Command {
     /// Run a synthetic workload on a simulated flash SSD (flashsim) and report write
     /// amplification, GC, latency and wear
     Sim(Box<sim::SimArgs>),
-    /// Render result files (the JSON of `wafer bench ycsb/tpcc/device`, `wafer demo` and `wafer
-    /// sim`) as one self-contained HTML page with comparison tables and charts
+    /// Render result files (the JSON of `wafer bench ycsb/tpcc/device/query`, `wafer demo` and
+    /// `wafer sim`) as one self-contained HTML page with comparison tables and charts
     Report(report::ReportArgs),
     /// The engine's randomized torture suite: power cuts (also during recovery), damaged
     /// databases and concurrent transfers, checked against an oracle; deterministic by seed

@@ -1,6 +1,6 @@
 //! `wafer report`: renders result files (the JSON of `wafer bench ycsb`/`tpcc`, `wafer demo`,
-//! `wafer sim` and `wafer bench device`) as one self-contained HTML page with comparison tables
-//! and charts. [`write_html`] does the same for a report made in process (`wafer demo`).
+//! `wafer sim`, `wafer bench device` and `wafer bench query`) as one self-contained HTML page with
+//! comparison tables and charts. [`write_html`] does the same for a report made in process (`wafer demo`).
 
 use super::CliError;
 use crate::report::{self, Input, ReportError};
@@ -11,10 +11,11 @@ use wafer_workloads::bench::BenchReport;
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// Result files: the JSON of `wafer bench ycsb --out`, `wafer bench tpcc --out` (or
-    /// --tpcc-out), `wafer demo`, `wafer sim --json`/--out, or `wafer bench device` (its
-    /// per-configuration files and comparison.json). Their runs are compared together: engine
-    /// benchmarks of one workload per page, or device results (simulations and device
-    /// comparisons, each in its own section); other mixes are refused.
+    /// --tpcc-out), `wafer demo`, `wafer sim --json`/--out, `wafer bench device` (its
+    /// per-configuration files and comparison.json), or `wafer bench query --out`. Their runs
+    /// are compared together: engine benchmarks of one workload per page, device results
+    /// (simulations and device comparisons, each in its own section), or one query result (one
+    /// file per page); other mixes are refused.
     #[arg(value_name = "INPUT.json", required = true)]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write.

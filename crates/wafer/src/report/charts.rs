@@ -5,6 +5,8 @@
 //! cover data; a chart only draws axes, grid, lines and bars. Points that are not finite are
 //! dropped, and a chart without any data still renders (axes and a "no data" note).
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -147,16 +149,62 @@ pub fn line_panels(panels: &[LinePanel<'_>], size: (u32, u32)) -> DrawResult<Str
     Ok(svg)
 }
 
+/// A line chart whose x ticks the caller places: `ticks` are positions in the panel's x units
+/// with their labels (for a log axis the caller passes log x values and labels them with the
+/// values they stand for). The x axis spans the ticks and the points, with a little room each
+/// side; the y axis starts at zero.
+pub fn line_chart_ticks(
+    panel: &LinePanel<'_>,
+    ticks: &[(f64, String)],
+    size: (u32, u32),
+) -> DrawResult<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw_panel(&root, panel, Some(ticks))?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 fn draw_line_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &LinePanel<'_>,
+) -> DrawResult<()> {
+    draw_panel(area, panel, None)
+}
+
+/// Axis range covering `values`, with `pad` of the span each side (half a unit when they are
+/// all equal); `(0, 1)` without any.
+fn range_padded(values: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo > hi {
+        return (0.0, 1.0);
+    }
+    if hi - lo < 1e-9 {
+        return (lo - 0.5, hi + 0.5);
+    }
+    let d = (hi - lo) * pad;
+    (lo - d, hi + d)
+}
+
+/// A panel on `area`: x from zero with the axis' own ticks, or spanning `ticks` at their places.
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &LinePanel<'_>,
+    ticks: Option<&[(f64, String)]>,
 ) -> DrawResult<()> {
     let lines: Vec<(RGBColor, Vec<(f64, f64)>)> = panel
         .lines
         .iter()
         .map(|l| (l.color, finite(&l.points)))
         .collect();
-    let (x0, x1) = range_from_zero(lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)), 0.02);
+    let xs = || lines.iter().flat_map(|l| l.1.iter().map(|p| p.0));
     let (y0, y1) = range_from_zero(lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)), 0.08);
     let mut builder = ChartBuilder::on(area);
     builder
@@ -172,7 +220,78 @@ fn draw_line_panel<DB: DrawingBackend>(
             (FONT, CAPTION_FONT).into_font().style(FontStyle::Bold),
         );
     }
-    let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
+    match ticks {
+        None => {
+            let (x0, x1) = range_from_zero(xs(), 0.02);
+            let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
+            lines_on(&mut chart, panel, &lines, &|v: &f64| tick(*v))?;
+        }
+        Some(ticks) => {
+            let (x0, x1) = range_padded(xs().chain(ticks.iter().map(|t| t.0)), 0.05);
+            let axis = TickedAxis {
+                lo: x0,
+                hi: x1,
+                at: ticks.iter().map(|t| t.0).collect(),
+            };
+            let mut chart = builder.build_cartesian_2d(axis, y0..y1).map_err(err)?;
+            let label = |v: &f64| {
+                ticks
+                    .iter()
+                    .find(|t| (t.0 - v).abs() < 1e-9)
+                    .map_or_else(|| tick(*v), |t| t.1.clone())
+            };
+            lines_on(&mut chart, panel, &lines, &label)?;
+        }
+    }
+    if lines.iter().all(|l| l.1.is_empty()) {
+        no_data(area)?;
+    }
+    Ok(())
+}
+
+/// A linear f64 axis whose ticks (and grid lines) are at given places.
+struct TickedAxis {
+    lo: f64,
+    hi: f64,
+    at: Vec<f64>,
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let share = (v - self.lo) / (self.hi - self.lo);
+        let pixels = (limit.1 - limit.0) as f64;
+        if !share.is_finite() {
+            return limit.0;
+        }
+        limit.0 + (pixels * share).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.at.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Mesh, axes and lines of a line panel whose chart is built.
+fn lines_on<DB: DrawingBackend, X>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, RangedCoordf64>>,
+    panel: &LinePanel<'_>,
+    lines: &[(RGBColor, Vec<(f64, f64)>)],
+    x_label: &dyn Fn(&f64) -> String,
+) -> DrawResult<()>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let fmt = |v: &f64| tick(*v);
     chart
         .configure_mesh()
@@ -180,7 +299,7 @@ fn draw_line_panel<DB: DrawingBackend>(
         .y_desc(panel.y_desc)
         .x_labels(8)
         .y_labels(7)
-        .x_label_formatter(&fmt)
+        .x_label_formatter(x_label)
         .y_label_formatter(&fmt)
         .label_style((FONT, TICK_FONT).into_font().color(&RGBColor(40, 40, 40)))
         .axis_desc_style((FONT, DESC_FONT).into_font().color(&BLACK))
@@ -189,12 +308,10 @@ fn draw_line_panel<DB: DrawingBackend>(
         .axis_style(RGBColor(90, 90, 90).stroke_width(1))
         .draw()
         .map_err(err)?;
-    let mut any = false;
-    for (color, points) in &lines {
+    for (color, points) in lines {
         if points.is_empty() {
             continue;
         }
-        any = true;
         chart
             .draw_series(LineSeries::new(
                 points.iter().copied(),
@@ -208,10 +325,86 @@ fn draw_line_panel<DB: DrawingBackend>(
                 .map_err(err)?;
         }
     }
-    if !any {
-        no_data(area)?;
-    }
     Ok(())
+}
+
+/// One colour of points in a scatter plot.
+pub struct ScatterSeries {
+    pub color: RGBColor,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Edge of a scatter point, pixels. Points falling in the same cell of this size are drawn once,
+/// so the SVG grows with the area the points cover, not with their number.
+const DOT: i32 = 2;
+
+/// A scatter plot: each series' points as small squares, later series on top; both axes from
+/// zero.
+pub fn scatter(
+    series: &[ScatterSeries],
+    x_desc: &str,
+    y_desc: &str,
+    size: (u32, u32),
+) -> DrawResult<String> {
+    let series: Vec<(RGBColor, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|s| (s.color, finite(&s.points)))
+        .collect();
+    let (x0, x1) = range_from_zero(series.iter().flat_map(|s| s.1.iter().map(|p| p.0)), 0.02);
+    let (y0, y1) = range_from_zero(series.iter().flat_map(|s| s.1.iter().map(|p| p.1)), 0.04);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin_top(14)
+            .margin_right(24)
+            .margin_left(6)
+            .margin_bottom(6)
+            .x_label_area_size(50)
+            .y_label_area_size(76)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(err)?;
+        let fmt = |v: &f64| tick(*v);
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(8)
+            .y_labels(7)
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .label_style((FONT, TICK_FONT).into_font().color(&RGBColor(40, 40, 40)))
+            .axis_desc_style((FONT, DESC_FONT).into_font().color(&BLACK))
+            .bold_line_style(RGBColor(224, 224, 224).stroke_width(1))
+            .max_light_lines(0)
+            .axis_style(RGBColor(90, 90, 90).stroke_width(1))
+            .draw()
+            .map_err(err)?;
+        for (color, points) in &series {
+            let mut seen = std::collections::HashSet::new();
+            let kept: Vec<(f64, f64)> = points
+                .iter()
+                .copied()
+                .filter(|p| {
+                    let (px, py) = chart.backend_coord(p);
+                    seen.insert((px.div_euclid(DOT), py.div_euclid(DOT)))
+                })
+                .collect();
+            let h = DOT / 2;
+            chart
+                .draw_series(kept.into_iter().map(|p| {
+                    EmptyElement::at(p)
+                        + Rectangle::new([(-h, -h), (DOT - h, DOT - h)], color.filled())
+                }))
+                .map_err(err)?;
+        }
+        if series.iter().all(|s| s.1.is_empty()) {
+            no_data(&root)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
 }
 
 fn no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> DrawResult<()> {
@@ -418,5 +611,56 @@ mod tests {
         }
         assert_eq!(shorten("abcdef", 4), "abc…");
         assert_eq!(shorten("abc", 4), "abc");
+    }
+    #[test]
+    fn ticks_at_given_places() {
+        let lines = [Line {
+            color: run_color(0),
+            points: vec![(11.0, 3.0), (14.0, 1.0), (17.0, 0.5)],
+        }];
+        let ticks: Vec<(f64, String)> = [11, 14, 17]
+            .into_iter()
+            .map(|e| (e as f64, format!("{}K", (1u64 << e) >> 10)))
+            .collect();
+        let svg = line_chart_ticks(
+            &LinePanel {
+                caption: None,
+                x_desc: "cluster",
+                y_desc: "s",
+                lines: &lines,
+            },
+            &ticks,
+            (600, 300),
+        )
+        .unwrap();
+        for label in ["2K", "16K", "128K"] {
+            assert!(svg.contains(&format!(">\n{label}\n</text>")), "{label}");
+        }
+        // Only the given ticks on the x axis: no label between them.
+        assert!(!svg.contains(">\n12\n</text>") && !svg.contains(">\n11\n</text>"));
+        assert!(!svg.contains("no data"));
+    }
+
+    #[test]
+    fn scatter_draws_a_cell_once() {
+        let rects = |svg: &str| svg.matches("<rect").count();
+        let empty = scatter(&[], "t", "a", (400, 300)).unwrap();
+        assert!(empty.contains("no data"));
+        let base = rects(&empty);
+        // 10,000 points on one spot and a line of 100 well-separated ones.
+        let series = [
+            ScatterSeries {
+                color: run_color(0),
+                points: vec![(0.5, 0.5); 10_000],
+            },
+            ScatterSeries {
+                color: run_color(1),
+                points: (0..100).map(|i| (i as f64, i as f64)).collect(),
+            },
+        ];
+        let svg = scatter(&series, "t", "a", (800, 600)).unwrap();
+        assert!(!svg.contains("no data"));
+        let drawn = rects(&svg) - base;
+        assert!((90..=101).contains(&drawn), "{drawn} points drawn");
     }
 }

@@ -28,6 +28,8 @@ vertical-align:-1px}
 figure.chart{margin:.4em 0 1em}
 figure.chart svg{display:block;width:100%;height:auto;max-width:1200px}
 figcaption{color:#555;font-size:.9em;margin-top:.2em}
+th.group{text-align:center;border-bottom:1px solid #ccc}
+div.pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:0 24px}
 details{margin:.6em 0}
 summary{cursor:pointer;color:#333}
 code{font-size:.95em}

@@ -4,26 +4,30 @@
 //! * [`load`] reads and checks one result file, whatever wafer command wrote it: engine
 //!   benchmarks (`wafer bench ycsb`, `bench tpcc --out`, `--tpcc-out`, `wafer demo`), device
 //!   simulations (`wafer sim --json`/`--out`, the per-configuration files of `wafer bench device`)
-//!   and `wafer bench device`'s comparison table (`comparison.json`, or its `--json` output);
+//!   and `wafer bench device`'s comparison table (`comparison.json`, or its `--json` output),
+//!   and the result of `wafer bench query --out`;
 //! * [`figures`] turns the runs into the data of each chart (pure, tested here);
 //! * [`charts`] draws SVG charts; [`html`] lays out the engine benchmark page (with [`tpcc`]'s
-//!   tables for TPC-C runs), [`device`] the device page.
+//!   tables for TPC-C runs), [`device`] the device page, [`query`] the query page.
 //!
 //! One page holds one kind of result: engine benchmark runs of one workload (YCSB-A, TPC-C, ...),
-//! or device-level results (simulations and device comparisons, each in its own section). Other
-//! mixes are refused ([`ReportError::Mixed`], [`ReportError::MixedKinds`]): their numbers do not
-//! share a table.
+//! device-level results (simulations and device comparisons, each in its own section), or one
+//! `wafer bench query` result. Other mixes are refused ([`ReportError::Mixed`],
+//! [`ReportError::MixedKinds`], [`ReportError::SeveralQueries`]): their numbers do not share a
+//! table.
 
 pub mod charts;
 mod device;
 pub mod figures;
 mod html;
+mod query;
 mod tpcc;
 
 use crate::cli::device::DeviceRow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use wafer_workloads::bench::{BenchReport, BenchSummary};
+use wafer_workloads::query::bench::QueryBenchResult;
 use wafer_workloads::simrun::RunSummary;
 use wafer_workloads::tpcc::TpccSummary;
 
@@ -35,15 +39,19 @@ pub enum Content {
     Sim(Box<RunSummary>),
     /// The comparison table of `wafer bench device`.
     Device(Vec<DeviceRow>),
+    /// The sorts and joins of `wafer bench query`.
+    Query(Box<QueryBenchResult>),
 }
 
-/// The two kinds of page.
+/// The kinds of page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Engine benchmarks.
     Bench,
     /// Device-level results (simulations and device comparisons).
     Device,
+    /// A `wafer bench query` result.
+    Query,
 }
 
 impl Kind {
@@ -51,6 +59,7 @@ impl Kind {
         match self {
             Kind::Bench => "engine benchmark runs (`wafer bench ycsb`/`tpcc`, `wafer demo`)",
             Kind::Device => "device results (`wafer sim`, `wafer bench device`)",
+            Kind::Query => "query operator runs (`wafer bench query`)",
         }
     }
 }
@@ -61,6 +70,7 @@ impl Content {
         match self {
             Content::Bench(_) => Kind::Bench,
             Content::Sim(_) | Content::Device(_) => Kind::Device,
+            Content::Query(_) => Kind::Query,
         }
     }
 
@@ -70,6 +80,7 @@ impl Content {
             Content::Bench(r) => r.runs.len(),
             Content::Sim(_) => 1,
             Content::Device(rows) => rows.len(),
+            Content::Query(q) => q.runs.len(),
         }
     }
 
@@ -144,8 +155,10 @@ pub enum ReportError {
     NoRuns,
     /// The files hold runs of different workloads (one comparison table cannot mix them).
     Mixed(String),
-    /// The files hold different kinds of result (engine benchmarks and device results).
+    /// The files hold different kinds of result (engine benchmarks, device results, query runs).
     MixedKinds(String),
+    /// Several `wafer bench query` results: a query page shows one.
+    SeveralQueries(String),
     /// The file is another wafer result this page does not render.
     Unsupported { path: PathBuf, what: &'static str },
     /// A chart could not be drawn.
@@ -164,8 +177,8 @@ impl fmt::Display for ReportError {
             ReportError::Schema { path, source } => write!(
                 f,
                 "{} is not a wafer benchmark result (expected the JSON written by `wafer bench`, \
-                 an object with \"title\" and \"runs\", or by `wafer sim`, or `wafer bench \
-                 device`'s table): {source}",
+                 an object with \"title\" and \"runs\", or by `wafer sim`, `wafer bench \
+                 device`'s table or `wafer bench query`): {source}",
                 path.display()
             ),
             ReportError::Damaged { path, what, source } => write!(
@@ -183,13 +196,18 @@ impl fmt::Display for ReportError {
             ReportError::MixedKinds(m) => write!(
                 f,
                 "the inputs hold different kinds of result ({m}); a page shows one kind: make \
-                 one report of the engine benchmarks and another of the device results"
+                 one report per kind"
+            ),
+            ReportError::SeveralQueries(m) => write!(
+                f,
+                "the inputs hold several results of `wafer bench query` ({m}); a query page \
+                 shows one: make one report per file"
             ),
             ReportError::Unsupported { path, what } => write!(
                 f,
                 "{} is {what}, which `wafer report` does not render (it renders the JSON of \
-                 `wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`, `wafer sim` and \
-                 `wafer bench device`)",
+                 `wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`, `wafer sim`, \
+                 `wafer bench device` and `wafer bench query`)",
                 path.display()
             ),
             ReportError::Chart(m) => f.write_str(m),
@@ -224,8 +242,9 @@ fn other_output(v: &serde_json::Value) -> Option<&'static str> {
 }
 
 /// Reads one result file: engine benchmark runs (a [`BenchReport`], a lone [`BenchSummary`], or
-/// the list of [`TpccSummary`] of `--tpcc-out`), a `wafer sim` result ([`RunSummary`]), or
-/// `wafer bench device`'s comparison rows.
+/// the list of [`TpccSummary`] of `--tpcc-out`), a `wafer sim` result ([`RunSummary`]),
+/// `wafer bench device`'s comparison rows, or a `wafer bench query` result
+/// ([`QueryBenchResult`], an object with `"kind": "query"`).
 pub fn load(path: &Path) -> Result<Input, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
@@ -252,6 +271,11 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
             path: path.to_path_buf(),
             what,
         });
+    }
+    if value.get("kind").and_then(|k| k.as_str()) == Some("query") {
+        let q = serde_json::from_value::<QueryBenchResult>(value)
+            .map_err(|e| damaged("the result of `wafer bench query`", e))?;
+        return input(Content::Query(Box::new(q)));
     }
     let has = |k: &str| value.get(k).is_some();
     if has("ssd") && has("workload") && has("rows") {
@@ -395,6 +419,24 @@ pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportErr
             .map(|(k, src)| format!("{} in {src}", k.describe()))
             .collect();
         return Err(ReportError::MixedKinds(list.join(", ")));
+    }
+    if kinds[0].0 == Kind::Query {
+        let queries: Vec<(&str, &QueryBenchResult)> = inputs
+            .iter()
+            .filter_map(|i| match &i.content {
+                Content::Query(q) => Some((i.source.as_str(), q.as_ref())),
+                _ => None,
+            })
+            .collect();
+        if let [(_, res)] = queries.as_slice() {
+            let title = match title {
+                Some(t) => t.to_string(),
+                None => query::default_title(res),
+            };
+            return query::page(&title, inputs, res);
+        }
+        let list: Vec<&str> = queries.iter().map(|q| q.0).collect();
+        return Err(ReportError::SeveralQueries(list.join(", ")));
     }
     if kinds[0].0 == Kind::Device {
         let title = match title {
