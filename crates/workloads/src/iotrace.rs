@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
-use wafer_engine::device::{BlockDevice, Capabilities, DeviceError, DeviceStats};
+use wafer_engine::device::{
+    BlockDevice, Capabilities, DeviceError, DeviceStats, RemapOp, ZoneReport,
+};
 use wafer_engine::Clock;
 
 /// Recorded I/O: parallel arrays, one entry per kept command.
@@ -66,17 +68,6 @@ impl IoTrace {
             keep_even(&mut self.write);
             self.stride *= 2;
         }
-    }
-}
-
-/// The plain block interface of `c`: placement, remap and zone commands are not passed through
-/// the wrappers here (they would bypass what the wrapper observes).
-fn plain(c: Capabilities) -> Capabilities {
-    Capabilities {
-        trim: c.trim,
-        mapping_unit_bytes: c.mapping_unit_bytes,
-        gc_unit_bytes: c.gc_unit_bytes,
-        ..Capabilities::default()
     }
 }
 
@@ -230,10 +221,33 @@ impl BlockDevice for WatchedDevice {
         self.inner.trim(offset, len)
     }
     fn capabilities(&self) -> Capabilities {
-        plain(self.inner.capabilities())
+        self.inner.capabilities()
     }
     fn stats(&self) -> DeviceStats {
         self.inner.stats()
+    }
+    fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
+        self.note(offset, data.len(), true);
+        self.timed_op(Some(data.len() as u64), |d| {
+            d.write_placed(offset, data, pid)
+        })
+    }
+    // Remaps and zone commands pass through unobserved (they move no host data at an address
+    // known before the command; a zone append's address is known only after it).
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        self.inner.remap(ops)
+    }
+    fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
+        self.inner.zone_append(zone, data)
+    }
+    fn zone_reset(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.inner.zone_reset(zone)
+    }
+    fn zone_finish(&mut self, zone: u32) -> Result<(), DeviceError> {
+        self.inner.zone_finish(zone)
+    }
+    fn zone_report(&mut self, zone: u32) -> Result<ZoneReport, DeviceError> {
+        self.inner.zone_report(zone)
     }
 }
 
