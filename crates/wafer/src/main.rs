@@ -2,6 +2,7 @@
 
 mod cli;
 mod report;
+mod ssd;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -11,6 +11,7 @@ pub mod query;
 pub mod report;
 pub mod sim;
 pub mod size;
+pub mod ssd;
 pub mod torture;
 pub mod tpcb;
 pub mod tpcc;
@@ -310,6 +311,10 @@ pub enum Command {
     /// The engine's randomized torture suite: power cuts (also during recovery), damaged
     /// databases and concurrent transfers, checked against an oracle; deterministic by seed
     Torture(torture::TortureArgs),
+    /// A simulated SSD under unmodified programs: `wafer ssd mount MOUNTPOINT` exposes one
+    /// through FUSE as MOUNTPOINT/disk with a live MOUNTPOINT/stats.json
+    #[command(subcommand)]
+    Ssd(ssd::SsdCommand),
 }
 
 /// Runs the parsed command line.
@@ -320,5 +325,6 @@ pub fn dispatch(cli: &Cli) -> Result<(), CliError> {
         Command::Report(args) => report::main(args),
         Command::Bench(cmd) => bench::main(cmd),
         Command::Torture(args) => torture::main(args),
+        Command::Ssd(cmd) => ssd::main(cmd),
     }
 }

@@ -1,0 +1,3 @@
+//! The simulated SSD as a file for unmodified programs (`wafer ssd mount`).
+
+pub mod fs;
