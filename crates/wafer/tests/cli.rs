@@ -661,6 +661,34 @@ fn ssd_mount_reads_back_what_was_written() {
     let last = m.finish();
     assert_eq!(counter(&last, "trim_bytes"), 1 << 20);
     assert!(counter(&last, "host_write_bytes") >= host);
+    // Like a block device, the file keeps its size when opened for truncation.
+    let m = Mount::new(&["--capacity", "16MiB", "--geometry", "small"]);
+    std::fs::write(m.path("disk"), b"abc").unwrap();
+    assert_eq!(std::fs::metadata(m.path("disk")).unwrap().len(), 16 << 20);
+    m.finish();
+    // --timing-mode delay: requests take their simulated time in wall time. 8 MiB on the
+    // paper 003 SSD (32 MB/s of writes) takes at least 0.2 s.
+    let m = Mount::new(&[
+        "--drive",
+        "mcaqe32g",
+        "--capacity",
+        "64MiB",
+        "--timing-mode",
+        "delay",
+    ]);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(m.path("disk"))
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    for i in 0..64u64 {
+        f.write_all_at(&[7u8; 128 << 10], i << 17).unwrap();
+    }
+    f.sync_all().unwrap();
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(wall > 0.2, "{wall} s");
+    drop(f);
+    m.finish();
     // Workload flags of `wafer sim` are refused before mounting.
     let o = wafer(&["ssd", "mount", "/nonexistent", "--pattern", "seq"]);
     assert!(!o.status.success());

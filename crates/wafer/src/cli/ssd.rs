@@ -31,9 +31,23 @@ pub struct MountArgs {
     /// Keep the device's contents in this sparse file of physical size instead of in memory.
     #[arg(long, value_name = "FILE")]
     pub backing_file: Option<PathBuf>,
+    /// `delay`: each request waits in wall time for its simulated completion (the program sees
+    /// the model's latency and throughput; needs the timing model, on by default); `off` (the
+    /// default): requests return as fast as the model computes them.
+    #[arg(long = "timing-mode", value_enum, default_value = "off")]
+    pub timing_mode: TimingMode,
     /// The device (same flags and TOML `[ssd]` as `wafer sim`).
     #[command(flatten)]
     pub sim: SimArgs,
+}
+
+/// How requests relate to wall time.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimingMode {
+    /// Requests return as soon as the model has computed them.
+    Off,
+    /// Each request waits in wall time until its simulated completion.
+    Delay,
 }
 
 /// Options of `wafer ssd umount`.
@@ -122,10 +136,16 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
     }
     let ssd = flashsim::Ssd::new(cfg.clone()).map_err(|e| CliError::Run(e.to_string()))?;
     let logical = ssd.capacity().logical_bytes;
+    if a.timing_mode == TimingMode::Delay && !cfg.timing.enabled {
+        return Err(CliError::Usage(
+            "--timing-mode delay needs the timing model (drop --no-timing)".into(),
+        ));
+    }
     let dev = Arc::new(Mutex::new(Device {
         ssd,
         now_ns: 0,
         partial_units: 0,
+        delay_from: (a.timing_mode == TimingMode::Delay).then(std::time::Instant::now),
     }));
     // SAFETY: getuid/getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

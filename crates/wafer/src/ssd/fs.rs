@@ -5,9 +5,9 @@
 
 use flashsim::Ssd;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite,
-    Request, WriteFlags,
+    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
@@ -29,6 +29,10 @@ pub struct Device {
     pub now_ns: u64,
     /// Commands that were not aligned to the mapping unit and needed a read of the unit first.
     pub partial_units: u64,
+    /// `--timing delay`: the wall time the mount started; each command is then submitted no
+    /// earlier than the wall time since (an idle device's clock catches up) and its reply waits
+    /// until the wall clock reaches its simulated completion.
+    pub delay_from: Option<std::time::Instant>,
 }
 
 impl Device {
@@ -44,6 +48,31 @@ impl Device {
 
     fn unit(&self) -> u64 {
         u64::from(self.ssd.unit_bytes())
+    }
+
+    /// With `--timing delay`: moves the clock to the wall time if the device was idle.
+    fn submit_now(&mut self) {
+        if let Some(t0) = self.delay_from {
+            self.now_ns = self.now_ns.max(t0.elapsed().as_nanos() as u64);
+        }
+    }
+
+    /// With `--timing delay`: waits until the wall clock reaches the last command's completion.
+    fn wait_completion(&self) {
+        if let Some(t0) = self.delay_from {
+            let wall = t0.elapsed().as_nanos() as u64;
+            if self.now_ns > wall {
+                std::thread::sleep(Duration::from_nanos(self.now_ns - wall));
+            }
+        }
+    }
+
+    /// Runs one host request on the device (submitted and completed per `--timing`).
+    fn request<T>(&mut self, f: impl FnOnce(&mut Device) -> Result<T, Errno>) -> Result<T, Errno> {
+        self.submit_now();
+        let r = f(self);
+        self.wait_completion();
+        r
     }
 
     /// Reads `len` bytes at `offset` (any alignment): the covering units, in one command.
@@ -181,6 +210,33 @@ impl Filesystem for SsdFs {
         }
     }
 
+    /// Attributes do not change: like a block device, `disk` keeps its size (an `O_TRUNC` open
+    /// or a truncate is ignored) and its owner and mode.
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        match self.attr(u64::from(ino)) {
+            Some(a) => reply.attr(&Duration::ZERO, &a),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match u64::from(ino) {
             DISK | STATS => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
@@ -207,7 +263,7 @@ impl Filesystem for SsdFs {
                 if len == 0 {
                     return reply.data(&[]);
                 }
-                match d.read(offset, len) {
+                match d.request(|d| d.read(offset, len)) {
                     Ok(b) => reply.data(&b),
                     Err(e) => reply.error(e),
                 }
@@ -244,7 +300,7 @@ impl Filesystem for SsdFs {
             // The device ends here, as a block device does.
             return reply.error(Errno::ENOSPC);
         }
-        match d.write(offset, data) {
+        match d.request(|d| d.write(offset, data)) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
         }
@@ -273,7 +329,7 @@ impl Filesystem for SsdFs {
         if u64::from(ino) != DISK {
             return reply.ok();
         }
-        match self.dev().flush() {
+        match self.dev().request(|d| d.flush()) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -296,7 +352,7 @@ impl Filesystem for SsdFs {
         let cap = d.ssd.capacity().logical_bytes;
         if mode == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE {
             let len = length.min(cap.saturating_sub(offset));
-            return match d.trim(offset, len) {
+            return match d.request(|d| d.trim(offset, len)) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             };
