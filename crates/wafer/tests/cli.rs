@@ -755,3 +755,68 @@ fn fio_through_the_mount_matches_wafer_sim() {
         "mount {mount_waf:.3} vs sim {sim_waf:.3}"
     );
 }
+
+/// `wafer realdb sqlite` at a small size: SQLite on ext4 on a loop device on the mounted
+/// simulated SSD, rollback journal against WAL. Skips (with the reason) where root, /dev/fuse,
+/// losetup, mkfs.ext4 or sqlite3 are missing (installs sqlite3 with apt-get first).
+#[test]
+fn realdb_sqlite_journal_against_wal() {
+    if !can_mount() {
+        return;
+    }
+    let has = |t: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has("sqlite3") {
+        let _ = Command::new("apt-get")
+            .args(["install", "-y", "-q", "sqlite3"])
+            .output();
+    }
+    if let Some(t) = ["losetup", "mkfs.ext4", "sqlite3"]
+        .into_iter()
+        .find(|t| !has(t))
+    {
+        eprintln!("skipped: {t} is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("realdb.json");
+    let o = wafer(&[
+        "realdb",
+        "sqlite",
+        "--txns",
+        "300",
+        "--rows",
+        "2000",
+        "--capacity",
+        "128MiB",
+        "--geometry",
+        "small",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("journal_mode=WAL"));
+    let runs: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap();
+    let (delete, wal) = (&runs[0], &runs[1]);
+    for r in runs {
+        // Every commit reaches the device with at least one flush; the file system and the
+        // device add to what the database wrote.
+        assert!(f(r, "flushes") >= f(r, "txns"), "{r}");
+        assert!(f(r, "host_write_bytes") >= f(r, "db_write_bytes"), "{r}");
+        assert!(f(r, "media_write_bytes") >= f(r, "host_write_bytes"), "{r}");
+    }
+    // The rollback journal writes each page twice and its journal file's metadata: more than
+    // the write-ahead log's appends.
+    assert!(
+        f(delete, "db_bytes_per_txn") > f(wal, "db_bytes_per_txn"),
+        "{delete} vs {wal}"
+    );
+    assert!(f(delete, "host_bytes_per_txn") > f(wal, "host_bytes_per_txn"));
+}

@@ -8,6 +8,7 @@ pub mod flushless;
 pub mod hdr;
 pub mod human;
 pub mod query;
+pub mod realdb;
 pub mod report;
 pub mod sim;
 pub mod size;
@@ -315,6 +316,9 @@ pub enum Command {
     /// through FUSE as MOUNTPOINT/disk with a live MOUNTPOINT/stats.json
     #[command(subcommand)]
     Ssd(ssd::SsdCommand),
+    /// An unmodified database on the simulated SSD (FUSE, a loop device and a real file
+    /// system): what it writes, what reaches the device, what the flash programs
+    Realdb(Box<realdb::RealdbArgs>),
 }
 
 /// Runs the parsed command line.
@@ -326,5 +330,6 @@ pub fn dispatch(cli: &Cli) -> Result<(), CliError> {
         Command::Bench(cmd) => bench::main(cmd),
         Command::Torture(args) => torture::main(args),
         Command::Ssd(cmd) => ssd::main(cmd),
+        Command::Realdb(args) => realdb::main(args),
     }
 }

@@ -86,7 +86,8 @@ fn is_mounted(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn refuse_workload_flags(s: &SimArgs) -> Result<(), CliError> {
+/// Refuses the workload and run flags of `wafer sim`, which a mount does not use.
+pub(crate) fn refuse_workload_flags(s: &SimArgs) -> Result<(), CliError> {
     let given = [
         ("--pattern", s.pattern.is_some()),
         ("--trace", s.trace.is_some()),
