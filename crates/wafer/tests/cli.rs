@@ -689,6 +689,45 @@ fn ssd_mount_reads_back_what_was_written() {
     assert!(wall > 0.2, "{wall} s");
     drop(f);
     m.finish();
+    // A power cut loses what sat unflushed in a volatile write cache, and keeps what fsync
+    // flushed; with power-loss protection the cache is destaged instead.
+    for plp in [false, true] {
+        let mut dev = vec![
+            "--capacity",
+            "16MiB",
+            "--geometry",
+            "small",
+            "--write-cache",
+            "1MiB",
+        ];
+        if !plp {
+            dev.push("--no-plp");
+        }
+        let m = Mount::new(&dev);
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m.path("disk"))
+            .unwrap();
+        f.write_all_at(&[b'a'; 65536], 0).unwrap();
+        f.sync_all().unwrap();
+        f.write_all_at(&[b'b'; 65536], 1 << 20).unwrap();
+        let mp = m.path("");
+        let o = wafer(&["ssd", "cut", mp.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut back = vec![0u8; 65536];
+        f.read_exact_at(&mut back, 0).unwrap();
+        assert!(back.iter().all(|&b| b == b'a'));
+        f.read_exact_at(&mut back, 1 << 20).unwrap();
+        let kept = back.iter().all(|&b| b == b'b');
+        let lost = back.iter().all(|&b| b == 0);
+        assert!(if plp { kept } else { lost }, "plp {plp}");
+        let s = m.stats();
+        assert_eq!(s["power_cuts"], 1);
+        assert_eq!(s["lost_units"].as_u64().unwrap() > 0, !plp);
+        drop(f);
+        m.finish();
+    }
     // Workload flags of `wafer sim` are refused before mounting.
     let o = wafer(&["ssd", "mount", "/nonexistent", "--pattern", "seq"]);
     assert!(!o.status.success());

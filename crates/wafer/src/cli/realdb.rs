@@ -152,6 +152,8 @@ fn with_fs<T>(
         now_ns: 0,
         partial_units: 0,
         delay_from: None,
+        power_cuts: 0,
+        lost_units: 0,
     }));
     let mut fcfg = fuser::Config::default();
     fcfg.mount_options

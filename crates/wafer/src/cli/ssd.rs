@@ -20,6 +20,10 @@ pub enum SsdCommand {
     Mount(Box<MountArgs>),
     /// Unmount a mount of `wafer ssd mount` (it then writes its final report and exits).
     Umount(UmountArgs),
+    /// Cut the power of a mounted device: its write cache (--write-cache) is lost unless it has
+    /// power-loss protection; the device then runs on with what survived (as after a restart).
+    /// Programs above it keep their own caches: unmount them first for a clean crash test.
+    Cut(UmountArgs),
 }
 
 /// Options of `wafer ssd mount`: the device flags and `--config` of `wafer sim` (its workload
@@ -31,6 +35,14 @@ pub struct MountArgs {
     /// Keep the device's contents in this sparse file of physical size instead of in memory.
     #[arg(long, value_name = "FILE")]
     pub backing_file: Option<PathBuf>,
+    /// Volatile write cache of the device (0: every write is on flash when acknowledged);
+    /// flushed by fsync (see --no-plp for power cuts).
+    #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
+    pub write_cache: Option<u64>,
+    /// No power-loss protection: a power cut (`wafer ssd cut`) loses the write cache's contents
+    /// (with it, the default, the cache is destaged).
+    #[arg(long)]
+    pub no_plp: bool,
     /// `delay`: each request waits in wall time for its simulated completion (the program sees
     /// the model's latency and throughput; needs the timing model, on by default); `off` (the
     /// default): requests return as fast as the model computes them.
@@ -62,6 +74,7 @@ pub fn main(cmd: &SsdCommand) -> Result<(), CliError> {
     match cmd {
         SsdCommand::Mount(a) => mount(a),
         SsdCommand::Umount(a) => umount(&a.mountpoint),
+        SsdCommand::Cut(a) => cut(&a.mountpoint),
     }
 }
 
@@ -120,6 +133,13 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
             "a zoned device cannot be a file: mount a conventional or FDP device".into(),
         ));
     }
+    if let Some(w) = a.write_cache {
+        cfg.write_cache_bytes = w;
+    }
+    if a.no_plp {
+        cfg.power_loss_protection = false;
+    }
+    cfg.validate().map_err(|e| CliError::Usage(e.to_string()))?;
     cfg.data = match &a.backing_file {
         Some(p) => flashsim::DataMode::File { path: p.clone() },
         None => flashsim::DataMode::Memory,
@@ -147,6 +167,8 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
         now_ns: 0,
         partial_units: 0,
         delay_from: (a.timing_mode == TimingMode::Delay).then(std::time::Instant::now),
+        power_cuts: 0,
+        lost_units: 0,
     }));
     // SAFETY: getuid/getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
@@ -202,6 +224,18 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Run(format!("writing {}: {e}", out.display())))?;
         eprintln!("wrote {}", out.display());
     }
+    Ok(())
+}
+
+fn cut(path: &Path) -> Result<(), CliError> {
+    if !is_mounted(path) {
+        return Err(CliError::Usage(format!(
+            "{} is not mounted",
+            path.display()
+        )));
+    }
+    std::fs::write(path.join("control"), b"cut\n")
+        .map_err(|e| CliError::Run(format!("cutting the power of {}: {e}", path.display())))?;
     Ok(())
 }
 

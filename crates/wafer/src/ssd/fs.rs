@@ -1,5 +1,5 @@
 //! One simulated SSD as a FUSE file system: `disk` is the device's logical space as a file,
-//! `stats.json` its live report. Every read, write, fsync and punch-hole of `disk` becomes a
+//! `stats.json` its live report, `control` takes `cut` (a power cut). Every read, write, fsync and punch-hole of `disk` becomes a
 //! command of the flashsim model, in the sizes the application issued (the files are opened
 //! with direct I/O, so the kernel's page cache neither absorbs nor splits them).
 
@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 const ROOT: u64 = 1;
 const DISK: u64 = 2;
 const STATS: u64 = 3;
+const CONTROL: u64 = 4;
 /// `fallocate` mode bits (linux/falloc.h).
 const FALLOC_FL_KEEP_SIZE: i32 = 0x01;
 const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
@@ -33,6 +34,10 @@ pub struct Device {
     /// earlier than the wall time since (an idle device's clock catches up) and its reply waits
     /// until the wall clock reaches its simulated completion.
     pub delay_from: Option<std::time::Instant>,
+    /// Power cuts so far (`cut` written to `control`) and the units they lost.
+    pub power_cuts: u64,
+    /// Mapping units lost by power cuts (cached, unflushed writes without power-loss protection).
+    pub lost_units: u64,
 }
 
 impl Device {
@@ -41,6 +46,8 @@ impl Device {
         let v = serde_json::json!({
             "virtual_ns": self.now_ns,
             "partial_unit_commands": self.partial_units,
+            "power_cuts": self.power_cuts,
+            "lost_units": self.lost_units,
             "report": self.ssd.report(),
         });
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
@@ -129,6 +136,15 @@ impl Device {
         self.now_ns = self.ssd.flush(self.now_ns).map_err(|_| Errno::EIO)?;
         Ok(())
     }
+
+    /// Cuts the power: the write cache is destaged with power-loss protection and lost
+    /// without; the device then runs on with what survived.
+    pub fn power_cut(&mut self) -> Result<(), Errno> {
+        let r = self.ssd.power_cut().map_err(|_| Errno::EIO)?;
+        self.power_cuts += 1;
+        self.lost_units += r.lost_units;
+        Ok(())
+    }
 }
 
 /// The file system.
@@ -167,6 +183,7 @@ impl SsdFs {
                 0o444,
                 self.dev().stats_json().len() as u64,
             ),
+            CONTROL => (FileType::RegularFile, 0o200, 0),
             _ => return None,
         };
         Some(FileAttr {
@@ -194,6 +211,7 @@ impl Filesystem for SsdFs {
         let ino = match (u64::from(parent), name.to_str()) {
             (ROOT, Some("disk")) => DISK,
             (ROOT, Some("stats.json")) => STATS,
+            (ROOT, Some("control")) => CONTROL,
             _ => return reply.error(Errno::ENOENT),
         };
         match self.attr(ino) {
@@ -239,7 +257,7 @@ impl Filesystem for SsdFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match u64::from(ino) {
-            DISK | STATS => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
+            DISK | STATS | CONTROL => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
             _ => reply.error(Errno::EISDIR),
         }
     }
@@ -291,6 +309,16 @@ impl Filesystem for SsdFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if u64::from(ino) == CONTROL {
+            // `cut`: a power cut of the device.
+            return match std::str::from_utf8(data).map(str::trim) {
+                Ok("cut") => match self.dev().power_cut() {
+                    Ok(()) => reply.written(data.len() as u32),
+                    Err(e) => reply.error(e),
+                },
+                _ => reply.error(Errno::EINVAL),
+            };
+        }
         if u64::from(ino) != DISK {
             return reply.error(Errno::EACCES);
         }
@@ -380,6 +408,7 @@ impl Filesystem for SsdFs {
             (ROOT, FileType::Directory, ".."),
             (DISK, FileType::RegularFile, "disk"),
             (STATS, FileType::RegularFile, "stats.json"),
+            (CONTROL, FileType::RegularFile, "control"),
         ];
         for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(ino), (i + 1) as u64, kind, name) {
