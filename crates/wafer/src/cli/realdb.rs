@@ -254,8 +254,8 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
     refuse_workload_flags(&a.sim)?;
     if let Some(what) = missing(a.recipe, a.fs) {
         return Err(CliError::Run(format!(
-            "this machine lacks {what}; install it (as root: apt-get install sqlite3 fuse3) or \
-             run elsewhere"
+            "this machine lacks {what}; install it (as root, with apt-get: sqlite3, xfsprogs for \
+             mkfs.xfs, mount for losetup) or run elsewhere"
         )));
     }
     let mut cfg = a.sim.plan()?.ssd;

@@ -114,6 +114,11 @@ pub struct TpccArgs {
     /// check the recovered database.
     #[arg(long)]
     pub crash_at_end: bool,
+    /// The log device (paper 003's log role): `flash`, the log SSD (the default), or `disk`,
+    /// flashsim's model of the paper's 7200 rpm disk, write-through (a forced log write waits
+    /// for the platter). Overrides the config file's `log_disk`.
+    #[arg(long, value_enum)]
+    pub log_device: Option<super::tpcb::LogArg>,
     #[command(flatten)]
     pub output: super::RunOutput,
     /// Write the full TPC-C summaries (counts, mix, checks, writes-vs-New-Orders series) here.
@@ -210,6 +215,13 @@ impl TpccArgs {
         }
         if self.crash_at_end {
             cfg.crash_at_end = true;
+        }
+        match self.log_device {
+            Some(super::tpcb::LogArg::Disk) => {
+                cfg.log_disk = Some(flashsim::HddConfig::barracuda_7200_10().with_write_cache(0));
+            }
+            Some(super::tpcb::LogArg::Flash) => cfg.log_disk = None,
+            None => {}
         }
         let e = &mut cfg.engine;
         set(&mut e.page_size, self.page_size);
@@ -641,6 +653,11 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
                     "{flag} applies to virtual-time runs, not to --wall"
                 )));
             }
+        }
+        if args.log_device.is_some() {
+            return Err(CliError::Usage(
+                "--log-device applies to virtual-time runs, not to --wall".into(),
+            ));
         }
         return main_wall(args);
     }

@@ -37,6 +37,9 @@ pub struct TpccBenchConfig {
     pub data_ssd: SsdConfig,
     /// The log SSD.
     pub log_ssd: SsdConfig,
+    /// The log on flashsim's disk model instead of `log_ssd` (paper 003's log-device role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_disk: Option<flashsim::HddConfig>,
     /// Engine settings (page size, checkpoint and cleaner settings, log space, group commit);
     /// the buffer pool size and the doublewrite switch are set by the run from
     /// `buffer_fraction` and the preset.
@@ -66,6 +69,7 @@ impl TpccBenchConfig {
             tpcc,
             data_ssd: bench_ssd(data_bytes, spare_factor),
             log_ssd: bench_ssd((data_bytes / 8).max(32 << 20), 0.2),
+            log_disk: None,
             engine: DbConfig::default(),
             buffer_fraction: 0.1,
             load_buffer_pages: None,
@@ -419,7 +423,10 @@ pub fn run_vtime_logged(
     cfg.validate()?;
     let mut rig = Rig::open_devices(
         &cfg.preset.data_ssd(&cfg.data_ssd),
-        &crate::bench::vtime::LogDevice::Ssd(cfg.log_ssd.clone()),
+        &match &cfg.log_disk {
+            Some(d) => crate::bench::vtime::LogDevice::Disk(d.clone()),
+            None => crate::bench::vtime::LogDevice::Ssd(cfg.log_ssd.clone()),
+        },
         cfg.engine_config(cfg.load_buffer()),
     )?;
     obs.phase("load");

@@ -395,3 +395,21 @@ fn abort_fraction_and_group_commit_by_buffer_fill() {
         );
     }
 }
+
+/// The log role on flashsim's disk model: the run stays consistent and recovers after a crash,
+/// and its commits wait for the platter, so it is far slower than with the log SSD.
+#[test]
+fn log_on_the_disk_model() {
+    let mut flash = small(Preset::InPlaceNoDw, 1, 0.02, SizeMode::Growing, 1500);
+    flash.crash_at_end = true;
+    let mut disk = flash.clone();
+    disk.log_disk = Some(flashsim::HddConfig::barracuda_7200_10().with_write_cache(0));
+    let f = run_vtime("flash log", &flash, &mut Silent).unwrap();
+    let d = run_vtime("disk log", &disk, &mut Silent).unwrap();
+    for s in [&f, &d] {
+        // With --crash-at-end the run's check is made on the recovered database.
+        assert_checks(s);
+        assert!(s.recovery.is_some(), "{}", s.bench.name);
+    }
+    assert!(d.tpmc * 3.0 < f.tpmc, "disk {} vs flash {}", d.tpmc, f.tpmc);
+}
