@@ -728,6 +728,16 @@ fn ssd_mount_reads_back_what_was_written() {
         drop(f);
         m.finish();
     }
+    // A mount whose process was killed is still found and unmounted by `wafer ssd umount`.
+    let mut m = Mount::new(&["--capacity", "16MiB", "--geometry", "small"]);
+    m.child.kill().unwrap();
+    m.child.wait().unwrap();
+    let mp = m.path("");
+    let o = wafer(&["ssd", "umount", mp.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = wafer(&["ssd", "umount", mp.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains("not mounted"));
+    drop(m);
     // Workload flags of `wafer sim` are refused before mounting.
     let o = wafer(&["ssd", "mount", "/nonexistent", "--pattern", "seq"]);
     assert!(!o.status.success());

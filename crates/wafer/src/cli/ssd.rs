@@ -85,12 +85,28 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Whether `path` is a mount point now (from /proc/self/mountinfo).
+/// Whether `path` is a mount point now (from /proc/self/mountinfo). The path is resolved
+/// through its parent, so a mount whose process died ("transport endpoint is not connected")
+/// is still found and can be unmounted.
 fn is_mounted(path: &Path) -> bool {
-    let Ok(canon) = path.canonicalize() else {
-        return false;
+    let abs = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            match parent.canonicalize() {
+                Ok(p) => p.join(name),
+                Err(_) => return false,
+            }
+        }
+        _ => match path.canonicalize() {
+            Ok(p) => p,
+            Err(_) => return false,
+        },
     };
-    let target = canon.to_string_lossy().into_owned();
+    let target = abs.to_string_lossy().into_owned();
     std::fs::read_to_string("/proc/self/mountinfo")
         .map(|t| {
             t.lines()

@@ -443,11 +443,27 @@ pub fn closed_loop(
                 latency.record(done - t);
                 tasks.push(Reverse((done, id)));
             }
-            Step::Pending(p) if cfg.group_commit_on_idle => {
+            Step::Pending(p) => {
                 waiting.push((id, t, p));
-                if timer_gen.is_some() {
-                    // A flush is due when the running one ends: this commit joins it.
-                } else if done >= log_free {
+                // Flush now, or set the group-commit timer to a time (None: wait for the timer
+                // already set).
+                let (flush_now, timer_at) = if cfg.group_commit_on_idle {
+                    if timer_gen.is_some() {
+                        // A flush is due when the running one ends: this commit joins it.
+                        (false, None)
+                    } else if done >= log_free {
+                        (true, None)
+                    } else {
+                        (false, Some(log_free))
+                    }
+                } else if group_full(rig, waiting.len()) {
+                    (true, None)
+                } else if timer_gen.is_none() {
+                    (false, Some(done + cfg.group_commit_delay_us * 1000))
+                } else {
+                    (false, None)
+                };
+                if flush_now {
                     txns += flush(
                         rig,
                         done,
@@ -458,27 +474,10 @@ pub fn closed_loop(
                     )?;
                     log_free = rig.clock.now().max(done);
                     flush_gen += 1;
-                } else {
-                    timer_gen = Some(flush_gen);
-                    tasks.push(Reverse((log_free, flush_id)));
-                }
-            }
-            Step::Pending(p) => {
-                waiting.push((id, t, p));
-                if group_full(rig, waiting.len()) {
-                    txns += flush(
-                        rig,
-                        done,
-                        &mut waiting,
-                        &mut tasks,
-                        &mut latency,
-                        &mut horizon,
-                    )?;
-                    flush_gen += 1;
                     timer_gen = None;
-                } else if timer_gen.is_none() {
+                } else if let Some(at) = timer_at {
                     timer_gen = Some(flush_gen);
-                    tasks.push(Reverse((done + cfg.group_commit_delay_us * 1000, flush_id)));
+                    tasks.push(Reverse((at, flush_id)));
                 }
             }
         }
