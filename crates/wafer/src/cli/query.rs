@@ -70,7 +70,7 @@ pub struct QueryArgs {
     pub devices: Vec<DeviceArg>,
     /// The flash SSD: a drive preset of `wafer sim --drive` (mcaqe32g: the paper's 2008 SATA
     /// SLC SSD; the NVMe presets map 4 KiB, so their smallest cluster is 4 KiB).
-    #[arg(long, default_value = "mcaqe32g", value_parser = parse_drive)]
+    #[arg(long, default_value = "mcaqe32g", value_parser = super::sim::parse_drive)]
     pub flash_drive: flashsim::Drive,
     /// CPU time per row and operator step (sort into a run, merge, partition, build, probe), in
     /// virtual ns. 3000 makes run generation take about as long on the disk as on the paper's
@@ -105,10 +105,6 @@ pub struct QueryArgs {
     /// `wafer report`.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-fn parse_drive(s: &str) -> Result<flashsim::Drive, String> {
-    s.parse()
 }
 
 fn usage(m: String) -> CliError {

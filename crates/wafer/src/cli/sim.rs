@@ -275,7 +275,8 @@ pub enum CellArg {
     Qlc,
 }
 
-fn parse_drive(s: &str) -> Result<flashsim::Drive, String> {
+/// A `--drive` name.
+pub(crate) fn parse_drive(s: &str) -> Result<flashsim::Drive, String> {
     s.parse()
 }
 

@@ -35,7 +35,7 @@ pub struct TpcbArgs {
     pub log_device: Vec<LogArg>,
     /// The flash SSD of the log: a drive preset of `wafer sim --drive` (mcaqe32g: the paper's
     /// 2008 PATA SLC SSD).
-    #[arg(long, default_value = "mcaqe32g", value_parser = parse_drive)]
+    #[arg(long, default_value = "mcaqe32g", value_parser = super::sim::parse_drive)]
     pub flash_drive: flashsim::Drive,
     /// Pages of program work each die of the flash log buffers before a write waits for flash.
     /// 0 (the default here): a forced log write waits for its programs, as on the paper's drive,
@@ -67,10 +67,6 @@ pub struct TpcbArgs {
     /// Write every run's summary here (JSON).
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-fn parse_drive(s: &str) -> Result<flashsim::Drive, String> {
-    s.parse()
 }
 
 /// Runs `wafer bench tpcb`.
