@@ -1,6 +1,7 @@
 //! `wafer`: the command line of the wafer project (simulate, later benchmark and compare).
 
 mod cli;
+mod realdb;
 mod report;
 mod ssd;
 

@@ -1,331 +1,367 @@
-//! `wafer realdb`: an unmodified database on the simulated SSD. The device is mounted through
-//! FUSE (as `wafer ssd mount` does), a loop device puts a real file system on it, the database
-//! runs a fixed load there, and the run reports what the database wrote (its `write()` bytes),
-//! what reached the device (host) and what the flash programmed (media). One recipe so far:
-//! SQLite with its rollback journal against its write-ahead log.
+//! `wafer realdb`: an unmodified database on the simulated SSD (see [`crate::realdb`]): the
+//! arguments, the defaults of each recipe, and the tables printed.
 
-use super::sim::SimArgs;
+use super::sim::{Preset, SimArgs};
 use super::ssd::refuse_workload_flags;
 use super::CliError;
-use crate::ssd::fs::{Device, SsdFs};
-use serde::Serialize;
+use crate::realdb::{
+    self, crash, ensure_tools, mariadb::Mariadb, missing_basics, postgres::Postgres,
+    rocksdb::Rocksdb, sqlite::Sqlite, FsKind, RealdbError, RealdbResult, RealdbRun, Recipe, Rig,
+};
 use std::fmt::Write as _;
-use std::path::Path;
-use std::process::Command;
-use std::sync::{Arc, Mutex};
 
-/// The device's logical capacity when no `--capacity` is given.
-const DEFAULT_CAPACITY: u64 = 256 << 20;
-
-/// The recipes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Recipe {
-    /// SQLite 3 (the sqlite3 CLI): one-row upserts, each its own transaction, with
-    /// `journal_mode=DELETE` and `journal_mode=WAL` (synchronous=FULL).
-    Sqlite,
+/// The device's logical capacity when no `--capacity` is given: SQLite's small database fits
+/// 256 MiB; the servers get 1 GiB.
+fn default_capacity(r: RecipeArg) -> u64 {
+    match r {
+        RecipeArg::Sqlite => 256 << 20,
+        _ => 1 << 30,
+    }
 }
 
-/// Options of `wafer realdb`. The table is created and filled first (not measured); the load's
-/// bytes are counted from then on, on both sides.
+/// The recipes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecipeArg {
+    /// SQLite 3 (the sqlite3 CLI): one-row upserts, each its own transaction, with
+    /// journal_mode=DELETE and WAL (synchronous=FULL). Default 2,000 transactions on 10,000
+    /// rows.
+    Sqlite,
+    /// PostgreSQL with pgbench (TPC-B-like): full_page_writes on and off, each with a
+    /// checkpoint every N transactions for each N of --checkpoint-every. Default scale 10, 4
+    /// clients, 20,000 transactions, checkpoints every 2,000 and 20,000.
+    Postgres,
+    /// MariaDB (InnoDB) with sysbench oltp_write_only: innodb_doublewrite ON and OFF. Default 4
+    /// tables of 100,000 rows, 32 MiB buffer pool, 4 threads, 10,000 transactions.
+    Mariadb,
+    /// RocksDB db_bench: fillrandom (not measured), then overwrite, with leveled and universal
+    /// compaction. Default 500,000 keys of 400 B, 1,000,000 overwrites.
+    Rocksdb,
+}
+
+/// Options of `wafer realdb`. Each setting runs on a fresh device and file system; the
+/// database is set up and loaded first (not measured), then the counted load runs, and every
+/// byte counts from then on, on both sides.
 #[derive(clap::Args, Debug)]
 pub struct RealdbArgs {
     /// The database and its load.
     #[arg(value_enum)]
-    pub recipe: Recipe,
-    /// Transactions of the measured load.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub txns: u64,
-    /// Rows the table is filled with first (the upserts pick among them).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub rows: u64,
+    pub recipe: RecipeArg,
+    /// Transactions of the measured load (RocksDB: overwrites) [default: per recipe, above].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub txns: Option<u64>,
+    /// SQLite: rows of the table; MariaDB: rows per table; RocksDB: keys [default: per
+    /// recipe].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rows: Option<u64>,
+    /// PostgreSQL: pgbench's scale factor (100,000 accounts each).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub scale: u64,
+    /// Concurrent clients (PostgreSQL, MariaDB).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub clients: u64,
+    /// PostgreSQL: the checkpoint spacings compared, in transactions (comma-separated)
+    /// [default: a tenth of --txns, and --txns].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub checkpoint_every: Vec<u64>,
+    /// Run every setting this many times (each on a fresh device) and report how far the
+    /// flash counts agree.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
+    /// Instead of the measured load, crash the database: cut the device's power after
+    /// --crash-after acknowledged commits (its write cache lost), restart, and check that the
+    /// database recovers with every acknowledged commit (SQLite and PostgreSQL).
+    #[arg(long)]
+    pub crash: bool,
+    /// With --crash: acknowledged commits before the (first) cut.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    pub crash_after: u64,
+    /// With --crash: cuts per setting, after --crash-after x 1, 2, ... commits.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=50))]
+    pub crashes: u64,
+    /// The device's volatile write cache, lost by a power cut [default: 8 MiB with --crash
+    /// (without power-loss protection), else none].
+    #[arg(long, value_name = "SIZE", value_parser = super::size::parse_size)]
+    pub write_cache: Option<u64>,
     /// File system put on the device.
     #[arg(long, value_enum, default_value = "ext4")]
     pub fs: FsKind,
     /// The device (same flags and TOML `[ssd]` as `wafer sim`; --capacity defaults to 256 MiB
-    /// here) and `--out FILE` for the runs as JSON.
+    /// for SQLite and 1 GiB for the others, --geometry to small so that the spare factor is
+    /// what is asked), `--out FILE` for the result as JSON (input of `wafer report`), and
+    /// `--no-precondition` for a fresh device (by default its logical space is written once
+    /// first, as an aged drive's is, and mkfs does not discard it).
     #[command(flatten)]
     pub sim: SimArgs,
 }
 
-/// File systems.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FsKind {
-    /// ext4 (mkfs.ext4).
-    Ext4,
-    /// XFS (mkfs.xfs, from xfsprogs).
-    Xfs,
-}
-
-/// One setting's run.
-#[derive(Debug, Serialize)]
-#[allow(missing_docs)]
-pub struct RealdbRun {
-    pub recipe: Recipe,
-    pub setting: String,
-    pub txns: u64,
-    /// Bytes the database process passed to write() during the load.
-    pub db_write_bytes: u64,
-    /// Bytes the device received during the load (the file system's writes).
-    pub host_write_bytes: u64,
-    /// Bytes the flash programmed during the load.
-    pub media_write_bytes: u64,
-    /// Device flushes during the load.
-    pub flushes: u64,
-    pub db_bytes_per_txn: f64,
-    pub host_bytes_per_txn: f64,
-    pub media_bytes_per_txn: f64,
-    /// host / db: the file system's amplification.
-    pub fs_waf: f64,
-    /// media / host.
-    pub ssd_waf: f64,
-    /// media / db.
-    pub total_waf: f64,
-}
-
-fn run_cmd(cmd: &mut Command, what: &str) -> Result<String, CliError> {
-    let o = cmd
-        .output()
-        .map_err(|e| CliError::Run(format!("{what}: {e}")))?;
-    if !o.status.success() {
-        return Err(CliError::Run(format!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
-/// What this machine lacks for a recipe (root, /dev/fuse, losetup, mkfs, the database).
-pub fn missing(recipe: Recipe, fs: FsKind) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("root (for the loop device and mounts)".into());
-    }
-    if !Path::new("/dev/fuse").exists() {
-        return Some("/dev/fuse".into());
-    }
-    let mkfs = match fs {
-        FsKind::Ext4 => "mkfs.ext4",
-        FsKind::Xfs => "mkfs.xfs",
-    };
-    let tool = match recipe {
-        Recipe::Sqlite => "sqlite3",
-    };
-    ["losetup", mkfs, tool]
-        .into_iter()
-        .find(|t| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .map(|o| !o.status.success())
-                .unwrap_or(true)
-        })
-        .map(|t| format!("the `{t}` command"))
-}
-
-/// Device counters: host bytes written, media bytes written, flushes.
-fn counters(dev: &Arc<Mutex<Device>>) -> (u64, u64, u64) {
-    let d = dev.lock().unwrap_or_else(|p| p.into_inner());
-    let c = d.ssd.counters();
-    (c.host_write_bytes, c.media_write_bytes, c.flushes)
-}
-
-/// Mounts, lays out the file system, runs `setup` (not measured) and `load` in it, tears down;
-/// returns the device deltas of the load and what `load` returned.
-fn with_fs<T>(
-    cfg: &flashsim::SsdConfig,
-    fs: FsKind,
-    setup: impl FnOnce(&Path) -> Result<(), CliError>,
-    load: impl FnOnce(&Path) -> Result<T, CliError>,
-) -> Result<(T, (u64, u64, u64)), CliError> {
-    let work = tempfile::tempdir().map_err(|e| CliError::Run(e.to_string()))?;
-    let fuse_dir = work.path().join("ssd");
-    let fs_dir = work.path().join("fs");
-    std::fs::create_dir(&fuse_dir)
-        .and_then(|_| std::fs::create_dir(&fs_dir))
-        .map_err(|e| CliError::Run(e.to_string()))?;
-    let ssd = flashsim::Ssd::new(cfg.clone()).map_err(|e| CliError::Run(e.to_string()))?;
-    let dev = Arc::new(Mutex::new(Device {
-        ssd,
-        now_ns: 0,
-        partial_units: 0,
-        delay_from: None,
-        power_cuts: 0,
-        lost_units: 0,
-    }));
-    let mut fcfg = fuser::Config::default();
-    fcfg.mount_options
-        .push(fuser::MountOption::FSName("wafer-ssd".into()));
-    let session = fuser::spawn_mount2(SsdFs::new(dev.clone(), 0, 0), &fuse_dir, &fcfg)
-        .map_err(|e| CliError::Run(format!("FUSE mount: {e}")))?;
-    let disk = fuse_dir.join("disk");
-    let loopdev = run_cmd(
-        Command::new("losetup").args(["-f", "--show"]).arg(&disk),
-        "losetup",
-    )?
-    .trim()
-    .to_string();
-    let result = (|| {
-        let mut mkfs = match fs {
-            FsKind::Ext4 => {
-                let mut c = Command::new("mkfs.ext4");
-                c.args(["-q", "-F"]);
-                c
+impl RealdbArgs {
+    fn recipe(&self) -> Box<dyn Recipe> {
+        match self.recipe {
+            RecipeArg::Sqlite => Box::new(Sqlite {
+                rows: self.rows.unwrap_or(10_000),
+                txns: self.txns.unwrap_or(2000),
+            }),
+            RecipeArg::Postgres => {
+                let txns = self.txns.unwrap_or(20_000);
+                let every = if self.checkpoint_every.is_empty() {
+                    vec![(txns / 10).max(1), txns]
+                } else {
+                    self.checkpoint_every.clone()
+                };
+                Box::new(Postgres {
+                    scale: self.scale,
+                    txns,
+                    clients: self.clients,
+                    checkpoint_every: every,
+                })
             }
-            FsKind::Xfs => {
-                let mut c = Command::new("mkfs.xfs");
-                c.args(["-q", "-f"]);
-                c
-            }
-        };
-        run_cmd(mkfs.arg(&loopdev), "mkfs")?;
-        run_cmd(Command::new("mount").arg(&loopdev).arg(&fs_dir), "mount")?;
-        let r = (|| {
-            setup(&fs_dir)?;
-            run_cmd(&mut Command::new("sync"), "sync")?;
-            let before = counters(&dev);
-            let out = load(&fs_dir)?;
-            run_cmd(&mut Command::new("sync"), "sync")?;
-            let after = counters(&dev);
-            Ok((
-                out,
-                (after.0 - before.0, after.1 - before.1, after.2 - before.2),
-            ))
-        })();
-        let _ = Command::new("umount").arg(&fs_dir).status();
-        r
-    })();
-    let _ = Command::new("losetup").args(["-d", &loopdev]).status();
-    let _ = session.umount_and_join();
-    result
-}
-
-/// Runs an SQL script with the sqlite3 CLI on `dir/t.db`; returns its output.
-fn sqlite(dir: &Path, name: &str, sql: &str) -> Result<String, CliError> {
-    let script = dir.join(name);
-    std::fs::write(&script, sql).map_err(|e| CliError::Run(e.to_string()))?;
-    run_cmd(
-        Command::new("sqlite3")
-            .arg(dir.join("t.db"))
-            .arg(format!(".read {}", script.display())),
-        "sqlite3",
-    )
-}
-
-/// The SQLite setup (not measured): the journal mode and the table filled with `rows` rows in
-/// one transaction.
-fn sqlite_setup(dir: &Path, mode: &str, rows: u64) -> Result<(), CliError> {
-    let sql = format!(
-        "PRAGMA journal_mode={mode};\nCREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);\nBEGIN;\n\
-         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {rows}) \
-         INSERT INTO t SELECT i, randomblob(100) FROM n;\nCOMMIT;\n"
-    );
-    sqlite(dir, "setup.sql", &sql).map(|_| ())
-}
-
-/// The SQLite load: `txns` one-row upserts of 100-byte values, each committed with
-/// synchronous=FULL; returns the bytes the sqlite3 process passed to write() (its
-/// /proc/PID/io, read by a shell it starts at the end).
-fn sqlite_load(dir: &Path, rows: u64, txns: u64) -> Result<u64, CliError> {
-    let mut sql = String::from("PRAGMA synchronous=FULL;\n");
-    for _ in 0..txns {
-        let _ = writeln!(
-            sql,
-            "BEGIN; INSERT OR REPLACE INTO t VALUES(abs(random()) % {rows}, randomblob(100)); \
-             COMMIT;"
-        );
+            RecipeArg::Mariadb => Box::new(Mariadb {
+                tables: 4,
+                rows: self.rows.unwrap_or(100_000),
+                txns: self.txns.unwrap_or(10_000),
+                clients: self.clients,
+                buffer_pool_mib: 32,
+            }),
+            RecipeArg::Rocksdb => Box::new(Rocksdb {
+                keys: self.rows.unwrap_or(500_000),
+                writes: self.txns.unwrap_or(1_000_000),
+                value_bytes: 400,
+            }),
+        }
     }
-    sql.push_str(".shell grep wchar /proc/$PPID/io\n");
-    let out = sqlite(dir, "load.sql", &sql)?;
-    out.lines()
-        .filter_map(|l| l.strip_prefix("wchar:"))
-        .find_map(|v| v.trim().parse().ok())
-        .ok_or_else(|| {
-            CliError::Run(format!(
-                "could not read sqlite3's write counters from: {out}"
-            ))
-        })
+
+    /// The device: the flags over the defaults of this command.
+    fn device(&self) -> Result<flashsim::SsdConfig, CliError> {
+        let mut sim = self.sim.clone();
+        if sim.geometry.is_none() && sim.drive.is_none() && sim.config.is_none() {
+            sim.geometry = Some(Preset::Small);
+        }
+        let mut cfg = sim.plan()?.ssd;
+        if self.sim.capacity.is_none() && self.sim.config.is_none() {
+            cfg = super::resize_ssd(&cfg, Some(default_capacity(self.recipe)), None);
+        }
+        if matches!(cfg.mode, flashsim::Mode::Zns(_)) {
+            return Err(CliError::Usage(
+                "a zoned device cannot hold a file system: use a conventional or FDP device".into(),
+            ));
+        }
+        match (self.write_cache, self.crash) {
+            (Some(w), _) => cfg.write_cache_bytes = w,
+            (None, true) => cfg.write_cache_bytes = 8 << 20,
+            (None, false) => {}
+        }
+        if self.crash {
+            cfg.power_loss_protection = false;
+        }
+        cfg.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(cfg)
+    }
+}
+
+fn run_err(e: RealdbError) -> CliError {
+    CliError::Run(e.to_string())
 }
 
 /// Runs `wafer realdb`.
 pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
-    refuse_workload_flags(&a.sim)?;
-    if let Some(what) = missing(a.recipe, a.fs) {
-        return Err(CliError::Run(format!(
-            "this machine lacks {what}; install it (as root, with apt-get: sqlite3, xfsprogs for \
-             mkfs.xfs, mount for losetup) or run elsewhere"
-        )));
-    }
-    let mut cfg = a.sim.plan()?.ssd;
-    if a.sim.capacity.is_none() && a.sim.config.is_none() {
-        cfg = super::resize_ssd(&cfg, Some(DEFAULT_CAPACITY), None);
-    }
-    if matches!(cfg.mode, flashsim::Mode::Zns(_)) {
+    let mut flags = a.sim.clone();
+    flags.no_precondition = false;
+    refuse_workload_flags(&flags)?;
+    let precondition = !a.sim.no_precondition;
+    if a.crash && !matches!(a.recipe, RecipeArg::Sqlite | RecipeArg::Postgres) {
         return Err(CliError::Usage(
-            "a zoned device cannot hold a file system: use a conventional or FDP device".into(),
+            "--crash is built for the sqlite and postgres recipes".into(),
         ));
     }
-    cfg.data = flashsim::DataMode::Memory;
-    let mut runs = Vec::new();
-    for mode in ["DELETE", "WAL"] {
-        let (db, (host, media, flushes)) = with_fs(
-            &cfg,
-            a.fs,
-            |dir| sqlite_setup(dir, mode, a.rows),
-            |dir| sqlite_load(dir, a.rows, a.txns),
-        )?;
-        let t = a.txns as f64;
-        let r = RealdbRun {
-            recipe: a.recipe,
-            setting: format!("journal_mode={mode}"),
-            txns: a.txns,
-            db_write_bytes: db,
-            host_write_bytes: host,
-            media_write_bytes: media,
-            flushes,
-            db_bytes_per_txn: db as f64 / t,
-            host_bytes_per_txn: host as f64 / t,
-            media_bytes_per_txn: media as f64 / t,
-            fs_waf: host as f64 / db.max(1) as f64,
-            ssd_waf: media as f64 / host.max(1) as f64,
-            total_waf: media as f64 / db.max(1) as f64,
-        };
-        eprintln!(
-            "sqlite {}: {:.0} DB B/txn, {:.0} host B/txn, {:.0} flash B/txn, SSD WAF {:.2}",
-            r.setting, r.db_bytes_per_txn, r.host_bytes_per_txn, r.media_bytes_per_txn, r.ssd_waf
-        );
-        runs.push(r);
+    if !a.checkpoint_every.is_empty() && a.recipe != RecipeArg::Postgres {
+        return Err(CliError::Usage(
+            "--checkpoint-every applies to the postgres recipe only".into(),
+        ));
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n## SQLite on the simulated SSD ({:?} on a loop device, {} rows, {} transactions)\n\n\
-         | setting | DB B/txn | host B/txn | flash B/txn | flushes/txn | FS WAF | SSD WAF | total \
-         WAF |\n|---|---|---|---|---|---|---|---|",
-        a.fs, a.rows, a.txns
-    );
-    for r in &runs {
-        let _ = writeln!(
-            out,
-            "| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} |",
-            r.setting,
-            r.db_bytes_per_txn,
-            r.host_bytes_per_txn,
-            r.media_bytes_per_txn,
-            r.flushes as f64 / r.txns as f64,
-            r.fs_waf,
-            r.ssd_waf,
-            r.total_waf
-        );
+    let cfg = a.device()?;
+    if let Some(what) = missing_basics() {
+        return Err(CliError::Run(format!(
+            "this machine lacks {what}, which `wafer realdb` needs"
+        )));
     }
-    super::human::print_stdout(&out);
+    let recipe = a.recipe();
+    let mut tools = recipe.tools();
+    let (mkfs, pkg) = a.fs.mkfs();
+    tools.push((mkfs.to_string(), pkg));
+    if a.crash {
+        tools.push(("stdbuf".into(), "coreutils"));
+    }
+    ensure_tools(&tools).map_err(run_err)?;
+    let mut result = RealdbResult {
+        kind: "realdb".into(),
+        recipe: recipe.name().into(),
+        workload: recipe.workload(),
+        fs: a.fs.name().into(),
+        device: realdb::DeviceShape::of(&cfg, precondition),
+        runs: Vec::new(),
+        spread: Vec::new(),
+        crashes: Vec::new(),
+    };
+    if a.crash {
+        result.workload = format!(
+            "numbered one-row inserts, one per transaction; power cut after {} acknowledged \
+             commits ({} cut(s) per setting)",
+            a.crash_after, a.crashes
+        );
+        for j in 0..a.crashes {
+            let after = a.crash_after * (j + 1);
+            let settings = match a.recipe {
+                RecipeArg::Sqlite => crash::Setting::sqlite(),
+                _ => crash::Setting::postgres(),
+            };
+            for setting in settings {
+                let mut rig = Rig::new(&cfg, a.fs, precondition).map_err(run_err)?;
+                let c = setting.run(&mut rig, after).map_err(run_err)?;
+                drop(rig);
+                eprintln!(
+                    "{} {}: cut after {} commits ({} cached units lost): {}",
+                    recipe.name(),
+                    c.setting,
+                    c.acknowledged,
+                    c.lost_units,
+                    if c.recovered && c.found >= c.acknowledged {
+                        "recovered, nothing acknowledged lost".to_string()
+                    } else if c.recovered {
+                        format!(
+                            "recovered consistent, {} acknowledged commit(s) lost (the setting \
+                             does not promise them)",
+                            c.acknowledged - c.found
+                        )
+                    } else {
+                        format!("NOT RECOVERED: {}", c.check)
+                    }
+                );
+                result.crashes.push(c);
+            }
+        }
+    } else {
+        result.runs = realdb::run_all(recipe.as_ref(), &cfg, a.fs, precondition, a.repeat)
+            .map_err(run_err)?;
+        result.spread = realdb::spreads(&result.runs);
+    }
+    super::human::print_stdout(&tables(&result));
     if let Some(p) = &a.sim.out {
-        let text = serde_json::to_string_pretty(&runs)
+        let text = serde_json::to_string_pretty(&result)
             .map_err(|e| CliError::Run(format!("encoding: {e}")))?;
         std::fs::write(p, text)
             .map_err(|e| CliError::Run(format!("writing {}: {e}", p.display())))?;
     }
+    if result.crashes.iter().any(|c| !c.recovered) {
+        return Err(CliError::Run(
+            "a database did not recover everything it acknowledged (see the table)".into(),
+        ));
+    }
     Ok(())
+}
+
+/// A run's database counters per transaction, in words.
+fn detail(r: &RealdbRun) -> String {
+    let t = r.db.txns.max(1) as f64;
+    r.db.detail
+        .iter()
+        .map(|(k, v)| {
+            if k.ends_with("bytes") {
+                format!("{k} {:.0} B", *v as f64 / t)
+            } else {
+                format!("{k} {:.2}", *v as f64 / t)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The Markdown tables of a result.
+pub fn tables(r: &RealdbResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n## {} on the simulated SSD ({} on a loop device; {})\n\n{}\n",
+        r.recipe,
+        r.fs,
+        r.workload,
+        device_line(r)
+    );
+    if !r.runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "| setting | txns | DB B/txn | host B/txn | flash B/txn | flushes/txn | FS WAF | SSD \
+             WAF | total WAF | DB counters per txn |\n|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for x in &r.runs {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+                x.setting,
+                x.db.txns,
+                x.db_bytes_per_txn,
+                x.host_bytes_per_txn,
+                x.media_bytes_per_txn,
+                x.device.flushes as f64 / x.db.txns.max(1) as f64,
+                x.fs_waf,
+                x.ssd_waf,
+                x.total_waf,
+                detail(x)
+            );
+        }
+    }
+    if !r.spread.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nRepeatability ((max - min) / mean over the runs of a setting):\n\n| setting | runs \
+             | DB bytes | host bytes | flash bytes |\n|---|---|---|---|---|"
+        );
+        for s in &r.spread {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2}% | {:.2}% | {:.2}% |",
+                s.setting, s.runs, s.db_bytes_pct, s.host_bytes_pct, s.media_bytes_pct
+            );
+        }
+    }
+    if !r.crashes.is_empty() {
+        let _ = writeln!(
+            out,
+            "| setting | acknowledged | found after recovery | cache units lost | flushes before \
+             the cut | durability promised | recovered | check |\n|---|---|---|---|---|---|---|---|"
+        );
+        for c in &r.crashes {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.setting,
+                c.acknowledged,
+                c.found,
+                c.lost_units,
+                c.flushes_before_cut,
+                if c.durable_promised { "yes" } else { "no" },
+                if c.recovered { "yes" } else { "NO" },
+                c.check
+            );
+        }
+    }
+    out
+}
+
+/// The device in one line.
+pub fn device_line(r: &RealdbResult) -> String {
+    let d = &r.device;
+    format!(
+        "Device: {} MiB logical, spare factor {:.2}, mapping unit {} B, {}, write cache {} KiB, \
+         {}.",
+        d.logical_bytes >> 20,
+        d.spare_factor,
+        d.mapping_unit_bytes,
+        d.geometry,
+        d.write_cache_bytes >> 10,
+        if d.preconditioned {
+            "written once before mkfs (aged)"
+        } else {
+            "fresh"
+        }
+    )
 }

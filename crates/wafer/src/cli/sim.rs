@@ -55,7 +55,7 @@ pub enum GcUnitArg {
 }
 
 /// Options of `wafer sim`.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug, Default, Clone)]
 pub struct SimArgs {
     /// Logical capacity exported to the host: a number with an optional suffix K/M/G/T or
     /// KiB/MiB/GiB/TiB (powers of 1024) or KB/MB/GB/TB (powers of 1000) [default: 16GiB]

@@ -21,9 +21,24 @@ pub enum SsdCommand {
     /// Unmount a mount of `wafer ssd mount` (it then writes its final report and exits).
     Umount(UmountArgs),
     /// Cut the power of a mounted device: its write cache (--write-cache) is lost unless it has
-    /// power-loss protection; the device then runs on with what survived (as after a restart).
-    /// Programs above it keep their own caches: unmount them first for a clean crash test.
-    Cut(UmountArgs),
+    /// power-loss protection; the device then runs on with what survived (as after a restart),
+    /// or, with --stay-off, stays off (every I/O fails) until `wafer ssd power-on`. Programs
+    /// above it keep their own caches: unmount them first, or use --stay-off so that what they
+    /// write after the cut is refused, as a dead drive refuses it.
+    Cut(CutArgs),
+    /// Power a device left off by `wafer ssd cut --stay-off` back on.
+    PowerOn(UmountArgs),
+}
+
+/// Options of `wafer ssd cut`.
+#[derive(clap::Args, Debug)]
+pub struct CutArgs {
+    /// The mount point.
+    pub mountpoint: PathBuf,
+    /// Leave the device off after the cut: reads, writes and flushes of `disk` fail with EIO
+    /// until `wafer ssd power-on`.
+    #[arg(long)]
+    pub stay_off: bool,
 }
 
 /// Options of `wafer ssd mount`: the device flags and `--config` of `wafer sim` (its workload
@@ -74,7 +89,8 @@ pub fn main(cmd: &SsdCommand) -> Result<(), CliError> {
     match cmd {
         SsdCommand::Mount(a) => mount(a),
         SsdCommand::Umount(a) => umount(&a.mountpoint),
-        SsdCommand::Cut(a) => cut(&a.mountpoint),
+        SsdCommand::Cut(a) => control(&a.mountpoint, if a.stay_off { "off" } else { "cut" }),
+        SsdCommand::PowerOn(a) => control(&a.mountpoint, "on"),
     }
 }
 
@@ -178,14 +194,10 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
             "--timing-mode delay needs the timing model (drop --no-timing)".into(),
         ));
     }
-    let dev = Arc::new(Mutex::new(Device {
+    let dev = Arc::new(Mutex::new(Device::new(
         ssd,
-        now_ns: 0,
-        partial_units: 0,
-        delay_from: (a.timing_mode == TimingMode::Delay).then(std::time::Instant::now),
-        power_cuts: 0,
-        lost_units: 0,
-    }));
+        (a.timing_mode == TimingMode::Delay).then(std::time::Instant::now),
+    )));
     // SAFETY: getuid/getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let fs = SsdFs::new(dev.clone(), uid, gid);
@@ -243,15 +255,20 @@ fn mount(a: &MountArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn cut(path: &Path) -> Result<(), CliError> {
+/// Writes `word` (`cut`, `off`, `on`) to the mount's control file.
+fn control(path: &Path, word: &str) -> Result<(), CliError> {
     if !is_mounted(path) {
         return Err(CliError::Usage(format!(
             "{} is not mounted",
             path.display()
         )));
     }
-    std::fs::write(path.join("control"), b"cut\n")
-        .map_err(|e| CliError::Run(format!("cutting the power of {}: {e}", path.display())))?;
+    std::fs::write(path.join("control"), format!("{word}\n")).map_err(|e| {
+        CliError::Run(format!(
+            "switching the power of {} ({word}): {e}",
+            path.display()
+        ))
+    })?;
     Ok(())
 }
 

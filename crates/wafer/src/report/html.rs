@@ -457,6 +457,23 @@ pub(super) fn page_start(out: &mut String, title: &str) {
 
 /// The line naming the input files, how many runs each holds and its title.
 pub(super) fn sources(out: &mut String, title: &str, inputs: &[Input], what: &str) {
+    sources_then(
+        out,
+        title,
+        inputs,
+        what,
+        "All times and rates are virtual (simulated device time).",
+    );
+}
+
+/// [`sources`] with another closing sentence.
+pub(super) fn sources_then(
+    out: &mut String,
+    title: &str,
+    inputs: &[Input],
+    what: &str,
+    closing: &str,
+) {
     let files: Vec<String> = inputs
         .iter()
         .map(|i| {
@@ -474,7 +491,7 @@ pub(super) fn sources(out: &mut String, title: &str, inputs: &[Input], what: &st
         .collect();
     out.push_str("<p class=\"sources\">");
     out.push_str(&files.join("; "));
-    out.push_str(". All times and rates are virtual (simulated device time).</p>\n");
+    let _ = writeln!(out, ". {closing}</p>");
 }
 
 /// The whole page; `tpcc`: the TPC-C layout (its own results table first, tpmC and New-Orders

@@ -5,14 +5,15 @@
 //!   benchmarks (`wafer bench ycsb`, `bench tpcc --out`, `--tpcc-out`, `wafer demo`), device
 //!   simulations (`wafer sim --json`/`--out`, the per-configuration files of `wafer bench device`)
 //!   and `wafer bench device`'s comparison table (`comparison.json`, or its `--json` output),
-//!   and the result of `wafer bench query --out`;
+//!   the result of `wafer bench query --out`, and the results of `wafer realdb --out`;
 //! * [`figures`] turns the runs into the data of each chart (pure, tested here);
 //! * [`charts`] draws SVG charts; [`html`] lays out the engine benchmark page (with [`tpcc`]'s
-//!   tables for TPC-C runs), [`device`] the device page, [`query`] the query page.
+//!   tables for TPC-C runs), [`device`] the device page, [`query`] the query page, [`realdb`]
+//!   the real-database page.
 //!
 //! One page holds one kind of result: engine benchmark runs of one workload (YCSB-A, TPC-C, ...),
 //! device-level results (simulations and device comparisons, each in its own section), or one
-//! `wafer bench query` result. Other mixes are refused ([`ReportError::Mixed`],
+//! `wafer bench query` result, or real-database results (one section per file). Other mixes are refused ([`ReportError::Mixed`],
 //! [`ReportError::MixedKinds`], [`ReportError::SeveralQueries`]): their numbers do not share a
 //! table.
 
@@ -21,6 +22,7 @@ mod device;
 pub mod figures;
 mod html;
 mod query;
+mod realdb;
 mod tpcc;
 
 use crate::cli::device::DeviceRow;
@@ -41,6 +43,8 @@ pub enum Content {
     Device(Vec<DeviceRow>),
     /// The sorts and joins of `wafer bench query`.
     Query(Box<QueryBenchResult>),
+    /// An unmodified database on the simulated SSD (`wafer realdb`).
+    Realdb(Box<crate::realdb::RealdbResult>),
 }
 
 /// The kinds of page.
@@ -52,6 +56,8 @@ pub enum Kind {
     Device,
     /// A `wafer bench query` result.
     Query,
+    /// `wafer realdb` results.
+    Realdb,
 }
 
 impl Kind {
@@ -60,6 +66,7 @@ impl Kind {
             Kind::Bench => "engine benchmark runs (`wafer bench ycsb`/`tpcc`, `wafer demo`)",
             Kind::Device => "device results (`wafer sim`, `wafer bench device`)",
             Kind::Query => "query operator runs (`wafer bench query`)",
+            Kind::Realdb => "real-database runs (`wafer realdb`)",
         }
     }
 }
@@ -71,6 +78,7 @@ impl Content {
             Content::Bench(_) => Kind::Bench,
             Content::Sim(_) | Content::Device(_) => Kind::Device,
             Content::Query(_) => Kind::Query,
+            Content::Realdb(_) => Kind::Realdb,
         }
     }
 
@@ -81,6 +89,7 @@ impl Content {
             Content::Sim(_) => 1,
             Content::Device(rows) => rows.len(),
             Content::Query(q) => q.runs.len(),
+            Content::Realdb(r) => r.runs.len() + r.crashes.len(),
         }
     }
 
@@ -207,7 +216,7 @@ impl fmt::Display for ReportError {
                 f,
                 "{} is {what}, which `wafer report` does not render (it renders the JSON of \
                  `wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`, `wafer sim`, \
-                 `wafer bench device` and `wafer bench query`)",
+                 `wafer bench device`, `wafer bench query` and `wafer realdb`)",
                 path.display()
             ),
             ReportError::Chart(m) => f.write_str(m),
@@ -276,6 +285,11 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
         let q = serde_json::from_value::<QueryBenchResult>(value)
             .map_err(|e| damaged("the result of `wafer bench query`", e))?;
         return input(Content::Query(Box::new(q)));
+    }
+    if value.get("kind").and_then(|k| k.as_str()) == Some("realdb") {
+        let r = serde_json::from_value::<crate::realdb::RealdbResult>(value)
+            .map_err(|e| damaged("the result of `wafer realdb`", e))?;
+        return input(Content::Realdb(Box::new(r)));
     }
     let has = |k: &str| value.get(k).is_some();
     if has("ssd") && has("workload") && has("rows") {
@@ -437,6 +451,13 @@ pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportErr
         }
         let list: Vec<&str> = queries.iter().map(|q| q.0).collect();
         return Err(ReportError::SeveralQueries(list.join(", ")));
+    }
+    if kinds[0].0 == Kind::Realdb {
+        let title = match title {
+            Some(t) => t.to_string(),
+            None => realdb::default_title(inputs),
+        };
+        return realdb::page(&title, inputs);
     }
     if kinds[0].0 == Kind::Device {
         let title = match title {

@@ -1,6 +1,8 @@
 //! One simulated SSD as a FUSE file system: `disk` is the device's logical space as a file,
-//! `stats.json` its live report, `control` takes `cut` (a power cut). Every read, write, fsync and punch-hole of `disk` becomes a
-//! command of the flashsim model, in the sizes the application issued (the files are opened
+//! `stats.json` its live report, `control` takes `cut` (a power cut, after which the device runs
+//! on), `off` (a power cut that leaves it off: every I/O of `disk` fails with EIO, as a dead
+//! drive's do) and `on`. Every read, write, fsync and punch-hole of `disk` becomes a command of
+//! the flashsim model, in the sizes the application issued (the files are opened
 //! with direct I/O, so the kernel's page cache neither absorbs nor splits them).
 
 use flashsim::Ssd;
@@ -38,9 +40,28 @@ pub struct Device {
     pub power_cuts: u64,
     /// Mapping units lost by power cuts (cached, unflushed writes without power-loss protection).
     pub lost_units: u64,
+    /// Off since a power cut that left it off: every I/O of `disk` fails until `on`.
+    pub off: bool,
+    /// Armed cut: the power goes off right after this many more writes have completed (the
+    /// last of them acknowledged, and lost with the write cache unless flushed).
+    pub cut_after_writes: Option<u64>,
 }
 
 impl Device {
+    /// A device for `ssd` at virtual time 0; `delay_from` as [`Device::delay_from`].
+    pub fn new(ssd: Ssd, delay_from: Option<std::time::Instant>) -> Device {
+        Device {
+            ssd,
+            now_ns: 0,
+            partial_units: 0,
+            delay_from,
+            power_cuts: 0,
+            lost_units: 0,
+            off: false,
+            cut_after_writes: None,
+        }
+    }
+
     /// The device's report with the mount's own counters, as `stats.json` shows it.
     pub fn stats_json(&self) -> String {
         let v = serde_json::json!({
@@ -48,6 +69,7 @@ impl Device {
             "partial_unit_commands": self.partial_units,
             "power_cuts": self.power_cuts,
             "lost_units": self.lost_units,
+            "powered": !self.off,
             "report": self.ssd.report(),
         });
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
@@ -76,6 +98,9 @@ impl Device {
 
     /// Runs one host request on the device (submitted and completed per `--timing`).
     fn request<T>(&mut self, f: impl FnOnce(&mut Device) -> Result<T, Errno>) -> Result<T, Errno> {
+        if self.off {
+            return Err(Errno::EIO);
+        }
         self.submit_now();
         let r = f(self);
         self.wait_completion();
@@ -115,6 +140,15 @@ impl Device {
             .ssd
             .write(self.now_ns, start, end - start, 0, Some(&buf))
             .map_err(|_| Errno::EIO)?;
+        if let Some(n) = self.cut_after_writes {
+            if n <= 1 {
+                self.cut_after_writes = None;
+                self.power_cut()?;
+                self.off = true;
+            } else {
+                self.cut_after_writes = Some(n - 1);
+            }
+        }
         Ok(())
     }
 
@@ -144,6 +178,25 @@ impl Device {
         self.power_cuts += 1;
         self.lost_units += r.lost_units;
         Ok(())
+    }
+
+    /// Executes a word written to `control`: `cut`, `off` or `on`.
+    fn control(&mut self, word: &str) -> Result<(), Errno> {
+        match word {
+            "cut" => self.power_cut(),
+            "off" => {
+                if !self.off {
+                    self.power_cut()?;
+                    self.off = true;
+                }
+                Ok(())
+            }
+            "on" => {
+                self.off = false;
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        }
     }
 }
 
@@ -310,13 +363,11 @@ impl Filesystem for SsdFs {
         reply: ReplyWrite,
     ) {
         if u64::from(ino) == CONTROL {
-            // `cut`: a power cut of the device.
-            return match std::str::from_utf8(data).map(str::trim) {
-                Ok("cut") => match self.dev().power_cut() {
-                    Ok(()) => reply.written(data.len() as u32),
-                    Err(e) => reply.error(e),
-                },
-                _ => reply.error(Errno::EINVAL),
+            // `cut`, `off`, `on`: the device's power.
+            let word = std::str::from_utf8(data).map(str::trim).unwrap_or("");
+            return match self.dev().control(word) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(e),
             };
         }
         if u64::from(ino) != DISK {
