@@ -5,7 +5,7 @@ use super::sim::{Preset, SimArgs};
 use super::ssd::refuse_workload_flags;
 use super::CliError;
 use crate::realdb::{
-    self, crash, ensure_tools, mariadb::Mariadb, missing_basics, postgres::Postgres,
+    self, crash, ensure_tools, fio::Fio, mariadb::Mariadb, missing_basics, postgres::Postgres,
     rocksdb::Rocksdb, sqlite::Sqlite, FsKind, RealdbError, RealdbResult, RealdbRun, Recipe, Rig,
 };
 use std::fmt::Write as _;
@@ -36,6 +36,10 @@ pub enum RecipeArg {
     /// RocksDB db_bench: fillrandom (not measured), then overwrite, with leveled and universal
     /// compaction. Default 500,000 keys of 400 B, 1,000,000 overwrites.
     Rocksdb,
+    /// fio: 4 KiB random writes over the whole device (4 x its capacity) through the mount,
+    /// no file system, against the model alone on the same device (`wafer sim`): their SSD WAFs
+    /// must agree within 2% (the command fails otherwise).
+    Fio,
 }
 
 /// Options of `wafer realdb`. Each setting runs on a fresh device and file system; the
@@ -95,7 +99,7 @@ pub struct RealdbArgs {
 }
 
 impl RealdbArgs {
-    fn recipe(&self) -> Box<dyn Recipe> {
+    fn recipe(&self, cfg: &flashsim::SsdConfig) -> Box<dyn Recipe> {
         match self.recipe {
             RecipeArg::Sqlite => Box::new(Sqlite {
                 rows: self.rows.unwrap_or(10_000),
@@ -126,6 +130,10 @@ impl RealdbArgs {
                 keys: self.rows.unwrap_or(500_000),
                 writes: self.txns.unwrap_or(1_000_000),
                 value_bytes: 400,
+            }),
+            RecipeArg::Fio => Box::new(Fio {
+                cfg: cfg.clone(),
+                capacity_multiple: 4,
             }),
         }
     }
@@ -184,10 +192,19 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
             "this machine lacks {what}, which `wafer realdb` needs"
         )));
     }
-    let recipe = a.recipe();
+    let recipe = a.recipe(&cfg);
+    if a.recipe == RecipeArg::Fio && a.sim.no_precondition {
+        return Err(CliError::Usage(
+            "the fio check compares with the model after its sequential fill: drop \
+             --no-precondition"
+                .into(),
+        ));
+    }
     let mut tools = recipe.tools();
-    let (mkfs, pkg) = a.fs.mkfs();
-    tools.push((mkfs.to_string(), pkg));
+    if recipe.needs_fs() {
+        let (mkfs, pkg) = a.fs.mkfs();
+        tools.push((mkfs.to_string(), pkg));
+    }
     if a.crash {
         tools.push(("stdbuf".into(), "coreutils"));
     }
@@ -196,7 +213,11 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
         kind: "realdb".into(),
         recipe: recipe.name().into(),
         workload: recipe.workload(),
-        fs: a.fs.name().into(),
+        fs: if recipe.needs_fs() {
+            a.fs.name().into()
+        } else {
+            "no file system".into()
+        },
         device: realdb::DeviceShape::of(&cfg, precondition),
         runs: Vec::new(),
         spread: Vec::new(),
@@ -215,7 +236,7 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
                 _ => crash::Setting::postgres(),
             };
             for setting in settings {
-                let mut rig = Rig::new(&cfg, a.fs, precondition).map_err(run_err)?;
+                let mut rig = Rig::new(&cfg, Some(a.fs), precondition).map_err(run_err)?;
                 let c = setting.run(&mut rig, after).map_err(run_err)?;
                 drop(rig);
                 eprintln!(
@@ -244,6 +265,11 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
             .map_err(run_err)?;
         result.spread = realdb::spreads(&result.runs);
     }
+    let disagree = if a.recipe == RecipeArg::Fio {
+        fio_agreement(&mut result)
+    } else {
+        None
+    };
     super::human::print_stdout(&tables(&result));
     if let Some(p) = &a.sim.out {
         let text = serde_json::to_string_pretty(&result)
@@ -251,12 +277,42 @@ pub fn main(a: &RealdbArgs) -> Result<(), CliError> {
         std::fs::write(p, text)
             .map_err(|e| CliError::Run(format!("writing {}: {e}", p.display())))?;
     }
+    if let Some(e) = disagree {
+        return Err(CliError::Run(e));
+    }
     if result.crashes.iter().any(|c| !c.recovered) {
         return Err(CliError::Run(
             "a database did not recover everything it acknowledged (see the table)".into(),
         ));
     }
     Ok(())
+}
+
+/// The fio check: the SSD WAF through the mount against the model's, per repetition, added to
+/// the workload line; the first disagreement beyond the bound, if any.
+fn fio_agreement(result: &mut RealdbResult) -> Option<String> {
+    let mut bad = None;
+    let mut words = Vec::new();
+    for pair in result.runs.chunks(2) {
+        if let [mount, model] = pair {
+            let diff = 100.0 * (mount.ssd_waf / model.ssd_waf - 1.0);
+            words.push(format!(
+                "SSD WAF through the mount {:.3}, model {:.3} ({diff:+.2}%)",
+                mount.ssd_waf, model.ssd_waf
+            ));
+            if diff.abs() > realdb::fio::AGREEMENT_PCT && bad.is_none() {
+                bad = Some(format!(
+                    "the mount's SSD WAF {:.3} is {diff:+.2}% from the model's {:.3} (bound \
+                     {}%)",
+                    mount.ssd_waf,
+                    model.ssd_waf,
+                    realdb::fio::AGREEMENT_PCT
+                ));
+            }
+        }
+    }
+    result.workload = format!("{}; {}", result.workload, words.join("; "));
+    bad
 }
 
 /// A run's database counters per transaction, in words.
@@ -359,7 +415,7 @@ pub fn device_line(r: &RealdbResult) -> String {
         d.geometry,
         d.write_cache_bytes >> 10,
         if d.preconditioned {
-            "written once before mkfs (aged)"
+            "its logical space written once first (aged)"
         } else {
             "fresh"
         }

@@ -10,6 +10,7 @@
 //! (no autovacuum, fixed seeds); docs/realdb.md lists them.
 
 pub mod crash;
+pub mod fio;
 pub mod mariadb;
 pub mod postgres;
 pub mod rocksdb;
@@ -239,6 +240,10 @@ pub trait Recipe {
     fn name(&self) -> &'static str;
     /// The commands it needs and the Debian package of each.
     fn tools(&self) -> Vec<(String, &'static str)>;
+    /// Whether it runs on a file system (else on the device's file itself, [`Rig::disk`]).
+    fn needs_fs(&self) -> bool {
+        true
+    }
     /// The settings it compares, in order.
     fn settings(&self) -> Vec<String>;
     /// What it runs, in words (for the table's heading).
@@ -455,16 +460,17 @@ pub struct Rig {
     session: Option<fuser::BackgroundSession>,
     work: tempfile::TempDir,
     loopdev: Option<String>,
-    fs: FsKind,
+    fs: Option<FsKind>,
 }
 
 impl Rig {
-    /// Mounts a fresh device of `cfg` (data kept in memory) and makes a file system on it.
-    /// With `precondition`, the device's logical space is written once, sequentially, first (an
-    /// aged drive, as `wafer sim` starts from), and mkfs does not discard it.
+    /// Mounts a fresh device of `cfg` (data kept in memory) and, given `fs`, makes a file
+    /// system on it. With `precondition`, the device's logical space is written once,
+    /// sequentially, first (an aged drive, as `wafer sim` starts from), and mkfs does not
+    /// discard it.
     pub fn new(
         cfg: &flashsim::SsdConfig,
-        fs: FsKind,
+        fs: Option<FsKind>,
         precondition: bool,
     ) -> Result<Rig, RealdbError> {
         let rig_err = |e: std::io::Error| RealdbError::Rig(e.to_string());
@@ -518,6 +524,9 @@ impl Rig {
             loopdev: None,
             fs,
         };
+        let Some(fs) = fs else {
+            return Ok(rig);
+        };
         rig.attach()?;
         let loopdev = rig.loopdev.clone().unwrap_or_default();
         let mut mkfs = Command::new(fs.mkfs().0);
@@ -541,6 +550,11 @@ impl Rig {
         self.work.path().join("fs")
     }
 
+    /// The device's logical space as a file (the FUSE mount's `disk`).
+    pub fn disk(&self) -> PathBuf {
+        self.work.path().join("ssd").join("disk")
+    }
+
     /// A directory outside the device for sockets, logs and scripts (world-readable).
     pub fn run_dir(&self) -> PathBuf {
         self.work.path().join("run")
@@ -552,7 +566,7 @@ impl Rig {
     }
 
     fn attach(&mut self) -> Result<(), RealdbError> {
-        let disk = self.work.path().join("ssd").join("disk");
+        let disk = self.disk();
         let l = run_cmd(
             Command::new("losetup").args(["-f", "--show"]).arg(&disk),
             "losetup",
@@ -563,9 +577,10 @@ impl Rig {
 
     fn mount_fs(&self) -> Result<(), RealdbError> {
         let l = self.loopdev.as_deref().unwrap_or_default();
+        let fs = self.fs.map(FsKind::name).unwrap_or("auto");
         run_cmd(
             Command::new("mount")
-                .args(["-t", self.fs.name()])
+                .args(["-t", fs])
                 .arg(l)
                 .arg(self.dir()),
             "mount",
@@ -736,7 +751,7 @@ pub fn run_all(
     let mut runs = Vec::new();
     for rep in 0..repeat {
         for (i, s) in settings.iter().enumerate() {
-            let rig = Rig::new(cfg, fs, precondition)?;
+            let rig = Rig::new(cfg, recipe.needs_fs().then_some(fs), precondition)?;
             let (db, dev, wall) = recipe.run(i, &rig)?;
             drop(rig);
             let r = RealdbRun::new(s, rep, db, dev, wall);
