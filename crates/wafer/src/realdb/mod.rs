@@ -474,6 +474,11 @@ impl Rig {
         precondition: bool,
     ) -> Result<Rig, RealdbError> {
         let rig_err = |e: std::io::Error| RealdbError::Rig(e.to_string());
+        // Daemons that detach from their starter (pg_ctl's postmaster) become this process's
+        // children, so that they are reaped here when they die: a database refuses to start
+        // while its predecessor's pid exists, and a zombie's does.
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and nothing else.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
         let work = tempfile::Builder::new()
             .prefix("wafer-realdb")
             .tempdir()
@@ -713,6 +718,9 @@ pub fn kill_users_of(dir: &Path) -> usize {
     let mut killed: Vec<i32> = Vec::new();
     let mut left = 0;
     wait_for(30, || {
+        // Reap whatever died (this process is a subreaper, see `Rig::new`).
+        // SAFETY: waitpid with a null status pointer and WNOHANG only reaps a dead child.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
         let pids = users_of(dir);
         for &pid in &pids {
             // SAFETY: kill has no memory-safety preconditions.

@@ -282,16 +282,9 @@ impl Recipe for Postgres {
         })?;
         let wal = numbers(&server.sql("SELECT wal_bytes, wal_fpi, wal_records FROM pg_stat_wal")?)?;
         let bg = numbers(&server.sql(
-            "SELECT buffers_checkpoint + buffers_clean + buffers_backend, checkpoints_req + \
-             checkpoints_timed FROM pg_stat_bgwriter",
+            "SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter",
         )?)?;
-        let keys = [
-            "wal_bytes",
-            "wal_fpi",
-            "wal_records",
-            "buffers_written",
-            "checkpoints",
-        ];
+        let keys = ["wal_bytes", "wal_fpi", "wal_records", "buffers_written"];
         let v: Vec<u64> = wal.iter().chain(&bg).copied().collect();
         if v.len() != keys.len() {
             return Err(RealdbError::Parse {
