@@ -11,13 +11,17 @@ use crate::realdb::{
 use std::fmt::Write as _;
 
 /// The device's logical capacity when no `--capacity` is given: SQLite's small database fits
-/// 256 MiB; the servers get 1 GiB.
-fn default_capacity(r: RecipeArg) -> u64 {
-    match r {
-        RecipeArg::Sqlite => 256 << 20,
+/// 256 MiB (512 MiB under XFS, see [`XFS_MIN_BYTES`]); the servers get 1 GiB.
+fn default_capacity(r: RecipeArg, fs: FsKind) -> u64 {
+    match (r, fs) {
+        (RecipeArg::Sqlite, FsKind::Ext4) => 256 << 20,
+        (RecipeArg::Sqlite, FsKind::Xfs) => 512 << 20,
         _ => 1 << 30,
     }
 }
+
+/// The smallest device mkfs.xfs accepts (xfsprogs 5.19 and later: 300 MiB).
+const XFS_MIN_BYTES: u64 = 300 << 20;
 
 /// The recipes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +94,7 @@ pub struct RealdbArgs {
     #[arg(long, value_enum, default_value = "ext4")]
     pub fs: FsKind,
     /// The device (same flags and TOML `[ssd]` as `wafer sim`; --capacity defaults to 256 MiB
-    /// for SQLite and 1 GiB for the others, --geometry to small so that the spare factor is
+    /// for SQLite (512 MiB with --fs xfs, which needs more than 300 MiB) and 1 GiB for the others, --geometry to small so that the spare factor is
     /// what is asked), `--out FILE` for the result as JSON (input of `wafer report`), and
     /// `--no-precondition` for a fresh device (by default its logical space is written once
     /// first, as an aged drive's is, and mkfs does not discard it).
@@ -146,7 +150,16 @@ impl RealdbArgs {
         }
         let mut cfg = sim.plan()?.ssd;
         if self.sim.capacity.is_none() && self.sim.config.is_none() {
-            cfg = super::resize_ssd(&cfg, Some(default_capacity(self.recipe)), None);
+            cfg = super::resize_ssd(&cfg, Some(default_capacity(self.recipe, self.fs)), None);
+        }
+        if self.fs == FsKind::Xfs
+            && self.recipe != RecipeArg::Fio
+            && cfg.logical_bytes <= XFS_MIN_BYTES
+        {
+            return Err(CliError::Usage(format!(
+                "mkfs.xfs needs a device larger than 300 MiB; this one has {} MiB (--capacity)",
+                cfg.logical_bytes >> 20
+            )));
         }
         if matches!(cfg.mode, flashsim::Mode::Zns(_)) {
             return Err(CliError::Usage(

@@ -264,15 +264,8 @@ pub fn run_cmd(cmd: &mut Command, what: &str) -> Result<String, RealdbError> {
         if detail.is_empty() {
             detail = String::from_utf8_lossy(&o.stdout).trim().to_string();
         }
-        let tail: String = detail
-            .lines()
-            .rev()
-            .take(8)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n");
+        // The first lines say what went wrong (a usage text may follow).
+        let tail: String = detail.lines().take(4).collect::<Vec<_>>().join("\n");
         return Err(RealdbError::Command {
             what: what.to_string(),
             detail: format!("{} ({})", tail, o.status),
