@@ -242,6 +242,9 @@ pub struct DbStats {
     pub undo_device: Option<DeviceStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_device: Option<DeviceStats>,
+    /// The version store (snapshot isolation), when the database has an undo device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<crate::mvcc::VersionStats>,
     pub recovery: Option<crate::recovery::RecoveryReport>,
     /// The flushless mode's log table, on-the-fly redo and compaction (None in the ARIES mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -347,7 +350,14 @@ impl Db {
             fl.install(&mut cache);
             fl
         });
+        // The undo device holds the version store (rollback segments), rebuilt empty at every
+        // open; the flushless mode keeps no before-images, so there it stays a plain device.
+        let (undo, versions) = match undo {
+            Some(dev) if flushless.is_none() => (None, Some(crate::mvcc::VersionStore::new(dev)?)),
+            other => (other, None),
+        };
         let core = Core {
+            versions,
             cache,
             txns: TxnTable::new(cfg.page_size),
             catalog: Catalog::new(),
@@ -452,9 +462,38 @@ impl Db {
         self.shared.core().catalog.names()
     }
 
-    /// Starts a transaction.
+    /// Starts a transaction (serializable: strict two-phase locking).
     pub fn begin(&self) -> Result<Txn> {
         let id = self.shared.core().begin()?;
+        Ok(Txn::new(self.shared.clone(), id))
+    }
+
+    /// Starts a snapshot-isolation transaction: it reads the database as of its start and
+    /// takes no lock to read (readers never wait for writers, nor writers for them); a write to
+    /// a record that another transaction changed after the snapshot (or is changing) fails
+    /// with [`crate::Error::Conflict`] (first updater wins: retry the transaction). Write skew
+    /// is possible, as under every snapshot isolation. Its writes take the same exclusive locks
+    /// as a serializable transaction's. Needs an undo device ([`Devices::with_undo`]): the
+    /// versions it may read are kept there, in rollback segments.
+    ///
+    /// ```
+    /// use wafer_engine::device::MemDevice;
+    /// use wafer_engine::{Db, DbConfig, Devices};
+    /// let devs = Devices::memory(16 << 20, 4 << 20).with_undo(Box::new(MemDevice::new(4 << 20, 4096)));
+    /// let db = Db::open(devs, DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// let mut w = db.begin().unwrap();
+    /// w.put(&t, b"k", b"old").unwrap();
+    /// w.commit().unwrap();
+    /// let mut reader = db.begin_snapshot().unwrap();
+    /// let mut w = db.begin().unwrap();
+    /// w.put(&t, b"k", b"new").unwrap();
+    /// w.commit().unwrap();
+    /// assert_eq!(reader.get(&t, b"k").unwrap().as_deref(), Some(&b"old"[..]));
+    /// reader.commit().unwrap();
+    /// ```
+    pub fn begin_snapshot(&self) -> Result<Txn> {
+        let id = self.shared.core().begin_snapshot()?;
         Ok(Txn::new(self.shared.clone(), id))
     }
 
@@ -540,7 +579,11 @@ impl Db {
             wal: wal.stats(),
             data_device: core.cache.wp.device_stats(),
             log_device: wal.device_stats(),
-            undo_device: core.roles.undo.as_ref().map(|d| d.stats()),
+            undo_device: match &core.versions {
+                Some(vs) => Some(vs.device().stats()),
+                None => core.roles.undo.as_ref().map(|d| d.stats()),
+            },
+            versions: core.versions.as_ref().map(|vs| vs.snapshot_stats()),
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),

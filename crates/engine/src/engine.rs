@@ -63,6 +63,8 @@ pub(crate) struct Core {
     pub roles: RoleDevices,
     /// The flushless buffer mode's state (paper 001); None in the ARIES mode.
     pub flushless: Option<crate::flushless::Flushless>,
+    /// The version store on the undo device (snapshot isolation), when there is one.
+    pub versions: Option<crate::mvcc::VersionStore>,
 }
 
 /// What `Db` and `Txn` handles share.
@@ -192,10 +194,70 @@ impl Core {
         tree: &Tree,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        self.access(txn, tree, Some(key), Access::Read)?;
+        let snapshot = self.is_snapshot(txn);
+        if snapshot {
+            // A snapshot reader takes no lock: it reads its version.
+            self.check()?;
+            self.txns.state(txn)?;
+            self.catalog.check_handle(tree)?;
+        } else {
+            self.access(txn, tree, Some(key), Access::Read)?;
+        }
         self.stats.ops += 1;
         let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
-        self.health.guard(r)
+        let current = self.health.guard(r)?;
+        match (snapshot, self.versions.as_mut()) {
+            (true, Some(vs)) => {
+                let r = vs.visible(txn, tree.id, key, current);
+                self.health.guard(r)
+            }
+            _ => Ok(current),
+        }
+    }
+
+    /// Whether `txn` runs under snapshot isolation.
+    pub fn is_snapshot(&self, txn: TxnId) -> bool {
+        self.versions
+            .as_ref()
+            .is_some_and(|vs| vs.snapshot_of(txn).is_some())
+    }
+
+    /// Starts a snapshot-isolation transaction (needs the version store: an undo device).
+    pub fn begin_snapshot(&mut self) -> Result<TxnId> {
+        self.check()?;
+        if self.versions.is_none() {
+            return Err(Error::InvalidArgument(
+                "snapshot isolation needs an undo device (Devices::with_undo) and the ARIES \
+                 mode (not flushless)"
+                    .into(),
+            ));
+        }
+        let id = self.txns.begin();
+        self.versions
+            .as_mut()
+            .expect("checked above")
+            .begin_snapshot(id);
+        Ok(id)
+    }
+
+    /// With a version store: refuses a snapshot writer's lost update, and keeps the version
+    /// `txn` is about to replace.
+    fn keep_version(&mut self, wal: &mut Wal, txn: TxnId, tree: &Tree, key: &[u8]) -> Result<()> {
+        if self.versions.is_none() {
+            return Ok(());
+        }
+        self.versions
+            .as_mut()
+            .expect("checked above")
+            .check_write(txn, tree.id, key)?;
+        let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
+        let old = self.health.guard(r)?;
+        let vs = self.versions.as_mut().expect("checked above");
+        let r = vs.before_write(txn, tree.id, key, old.as_deref());
+        match r {
+            Err(Error::Device(_)) => self.health.guard(r),
+            r => r,
+        }
     }
 
     /// Puts (or, with `value` None, deletes) `key` of `tree` for `txn`; returns the old value.
@@ -214,6 +276,7 @@ impl Core {
         if self.flushless.is_some() {
             return self.write_flushless(wal, txn, tree, key, value);
         }
+        self.keep_version(wal, txn, tree, key)?;
         let need = update_log_need(self.cfg.page_size, key, value);
         let r = self
             .checkpointer
@@ -356,15 +419,23 @@ impl Core {
         limit: usize,
         locked: bool,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        if locked {
+        let snapshot = self.is_snapshot(txn);
+        if locked || snapshot {
             self.check()?;
             self.txns.state(txn)?;
+            self.catalog.check_handle(tree)?;
+            if !locked {
+                self.stats.ops += 1;
+            }
         } else {
             self.access(txn, tree, None, Access::Read)?;
             self.stats.ops += 1;
         }
         if limit == 0 {
             return Ok(Vec::new());
+        }
+        if snapshot {
+            return self.scan_snapshot(wal, txn, tree, range, reverse, limit);
         }
         let mut out = Vec::new();
         let r = crate::ops::read(&mut self.cache, wal, |m| {
@@ -377,8 +448,82 @@ impl Core {
         Ok(out)
     }
 
-    /// Locks `tree` for a cursor of `txn` (the whole tree, shared, to the end of `txn`).
+    /// [`Core::scan`] for a snapshot reader: the tree's pairs merged with the records whose
+    /// version it may see differently (those with a head), each resolved to its version. At
+    /// most as many tree keys as there are heads in the range can be invisible, so reading
+    /// `limit` + that many pairs from the tree gives `limit` visible ones when there are.
+    fn scan_snapshot(
+        &mut self,
+        wal: &mut Wal,
+        txn: TxnId,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let vs = self
+            .versions
+            .as_ref()
+            .expect("a snapshot transaction has a store");
+        let mut heads = vs.head_keys(tree.id, range);
+        if reverse {
+            heads.reverse();
+        }
+        let want = limit.saturating_add(heads.len());
+        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let r = crate::ops::read(&mut self.cache, wal, |m| {
+            bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
+                pairs.push((k.to_vec(), v.to_vec()));
+                pairs.len() < want
+            })
+        });
+        self.health.guard(r)?;
+        // The tree was read up to its last pair (or to the range's end when it ran out).
+        let exhausted = pairs.len() < want;
+        let beyond = |k: &[u8], last: &[u8]| if reverse { k < last } else { k > last };
+        let last = pairs.last().map(|p| p.0.clone());
+        let mut heads = heads.into_iter().peekable();
+        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        for (k, v) in pairs {
+            while let Some(h) = heads.next_if(|h| if reverse { *h > k } else { *h < k }) {
+                merged.push((h, None));
+            }
+            heads.next_if(|h| *h == k);
+            merged.push((k, Some(v)));
+        }
+        for h in heads {
+            if exhausted || last.as_deref().is_some_and(|l| !beyond(&h, l)) {
+                merged.push((h, None));
+            }
+        }
+        let vs = self
+            .versions
+            .as_mut()
+            .expect("a snapshot transaction has a store");
+        let mut out = Vec::new();
+        for (k, current) in merged {
+            if out.len() >= limit {
+                break;
+            }
+            // A head key missing from the tree was deleted (or is being written).
+            let r = vs.visible(txn, tree.id, &k, current);
+            if let Some(v) = self.health.guard(r)? {
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Locks `tree` for a cursor of `txn` (the whole tree, shared, to the end of `txn`; a
+    /// snapshot reader takes no lock).
     pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
+        if self.is_snapshot(txn) {
+            self.check()?;
+            self.txns.state(txn)?;
+            self.catalog.check_handle(tree)?;
+            self.stats.ops += 1;
+            return Ok(());
+        }
         self.access(txn, tree, None, Access::Read)?;
         self.stats.ops += 1;
         Ok(())
@@ -442,6 +587,11 @@ impl Core {
     /// Ends a committed transaction: releases its reservation, its pages' uncommitted marks and
     /// its locks.
     pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
+        if let Some(vs) = self.versions.as_mut() {
+            // Its versions become visible to snapshots that begin from now on.
+            let r = vs.commit(txn);
+            self.health.guard(r)?;
+        }
         let st = self.txns.remove(txn)?;
         self.txns.end(txn, &st);
         self.sync_page_reserve();
@@ -487,6 +637,9 @@ impl Core {
             wal.set_unreserved(false);
             r
         };
+        if let Some(vs) = self.versions.as_mut() {
+            vs.abort(txn);
+        }
         self.txns.end(txn, &st);
         self.sync_page_reserve();
         self.cache.pool.txn_ended(txn, &changed);

@@ -54,4 +54,12 @@ pub enum Error {
     Poisoned(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Snapshot isolation: the undo device has no free extent for a before-image. Nothing was
+    /// changed; end old snapshot transactions (their versions are then purged) and retry, or
+    /// give the undo device more space (reopening starts with an empty version store).
+    #[error("the version store is full: {0}")]
+    VersionStoreFull(String),
+    /// A before-image read back from the undo device does not check out.
+    #[error("version store record at undo offset {offset} is corrupt: {reason}")]
+    VersionCorrupt { offset: u64, reason: String },
 }

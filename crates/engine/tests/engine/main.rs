@@ -18,5 +18,6 @@ mod out_of_place;
 mod page_allocation;
 mod reopen;
 mod scans;
+mod snapshot;
 mod support;
 mod waf;
