@@ -449,9 +449,11 @@ impl Core {
     }
 
     /// [`Core::scan`] for a snapshot reader: the tree's pairs merged with the records whose
-    /// version it may see differently (those with a head), each resolved to its version. At
-    /// most as many tree keys as there are heads in the range can be invisible, so reading
-    /// `limit` + that many pairs from the tree gives `limit` visible ones when there are.
+    /// version it may see differently (those with a head), each resolved to its version, a
+    /// window at a time. A window takes up to `limit` heads and `limit` + that many tree pairs
+    /// and resolves everything up to the nearer of their ends (past it, either may hold keys
+    /// not yet read): at most as many tree keys as heads can be invisible, so windows continue
+    /// until `limit` pairs are visible or the range is done.
     fn scan_snapshot(
         &mut self,
         wal: &mut Wal,
@@ -461,57 +463,80 @@ impl Core {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let vs = self
-            .versions
-            .as_ref()
-            .expect("a snapshot transaction has a store");
-        let mut heads = vs.head_keys(tree.id, range);
-        if reverse {
-            heads.reverse();
-        }
-        let want = limit.saturating_add(heads.len());
-        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let r = crate::ops::read(&mut self.cache, wal, |m| {
-            bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
-                pairs.push((k.to_vec(), v.to_vec()));
-                pairs.len() < want
-            })
-        });
-        self.health.guard(r)?;
-        // The tree was read up to its last pair (or to the range's end when it ran out).
-        let exhausted = pairs.len() < want;
-        let beyond = |k: &[u8], last: &[u8]| if reverse { k < last } else { k > last };
-        let last = pairs.last().map(|p| p.0.clone());
-        let mut heads = heads.into_iter().peekable();
-        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
-        for (k, v) in pairs {
-            while let Some(h) = heads.next_if(|h| if reverse { *h > k } else { *h < k }) {
-                merged.push((h, None));
-            }
-            heads.next_if(|h| *h == k);
-            merged.push((k, Some(v)));
-        }
-        for h in heads {
-            if exhausted || last.as_deref().is_some_and(|l| !beyond(&h, l)) {
-                merged.push((h, None));
-            }
-        }
-        let vs = self
-            .versions
-            .as_mut()
-            .expect("a snapshot transaction has a store");
+        let window = limit.clamp(1, 1024);
+        let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
+            (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
+        let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
         let mut out = Vec::new();
-        for (k, current) in merged {
-            if out.len() >= limit {
-                break;
+        loop {
+            let r = (
+                bounds.0.as_ref().map(|k| k.as_slice()),
+                bounds.1.as_ref().map(|k| k.as_slice()),
+            );
+            let vs = self
+                .versions
+                .as_ref()
+                .expect("a snapshot transaction has a store");
+            let heads = vs.head_keys(tree.id, r, reverse, window);
+            let heads_done = heads.len() < window;
+            let want = window + heads.len();
+            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let res = crate::ops::read(&mut self.cache, wal, |m| {
+                bt::scan(m, tree.root, r.0, r.1, reverse, |k, v| {
+                    pairs.push((k.to_vec(), v.to_vec()));
+                    pairs.len() < want
+                })
+            });
+            self.health.guard(res)?;
+            let tree_done = pairs.len() < want;
+            // The window ends at the nearer of the two last keys read (when more may follow).
+            let mut end: Option<Vec<u8>> = None;
+            if !tree_done {
+                end = pairs.last().map(|p| p.0.clone());
             }
-            // A head key missing from the tree was deleted (or is being written).
-            let r = vs.visible(txn, tree.id, &k, current);
-            if let Some(v) = self.health.guard(r)? {
-                out.push((k, v));
+            if !heads_done {
+                let h = heads.last().expect("a full window").clone();
+                end = Some(match end {
+                    Some(e) if before(&e, &h) => e,
+                    _ => h,
+                });
+            }
+            let inside = |k: &[u8]| end.as_deref().is_none_or(|e| !before(e, k));
+            let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+            let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
+            for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
+                while let Some(h) = hs.next_if(|h| before(h, &k)) {
+                    merged.push((h, None));
+                }
+                hs.next_if(|h| *h == k);
+                merged.push((k, Some(v)));
+            }
+            merged.extend(hs.map(|h| (h, None)));
+            let vs = self
+                .versions
+                .as_mut()
+                .expect("a snapshot transaction has a store");
+            for (k, current) in merged {
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                // A head key missing from the tree was deleted (or is being written).
+                let r = vs.visible(txn, tree.id, &k, current);
+                if let Some(v) = self.health.guard(r)? {
+                    out.push((k, v));
+                }
+            }
+            match end {
+                Some(e) if out.len() < limit => {
+                    if reverse {
+                        bounds.1 = Bound::Excluded(e);
+                    } else {
+                        bounds.0 = Bound::Excluded(e);
+                    }
+                }
+                _ => return Ok(out),
             }
         }
-        Ok(out)
     }
 
     /// Locks `tree` for a cursor of `txn` (the whole tree, shared, to the end of `txn`; a

@@ -39,6 +39,10 @@ pub(crate) type Ts = u64;
 /// The largest extent of a rollback segment.
 const EXTENT_BYTES: u64 = 1 << 20;
 
+/// Undo blocks kept after a read (a database keeps recently read undo blocks in its buffer
+/// cache): a reader following many chains through the same segments reads each block once.
+const CACHED_BLOCKS: usize = 64;
+
 /// Where a before-image is on the undo device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ptr {
@@ -100,6 +104,8 @@ pub struct VersionStats {
     pub appended_bytes: u64,
     /// Before-images read back by snapshot readers.
     pub chain_reads: u64,
+    /// Undo blocks read from the device for them (the others were in memory).
+    pub blocks_read: u64,
     /// Reads that returned an older version than the tree's.
     pub old_versions_read: u64,
     /// Extents in use now, and of the device.
@@ -132,6 +138,9 @@ pub(crate) struct VersionStore {
     snapshots: BTreeMap<Ts, u32>,
     /// Heads of commits waiting for the oldest snapshot to pass their commit.
     retired: BTreeMap<Ts, Vec<(TreeId, Vec<u8>)>>,
+    /// Recently read undo blocks: device offset -> contents, with a use stamp.
+    cache: HashMap<u64, (u64, Vec<u8>)>,
+    stamp: u64,
     pub stats: VersionStats,
 }
 
@@ -216,8 +225,9 @@ fn decode(b: &[u8], at: u64) -> Result<Image> {
 impl VersionStore {
     /// A store over `dev` (its contents are ignored: the store starts empty).
     pub fn new(dev: Box<dyn BlockDevice>) -> Result<VersionStore> {
-        let block = dev.block_bytes() as u64;
-        let cap = dev.capacity_bytes();
+        // Undo pages of 4 KiB (or the device's block, if larger), as the data pages.
+        let block = (dev.block_bytes() as u64).max(4096);
+        let cap = dev.capacity_bytes() / block * block;
         let extent_bytes = (EXTENT_BYTES.min(cap / 4) / block * block).max(block);
         let n = cap / extent_bytes;
         if n < 2 {
@@ -236,6 +246,8 @@ impl VersionStore {
             segments: Vec::new(),
             snapshots: BTreeMap::new(),
             retired: BTreeMap::new(),
+            cache: HashMap::new(),
+            stamp: 0,
             stats: VersionStats {
                 extents_total: n,
                 extent_bytes,
@@ -423,6 +435,7 @@ impl VersionStore {
             let out = std::mem::replace(&mut seg.tail, rest);
             let at = ext_id as u64 * extent_bytes + seg.tail_from;
             seg.tail_from += whole;
+            self.forget_blocks(at, whole);
             self.dev.write_at(at, &out)?;
         }
         Ok(Ptr {
@@ -438,6 +451,7 @@ impl VersionStore {
         }
         let len = (data.len() as u64).div_ceil(self.block) * self.block;
         data.resize(len as usize, 0);
+        self.forget_blocks(at, len);
         self.dev.write_at(at, &data)?;
         Ok(())
     }
@@ -577,6 +591,7 @@ impl VersionStore {
             }
         }
         for id in freed {
+            self.forget_blocks(id as u64 * self.extent_bytes, self.extent_bytes);
             // The extent's old contents are dead: the device may reclaim them.
             let _ = self
                 .dev
@@ -605,13 +620,18 @@ impl VersionStore {
         };
         let dev_len = (on_device_end - in_ext) as usize;
         if dev_len > 0 {
-            // Reads cover whole blocks.
+            // Whole blocks, each from the cache or the device.
             let lo = p.offset / self.block * self.block;
             let hi = (p.offset + dev_len as u64).div_ceil(self.block) * self.block;
-            let mut blocks = vec![0u8; (hi - lo) as usize];
-            self.dev.read_at(lo, &mut blocks)?;
-            let from = (p.offset - lo) as usize;
-            buf[..dev_len].copy_from_slice(&blocks[from..from + dev_len]);
+            let mut at = lo;
+            while at < hi {
+                let block = self.block_at(at)?;
+                let b_lo = at.max(p.offset);
+                let b_hi = (at + self.block).min(p.offset + dev_len as u64);
+                buf[(b_lo - p.offset) as usize..(b_hi - p.offset) as usize]
+                    .copy_from_slice(&block[(b_lo - at) as usize..(b_hi - at) as usize]);
+                at += self.block;
+            }
         }
         if let Some((from, t)) = tail {
             for (i, b) in buf.iter_mut().enumerate().skip(dev_len) {
@@ -619,6 +639,37 @@ impl VersionStore {
             }
         }
         decode(&buf, p.offset)
+    }
+
+    /// The undo block at `at`, from the cache or read from the device (and cached).
+    fn block_at(&mut self, at: u64) -> Result<Vec<u8>> {
+        self.stamp += 1;
+        if let Some((used, b)) = self.cache.get_mut(&at) {
+            *used = self.stamp;
+            return Ok(b.clone());
+        }
+        let mut b = vec![0u8; self.block as usize];
+        self.dev.read_at(at, &mut b)?;
+        self.stats.blocks_read += 1;
+        if self.cache.len() >= CACHED_BLOCKS {
+            if let Some(&victim) = self
+                .cache
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(k, _)| k)
+            {
+                self.cache.remove(&victim);
+            }
+        }
+        self.cache.insert(at, (self.stamp, b.clone()));
+        Ok(b)
+    }
+
+    /// Drops cached blocks in `[at, at + len)` (rewritten or freed).
+    fn forget_blocks(&mut self, at: u64, len: u64) {
+        if !self.cache.is_empty() {
+            self.cache.retain(|&k, _| k < at || k >= at + len);
+        }
     }
 
     /// What `txn` sees of `key`, whose version in the tree is `current`.
@@ -655,17 +706,24 @@ impl VersionStore {
         }
     }
 
-    /// Keys of `tree` with a head in `[lo, hi]` (bounds as in a scan), ascending: the records a
-    /// snapshot may see differently from the tree.
+    /// Up to `limit` keys of `tree` with a head in `range`, in scan order (descending if
+    /// `reverse`): the records a snapshot may see differently from the tree.
     pub fn head_keys(
         &self,
         tree: TreeId,
         range: (std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
     ) -> Vec<Vec<u8>> {
-        self.heads
-            .get(&tree)
-            .map(|m| m.range::<[u8], _>(range).map(|(k, _)| k.clone()).collect())
-            .unwrap_or_default()
+        let Some(m) = self.heads.get(&tree) else {
+            return Vec::new();
+        };
+        let r = m.range::<[u8], _>(range).map(|(k, _)| k.clone());
+        if reverse {
+            r.rev().take(limit).collect()
+        } else {
+            r.take(limit).collect()
+        }
     }
 
     /// A snapshot of the counters.

@@ -20,6 +20,7 @@
 pub mod bench;
 pub mod hdd;
 pub mod iotrace;
+pub mod mvcc;
 pub mod query;
 pub mod simrun;
 pub mod synthetic;

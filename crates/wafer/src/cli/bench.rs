@@ -32,6 +32,9 @@ pub enum BenchCommand {
     /// Paper 003's commit-time experiments: TPC-B with the data cached and the log on the
     /// simulated disk or flash SSD, by the number of clients, with group commit (Tables 2-3)
     Tpcb(Box<super::tpcb::TpcbArgs>),
+    /// Paper 003 Table 4: a snapshot scan that reads three old versions of every row from the
+    /// rollback segments (the undo device), on the paper's disk and on its flash SSD.
+    Mvcc(super::mvcc::MvccArgs),
 }
 
 /// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
@@ -563,6 +566,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         BenchCommand::Flushless(args) => super::flushless::main(args),
         BenchCommand::Query(args) => super::query::main(args),
         BenchCommand::Tpcb(args) => super::tpcb::main(args),
+        BenchCommand::Mvcc(args) => super::mvcc::main(args),
     }
 }
 

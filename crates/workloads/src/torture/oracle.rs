@@ -197,6 +197,8 @@ pub fn error_class(e: &Error) -> String {
         Error::TableFull(_) => "TableFull",
         Error::Poisoned(_) => "Poisoned",
         Error::InvalidArgument(_) => "InvalidArgument",
+        Error::VersionStoreFull(_) => "VersionStoreFull",
+        Error::VersionCorrupt { .. } => "VersionCorrupt",
     };
     s.to_string()
 }
