@@ -16,8 +16,8 @@
 //!
 //! Purge: versions older than the oldest active snapshot are dead. The versions a committed
 //! transaction replaced are read only by snapshots older than its commit, so an extent is freed
-//! (trimmed and returned) once no live transaction has written into it and the oldest snapshot
-//! is at or past the newest commit that did; the heads of a commit are dropped then too. An
+//! (trimmed and returned) once no live transaction has written into it, the oldest snapshot
+//! is at or past the newest commit that did, and its segment has moved on to another extent; the heads of a commit are dropped then too. An
 //! aborted transaction's heads are put back at once (its images are never read again).
 //!
 //! Crash safety: rebuilt, not recovered. No snapshot survives a restart, so no old version is
@@ -541,7 +541,7 @@ impl VersionStore {
 
     /// Frees what no active snapshot can read: heads of commits at or before the oldest
     /// snapshot (every commit when there is none), and extents that only such commits (and
-    /// aborted transactions) wrote into; the extent a held segment appends to stays.
+    /// aborted transactions) wrote into; the extent a segment appends to stays.
     fn purge(&mut self) {
         let oldest = self
             .snapshots
@@ -564,31 +564,18 @@ impl VersionStore {
         }
         let mut freed = Vec::new();
         for seg in &mut self.segments {
-            let held = seg.holder.is_some();
+            // The extent a segment appends to stays, held or idle: the next transaction goes
+            // on appending after the last one (an append-only stream through the extents).
             let n = seg.extents.len();
-            let mut kept = Vec::with_capacity(n);
-            let mut current_freed = false;
-            for (i, x) in std::mem::take(&mut seg.extents).into_iter().enumerate() {
-                let current = i + 1 == n;
-                // The extent a held segment appends to stays.
-                if x.live_writers == 0 && x.max_ts <= oldest && !(held && current) {
+            let mut i = 0;
+            seg.extents.retain(|x| {
+                i += 1;
+                let dead = i < n && x.live_writers == 0 && x.max_ts <= oldest;
+                if dead {
                     freed.push(x.id);
-                    current_freed |= current;
-                } else {
-                    kept.push(x);
                 }
-            }
-            seg.extents = kept;
-            if current_freed {
-                // Its tail is dead too; the next append starts a new extent.
-                seg.tail.clear();
-                seg.tail_from = 0;
-                seg.used = if seg.extents.is_empty() {
-                    0
-                } else {
-                    self.extent_bytes
-                };
-            }
+                !dead
+            });
         }
         for id in freed {
             self.forget_blocks(id as u64 * self.extent_bytes, self.extent_bytes);

@@ -134,6 +134,22 @@ pub struct WatchedDevice {
 }
 
 impl WatchedDevice {
+    /// Records `inner`'s reads and writes into `trace` and/or times its writes and flushes
+    /// into `timing`.
+    pub fn watched(
+        inner: Box<dyn BlockDevice>,
+        clock: Arc<dyn Clock>,
+        trace: Option<SharedTrace>,
+        timing: Option<SharedTiming>,
+    ) -> WatchedDevice {
+        WatchedDevice {
+            inner,
+            clock,
+            trace,
+            timing,
+        }
+    }
+
     /// Records `inner`'s reads and writes, with their submission times, into `trace`.
     pub fn traced(
         inner: Box<dyn BlockDevice>,

@@ -119,6 +119,12 @@ pub struct TpccArgs {
     /// for the platter). Overrides the config file's `log_disk`.
     #[arg(long, value_enum)]
     pub log_device: Option<super::tpcb::LogArg>,
+    /// Run the transactions under snapshot isolation with the rollback segments (the version
+    /// store) on this undo device: `flash`, the paper's SSD (mcaqe32g, 4 GiB), or `disk`, its
+    /// Barracuda 7200.10 with its 8 MB write cache (paper 003 Figure 4). Overrides the config
+    /// file's `snapshot_undo`.
+    #[arg(long, value_enum)]
+    pub undo_device: Option<super::tpcb::LogArg>,
     #[command(flatten)]
     pub output: super::RunOutput,
     /// Write the full TPC-C summaries (counts, mix, checks, writes-vs-New-Orders series) here.
@@ -221,6 +227,20 @@ impl TpccArgs {
                 cfg.log_disk = Some(flashsim::HddConfig::barracuda_7200_10().with_write_cache(0));
             }
             Some(super::tpcb::LogArg::Flash) => cfg.log_disk = None,
+            None => {}
+        }
+        use wafer_workloads::tpcc::UndoDeviceConfig;
+        match self.undo_device {
+            Some(super::tpcb::LogArg::Disk) => {
+                cfg.snapshot_undo = Some(UndoDeviceConfig::Disk(
+                    flashsim::HddConfig::barracuda_7200_10(),
+                ));
+            }
+            Some(super::tpcb::LogArg::Flash) => {
+                cfg.snapshot_undo = Some(UndoDeviceConfig::Ssd(
+                    flashsim::Drive::Mcaqe32g.config(4 << 30, 0.1),
+                ));
+            }
             None => {}
         }
         let e = &mut cfg.engine;
@@ -356,6 +376,38 @@ fn check_text(s: &TpccSummary) -> String {
 }
 
 /// Prints the comparison table, the mix and the writes-vs-New-Orders series.
+/// The undo device of snapshot-isolation runs (paper 003 Figure 4): its writes, their mean
+/// size and time per 4 KiB block, and the version store.
+fn print_undo(runs: &[TpccSummary]) {
+    let with: Vec<&TpccSummary> = runs.iter().filter(|r| r.undo.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let mut out = String::from(
+        "\nSnapshot isolation: the rollback segments on the undo device over the run\n\n\
+         | run | undo device | writes | MB written | mean write (KiB) | time per 4 KiB block (ms) \
+         | before-images | segments | extents in use at the end | write conflicts |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in with {
+        let u = r.undo.as_ref().expect("filtered");
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {:.1} | {:.3} | {} | {} | {} | {} |\n",
+            r.bench.name,
+            u.device,
+            u.timing.writes,
+            u.timing.write_bytes as f64 / 1e6,
+            u.timing.mean_write_bytes() / 1024.0,
+            u.write_ns_per_block / 1e6,
+            u.versions.before_images,
+            u.versions.segments,
+            u.versions.extents_in_use,
+            u.versions.write_conflicts
+        ));
+    }
+    super::human::print_stdout(&out);
+}
+
 pub fn print_table(title: &str, runs: &[TpccSummary]) {
     println!("{title}\n");
     println!(
@@ -695,6 +747,7 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
         super::human::print_stdout(&json);
     } else {
         print_table(&title, &runs);
+        print_undo(&runs);
         let failed = runs.iter().any(|s| {
             [&s.check_after_load, &s.check_after_run]
                 .iter()

@@ -71,6 +71,19 @@ pub struct Rig {
     pub log: Handle<Box<dyn BlockDevice>>,
     /// Count and time of the log device's writes and flushes.
     pub log_timing: Arc<Mutex<IoTiming>>,
+    /// The undo device (the version store's rollback segments), when there is one: the
+    /// device, its timing and its time x address scatter.
+    pub undo: Option<UndoRole>,
+}
+
+/// The undo device of a rig, watched.
+pub struct UndoRole {
+    /// The device (shared with the database).
+    pub dev: Handle<Box<dyn BlockDevice>>,
+    /// Count and time of its writes.
+    pub timing: Arc<Mutex<IoTiming>>,
+    /// Its reads and writes, time x address.
+    pub trace: crate::iotrace::SharedTrace,
 }
 
 /// The device of the log role.
@@ -102,7 +115,39 @@ impl Rig {
         log_dev: &LogDevice,
         db_cfg: DbConfig,
     ) -> Result<Rig, BenchError> {
+        Rig::open_devices_with(data_ssd, log_dev, None, db_cfg)
+    }
+
+    /// [`Rig::open_devices`] with an undo device (the version store: snapshot isolation) on the
+    /// same clock, timed and traced.
+    pub fn open_devices_with(
+        data_ssd: &flashsim::SsdConfig,
+        log_dev: &LogDevice,
+        undo_dev: Option<&LogDevice>,
+        db_cfg: DbConfig,
+    ) -> Result<Rig, BenchError> {
         let clock = VirtualClock::shared();
+        let undo = match undo_dev {
+            None => None,
+            Some(kind) => {
+                let inner: Box<dyn BlockDevice> = match kind {
+                    LogDevice::Ssd(c) => Box::new(SimDevice::new(c.clone(), clock.clone())?),
+                    LogDevice::Disk(c) => {
+                        Box::new(crate::hdd::HddDevice::new(c.clone(), clock.clone())?)
+                    }
+                };
+                let timing = Arc::new(Mutex::new(IoTiming::default()));
+                let trace = Arc::new(Mutex::new(crate::iotrace::IoTrace::new(4000)));
+                let dev: Handle<Box<dyn BlockDevice>> =
+                    Handle::new(Box::new(WatchedDevice::watched(
+                        inner,
+                        clock.clone(),
+                        Some(trace.clone()),
+                        Some(timing.clone()),
+                    )));
+                Some(UndoRole { dev, timing, trace })
+            }
+        };
         let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
         let inner: Box<dyn BlockDevice> = match log_dev {
             LogDevice::Ssd(c) => Box::new(SimDevice::new(c.clone(), clock.clone())?),
@@ -114,10 +159,12 @@ impl Rig {
             clock.clone(),
             log_timing.clone(),
         )));
-        let db = Db::open(
-            Devices::new(Box::new(data.clone()), Box::new(log.clone())).with_clock(clock.clone()),
-            db_cfg,
-        )?;
+        let mut devices =
+            Devices::new(Box::new(data.clone()), Box::new(log.clone())).with_clock(clock.clone());
+        if let Some(u) = &undo {
+            devices = devices.with_undo(Box::new(u.dev.clone()));
+        }
+        let db = Db::open(devices, db_cfg)?;
         Ok(Rig {
             db,
             tree: None,
@@ -125,6 +172,7 @@ impl Rig {
             data,
             log,
             log_timing,
+            undo,
         })
     }
 
@@ -137,9 +185,13 @@ impl Rig {
 
     /// Opens a new engine on the same devices (running recovery) and replaces `db` with it.
     fn open_again(&mut self, db_cfg: DbConfig) -> Result<(), BenchError> {
+        let mut devices = Devices::new(Box::new(self.data.clone()), Box::new(self.log.clone()))
+            .with_clock(self.clock.clone());
+        if let Some(u) = &self.undo {
+            devices = devices.with_undo(Box::new(u.dev.clone()));
+        }
         let db = Db::open(
-            Devices::new(Box::new(self.data.clone()), Box::new(self.log.clone()))
-                .with_clock(self.clock.clone()),
+            devices,
             DbConfig {
                 open_mode: wafer_engine::OpenMode::Open,
                 ..db_cfg

@@ -57,6 +57,35 @@ pub struct TpccBenchConfig {
     /// unflushed log tail are lost) and recover; report the recovery and check the result.
     #[serde(default)]
     pub crash_at_end: bool,
+    /// Run the transactions under snapshot isolation, with the version store's rollback
+    /// segments on this device (paper 003's undo role: flashsim's disk model or an SSD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_undo: Option<UndoDeviceConfig>,
+}
+
+/// The undo device of a snapshot-isolation run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UndoDeviceConfig {
+    /// A simulated SSD.
+    Ssd(SsdConfig),
+    /// flashsim's disk model.
+    Disk(flashsim::HddConfig),
+}
+
+/// What the undo device did over the run (snapshot isolation): paper 003 Figure 4.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UndoReport {
+    /// "disk" or "ssd".
+    pub device: String,
+    /// Its writes and their virtual time.
+    pub timing: crate::iotrace::IoTiming,
+    /// Mean virtual time per 4 KiB block written.
+    pub write_ns_per_block: f64,
+    /// Its reads and writes over the run, time x address (thinned).
+    pub trace: crate::iotrace::IoTrace,
+    /// The version store's counters at the end.
+    pub versions: wafer_engine::VersionStats,
 }
 
 impl TpccBenchConfig {
@@ -70,6 +99,7 @@ impl TpccBenchConfig {
             data_ssd: bench_ssd(data_bytes, spare_factor),
             log_ssd: bench_ssd((data_bytes / 8).max(32 << 20), 0.2),
             log_disk: None,
+            snapshot_undo: None,
             engine: DbConfig::default(),
             buffer_fraction: 0.1,
             load_buffer_pages: None,
@@ -193,6 +223,9 @@ pub struct TpccSummary {
     /// Pages the run read from the data device.
     #[serde(default)]
     pub pages_read: u64,
+    /// The undo device over the run (snapshot isolation runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<UndoReport>,
 }
 
 impl TpccSummary {
@@ -421,12 +454,18 @@ pub fn run_vtime_logged(
     obs: &mut dyn BenchObserver,
 ) -> Result<(TpccSummary, LatencyLog), TpccError> {
     cfg.validate()?;
-    let mut rig = Rig::open_devices(
+    use crate::bench::vtime::LogDevice;
+    let undo = cfg.snapshot_undo.as_ref().map(|u| match u {
+        UndoDeviceConfig::Ssd(c) => LogDevice::Ssd(c.clone()),
+        UndoDeviceConfig::Disk(c) => LogDevice::Disk(c.clone()),
+    });
+    let mut rig = Rig::open_devices_with(
         &cfg.preset.data_ssd(&cfg.data_ssd),
         &match &cfg.log_disk {
-            Some(d) => crate::bench::vtime::LogDevice::Disk(d.clone()),
-            None => crate::bench::vtime::LogDevice::Ssd(cfg.log_ssd.clone()),
+            Some(d) => LogDevice::Disk(d.clone()),
+            None => LogDevice::Ssd(cfg.log_ssd.clone()),
         },
+        undo.as_ref(),
         cfg.engine_config(cfg.load_buffer()),
     )?;
     obs.phase("load");
@@ -445,10 +484,17 @@ pub fn run_vtime_logged(
     let tables = Tables::open(&rig.db)?;
 
     obs.phase("run");
+    // The undo device's record covers the run only.
+    let undo_start = rig.undo.as_ref().map(|u| {
+        *u.trace.lock().expect("trace") = crate::iotrace::IoTrace::new(4000);
+        *u.timing.lock().expect("timing")
+    });
     let counts = Rc::new(RefCell::new(TxnCounts::default()));
     let mut work = TpccWork {
         terminals: (0..cfg.run.clients)
-            .map(|c| Terminal::new(&cfg.tpcc, c))
+            .map(|c| {
+                Terminal::new(&cfg.tpcc, c).with_snapshot_isolation(cfg.snapshot_undo.is_some())
+            })
             .collect(),
         tables,
         counts: counts.clone(),
@@ -591,6 +637,23 @@ pub fn run_vtime_logged(
         pages_written_eviction: end_stats.writes.eviction_writes,
         pages_written_checkpoint: end_stats.writes.checkpoint_writes,
         pages_read: end_stats.writes.page_reads,
+        undo: match (&rig.undo, undo_start) {
+            (Some(u), Some(t0)) => {
+                let timing = u.timing.lock().expect("timing").since(&t0);
+                Some(UndoReport {
+                    device: match cfg.snapshot_undo {
+                        Some(UndoDeviceConfig::Disk(_)) => "disk".into(),
+                        _ => "ssd".into(),
+                    },
+                    timing,
+                    write_ns_per_block: timing.write_ns as f64
+                        / (timing.write_bytes as f64 / 4096.0).max(1.0),
+                    trace: u.trace.lock().expect("trace").clone(),
+                    versions: end_stats.versions.clone().unwrap_or_default(),
+                })
+            }
+            _ => None,
+        },
         counts: cfg.tpcc.counts(),
         load: load_stats,
         txns,

@@ -135,9 +135,17 @@ pub struct Terminal {
     /// `abort_fraction`, and its own random stream (the inputs do not depend on it).
     abort_fraction: f64,
     abort_rng: Pcg64Mcg,
+    /// Run its transactions under snapshot isolation.
+    snapshot: bool,
 }
 
 impl Terminal {
+    /// Runs its transactions under snapshot isolation (the database needs an undo device).
+    pub fn with_snapshot_isolation(mut self, on: bool) -> Terminal {
+        self.snapshot = on;
+        self
+    }
+
     /// Terminal `id` of a run of `cfg`.
     pub fn new(cfg: &TpccConfig, id: u32) -> Terminal {
         let counts = cfg.counts();
@@ -155,6 +163,7 @@ impl Terminal {
             pending: None,
             abort_fraction: cfg.abort_fraction,
             abort_rng: Pcg64Mcg::seed_from_u64(mix_seed(cfg.seed ^ 0xab07, id as u64)),
+            snapshot: false,
         }
     }
 
@@ -306,6 +315,7 @@ impl Terminal {
             tables,
             counts: self.counts,
             mode: self.mode,
+            snapshot: self.snapshot,
         };
         let kind = input.kind();
         let end = match (abort, deferred) {

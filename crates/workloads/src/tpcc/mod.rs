@@ -49,7 +49,7 @@ pub mod wall;
 pub use check::{check, CheckReport, Condition};
 pub use driver::{
     run_vtime, run_vtime_logged, run_wall, RecoveryOutcome, TpccBenchConfig, TpccFigures,
-    TpccSeriesPoint, TpccSummary, TpccWallConfig, TpccWallResult,
+    TpccSeriesPoint, TpccSummary, TpccWallConfig, TpccWallResult, UndoDeviceConfig, UndoReport,
 };
 pub use input::Terminal;
 pub use load::{load, LoadStats};

@@ -25,6 +25,8 @@ pub struct Ctx<'a> {
     pub counts: Counts,
     /// Growing or steady-size database.
     pub mode: SizeMode,
+    /// Snapshot isolation instead of strict two-phase locking.
+    pub snapshot: bool,
 }
 
 /// The result of a transaction that ran to its end.
@@ -158,7 +160,11 @@ pub fn execute_as(
     now: u64,
     end: End,
 ) -> Result<(Exec, Option<wafer_engine::PendingCommit>), TpccError> {
-    let mut tx = db.begin()?;
+    let mut tx = if ctx.snapshot {
+        db.begin_snapshot()?
+    } else {
+        db.begin()?
+    };
     let r = match input {
         Input::NewOrder { w, d, c, lines } => new_order(&mut tx, ctx, (*w, *d, *c), lines, now),
         Input::Payment {
@@ -511,6 +517,7 @@ mod tests {
             tables: &t,
             counts: cfg.counts(),
             mode: cfg.mode,
+            snapshot: false,
         };
         let line = |i_id, supply_w| LineIn {
             i_id,
@@ -578,6 +585,7 @@ mod tests {
             tables: &t,
             counts,
             mode: cfg.mode,
+            snapshot: false,
         };
         let window = counts.steady_window();
         let mut delivered = 0;
