@@ -937,3 +937,42 @@ fn realdb_sqlite_journal_against_wal() {
         "{crashes:?}"
     );
 }
+
+/// `wafer bench mvcc` at a small size: three old versions of every row are read back from the
+/// rollback segments, the disk far slower than flash, and the result makes a report page with
+/// the reads' scatter.
+#[test]
+fn bench_mvcc_and_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mvcc.json");
+    let o = wafer(&[
+        "bench",
+        "mvcc",
+        "--rows",
+        "2000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("undo pages read"), "{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r["kind"], "mvcc");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert_eq!(run["chain_reads"], 6000, "{}", run["device"]);
+    }
+    let t = |i: usize| runs[i]["read_ns"].as_f64().unwrap();
+    assert!(t(0) > 10.0 * t(1), "disk {} vs flash {}", t(0), t(1));
+    let html = dir.path().join("mvcc.html");
+    let o = wafer(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Figure 5") && page.contains("<svg"));
+}

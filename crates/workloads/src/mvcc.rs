@@ -81,6 +81,17 @@ pub struct MvccReadRun {
     pub versions: VersionStats,
 }
 
+/// The result of `wafer bench mvcc` (the input of `wafer report`; `kind` is `"mvcc"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MvccBenchResult {
+    /// Always "mvcc".
+    pub kind: String,
+    /// The experiment's size.
+    pub config: MvccReadConfig,
+    /// One run per undo device.
+    pub runs: Vec<MvccReadRun>,
+}
+
 /// Why the experiment failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MvccError {

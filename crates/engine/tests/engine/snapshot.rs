@@ -189,7 +189,10 @@ fn full_version_store_is_a_clear_error_until_snapshots_end() {
     put(&db, &t, &key(1, 8), b"fits again");
     let v = db.stats().versions.unwrap();
     assert!(v.extents_in_use <= v.segments, "{v:?}");
-    assert!(v.extents_freed > 0, "extents behind the segment were reused: {v:?}");
+    assert!(
+        v.extents_freed > 0,
+        "extents behind the segment were reused: {v:?}"
+    );
 }
 
 /// Interleaved transactions, one thread: snapshot readers and writers, serializable writers,

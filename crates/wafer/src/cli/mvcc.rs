@@ -84,7 +84,12 @@ pub fn main(a: &MvccArgs) -> Result<(), CliError> {
     );
     super::human::print_stdout(&out);
     if let Some(p) = &a.out {
-        let text = serde_json::to_string_pretty(&runs)
+        let result = wafer_workloads::mvcc::MvccBenchResult {
+            kind: "mvcc".into(),
+            config: cfg.clone(),
+            runs,
+        };
+        let text = serde_json::to_string_pretty(&result)
             .map_err(|e| CliError::Run(format!("encoding: {e}")))?;
         std::fs::write(p, text)
             .map_err(|e| CliError::Run(format!("writing {}: {e}", p.display())))?;

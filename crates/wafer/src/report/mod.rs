@@ -5,7 +5,8 @@
 //!   benchmarks (`wafer bench ycsb`, `bench tpcc --out`, `--tpcc-out`, `wafer demo`), device
 //!   simulations (`wafer sim --json`/`--out`, the per-configuration files of `wafer bench device`)
 //!   and `wafer bench device`'s comparison table (`comparison.json`, or its `--json` output),
-//!   the result of `wafer bench query --out`, and the results of `wafer realdb --out`;
+//!   the result of `wafer bench query --out`, the results of `wafer realdb --out` and of
+//!   `wafer bench mvcc --out`;
 //! * [`figures`] turns the runs into the data of each chart (pure, tested here);
 //! * [`charts`] draws SVG charts; [`html`] lays out the engine benchmark page (with [`tpcc`]'s
 //!   tables for TPC-C runs), [`device`] the device page, [`query`] the query page, [`realdb`]
@@ -21,6 +22,7 @@ pub mod charts;
 mod device;
 pub mod figures;
 mod html;
+mod mvcc;
 mod query;
 mod realdb;
 mod tpcc;
@@ -45,6 +47,8 @@ pub enum Content {
     Query(Box<QueryBenchResult>),
     /// An unmodified database on the simulated SSD (`wafer realdb`).
     Realdb(Box<crate::realdb::RealdbResult>),
+    /// The MVCC reads of `wafer bench mvcc`.
+    Mvcc(Box<wafer_workloads::mvcc::MvccBenchResult>),
 }
 
 /// The kinds of page.
@@ -58,6 +62,8 @@ pub enum Kind {
     Query,
     /// `wafer realdb` results.
     Realdb,
+    /// A `wafer bench mvcc` result.
+    Mvcc,
 }
 
 impl Kind {
@@ -67,6 +73,7 @@ impl Kind {
             Kind::Device => "device results (`wafer sim`, `wafer bench device`)",
             Kind::Query => "query operator runs (`wafer bench query`)",
             Kind::Realdb => "real-database runs (`wafer realdb`)",
+            Kind::Mvcc => "MVCC read runs (`wafer bench mvcc`)",
         }
     }
 }
@@ -79,6 +86,7 @@ impl Content {
             Content::Sim(_) | Content::Device(_) => Kind::Device,
             Content::Query(_) => Kind::Query,
             Content::Realdb(_) => Kind::Realdb,
+            Content::Mvcc(_) => Kind::Mvcc,
         }
     }
 
@@ -90,6 +98,7 @@ impl Content {
             Content::Device(rows) => rows.len(),
             Content::Query(q) => q.runs.len(),
             Content::Realdb(r) => r.runs.len() + r.crashes.len(),
+            Content::Mvcc(r) => r.runs.len(),
         }
     }
 
@@ -216,7 +225,7 @@ impl fmt::Display for ReportError {
                 f,
                 "{} is {what}, which `wafer report` does not render (it renders the JSON of \
                  `wafer bench ycsb`, `wafer bench tpcc`, `wafer demo`, `wafer sim`, \
-                 `wafer bench device`, `wafer bench query` and `wafer realdb`)",
+                 `wafer bench device`, `wafer bench query`, `wafer bench mvcc` and `wafer realdb`)",
                 path.display()
             ),
             ReportError::Chart(m) => f.write_str(m),
@@ -285,6 +294,11 @@ pub fn load(path: &Path) -> Result<Input, ReportError> {
         let q = serde_json::from_value::<QueryBenchResult>(value)
             .map_err(|e| damaged("the result of `wafer bench query`", e))?;
         return input(Content::Query(Box::new(q)));
+    }
+    if value.get("kind").and_then(|k| k.as_str()) == Some("mvcc") {
+        let r = serde_json::from_value::<wafer_workloads::mvcc::MvccBenchResult>(value)
+            .map_err(|e| damaged("the result of `wafer bench mvcc`", e))?;
+        return input(Content::Mvcc(Box::new(r)));
     }
     if value.get("kind").and_then(|k| k.as_str()) == Some("realdb") {
         let r = serde_json::from_value::<crate::realdb::RealdbResult>(value)
@@ -451,6 +465,18 @@ pub fn render(inputs: &[Input], title: Option<&str>) -> Result<String, ReportErr
         }
         let list: Vec<&str> = queries.iter().map(|q| q.0).collect();
         return Err(ReportError::SeveralQueries(list.join(", ")));
+    }
+    if kinds[0].0 == Kind::Mvcc {
+        let first = inputs.iter().find_map(|i| match &i.content {
+            Content::Mvcc(r) => Some(r.as_ref()),
+            _ => None,
+        });
+        let title = match (title, first) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(r)) => mvcc::default_title(r),
+            (None, None) => "wafer bench mvcc".to_string(),
+        };
+        return mvcc::page(&title, inputs);
     }
     if kinds[0].0 == Kind::Realdb {
         let title = match title {

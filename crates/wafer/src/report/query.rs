@@ -4,7 +4,7 @@
 //! (Figure 8), the sort's phases (Figure 6), and the time x address scatter of every run that
 //! recorded its temp I/O. Each section only when the file holds its experiment.
 
-use super::charts::{self, Bar, Line, LinePanel, ScatterSeries, Segment};
+use super::charts::{self, Bar, Line, LinePanel, Segment};
 use super::figures::CHART_WIDTH;
 use super::html::{best, esc, figure, fixed, grouped, page_start, sources, swatch};
 use super::{Input, ReportError};
@@ -721,25 +721,9 @@ fn scatters(out: &mut String, res: &QueryBenchResult, e: Experiment) -> Result<(
     out.push_str("</div>\n<div class=\"pair\">\n");
     for (i, r) in traced {
         let Some(t) = &r.trace else { continue };
-        let point = |k: usize| (t.t_ns[k] as f64 / 1e9, t.offset[k] as f64 / 1e6);
         let n = t.t_ns.len().min(t.offset.len()).min(t.write.len());
-        let series = [
-            ScatterSeries {
-                color: WRITE_COLOR,
-                points: (0..n).filter(|&k| t.write[k]).map(point).collect(),
-            },
-            ScatterSeries {
-                color: READ_COLOR,
-                points: (0..n).filter(|&k| !t.write[k]).map(point).collect(),
-            },
-        ];
-        let svg = charts::scatter(
-            &series,
-            "virtual time (s)",
-            "address (MB)",
-            (CHART_WIDTH / 2, 420),
-        )
-        .map_err(ReportError::Chart)?;
+        let svg = charts::io_scatter(t, 0, (WRITE_COLOR, READ_COLOR), (CHART_WIDTH / 2, 420))
+            .map_err(ReportError::Chart)?;
         let phases: Vec<String> = r
             .phases
             .iter()
