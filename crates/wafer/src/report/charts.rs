@@ -547,6 +547,34 @@ fn shorten(s: &str, max: usize) -> String {
     }
 }
 
+/// The time x address scatter of a device's recorded I/O: writes and reads in the two colours
+/// given, time in seconds since `t0_ns`, addresses in MB (10^6 bytes).
+pub fn io_scatter(
+    t: &wafer_workloads::iotrace::IoTrace,
+    t0_ns: u64,
+    (write, read): (RGBColor, RGBColor),
+    size: (u32, u32),
+) -> DrawResult<String> {
+    let n = t.t_ns.len().min(t.offset.len()).min(t.write.len());
+    let point = |k: usize| {
+        (
+            t.t_ns[k].saturating_sub(t0_ns) as f64 / 1e9,
+            t.offset[k] as f64 / 1e6,
+        )
+    };
+    let series = [
+        ScatterSeries {
+            color: write,
+            points: (0..n).filter(|&k| t.write[k]).map(point).collect(),
+        },
+        ScatterSeries {
+            color: read,
+            points: (0..n).filter(|&k| !t.write[k]).map(point).collect(),
+        },
+    ];
+    scatter(&series, "virtual time (s)", "address (MB)", size)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,32 +691,4 @@ mod tests {
         let drawn = rects(&svg) - base;
         assert!((90..=101).contains(&drawn), "{drawn} points drawn");
     }
-}
-
-/// The time x address scatter of a device's recorded I/O: writes and reads in the two colours
-/// given, time in seconds since `t0_ns`, addresses in MB (10^6 bytes).
-pub fn io_scatter(
-    t: &wafer_workloads::iotrace::IoTrace,
-    t0_ns: u64,
-    (write, read): (RGBColor, RGBColor),
-    size: (u32, u32),
-) -> DrawResult<String> {
-    let n = t.t_ns.len().min(t.offset.len()).min(t.write.len());
-    let point = |k: usize| {
-        (
-            t.t_ns[k].saturating_sub(t0_ns) as f64 / 1e9,
-            t.offset[k] as f64 / 1e6,
-        )
-    };
-    let series = [
-        ScatterSeries {
-            color: write,
-            points: (0..n).filter(|&k| t.write[k]).map(point).collect(),
-        },
-        ScatterSeries {
-            color: read,
-            points: (0..n).filter(|&k| !t.write[k]).map(point).collect(),
-        },
-    ];
-    scatter(&series, "virtual time (s)", "address (MB)", size)
 }
