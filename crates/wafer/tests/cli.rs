@@ -950,6 +950,8 @@ fn bench_mvcc_and_its_report() {
         "mvcc",
         "--rows",
         "2000",
+        "--txns",
+        "300",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -974,5 +976,11 @@ fn bench_mvcc_and_its_report() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Figure 5") && page.contains("<svg"));
+    assert!(page.contains("Figure 5") && page.contains("Figure 4") && page.contains("<svg"));
+    // The writes: one segment per concurrent transaction, the raw disk slower than flash.
+    let w = r["writes"].as_array().unwrap();
+    assert_eq!(w.len(), 3);
+    assert!(w.iter().all(|x| x["segments"].as_u64().unwrap() >= 16));
+    let per_block = |i: usize| w[i]["write_ns_per_block"].as_f64().unwrap();
+    assert!(per_block(1) > per_block(2), "write-through disk vs flash");
 }

@@ -4,7 +4,21 @@
 
 use super::CliError;
 use std::fmt::Write as _;
-use wafer_workloads::mvcc::{run, MvccReadConfig, MvccReadRun, UndoDevice};
+use wafer_workloads::mvcc::{
+    run, run_writes, MvccReadConfig, MvccReadRun, MvccWriteConfig, MvccWriteRun, UndoDevice,
+    UndoWriteDevice,
+};
+
+/// The experiments.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Experiment {
+    /// Table 4 and Figure 5: a snapshot scan reading three old versions of every row.
+    Reads,
+    /// Figure 4: concurrent snapshot transactions appending to their rollback segments.
+    Writes,
+    /// Both.
+    All,
+}
 
 /// Options of `wafer bench mvcc`.
 #[derive(clap::Args, Debug, Clone)]
@@ -19,7 +33,16 @@ pub struct MvccArgs {
     /// Transactions that each update every row between the two scans (paper: 3).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub updaters: u32,
-    /// Write the runs as JSON (with the second scan's time x address scatter) here.
+    /// Which experiment.
+    #[arg(long, value_enum, default_value = "all")]
+    pub experiment: Experiment,
+    /// Writes experiment: concurrent snapshot transactions (each its own rollback segment).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub clients: u32,
+    /// Writes experiment: transactions to commit (10 updates each).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub txns: u64,
+    /// Write the runs as JSON (with the time x address scatters) here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
 }
@@ -36,58 +59,124 @@ pub fn main(a: &MvccArgs) -> Result<(), CliError> {
             .max(64 << 20),
         ..MvccReadConfig::default()
     };
-    // The two devices run on their own threads (each on its own virtual clock).
-    let runs: Vec<Result<MvccReadRun, String>> = std::thread::scope(|s| {
-        let hs: Vec<_> = [UndoDevice::Disk, UndoDevice::Flash]
+    let reads = matches!(a.experiment, Experiment::Reads | Experiment::All);
+    let writes = matches!(a.experiment, Experiment::Writes | Experiment::All);
+    let wcfg = MvccWriteConfig {
+        clients: a.clients,
+        txns: a.txns,
+        ..MvccWriteConfig::default()
+    };
+    // The devices run on their own threads (each on its own virtual clock).
+    let write_runs: Vec<Result<MvccWriteRun, String>> = if !writes {
+        Vec::new()
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = [
+                UndoWriteDevice::DiskCached,
+                UndoWriteDevice::DiskWriteThrough,
+                UndoWriteDevice::Flash,
+            ]
             .into_iter()
             .map(|d| {
-                let cfg = &cfg;
-                s.spawn(move || run(cfg, d).map_err(|e| e.to_string()))
+                let cfg = &wcfg;
+                s.spawn(move || run_writes(cfg, d).map_err(|e| e.to_string()))
             })
             .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a run panicked".into())))
-            .collect()
-    });
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a run panicked".into())))
+                .collect()
+        })
+    };
+    let write_runs: Vec<MvccWriteRun> = write_runs
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(CliError::Run)?;
+    let runs: Vec<Result<MvccReadRun, String>> = if !reads {
+        Vec::new()
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = [UndoDevice::Disk, UndoDevice::Flash]
+                .into_iter()
+                .map(|d| {
+                    let cfg = &cfg;
+                    s.spawn(move || run(cfg, d).map_err(|e| e.to_string()))
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a run panicked".into())))
+                .collect()
+        })
+    };
     let runs: Vec<MvccReadRun> = runs
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(CliError::Run)?;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n#### MVCC reads from rollback segments (paper 003 Table 4): {} rows of {} B ({} \
+    if !write_runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n#### Rollback-segment writes (paper 003 Figure 4): {} concurrent snapshot \
+             transactions of {} updates, {} committed\n\n| undo device | writes | mean write \
+             (KiB) | time per 4 KiB block (ms) | mean distance between writes (MB) | segments \
+             | conflicts |\n|---|---|---|---|---|---|---|",
+            wcfg.clients, wcfg.updates_per_txn, wcfg.txns
+        );
+        for r in &write_runs {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.1} | {:.3} | {:.2} | {} | {} |",
+                match r.device {
+                    UndoWriteDevice::DiskCached => "disk, 8 MB write cache",
+                    UndoWriteDevice::DiskWriteThrough => "disk, write-through",
+                    UndoWriteDevice::Flash => "flash (mcaqe32g)",
+                },
+                r.timing.writes,
+                r.timing.mean_write_bytes() / 1024.0,
+                r.write_ns_per_block / 1e6,
+                r.mean_write_distance / 1e6,
+                r.segments,
+                r.conflicts
+            );
+        }
+    }
+    if !runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n#### MVCC reads from rollback segments (paper 003 Table 4): {} rows of {} B ({} \
          table pages of 4 KiB), {} updaters\n\n| rollback segments on | undo pages read | \
          pages / table pages | read time (s) | per page (ms) | images followed |\n\
          |---|---|---|---|---|---|",
-        a.rows, a.value_size, runs[0].table_pages, a.updaters
-    );
-    for r in &runs {
+            a.rows, a.value_size, runs[0].table_pages, a.updaters
+        );
+        for r in &runs {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} | {:.2} | {:.3} | {} |",
+                match r.device {
+                    UndoDevice::Disk => "disk (Barracuda 7200.10)",
+                    UndoDevice::Flash => "flash (mcaqe32g)",
+                },
+                r.undo_pages_read,
+                r.undo_pages_read as f64 / r.table_pages.max(1) as f64,
+                r.read_ns as f64 / 1e9,
+                r.read_ns_per_page / 1e6,
+                r.chain_reads
+            );
+        }
         let _ = writeln!(
             out,
-            "| {} | {} | {:.2} | {:.2} | {:.3} | {} |",
-            match r.device {
-                UndoDevice::Disk => "disk (Barracuda 7200.10)",
-                UndoDevice::Flash => "flash (mcaqe32g)",
-            },
-            r.undo_pages_read,
-            r.undo_pages_read as f64 / r.table_pages.max(1) as f64,
-            r.read_ns as f64 / 1e9,
-            r.read_ns_per_page / 1e6,
-            r.chain_reads
+            "\nRead time disk / flash: {:.1}x (paper: 328 s / 21 s = 15.6x).",
+            runs[0].read_ns as f64 / runs[1].read_ns.max(1) as f64
         );
     }
-    let _ = writeln!(
-        out,
-        "\nRead time disk / flash: {:.1}x (paper: 328 s / 21 s = 15.6x).",
-        runs[0].read_ns as f64 / runs[1].read_ns.max(1) as f64
-    );
     super::human::print_stdout(&out);
     if let Some(p) = &a.out {
         let result = wafer_workloads::mvcc::MvccBenchResult {
             kind: "mvcc".into(),
             config: cfg.clone(),
             runs,
+            write_config: writes.then(|| wcfg.clone()),
+            writes: write_runs,
         };
         let text = serde_json::to_string_pretty(&result)
             .map_err(|e| CliError::Run(format!("encoding: {e}")))?;

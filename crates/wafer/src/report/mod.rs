@@ -98,7 +98,7 @@ impl Content {
             Content::Device(rows) => rows.len(),
             Content::Query(q) => q.runs.len(),
             Content::Realdb(r) => r.runs.len() + r.crashes.len(),
-            Content::Mvcc(r) => r.runs.len(),
+            Content::Mvcc(r) => r.runs.len() + r.writes.len(),
         }
     }
 

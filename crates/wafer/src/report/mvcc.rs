@@ -5,9 +5,75 @@ use super::charts::{self, RUN_COLORS};
 use super::html::{esc, figure, fixed, grouped, page_start, sources_then, swatch};
 use super::{Content, Input, ReportError};
 use std::fmt::Write as _;
-use wafer_workloads::mvcc::{MvccBenchResult, UndoDevice};
+use wafer_workloads::mvcc::{MvccBenchResult, UndoDevice, UndoWriteDevice};
 
 const CHART_WIDTH: u32 = 900;
+
+fn write_device_name(d: UndoWriteDevice) -> &'static str {
+    match d {
+        UndoWriteDevice::DiskCached => "disk, 8 MB write cache",
+        UndoWriteDevice::DiskWriteThrough => "disk, write-through",
+        UndoWriteDevice::Flash => "flash SSD (mcaqe32g)",
+    }
+}
+
+/// The writes experiment (Figure 4): its table and one scatter per device.
+fn writes_section(out: &mut String, r: &MvccBenchResult) -> Result<(), ReportError> {
+    let Some(c) = &r.write_config else {
+        return Ok(());
+    };
+    let _ = writeln!(
+        out,
+        "<h2>Rollback-segment writes (Figure 4)</h2>\n<p class=\"note\">{} concurrent \
+         snapshot-isolation transactions of {} updates each, their operations interleaved, \
+         {} committed on a table of {} rows: each transaction appends its before-images to its \
+         own rollback segment (1 MiB extents), a 4 KiB page written as it fills.</p>",
+        c.clients, c.updates_per_txn, c.txns, c.rows
+    );
+    out.push_str(
+        "<table>\n<thead><tr><th>undo device</th><th>writes</th><th>time per 4 KiB block \
+         (ms)</th><th>mean distance between writes (MB)</th><th>segments</th></tr></thead>\n\
+         <tbody>\n",
+    );
+    for (n, w) in r.writes.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"text\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            swatch(RUN_COLORS[n % RUN_COLORS.len()]),
+            write_device_name(w.device),
+            grouped(w.timing.writes as f64),
+            fixed(w.write_ns_per_block / 1e6, 3),
+            fixed(w.mean_write_distance / 1e6, 2),
+            w.segments
+        );
+    }
+    out.push_str("</tbody>\n</table>\n<div class=\"pair\">\n");
+    for (n, w) in r.writes.iter().enumerate() {
+        let t = &w.trace;
+        let t0 = t.t_ns.first().copied().unwrap_or(0);
+        let col = RUN_COLORS[n % RUN_COLORS.len()];
+        let svg = charts::io_scatter(t, t0, (col, col), (CHART_WIDTH / 2, 420))
+            .map_err(ReportError::Chart)?;
+        figure(
+            out,
+            &format!("fig-mvcc-w{n}"),
+            &svg,
+            &format!(
+                "{}: {} writes{}, virtual time since the run began and address on the undo \
+                 device.",
+                write_device_name(w.device),
+                t.commands,
+                if t.stride > 1 {
+                    format!(" (one in {} drawn)", t.stride)
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+    out.push_str("</div>\n");
+    Ok(())
+}
 
 fn device_name(d: UndoDevice) -> &'static str {
     match d {
@@ -18,10 +84,16 @@ fn device_name(d: UndoDevice) -> &'static str {
 
 /// The title when none is given.
 pub fn default_title(r: &MvccBenchResult) -> String {
-    format!(
-        "wafer bench mvcc: snapshot reads of {} rows after {} updaters (paper 003 Table 4)",
-        r.config.rows, r.config.updaters
-    )
+    match (r.runs.is_empty(), r.writes.is_empty()) {
+        (false, true) => format!(
+            "wafer bench mvcc: snapshot reads of {} rows after {} updaters (paper 003 Table 4)",
+            r.config.rows, r.config.updaters
+        ),
+        (true, false) => "wafer bench mvcc: rollback-segment writes (paper 003 Figure 4)".into(),
+        _ => "wafer bench mvcc: rollback segments on disk and flash (paper 003 Figures 4-5, \
+              Table 4)"
+            .into(),
+    }
 }
 
 /// The page of the one MVCC result among `inputs`.
@@ -39,6 +111,11 @@ pub fn page(title: &str, inputs: &[Input]) -> Result<String, ReportError> {
         let Content::Mvcc(r) = &i.content else {
             continue;
         };
+        writes_section(&mut out, r)?;
+        if r.runs.is_empty() {
+            continue;
+        }
+        out.push_str("<h2>Snapshot reads from rollback segments (Table 4)</h2>\n");
         let _ = writeln!(
             out,
             "<p class=\"note\">T1 scans {} rows of {} B under snapshot isolation; {} \
