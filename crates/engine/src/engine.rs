@@ -172,6 +172,14 @@ impl Core {
         Ok(())
     }
 
+    /// The checks of an access without concurrency control: the handle is healthy, `txn` is
+    /// active and `tree` exists (a snapshot reader's, or a cursor's that locked already).
+    fn checked(&self, txn: TxnId, tree: &Tree) -> Result<()> {
+        self.check()?;
+        self.txns.state(txn)?;
+        self.catalog.check_handle(tree)
+    }
+
     /// Concurrency control before `txn` touches `key` of `tree` (`None`: the whole tree).
     fn access(
         &mut self,
@@ -180,9 +188,7 @@ impl Core {
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()> {
-        self.check()?;
-        self.txns.state(txn)?;
-        self.catalog.check_handle(tree)?;
+        self.checked(txn, tree)?;
         self.txns.before_access(txn, tree.id, key, access)
     }
 
@@ -197,9 +203,7 @@ impl Core {
         let snapshot = self.is_snapshot(txn);
         if snapshot {
             // A snapshot reader takes no lock: it reads its version.
-            self.check()?;
-            self.txns.state(txn)?;
-            self.catalog.check_handle(tree)?;
+            self.checked(txn, tree)?;
         } else {
             self.access(txn, tree, Some(key), Access::Read)?;
         }
@@ -421,9 +425,7 @@ impl Core {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let snapshot = self.is_snapshot(txn);
         if locked || snapshot {
-            self.check()?;
-            self.txns.state(txn)?;
-            self.catalog.check_handle(tree)?;
+            self.checked(txn, tree)?;
             if !locked {
                 self.stats.ops += 1;
             }
@@ -543,9 +545,7 @@ impl Core {
     /// snapshot reader takes no lock).
     pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
         if self.is_snapshot(txn) {
-            self.check()?;
-            self.txns.state(txn)?;
-            self.catalog.check_handle(tree)?;
+            self.checked(txn, tree)?;
             self.stats.ops += 1;
             return Ok(());
         }

@@ -379,12 +379,7 @@ impl VersionStore {
         };
         if room < rec.len() as u64 {
             let Some(&e) = self.free.iter().next() else {
-                let oldest = self
-                    .snapshots
-                    .keys()
-                    .next()
-                    .copied()
-                    .unwrap_or(self.last_ts);
+                let oldest = self.oldest();
                 return Err(Error::VersionStoreFull(format!(
                     "all {} extents of {} bytes hold versions that active snapshots may read \
                      (oldest snapshot at commit {oldest}, {} commits since) or that live \
@@ -503,12 +498,7 @@ impl VersionStore {
             return;
         };
         self.end_snapshot(t.snapshot);
-        let oldest = self
-            .snapshots
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(self.last_ts);
+        let oldest = self.oldest();
         for (tree, key, prev) in t.replaced.iter().rev() {
             let m = self.heads.entry(*tree).or_default();
             match prev {
@@ -528,6 +518,15 @@ impl VersionStore {
         self.purge();
     }
 
+    /// The oldest active snapshot, or the newest commit when there is none.
+    fn oldest(&self) -> Ts {
+        self.snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.last_ts)
+    }
+
     fn end_snapshot(&mut self, snap: Option<Ts>) {
         if let Some(s) = snap {
             if let Some(n) = self.snapshots.get_mut(&s) {
@@ -543,12 +542,7 @@ impl VersionStore {
     /// snapshot (every commit when there is none), and extents that only such commits (and
     /// aborted transactions) wrote into; the extent a segment appends to stays.
     fn purge(&mut self) {
-        let oldest = self
-            .snapshots
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(self.last_ts);
+        let oldest = self.oldest();
         while let Some(entry) = self.retired.first_entry() {
             let ts = *entry.key();
             if ts > oldest {

@@ -384,6 +384,20 @@ pub(super) fn run_legend(out: &mut String, views: &[RunView<'_>]) {
     out.push_str("</div>\n");
 }
 
+/// A legend of coloured segments (of stacked bars).
+pub(super) fn segment_legend(out: &mut String, segments: &[super::charts::Segment]) {
+    out.push_str("<div class=\"legend\">");
+    for s in segments {
+        let _ = write!(
+            out,
+            "<span class=\"item\">{}{}</span>",
+            swatch(s.color),
+            esc(s.label)
+        );
+    }
+    out.push_str("</div>\n");
+}
+
 pub(super) fn figure(out: &mut String, id: &str, svg: &str, caption: &str) {
     let _ = write!(
         out,

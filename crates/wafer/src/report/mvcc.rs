@@ -9,6 +9,36 @@ use wafer_workloads::mvcc::{MvccBenchResult, UndoDevice, UndoWriteDevice};
 
 const CHART_WIDTH: u32 = 900;
 
+/// One device's trace as a scatter figure; `what` names the commands in the caption.
+fn trace_figure(
+    out: &mut String,
+    id: &str,
+    t: &wafer_workloads::iotrace::IoTrace,
+    n: usize,
+    (device, what): (&str, &str),
+) -> Result<(), ReportError> {
+    let t0 = t.t_ns.first().copied().unwrap_or(0);
+    let col = RUN_COLORS[n % RUN_COLORS.len()];
+    let svg = charts::io_scatter(t, t0, (col, col), (CHART_WIDTH / 2, 420))
+        .map_err(ReportError::Chart)?;
+    let drawn = if t.stride > 1 {
+        format!(" (one in {} drawn)", t.stride)
+    } else {
+        String::new()
+    };
+    figure(
+        out,
+        id,
+        &svg,
+        &format!(
+            "{device}: {} {what}{drawn}, virtual time since the first and address on the undo \
+             device.",
+            t.commands
+        ),
+    );
+    Ok(())
+}
+
 fn write_device_name(d: UndoWriteDevice) -> &'static str {
     match d {
         UndoWriteDevice::DiskCached => "disk, 8 MB write cache",
@@ -49,27 +79,13 @@ fn writes_section(out: &mut String, r: &MvccBenchResult) -> Result<(), ReportErr
     }
     out.push_str("</tbody>\n</table>\n<div class=\"pair\">\n");
     for (n, w) in r.writes.iter().enumerate() {
-        let t = &w.trace;
-        let t0 = t.t_ns.first().copied().unwrap_or(0);
-        let col = RUN_COLORS[n % RUN_COLORS.len()];
-        let svg = charts::io_scatter(t, t0, (col, col), (CHART_WIDTH / 2, 420))
-            .map_err(ReportError::Chart)?;
-        figure(
+        trace_figure(
             out,
             &format!("fig-mvcc-w{n}"),
-            &svg,
-            &format!(
-                "{}: {} writes{}, virtual time since the run began and address on the undo \
-                 device.",
-                write_device_name(w.device),
-                t.commands,
-                if t.stride > 1 {
-                    format!(" (one in {} drawn)", t.stride)
-                } else {
-                    String::new()
-                }
-            ),
-        );
+            &w.trace,
+            n,
+            (write_device_name(w.device), "writes"),
+        )?;
     }
     out.push_str("</div>\n");
     Ok(())
@@ -159,27 +175,13 @@ pub fn page(title: &str, inputs: &[Input]) -> Result<String, ReportError> {
         }
         out.push_str("<h2>The second scan's undo reads (Figure 5)</h2>\n<div class=\"pair\">\n");
         for (n, run) in r.runs.iter().enumerate() {
-            let t = &run.trace;
-            let t0 = t.t_ns.first().copied().unwrap_or(0);
-            let c = RUN_COLORS[n % RUN_COLORS.len()];
-            let svg = charts::io_scatter(t, t0, (c, c), (CHART_WIDTH / 2, 420))
-                .map_err(ReportError::Chart)?;
-            figure(
+            trace_figure(
                 &mut out,
                 &format!("fig-mvcc-{n}"),
-                &svg,
-                &format!(
-                    "{}: {} reads{}, time since the scan began and address on the undo \
-                     device.",
-                    device_name(run.device),
-                    t.commands,
-                    if t.stride > 1 {
-                        format!(" (one in {} drawn)", t.stride)
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
+                &run.trace,
+                n,
+                (device_name(run.device), "reads"),
+            )?;
         }
         out.push_str("</div>\n");
     }

@@ -544,16 +544,7 @@ fn phase_bars(runs: &[(&QueryRun, String)]) -> (Vec<Segment>, Vec<Bar>) {
 }
 
 fn phase_legend(out: &mut String, segments: &[Segment]) {
-    out.push_str("<div class=\"legend\">");
-    for s in segments {
-        let _ = write!(
-            out,
-            "<span class=\"item\">{}{}</span>",
-            swatch(s.color),
-            esc(s.label)
-        );
-    }
-    out.push_str("</div>\n");
+    super::html::segment_legend(out, segments);
 }
 
 /// A stacked bar per run of its phase times, with its legend.

@@ -4,7 +4,7 @@
 //! and the crash experiments.
 
 use super::charts::{self, Bar, Segment};
-use super::html::{esc, figure, fixed, grouped, page_start, sources_then, swatch};
+use super::html::{esc, figure, fixed, grouped, page_start, segment_legend, sources_then};
 use super::{Content, Input, ReportError};
 use crate::cli::realdb::device_line;
 use crate::realdb::RealdbResult;
@@ -123,16 +123,7 @@ fn runs_section(out: &mut String, r: &RealdbResult, n: usize) -> Result<(), Repo
         CHART_WIDTH,
     )
     .map_err(ReportError::Chart)?;
-    out.push_str("<div class=\"legend\">");
-    for s in &SEGMENTS {
-        let _ = write!(
-            out,
-            "<span class=\"item\">{}{}</span>",
-            swatch(s.color),
-            esc(s.label)
-        );
-    }
-    out.push_str("</div>\n");
+    segment_legend(out, &SEGMENTS);
     figure(
         out,
         &format!("fig-realdb-{n}"),

@@ -240,16 +240,7 @@ pub fn sections(out: &mut String, views: &[RunView<'_>], f: &Figures) {
              undo, and the rest of the reopen (opening the devices, the checkpoint that ends \
              recovery).</p>\n",
         );
-        out.push_str("<div class=\"legend\">");
-        for s in &RECOVERY_SEGMENTS {
-            let _ = write!(
-                out,
-                "<span class=\"item\">{}{}</span>",
-                swatch(s.color),
-                esc(s.label)
-            );
-        }
-        out.push_str("</div>\n");
+        super::html::segment_legend(out, &RECOVERY_SEGMENTS);
         figure(
             out,
             "fig-recovery",
