@@ -371,3 +371,89 @@ fn power_cut_with_versions_in_use() {
     assert_eq!(r.get(&t, &key(3, 8)).unwrap(), Some(value(1003, 64)));
     r.commit().unwrap();
 }
+
+/// Threads transfer between accounts under snapshot isolation (each transfer reads and writes
+/// both of its accounts; first updater wins, so conflicts are retried) while auditor threads
+/// scan every balance under their snapshots: every audit sees the same total (a snapshot is a
+/// consistent state), auditors never fail, and the final balances add up.
+#[test]
+fn snapshot_auditors_see_a_constant_total_under_concurrent_transfers() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    const ACCOUNTS: u64 = 50;
+    const INITIAL: i64 = 1000;
+    let pair = MemPair::new();
+    let db = Arc::new(open(&pair, 16 << 20));
+    let t = db.create_tree("accounts").unwrap();
+    let mut w = db.begin().unwrap();
+    for a in 0..ACCOUNTS {
+        w.put(&t, &key(a, 8), &INITIAL.to_le_bytes()).unwrap();
+    }
+    w.commit().unwrap();
+    let balance = |v: Option<Vec<u8>>| i64::from_le_bytes(v.unwrap().try_into().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (audits, transfers) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut handles = Vec::new();
+    for th in 0..3u64 {
+        let (db, t, stop, transfers) = (db.clone(), t.clone(), stop.clone(), transfers.clone());
+        handles.push(std::thread::spawn(move || {
+            let mut rng = Pcg64Mcg::seed_from_u64(th);
+            while !stop.load(Ordering::Relaxed) {
+                let a = rng.random_range(0..ACCOUNTS);
+                let b = (a + 1 + rng.random_range(0..ACCOUNTS - 1)) % ACCOUNTS;
+                let amount = rng.random_range(1..50i64);
+                let mut tx = db.begin_snapshot().unwrap();
+                let r = (|| {
+                    let x = balance(tx.get(&t, &key(a, 8))?);
+                    let y = balance(tx.get(&t, &key(b, 8))?);
+                    tx.put(&t, &key(a, 8), &(x - amount).to_le_bytes())?;
+                    tx.put(&t, &key(b, 8), &(y + amount).to_le_bytes())?;
+                    Ok::<_, Error>(())
+                })();
+                match r {
+                    Ok(()) => {
+                        tx.commit().unwrap();
+                        transfers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(Error::Conflict { .. }) => tx.abort().unwrap(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }));
+    }
+    for _ in 0..2 {
+        let (db, t, stop, audits) = (db.clone(), t.clone(), stop.clone(), audits.clone());
+        handles.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut tx = db.begin_snapshot().unwrap();
+                let rows = tx.scan(&t, ALL, false, usize::MAX).unwrap();
+                assert_eq!(rows.len() as u64, ACCOUNTS);
+                let total: i64 = rows.into_iter().map(|(_, v)| balance(Some(v))).sum();
+                assert_eq!(total, ACCOUNTS as i64 * INITIAL);
+                tx.commit().unwrap();
+                audits.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let (a, n) = (
+        audits.load(Ordering::Relaxed),
+        transfers.load(Ordering::Relaxed),
+    );
+    assert!(a > 10 && n > 100, "{a} audits, {n} transfers");
+    let mut r = db.begin().unwrap();
+    let total: i64 = r
+        .scan(&t, ALL, false, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| balance(Some(v)))
+        .sum();
+    assert_eq!(total, ACCOUNTS as i64 * INITIAL);
+    r.commit().unwrap();
+    let v = db.stats().versions.unwrap();
+    assert_eq!(v.heads, 0, "{v:?}");
+}
