@@ -1,7 +1,7 @@
 //! A device shared between the engine and its owner: the owner keeps a clone of the handle to
 //! read the concrete device's own state (e.g. a simulated SSD's counters) while the engine uses it.
 
-use super::{BlockDevice, Capabilities, DeviceError, DeviceStats, RemapOp, ZoneReport};
+use super::{BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats, RemapOp, ZoneReport};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An `Arc<Mutex<D>>` that is itself a [`BlockDevice`].
@@ -54,6 +54,12 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     }
     fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
         self.lock().remap(ops)
+    }
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        self.lock().copy(ops)
+    }
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.lock().write_rewrite(offset, data)
     }
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
         self.lock().zone_append(zone, data)

@@ -83,6 +83,8 @@ pub struct Capabilities {
     pub zone_bytes: Option<u64>,
     /// [`BlockDevice::remap`] batches (share or move ranges without copying the data).
     pub remap: bool,
+    /// [`BlockDevice::copy`]: copies inside the device (NVMe Copy), no host transfer.
+    pub copy: bool,
     /// The granularity of the device's own logical-to-physical mapping in bytes: an FTL's
     /// mapping unit on an SSD (remaps of ranges aligned to it move no data; smaller writes cost a
     /// read-modify-write inside the device), the block size on devices without one. 0 = unknown.
@@ -118,6 +120,31 @@ pub struct RemapOp {
     pub len: u64,
     /// Share or move.
     pub mode: RemapMode,
+}
+
+/// One operation of a [`BlockDevice::copy`] command: copy `[src, src+len)` to
+/// `[dst, dst+len)` inside the device (it reads and programs the media; no data crosses the host
+/// interface).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CopyOp {
+    /// Byte offset of the source range.
+    pub src: u64,
+    /// Byte offset of the destination range.
+    pub dst: u64,
+    /// Length of both ranges in bytes.
+    pub len: u64,
+}
+
+/// Checks every operation of a copy command as [`check_remap`] checks a remap batch.
+pub fn check_copy(ops: &[CopyOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
+    for (index, op) in ops.iter().enumerate() {
+        check_io(op.src, op.len, capacity, block)?;
+        check_io(op.dst, op.len, capacity, block)?;
+        if op.len > 0 && op.src < op.dst + op.len && op.dst < op.src + op.len {
+            return Err(DeviceError::RemapOverlap { index });
+        }
+    }
+    Ok(())
 }
 
 /// Checks every operation of a remap batch against a capacity and a block size, and that no
@@ -211,6 +238,21 @@ pub trait BlockDevice: Send {
     fn remap(&mut self, _ops: &[RemapOp]) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("remap"))
     }
+    /// Copies ranges inside the device as one command, in order (an operation sees the effect
+    /// of the ones before it): one operation per call is the single-range form (ISC-A), several
+    /// the batched form (ISC-B). The device reads and programs its media; nothing crosses the
+    /// host interface. Checked whole first ([`check_copy`]); a command that fails the check
+    /// changes nothing. Visible at once, durable after a later `flush`. Only devices whose
+    /// capabilities say `copy` support it; the default returns [`DeviceError::Unsupported`].
+    fn copy(&mut self, _ops: &[CopyOp]) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported("copy"))
+    }
+    /// Writes `data` at `offset` like [`BlockDevice::write_at`], telling the device that the
+    /// host wrote these bytes to it once already (a checkpoint's copy of a journal entry), so a
+    /// device that counts redundant writes counts it. The default is `write_at`.
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.write_at(offset, data)
+    }
     /// Zoned devices: writes `data` at the write pointer of `zone` and returns the byte offset
     /// it landed at.
     fn zone_append(&mut self, _zone: u32, _data: &[u8]) -> Result<u64, DeviceError> {
@@ -275,6 +317,12 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
         (**self).remap(ops)
+    }
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        (**self).copy(ops)
+    }
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        (**self).write_rewrite(offset, data)
     }
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
         (**self).zone_append(zone, data)
