@@ -274,6 +274,7 @@ impl BlockDevice for SimDevice {
             },
             zone_bytes: zoned.then(|| self.ssd.zone_size_bytes()),
             remap: !zoned,
+            copy: false,
             mapping_unit_bytes: self.ssd.unit_bytes(),
             gc_unit_bytes: Some(cfg.eu_bytes()),
             max_open_zones: match &cfg.mode {
