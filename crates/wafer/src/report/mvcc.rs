@@ -5,7 +5,7 @@ use super::charts::{self, RUN_COLORS};
 use super::html::{esc, figure, fixed, grouped, page_start, sources_then, swatch};
 use super::{Content, Input, ReportError};
 use std::fmt::Write as _;
-use wafer_workloads::mvcc::{MvccBenchResult, UndoDevice, UndoWriteDevice};
+use wafer_workloads::mvcc::{MvccBenchResult, UndoDevice, UndoWriteDevice, WriteWorkload};
 
 const CHART_WIDTH: u32 = 900;
 
@@ -52,13 +52,24 @@ fn writes_section(out: &mut String, r: &MvccBenchResult) -> Result<(), ReportErr
     let Some(c) = &r.write_config else {
         return Ok(());
     };
+    let what = match c.workload {
+        WriteWorkload::Tpcc => format!(
+            "TPC-C terminals ({} warehouses at population scale {}) under snapshot isolation, \
+             their statements interleaved, {} transactions completed",
+            c.tpcc.warehouses, c.tpcc.scale, c.txns
+        ),
+        WriteWorkload::Updates => format!(
+            "transactions of {} updates each on a table of {} rows, their operations \
+             interleaved, {} committed",
+            c.updates_per_txn, c.rows, c.txns
+        ),
+    };
     let _ = writeln!(
         out,
         "<h2>Rollback-segment writes (Figure 4)</h2>\n<p class=\"note\">{} concurrent \
-         snapshot-isolation transactions of {} updates each, their operations interleaved, \
-         {} committed on a table of {} rows: each transaction appends its before-images to its \
-         own rollback segment (1 MiB extents), a 4 KiB page written as it fills.</p>",
-        c.clients, c.updates_per_txn, c.txns, c.rows
+         {what}: each transaction appends its before-images to its own rollback segment (1 MiB \
+         extents), a 4 KiB page written as it fills.</p>",
+        c.clients
     );
     out.push_str(
         "<table>\n<thead><tr><th>undo device</th><th>writes</th><th>time per 4 KiB block \

@@ -310,12 +310,26 @@ impl Terminal {
         now: u64,
         deferred: bool,
     ) -> Result<(StepOutcome, Option<wafer_engine::PendingCommit>), TpccError> {
+        self.step_paused(db, tables, now, deferred, &txns::no_pause)
+    }
+
+    /// [`Terminal::step_as`], calling `pause` between the transaction's statements (a driver
+    /// that interleaves terminals switches there).
+    pub fn step_paused(
+        &mut self,
+        db: &Db,
+        tables: &Tables,
+        now: u64,
+        deferred: bool,
+        pause: &dyn Fn(),
+    ) -> Result<(StepOutcome, Option<wafer_engine::PendingCommit>), TpccError> {
         let (input, abort) = self.next_work();
         let ctx = Ctx {
             tables,
             counts: self.counts,
             mode: self.mode,
             snapshot: self.snapshot,
+            pause,
         };
         let kind = input.kind();
         let end = match (abort, deferred) {

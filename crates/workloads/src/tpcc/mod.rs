@@ -40,6 +40,7 @@ pub mod check;
 pub mod codec;
 pub mod driver;
 pub mod input;
+pub mod interleaved;
 pub mod load;
 pub mod random;
 pub mod schema;

@@ -27,7 +27,14 @@ pub struct Ctx<'a> {
     pub mode: SizeMode,
     /// Snapshot isolation instead of strict two-phase locking.
     pub snapshot: bool,
+    /// Called between a transaction's statements (after each row a New-Order line, Payment
+    /// step or Delivery district writes): a driver that runs several terminals' transactions
+    /// interleaved switches terminals here. [`no_pause`] elsewhere.
+    pub pause: &'a dyn Fn(),
 }
+
+/// The pause of a driver that runs one transaction at a time.
+pub fn no_pause() {}
 
 /// The result of a transaction that ran to its end.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,6 +236,7 @@ fn new_order(
     let o = dist.next_o_id;
     dist.next_o_id += 1;
     put(tx, &t.district, &dk, &dist)?;
+    (ctx.pause)();
     let cust: Customer = get(tx, &t.customer, &key::customer(w, d, c))?;
     let all_local = lines.iter().all(|l| l.supply_w == w);
     let order = Order {
@@ -281,6 +289,7 @@ fn new_order(
             &key::order_line(w, d, o, n as u8 + 1),
             &ol,
         )?;
+        (ctx.pause)();
     }
     // The terminal's output: total amount with discount and taxes (not stored).
     let _total = total * (10_000 - cust.discount as i64) / 10_000
@@ -335,12 +344,14 @@ fn payment(
     let mut wh: Warehouse = get(tx, &t.warehouse, &wk)?;
     wh.ytd += amount;
     put(tx, &t.warehouse, &wk, &wh)?;
+    (ctx.pause)();
     let dk = key::district(w, d);
     let mut dist: District = get(tx, &t.district, &dk)?;
     dist.ytd += amount;
     let h = dist.next_h_id;
     dist.next_h_id += 1;
     put(tx, &t.district, &dk, &dist)?;
+    (ctx.pause)();
     let c = find_customer(tx, t, c_w, c_d, sel)?;
     let ck = key::customer(c_w, c_d, c);
     let mut cust: Customer = get(tx, &t.customer, &ck)?;
@@ -359,6 +370,7 @@ fn payment(
         cust.data = data;
     }
     put(tx, &t.customer, &ck, &cust)?;
+    (ctx.pause)();
     let mut data = wh.name.clone();
     data.extend_from_slice(b"    ");
     data.extend_from_slice(&dist.name);
@@ -458,6 +470,7 @@ fn delivery(tx: &mut Txn, ctx: &Ctx<'_>, w: u16, carrier: u8, now: u64) -> Resul
         if ctx.mode == SizeMode::Steady && o > window {
             purge_order(tx, t, w, d, o - window)?;
         }
+        (ctx.pause)();
     }
     Ok(exec)
 }
@@ -518,6 +531,7 @@ mod tests {
             counts: cfg.counts(),
             mode: cfg.mode,
             snapshot: false,
+            pause: &no_pause,
         };
         let line = |i_id, supply_w| LineIn {
             i_id,
@@ -586,6 +600,7 @@ mod tests {
             counts,
             mode: cfg.mode,
             snapshot: false,
+            pause: &no_pause,
         };
         let window = counts.steady_window();
         let mut delivered = 0;

@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex};
 use wafer_engine::device::{BlockDevice, MemDevice, SimDevice, VirtualClock};
 use wafer_engine::{Db, DbConfig, Devices, Error, VersionStats};
 
+mod writes;
+pub use writes::{run_writes, MvccWriteConfig, MvccWriteRun, UndoWriteDevice, WriteWorkload};
+
 /// The undo device of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -107,6 +110,9 @@ pub enum MvccError {
     /// A device could not be built.
     #[error("device: {0}")]
     Device(#[from] wafer_engine::device::DeviceError),
+    /// The TPC-C workload failed.
+    #[error("tpcc: {0}")]
+    Tpcc(#[from] crate::tpcc::TpccError),
     /// The scans disagree.
     #[error("check failed: {0}")]
     Check(String),
@@ -226,193 +232,6 @@ pub fn run(cfg: &MvccReadConfig, kind: UndoDevice) -> Result<MvccReadRun, MvccEr
     Ok(run)
 }
 
-/// Rollback-segment writes (paper 003 Figure 4): concurrent snapshot-isolation transactions,
-/// their operations interleaved round-robin, each appending its before-images to its own
-/// rollback segment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MvccWriteConfig {
-    /// Rows of the table.
-    pub rows: u64,
-    /// Value bytes per row.
-    pub value_bytes: usize,
-    /// Concurrent transactions (clients).
-    pub clients: u32,
-    /// Updates per transaction.
-    pub updates_per_txn: u32,
-    /// Transactions to commit.
-    pub txns: u64,
-    /// Virtual CPU time per operation, ns (time passes between the undo device's writes).
-    pub cpu_ns_per_op: u64,
-    /// Seed of the rows each transaction updates.
-    pub seed: u64,
-}
-
-impl Default for MvccWriteConfig {
-    fn default() -> Self {
-        MvccWriteConfig {
-            rows: 100_000,
-            value_bytes: 200,
-            clients: 16,
-            updates_per_txn: 10,
-            txns: 20_000,
-            cpu_ns_per_op: 50_000,
-            seed: 42,
-        }
-    }
-}
-
-/// The undo device of a write run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum UndoWriteDevice {
-    /// The paper's disk with its 8 MB write cache (a write waits only when the cache is full).
-    DiskCached,
-    /// The same disk write-through (each write waits for the platter: seek, rotation).
-    DiskWriteThrough,
-    /// The paper's SLC SSD.
-    Flash,
-}
-
-/// What one write run measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MvccWriteRun {
-    /// The undo device.
-    pub device: UndoWriteDevice,
-    /// Transactions committed, and refused (first updater wins: retried).
-    pub committed: u64,
-    /// Transactions that hit a write conflict and were retried.
-    pub conflicts: u64,
-    /// The undo device's writes over the run.
-    pub timing: crate::iotrace::IoTiming,
-    /// Mean virtual time per 4 KiB block written.
-    pub write_ns_per_block: f64,
-    /// Mean distance between consecutive writes, bytes (the paper: about 1 MB).
-    pub mean_write_distance: f64,
-    /// Rollback segments at the end (they grow with concurrency).
-    pub segments: u64,
-    /// The writes, time x address (Figure 4).
-    pub trace: IoTrace,
-}
-
-/// Runs `clients` snapshot transactions whose updates interleave, with the rollback segments on
-/// `kind`.
-pub fn run_writes(cfg: &MvccWriteConfig, kind: UndoWriteDevice) -> Result<MvccWriteRun, MvccError> {
-    use rand::{Rng, SeedableRng};
-    let clock = VirtualClock::shared();
-    let trace: SharedTrace = Arc::new(Mutex::new(IoTrace::new(20_000)));
-    let timing = Arc::new(Mutex::new(crate::iotrace::IoTiming::default()));
-    let inner: Box<dyn BlockDevice> = match kind {
-        UndoWriteDevice::DiskCached => Box::new(HddDevice::new(
-            flashsim::HddConfig::barracuda_7200_10(),
-            clock.clone(),
-        )?),
-        UndoWriteDevice::DiskWriteThrough => Box::new(HddDevice::new(
-            flashsim::HddConfig::barracuda_7200_10().with_write_cache(0),
-            clock.clone(),
-        )?),
-        UndoWriteDevice::Flash => Box::new(SimDevice::new(
-            flashsim::Drive::Mcaqe32g.config(1 << 30, 0.1),
-            clock.clone(),
-        )?),
-    };
-    let undo = WatchedDevice::watched(
-        inner,
-        clock.clone(),
-        Some(trace.clone()),
-        Some(timing.clone()),
-    );
-    let devices = Devices::new(
-        Box::new(MemDevice::new(256 << 20, 4096)),
-        Box::new(MemDevice::new(256 << 20, 4096)),
-    )
-    .with_undo(Box::new(undo));
-    let db = Db::open(
-        devices,
-        DbConfig {
-            buffer_pages: 32_768,
-            log_space_bytes: Some(256 << 20),
-            ..DbConfig::default()
-        },
-    )?;
-    let t = db.create_tree("table")?;
-    let mut i = 0;
-    while i < cfg.rows {
-        let mut w = db.begin()?;
-        for j in i..(i + 5000).min(cfg.rows) {
-            w.put(&t, &key(j), &value(j, 0, cfg.value_bytes))?;
-        }
-        w.commit()?;
-        i += 5000;
-    }
-    db.checkpoint()?;
-    *trace.lock().expect("trace") = IoTrace::new(20_000);
-    *timing.lock().expect("timing") = Default::default();
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(cfg.seed);
-    // (transaction, updates done)
-    let mut live: Vec<Option<(wafer_engine::Txn, u32)>> = (0..cfg.clients).map(|_| None).collect();
-    let (mut committed, mut conflicts, mut round) = (0u64, 0u64, 0u32);
-    while committed < cfg.txns {
-        round += 1;
-        for slot in live.iter_mut() {
-            if committed >= cfg.txns {
-                break;
-            }
-            clock.advance_by(cfg.cpu_ns_per_op);
-            let (txn, done) = match slot {
-                Some(s) => s,
-                None => slot.insert((db.begin_snapshot()?, 0)),
-            };
-            let row = rng.random_range(0..cfg.rows);
-            match txn.put(&t, &key(row), &value(row, round, cfg.value_bytes)) {
-                Ok(_) => {
-                    *done += 1;
-                    if *done >= cfg.updates_per_txn {
-                        let (txn, _) = slot.take().expect("live");
-                        txn.commit()?;
-                        committed += 1;
-                    }
-                }
-                Err(Error::Conflict { .. }) => {
-                    let (txn, _) = slot.take().expect("live");
-                    txn.abort()?;
-                    conflicts += 1;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    for slot in live.iter_mut() {
-        if let Some((txn, _)) = slot.take() {
-            txn.abort()?;
-        }
-    }
-    let timing = *timing.lock().expect("timing");
-    let trace = trace.lock().expect("trace").clone();
-    let writes: Vec<u64> = (0..trace.offset.len())
-        .filter(|&k| trace.write[k])
-        .map(|k| trace.offset[k])
-        .collect();
-    let mean_write_distance = if writes.len() > 1 {
-        writes
-            .windows(2)
-            .map(|w| w[0].abs_diff(w[1]) as f64)
-            .sum::<f64>()
-            / (writes.len() - 1) as f64
-    } else {
-        0.0
-    };
-    Ok(MvccWriteRun {
-        device: kind,
-        committed,
-        conflicts,
-        write_ns_per_block: timing.write_ns as f64 / (timing.write_bytes as f64 / 4096.0).max(1.0),
-        timing,
-        mean_write_distance,
-        segments: db.stats().versions.unwrap_or_default().segments,
-        trace,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,25 +270,5 @@ mod tests {
         // Deterministic.
         let again = run(&cfg, UndoDevice::Flash).unwrap();
         assert_eq!(again.read_ns, flash.read_ns);
-    }
-
-    #[test]
-    fn concurrent_writers_append_to_their_own_segments() {
-        let cfg = MvccWriteConfig {
-            rows: 5000,
-            txns: 600,
-            ..MvccWriteConfig::default()
-        };
-        let flash = run_writes(&cfg, UndoWriteDevice::Flash).unwrap();
-        assert_eq!(flash.committed, 600);
-        assert!(flash.segments >= cfg.clients as u64, "{}", flash.segments);
-        // Consecutive writes go to different segments' extents, about 1 MiB apart.
-        assert!(
-            flash.mean_write_distance > 256.0 * 1024.0,
-            "{}",
-            flash.mean_write_distance
-        );
-        let raw = run_writes(&cfg, UndoWriteDevice::DiskWriteThrough).unwrap();
-        assert!(raw.write_ns_per_block > 2.0 * flash.write_ns_per_block);
     }
 }
