@@ -6,6 +6,9 @@ use std::collections::{HashMap, VecDeque};
 pub(crate) struct CachedUnit {
     pub pid: u16,
     pub data: Option<Box<[u8]>>,
+    /// Data the host had already written once (a rewrite or an internal copy): its program
+    /// counts in `redundant_write_bytes`.
+    pub redundant: bool,
 }
 
 pub(crate) struct WriteCache {

@@ -23,6 +23,7 @@
 mod batch;
 mod cache;
 pub mod config;
+mod copy;
 mod device;
 mod direct;
 mod divide;
@@ -50,7 +51,7 @@ pub use device::SimDevice;
 pub use drives::{Drive, DriveMedia};
 pub use error::SimError;
 pub use hdd::{Hdd, HddConfig};
-pub use ssd::{PowerCutReport, RemapKind, RemapOp, Ssd};
+pub use ssd::{CopyOp, PowerCutReport, RemapKind, RemapOp, Ssd, MAP_ENTRY_BYTES};
 pub use stats::{Counters, HandleStats, Report, WearReport};
 pub use timing::{LatencyHistogram, LatencySummary};
 pub use zns::{ZoneAction, ZoneInfo, ZoneState};

@@ -2,7 +2,7 @@
 //! (reference-counted sharing), falling back to a counted copy where the ranges are not aligned.
 
 use crate::error::SimError;
-use crate::ssd::{RemapKind, RemapOp, Ssd, NIL};
+use crate::ssd::{RemapKind, RemapOp, Ssd, WriteKind, NIL};
 
 impl Ssd {
     /// Remaps ranges, in order (the batched form of the command; one op is the single form).
@@ -57,8 +57,14 @@ impl Ssd {
                         if keeps { Some(&mut tmp) } else { None },
                         false,
                     )?;
-                    let t2 =
-                        self.write_cmd(t, lo, n, 0, if keeps { Some(&tmp) } else { None }, false)?;
+                    let t2 = self.write_cmd(
+                        t,
+                        lo,
+                        n,
+                        0,
+                        if keeps { Some(&tmp) } else { None },
+                        WriteKind::Internal,
+                    )?;
                     self.counters.remap_copy_bytes += n;
                     done = done.max(t2);
                 }

@@ -52,6 +52,9 @@ impl Ssd {
             write_latency: self.write_lat.summary(),
             fill: self.fill(),
             free_eus: self.free_eus(),
+            mapped_units: self.mapped_units(),
+            mapping_table_bytes: self.mapping_table_bytes(),
+            mapping_bytes_in_use: self.mapping_bytes_in_use(),
         }
     }
 

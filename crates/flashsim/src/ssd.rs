@@ -22,6 +22,10 @@ use std::collections::{HashMap, VecDeque};
 
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// Bytes of one logical-to-physical mapping entry, as the mapping-memory figures assume them
+/// (a 32-bit physical unit number, the usual page-level FTL entry).
+pub const MAP_ENTRY_BYTES: u64 = 4;
+
 /// Distance (in units) at which mapping-table entries are prefetched in bulk loops.
 pub(crate) const PREFETCH_AHEAD: usize = 32;
 
@@ -101,6 +105,34 @@ pub struct RemapOp {
     pub dst: u64,
     pub len: u64,
     pub kind: RemapKind,
+}
+
+/// One in-device copy: make `[dst, dst+len)` hold what `[src, src+len)` holds by reading the
+/// source from flash and programming it at the destination (see [`Ssd::copy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyOp {
+    pub src: u64,
+    pub dst: u64,
+    pub len: u64,
+}
+
+/// What a write command is, for the counters: a host write, a host write of data the host had
+/// already written once (a rewrite), or a copy the device makes by itself (remap's unaligned
+/// parts). Rewrites and internal copies program redundant bytes (`redundant_write_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    Host,
+    Rewrite,
+    Internal,
+}
+
+impl WriteKind {
+    fn host(self) -> bool {
+        self != WriteKind::Internal
+    }
+    fn redundant(self) -> bool {
+        self != WriteKind::Host
+    }
 }
 
 /// What a power cut did.
@@ -296,6 +328,34 @@ impl Ssd {
         self.mapped_units as f64 / self.logical_units.max(1) as f64
     }
 
+    /// Logical units (mapping entries) currently mapped: the entries in use in the mapping table.
+    pub fn mapped_units(&self) -> u64 {
+        self.mapped_units
+    }
+
+    /// Bytes of the remap sharing table: for every physical unit that more than one logical unit
+    /// refers to, a 4-byte key plus 4 bytes per extra owner.
+    pub fn sharing_table_bytes(&self) -> u64 {
+        self.shared
+            .values()
+            .map(|extra| 4 + 4 * extra.len() as u64)
+            .sum()
+    }
+
+    /// Memory of the full mapping table a device provisions, in bytes: one entry of
+    /// [`MAP_ENTRY_BYTES`] per logical unit (a flat page-level map, as typical FTLs keep in DRAM,
+    /// whatever is mapped) plus the sharing table ([`Ssd::sharing_table_bytes`]). Halving the
+    /// mapping unit doubles it.
+    pub fn mapping_table_bytes(&self) -> u64 {
+        self.logical_units as u64 * MAP_ENTRY_BYTES + self.sharing_table_bytes()
+    }
+
+    /// The part of the mapping table in use, in bytes: one [`MAP_ENTRY_BYTES`] entry per mapped
+    /// logical unit plus the sharing table (what a demand-loaded map would have to hold).
+    pub fn mapping_bytes_in_use(&self) -> u64 {
+        self.mapped_units * MAP_ENTRY_BYTES + self.sharing_table_bytes()
+    }
+
     /// Free erase units over all lanes.
     pub fn free_eus(&self) -> u64 {
         self.free.iter().map(|f| f.len() as u64).sum()
@@ -384,10 +444,24 @@ impl Ssd {
             self.write_lat.record(done - at);
             return Ok(done);
         }
-        self.write_cmd(at, offset, len, pid, data, true)
+        self.write_cmd(at, offset, len, pid, data, WriteKind::Host)
     }
 
-    /// A write command; `host` false for device-internal copies (not host traffic).
+    /// A host write of data the host had already written to the device once (e.g. a
+    /// checkpoint's copy of a journal entry to its home location): a [`Ssd::write`] whose
+    /// programs, read-modify-write ones included, are also counted in `redundant_write_bytes`.
+    pub fn write_rewrite(
+        &mut self,
+        at: u64,
+        offset: u64,
+        len: u64,
+        pid: u16,
+        data: Option<&[u8]>,
+    ) -> Result<u64, SimError> {
+        self.write_cmd(at, offset, len, pid, data, WriteKind::Rewrite)
+    }
+
+    /// A write command of the given kind (internal copies are not host traffic).
     pub(crate) fn write_cmd(
         &mut self,
         at: u64,
@@ -395,8 +469,10 @@ impl Ssd {
         len: u64,
         pid: u16,
         data: Option<&[u8]>,
-        host: bool,
+        kind: WriteKind,
     ) -> Result<u64, SimError> {
+        let host = kind.host();
+        let redundant = kind.redundant();
         if let Some(d) = data {
             if d.len() as u64 != len {
                 return Err(SimError::BufferSize {
@@ -406,7 +482,11 @@ impl Ssd {
             }
         }
         if self.zones.is_some() {
-            return self.zone_write(at, offset, len, data);
+            let done = self.zone_write(at, offset, len, data)?;
+            if redundant {
+                self.counters.redundant_write_bytes += len;
+            }
+            return Ok(done);
         }
         self.check_range(offset, len)?;
         let stream = self.host_stream(pid)?;
@@ -423,6 +503,9 @@ impl Ssd {
         if self.fast && offset.is_multiple_of(unit) && len.is_multiple_of(unit) {
             for lu in first..=last {
                 self.write_unit_direct(lu, stream, at, None)?;
+            }
+            if redundant {
+                self.counters.redundant_write_bytes += (last - first + 1) as u64 * unit;
             }
             return Ok(at);
         }
@@ -460,6 +543,7 @@ impl Ssd {
                     CachedUnit {
                         pid: stream as u16,
                         data: unit_data.map(|d| d.to_vec().into_boxed_slice()),
+                        redundant,
                     },
                 );
                 let mut ack = ready + self.timing_unit_xfer();
@@ -468,6 +552,9 @@ impl Ssd {
                 }
                 ack
             } else {
+                if redundant {
+                    self.counters.redundant_write_bytes += unit;
+                }
                 self.write_unit_direct(lu, stream, ready, unit_data)?
             };
             done = done.max(ack);
@@ -506,6 +593,9 @@ impl Ssd {
         match self.cache.pop_oldest() {
             Some((lu, c)) => {
                 let stream = c.pid as usize;
+                if c.redundant {
+                    self.counters.redundant_write_bytes += self.unit as u64;
+                }
                 self.write_unit_direct(lu, stream, at, c.data.as_deref())
             }
             None => Ok(at),

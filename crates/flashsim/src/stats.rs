@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Cumulative device counters. SSD WAF = `media_write_bytes / host_write_bytes`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Counters {
     /// Bytes the host asked to write (write and zone-append commands).
     pub host_write_bytes: u64,
@@ -37,6 +38,17 @@ pub struct Counters {
     pub remap_units: u64,
     /// Bytes copied (read + programmed) by remap commands because they were not aligned.
     pub remap_copy_bytes: u64,
+    /// Copy commands ([`crate::Ssd::copy`]), one per call whatever its number of ranges.
+    pub copy_cmds: u64,
+    /// Ranges copied by copy commands (non-empty operations).
+    pub copy_ops: u64,
+    /// Bytes programmed by copy commands: whole mapping units, read-modify-written ones included.
+    pub copy_bytes: u64,
+    /// Bytes programmed for data the host had already written to the device once: programs of
+    /// copy commands, of remap's unaligned fallback copies, and of host writes issued as
+    /// rewrites ([`crate::Ssd::write_rewrite`]), in whole mapping units (read-modify-writes
+    /// included). GC relocation is not counted here (see `gc_write_bytes`).
+    pub redundant_write_bytes: u64,
     pub zone_resets: u64,
     pub flushes: u64,
     /// Cached writes dropped by a power cut without power-loss protection.
@@ -106,4 +118,14 @@ pub struct Report {
     /// Fraction of the logical capacity that is mapped.
     pub fill: f64,
     pub free_eus: u64,
+    /// Mapping entries in use (mapped logical units).
+    #[serde(default)]
+    pub mapped_units: u64,
+    /// Memory of the full mapping table in bytes: 4-byte entries for every logical unit plus the
+    /// remap sharing table (see [`crate::Ssd::mapping_table_bytes`]).
+    #[serde(default)]
+    pub mapping_table_bytes: u64,
+    /// The part of it in use: 4 bytes per mapped unit plus the sharing table.
+    #[serde(default)]
+    pub mapping_bytes_in_use: u64,
 }

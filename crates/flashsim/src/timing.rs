@@ -99,6 +99,15 @@ impl Timing {
         at + wait + self.unit_xfer_ns
     }
 
+    /// When a unit the device copies internally (read from its own flash, so nothing crosses the
+    /// host interface) is taken into the write buffer bound for `die`: like [`Timing::write_ack`]
+    /// without the host transfer.
+    #[inline]
+    pub fn internal_ack(&self, at: u64, die: u32) -> u64 {
+        let backlog = self.die_busy[die as usize].saturating_sub(at);
+        at + backlog.saturating_sub(self.write_window_ns)
+    }
+
     /// Time at which every die and channel is idle.
     pub fn all_idle_at(&self) -> u64 {
         let d = self.die_busy.iter().copied().max().unwrap_or(0);

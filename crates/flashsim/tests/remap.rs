@@ -329,3 +329,219 @@ fn unaligned_remap_falls_back_to_a_counted_copy() {
         f.ssd.check_invariants().unwrap();
     }
 }
+
+/// Sub-page mapping units (512 B .. 4 KiB on 4 KiB flash pages), checked end to end at 512-byte
+/// granularity against a byte-level model of the device's contents.
+mod sub_page {
+    use flashsim::{CopyOp, DataMode, RemapKind, RemapOp, Ssd, SsdConfig, MAP_ENTRY_BYTES};
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    const SECTOR: u64 = 512;
+    const UNITS: [u32; 4] = [512, 1024, 2048, 4096];
+
+    fn device(unit: u32, logical: u64) -> Ssd {
+        let mut cfg = SsdConfig::small(logical, 0.3);
+        cfg.mapping_unit_bytes = unit;
+        cfg.data = DataMode::Memory;
+        cfg.fit_reserve();
+        Ssd::new(cfg).unwrap()
+    }
+
+    /// A random range of 1..=16 sectors inside `cap`, and a second one not overlapping it.
+    fn two_ranges(rng: &mut Pcg64Mcg, cap: u64) -> (u64, u64, u64) {
+        let len = rng.random_range(1..=16u64) * SECTOR;
+        loop {
+            let a = rng.random_range(0..(cap - len) / SECTOR) * SECTOR;
+            let b = rng.random_range(0..(cap - len) / SECTOR) * SECTOR;
+            if a + len <= b || b + len <= a {
+                return (a, b, len);
+            }
+        }
+    }
+
+    fn check(ssd: &mut Ssd, model: &[u8], t: u64) {
+        let mut buf = vec![0u8; model.len()];
+        ssd.read(t, 0, model.len() as u64, Some(&mut buf)).unwrap();
+        if let Some(i) = buf.iter().zip(model).position(|(a, b)| a != b) {
+            panic!(
+                "unit {}: byte {i} (sector {}) reads {} expected {}",
+                ssd.unit_bytes(),
+                i as u64 / SECTOR,
+                buf[i],
+                model[i]
+            );
+        }
+        ssd.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn random_sector_ops_match_a_model_for_every_unit_size() {
+        for unit in UNITS {
+            let mut ssd = device(unit, 2 << 20);
+            let cap = ssd.capacity().logical_bytes;
+            let u = unit as u64;
+            let mut model = vec![0u8; cap as usize];
+            let mut rng = Pcg64Mcg::seed_from_u64(unit as u64);
+            let mut t = 0u64;
+            for step in 0..4000 {
+                t += 10_000;
+                match rng.random_range(0..100) {
+                    0..50 => {
+                        let (off, _, len) = two_ranges(&mut rng, cap);
+                        let data: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+                        if rng.random_bool(0.2) {
+                            t = ssd.write_rewrite(t, off, len, 0, Some(&data)).unwrap();
+                        } else {
+                            t = ssd.write(t, off, len, 0, Some(&data)).unwrap();
+                        }
+                        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+                    }
+                    50..70 => {
+                        let (src, dst, len) = two_ranges(&mut rng, cap);
+                        let kind = if rng.random_bool(0.5) {
+                            RemapKind::Share
+                        } else {
+                            RemapKind::Move
+                        };
+                        t = ssd
+                            .remap(
+                                t,
+                                &[RemapOp {
+                                    src,
+                                    dst,
+                                    len,
+                                    kind,
+                                }],
+                            )
+                            .unwrap();
+                        let moved = model[src as usize..(src + len) as usize].to_vec();
+                        model[dst as usize..(dst + len) as usize].copy_from_slice(&moved);
+                        // A move unmaps the source's whole units that were remapped (only when
+                        // both ranges have the same phase in the unit); the rest was copied.
+                        if kind == RemapKind::Move && src % u == dst % u {
+                            let lo = dst.div_ceil(u) * u;
+                            let hi = (dst + len) / u * u;
+                            if lo < hi {
+                                let s = (src + lo - dst) as usize;
+                                model[s..s + (hi - lo) as usize].fill(0);
+                            }
+                        }
+                    }
+                    70..90 => {
+                        let ops: Vec<CopyOp> = (0..rng.random_range(1..=3))
+                            .map(|_| {
+                                let (src, dst, len) = two_ranges(&mut rng, cap);
+                                CopyOp { src, dst, len }
+                            })
+                            .collect();
+                        t = ssd.copy(t, &ops).unwrap();
+                        for op in &ops {
+                            let d = model[op.src as usize..(op.src + op.len) as usize].to_vec();
+                            model[op.dst as usize..(op.dst + op.len) as usize].copy_from_slice(&d);
+                        }
+                    }
+                    _ => {
+                        let (off, _, len) = two_ranges(&mut rng, cap);
+                        t = ssd.trim(t, off, len).unwrap();
+                        let lo = off.div_ceil(u) * u;
+                        let hi = (off + len) / u * u;
+                        if lo < hi {
+                            model[lo as usize..hi as usize].fill(0);
+                        }
+                    }
+                }
+                if step % 500 == 499 {
+                    check(&mut ssd, &model, t);
+                }
+            }
+            check(&mut ssd, &model, t);
+            let c = ssd.counters().clone();
+            assert!(c.gc_runs > 0, "unit {unit}: the run should reach GC");
+            assert!(c.copy_cmds > 0 && c.copy_bytes > 0);
+            assert!(c.redundant_write_bytes >= c.copy_bytes + c.remap_copy_bytes);
+            if unit == 512 {
+                assert_eq!(
+                    c.rmw_units, 0,
+                    "512-byte units never need read-modify-write"
+                );
+                assert_eq!(c.remap_copy_bytes, 0, "every remap is unit-aligned");
+            } else {
+                assert!(
+                    c.rmw_units > 0,
+                    "unit {unit}: sector writes read-modify-write"
+                );
+                assert!(c.remap_copy_bytes > 0);
+            }
+        }
+    }
+
+    #[test]
+    fn sector_aligned_remap_programs_nothing_only_on_sector_units() {
+        for unit in [512u32, 4096] {
+            let mut ssd = device(unit, 2 << 20);
+            let data: Vec<u8> = (0..8192u32).map(|i| (i % 249) as u8).collect();
+            ssd.write(0, 0, 8192, 0, Some(&data)).unwrap();
+            ssd.flush(0).unwrap();
+            let before = ssd.counters().clone();
+            // 1.5 KiB from sector 1 to sector 2049: sector-aligned, not 4 KiB-aligned.
+            let op = RemapOp {
+                src: 512,
+                dst: (1 << 20) + 512,
+                len: 1536,
+                kind: RemapKind::Share,
+            };
+            ssd.remap(0, &[op]).unwrap();
+            let c = ssd.counters();
+            let programmed = c.media_write_bytes - before.media_write_bytes;
+            if unit == 512 {
+                assert_eq!(programmed, 0, "a remap of whole units is a mapping change");
+                assert_eq!(c.remap_units - before.remap_units, 3);
+                assert_eq!(c.remap_copy_bytes, 0);
+                assert_eq!(c.redundant_write_bytes, 0);
+            } else {
+                assert_eq!(c.remap_units, before.remap_units);
+                assert_eq!(c.remap_copy_bytes, 1536, "falls back to a counted copy");
+                assert_eq!(programmed, 4096, "one read-modify-written unit");
+                assert_eq!(c.redundant_write_bytes, 4096);
+            }
+            let mut back = vec![0u8; 1536];
+            ssd.read(0, op.dst, 1536, Some(&mut back)).unwrap();
+            assert_eq!(back, data[512..2048]);
+        }
+    }
+
+    #[test]
+    fn mapping_memory_scales_with_the_unit() {
+        let mut table = Vec::new();
+        for unit in UNITS {
+            let mut ssd = device(unit, 2 << 20);
+            let logical = ssd.capacity().logical_bytes;
+            assert_eq!(ssd.mapped_units(), 0);
+            ssd.write(0, 0, 64 << 10, 0, None).unwrap();
+            assert_eq!(ssd.mapped_units(), (64 << 10) / unit as u64);
+            assert_eq!(
+                ssd.mapping_table_bytes(),
+                logical / unit as u64 * MAP_ENTRY_BYTES
+            );
+            assert_eq!(ssd.mapping_bytes_in_use(), ssd.mapped_units() * 4);
+            // Sharing one unit costs a sharing-table key and one extra owner.
+            let op = RemapOp {
+                src: 0,
+                dst: 1 << 20,
+                len: unit as u64,
+                kind: RemapKind::Share,
+            };
+            ssd.remap(0, &[op]).unwrap();
+            assert_eq!(ssd.sharing_table_bytes(), 8);
+            let r = ssd.report();
+            assert_eq!(r.mapped_units, ssd.mapped_units());
+            assert_eq!(r.mapping_table_bytes, ssd.mapping_table_bytes());
+            assert_eq!(r.mapping_bytes_in_use, ssd.mapping_bytes_in_use());
+            table.push(ssd.mapping_table_bytes() - 8);
+        }
+        for w in table.windows(2) {
+            assert_eq!(w[0], 2 * w[1], "halving the unit doubles the table");
+        }
+    }
+}

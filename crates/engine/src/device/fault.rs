@@ -1,7 +1,8 @@
 //! Fault injection for crash tests: a [`FaultDevice`] wraps any [`BlockDevice`] and can cut
 //! power at the Nth command, lose or tear writes that were not flushed, return an I/O error once,
 //! and misdirect a write. Every command the trait has is forwarded and counted: reads, writes,
-//! placed writes, flushes, trims, remap batches, zone appends, resets, finishes and zone reports.
+//! placed writes (and rewrites), flushes, trims, remap batches, copy commands, zone appends,
+//! resets, finishes and zone reports.
 //! Capabilities are the inner device's.
 //!
 //! Model: the inner device always holds the newest data (commands are applied at once). While a
@@ -20,6 +21,9 @@
 //!   survives whole or is undone whole. A batch the power cut interrupts (with `torn_writes`) is
 //!   applied, fails with [`DeviceError::PowerCut`], and at the crash happened or not with equal
 //!   probability.
+//! * **Copy commands** are treated exactly as remap batches: one journal entry per command (the
+//!   previous contents of every destination), lost or kept whole, applied then undone or not
+//!   when the power cut interrupts one. Rewrites ([`BlockDevice::write_rewrite`]) are writes.
 //! * **Zones** (zoned inner devices): appends, writes into a zone, resets and finishes are
 //!   journaled per zone, in order, with the zone's write pointer and condition before the first
 //!   of them (from a zone report) and, for a reset, the contents the zone held up to its write
@@ -64,8 +68,8 @@ use rand_pcg::Pcg64Mcg;
 
 use self::zones::{ZoneBefore, ZoneOp};
 use super::{
-    check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapMode, RemapOp,
-    ZoneReport,
+    check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
+    RemapMode, RemapOp, ZoneReport,
 };
 
 /// Which faults to inject. The default injects none.
@@ -156,10 +160,12 @@ pub enum CommandKind {
     ZoneReset,
     ZoneFinish,
     ZoneReport,
+    /// An in-device copy command ([`BlockDevice::copy`]).
+    Copy,
 }
 
 impl CommandKind {
-    const ALL: usize = 9;
+    const ALL: usize = 10;
 
     /// Whether the command changes data (and so may be applied, then torn or undone, when the
     /// power cut interrupts it).
@@ -168,6 +174,7 @@ impl CommandKind {
             self,
             CommandKind::Write
                 | CommandKind::Remap
+                | CommandKind::Copy
                 | CommandKind::ZoneAppend
                 | CommandKind::ZoneReset
                 | CommandKind::ZoneFinish
@@ -288,6 +295,15 @@ enum Kind {
     Write,
     Trim,
     Remap,
+    Copy,
+}
+
+/// How a write reaches the inner device.
+#[derive(Clone, Copy)]
+enum WriteHow {
+    Plain,
+    Placed(u16),
+    Rewrite,
 }
 
 /// One undoable change since the last flush.
@@ -507,7 +523,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         actual
     }
 
-    fn write_cmd(&mut self, offset: u64, data: &[u8], pid: Option<u16>) -> Result<(), DeviceError> {
+    fn write_cmd(&mut self, offset: u64, data: &[u8], how: WriteHow) -> Result<(), DeviceError> {
         let gate = self.gate(CommandKind::Write)?;
         let len = data.len() as u64;
         let valid = check_io(
@@ -535,9 +551,10 @@ impl<D: BlockDevice> FaultDevice<D> {
                 }
                 _ => self.journal(Kind::Write, &[(at, len)])?,
             }
-            let r = match pid {
-                Some(pid) => self.inner.write_placed(at, data, pid),
-                None => self.inner.write_at(at, data),
+            let r = match how {
+                WriteHow::Placed(pid) => self.inner.write_placed(at, data, pid),
+                WriteHow::Plain => self.inner.write_at(at, data),
+                WriteHow::Rewrite => self.inner.write_rewrite(at, data),
             };
             if let Err(e) = r {
                 self.unjournal();
@@ -565,6 +582,19 @@ impl<D: BlockDevice> FaultDevice<D> {
         }
         self.journal(Kind::Remap, &ranges)?;
         self.inner.remap(ops).inspect_err(|_| self.unjournal())
+    }
+
+    /// A copy command past the gate: checked whole, journaled as one entry (the previous
+    /// contents of every destination), sent.
+    fn copy_cmd(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        check_copy(ops, self.inner.capacity_bytes(), self.inner.block_bytes())?;
+        let ranges: Vec<(u64, u64)> = ops
+            .iter()
+            .filter(|op| op.len > 0)
+            .map(|op| (op.dst, op.len))
+            .collect();
+        self.journal(Kind::Copy, &ranges)?;
+        self.inner.copy(ops).inspect_err(|_| self.unjournal())
     }
 
     /// A zone append past the gate: the zone's state is noted, the append sent and journaled
@@ -613,11 +643,15 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
-        self.write_cmd(offset, data, None)
+        self.write_cmd(offset, data, WriteHow::Plain)
     }
 
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
-        self.write_cmd(offset, data, Some(pid))
+        self.write_cmd(offset, data, WriteHow::Placed(pid))
+    }
+
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.write_cmd(offset, data, WriteHow::Rewrite)
     }
 
     fn flush(&mut self) -> Result<(), DeviceError> {
@@ -647,6 +681,13 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
         let gate = self.gate(CommandKind::Remap)?;
         let r = self.remap_cmd(ops);
+        interrupted(gate, r)
+    }
+
+    /// Atomic per command, like a remap batch (see the module documentation).
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        let gate = self.gate(CommandKind::Copy)?;
+        let r = self.copy_cmd(ops);
         interrupted(gate, r)
     }
 

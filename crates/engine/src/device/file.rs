@@ -5,6 +5,22 @@
 //! filesystems refuse `O_DIRECT` with `EINVAL`); [`FileDevice::direct_io`] says which. `O_DIRECT`
 //! needs aligned memory: callers' buffers that are not 4096-byte aligned go through an internal
 //! aligned bounce buffer. `flush` is `fdatasync`; `trim` punches a hole in a regular file.
+//!
+//! **Remap** (regular files): the filesystem's copy by reference, the `FICLONERANGE` ioctl
+//! (reflink, on XFS with `reflink=1`, Btrfs, bcachefs, OCFS2). [`RemapMode::Share`] clones the
+//! source range onto the destination within the file; [`RemapMode::Move`] clones, then punches
+//! a hole at the source (`fallocate(PUNCH_HOLE | KEEP_SIZE)`, as `trim` does). Where the clone
+//! fails because the filesystem cannot do it (`EOPNOTSUPP`, `ENOTTY`, `EXDEV`, or `EINVAL` for a
+//! range not aligned to the filesystem block) the operation falls back to a copy (read +
+//! write). Remap is therefore always offered on regular files; [`FileDevice::reflink`] says
+//! whether a probe clone at open succeeded, and then the capabilities' `mapping_unit_bytes` is
+//! the filesystem block size (otherwise the 4096-byte I/O block). [`FileDevice::remap_stats`]
+//! counts the bytes cloned and the bytes copied. Block devices do not offer remap.
+//!
+//! **Copy** commands are a read and a write per operation (deliberately not `copy_file_range`,
+//! which may itself share extents on a reflink filesystem: a copy command programs new data),
+//! counted in [`FileRemapStats::copy_bytes`]. Neither the fallback copies nor copy commands count
+//! in [`DeviceStats`], which counts what the host asked for.
 
 use std::alloc::{self, Layout};
 use std::fs::{File, OpenOptions};
@@ -14,7 +30,10 @@ use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
-use super::{check_io, BlockDevice, Capabilities, DeviceError, DeviceStats};
+use super::{
+    check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
+    RemapMode, RemapOp,
+};
 
 /// The I/O block and the alignment of memory used for direct I/O.
 const BLOCK_BYTES: u32 = 4096;
@@ -66,6 +85,17 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// What a [`FileDevice`]'s remaps and copy commands did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileRemapStats {
+    /// Bytes remapped by reference (`FICLONERANGE`): no data written.
+    pub remap_cloned_bytes: u64,
+    /// Bytes remapped by the fallback copy (read + write) where the clone was refused.
+    pub remap_copied_bytes: u64,
+    /// Bytes copied by copy commands ([`BlockDevice::copy`]).
+    pub copy_bytes: u64,
+}
+
 /// A regular file or block device as a block device with 4096-byte blocks.
 pub struct FileDevice {
     file: File,
@@ -77,6 +107,77 @@ pub struct FileDevice {
     punch_hole: bool,
     bounce: Option<AlignedBuf>,
     stats: DeviceStats,
+    /// `FICLONERANGE` works on this file (a probe clone at open succeeded); cleared if the
+    /// filesystem later refuses it for good.
+    reflink: bool,
+    /// The filesystem's block size (the unit clones must be aligned to).
+    fs_block: u32,
+    remap_stats: FileRemapStats,
+}
+
+/// Errors of `FICLONERANGE` that mean "the filesystem cannot share this range": fall back to a
+/// copy. EINVAL is per range (alignment); the others hold for the whole file.
+fn clone_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::EINVAL | libc::EXDEV | libc::ENOTTY)
+    )
+}
+
+/// Clones `len` bytes at `src_off` of `src` onto `dst_off` of `dst` (the filesystem's copy by
+/// reference).
+#[cfg(target_os = "linux")]
+fn clone_range(src: &File, src_off: u64, dst: &File, dst_off: u64, len: u64) -> io::Result<()> {
+    let arg = libc::file_clone_range {
+        src_fd: src.as_raw_fd() as i64,
+        src_offset: src_off,
+        src_length: len,
+        dest_offset: dst_off,
+    };
+    // SAFETY: FICLONERANGE reads a `file_clone_range` we own for the duration of the call; both
+    // descriptors are open files we own.
+    let rc = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONERANGE, &arg) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn clone_range(_: &File, _: u64, _: &File, _: u64, _: u64) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+}
+
+/// The filesystem block size of the file system holding `file` (4096 if unknown).
+fn fs_block_size(file: &File) -> u32 {
+    // SAFETY: fstatvfs fills the struct we pass; the descriptor is open.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::fstatvfs(file.as_raw_fd(), &mut st) == 0 && st.f_bsize > 0 {
+            st.f_bsize as u32
+        } else {
+            BLOCK_BYTES
+        }
+    }
+}
+
+/// Whether the filesystem holding `file` (in directory `dir`) clones ranges: one block of the
+/// file is cloned into an unnamed temporary file next to it (`O_TMPFILE`), which leaves the file
+/// itself untouched.
+fn probe_reflink(file: &File, dir: &Path, fs_block: u32, capacity: u64) -> bool {
+    if capacity < fs_block as u64 {
+        return false;
+    }
+    let tmp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    match tmp {
+        Ok(tmp) => clone_range(file, 0, &tmp, 0, fs_block as u64).is_ok(),
+        Err(_) => false,
+    }
 }
 
 fn io_err(path: &Path, what: &str, e: io::Error) -> DeviceError {
@@ -192,7 +293,18 @@ impl FileDevice {
             punch_hole: !block_device,
             bounce: None,
             stats: DeviceStats::default(),
+            reflink: false,
+            fs_block: BLOCK_BYTES,
+            remap_stats: FileRemapStats::default(),
         };
+        if !block_device {
+            dev.fs_block = fs_block_size(&dev.file);
+            let dir = match dev.path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            dev.reflink = probe_reflink(&dev.file, &dir, dev.fs_block, dev.capacity);
+        }
         if dev.direct && dev.capacity > 0 {
             // Some filesystems accept O_DIRECT at open and refuse the I/O: probe with one read.
             let mut probe = AlignedBuf::new(BLOCK_BYTES as usize);
@@ -210,6 +322,17 @@ impl FileDevice {
     /// Whether I/O bypasses the page cache (`O_DIRECT` was accepted).
     pub fn direct_io(&self) -> bool {
         self.direct
+    }
+
+    /// Whether remaps share data by reference (`FICLONERANGE` works on this file's filesystem);
+    /// without it they fall back to copies.
+    pub fn reflink(&self) -> bool {
+        self.reflink
+    }
+
+    /// Bytes remapped by clone and by copy, and bytes copied by copy commands, so far.
+    pub fn remap_stats(&self) -> &FileRemapStats {
+        &self.remap_stats
     }
 
     /// Whether the device is a block device (rather than a regular file).
@@ -261,6 +384,87 @@ impl FileDevice {
         }
         self.bounce = Some(bounce);
         r
+    }
+
+    /// Copies `len` bytes from `src` to `dst` through memory (read + write, in chunks).
+    fn copy_through(&mut self, src: u64, dst: u64, len: u64) -> Result<(), DeviceError> {
+        let mut buf = AlignedBuf::new((len as usize).clamp(ALIGN, BOUNCE_MAX_BYTES));
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len as u64) as usize;
+            let b = &mut buf.as_mut_slice()[..n];
+            self.file
+                .read_exact_at(b, src + done)
+                .map_err(|e| io_err(&self.path, "read", e))?;
+            self.file
+                .write_all_at(b, dst + done)
+                .map_err(|e| io_err(&self.path, "write", e))?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Punches a hole (what `trim` does); nothing if the filesystem cannot.
+    fn punch(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
+        if !self.punch_hole || len == 0 {
+            return Ok(());
+        }
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Err(DeviceError::OutOfRange {
+                offset,
+                len,
+                capacity: self.capacity,
+            });
+        };
+        // SAFETY: fallocate on a file descriptor we own; no memory is passed.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                n,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                self.punch_hole = false;
+                return Ok(());
+            }
+            return Err(io_err(&self.path, "punch hole", e));
+        }
+        Ok(())
+    }
+
+    /// One remap operation: clone (or copy, where the filesystem refuses), then for a move punch
+    /// the source.
+    fn remap_one(&mut self, op: &RemapOp) -> Result<(), DeviceError> {
+        if op.len == 0 {
+            return Ok(());
+        }
+        let mut cloned = false;
+        if self.reflink {
+            match clone_range(&self.file, op.src, &self.file, op.dst, op.len) {
+                Ok(()) => cloned = true,
+                Err(e) if clone_refused(&e) => {
+                    if e.raw_os_error() != Some(libc::EINVAL) {
+                        // The filesystem cannot clone at all: stop trying.
+                        self.reflink = false;
+                    }
+                }
+                Err(e) => return Err(io_err(&self.path, "clone range", e)),
+            }
+        }
+        if cloned {
+            self.remap_stats.remap_cloned_bytes += op.len;
+        } else {
+            self.copy_through(op.src, op.dst, op.len)?;
+            self.remap_stats.remap_copied_bytes += op.len;
+        }
+        if op.mode == RemapMode::Move {
+            self.punch(op.src, op.len)?;
+        }
+        Ok(())
     }
 
     fn write_raw(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -328,32 +532,28 @@ impl BlockDevice for FileDevice {
 
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
         check_io(offset, len, self.capacity, BLOCK_BYTES)?;
-        if !self.punch_hole || len == 0 {
-            return Ok(());
+        self.punch(offset, len)
+    }
+
+    /// Clones each range by reference, in order, falling back to a copy where the filesystem
+    /// refuses (see the module documentation). Checked whole first. A move punches the source.
+    fn remap(&mut self, ops: &[RemapOp]) -> Result<(), DeviceError> {
+        if self.block_device {
+            return Err(DeviceError::Unsupported("remap on a block device"));
         }
-        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-            return Err(DeviceError::OutOfRange {
-                offset,
-                len,
-                capacity: self.capacity,
-            });
-        };
-        // SAFETY: fallocate on a file descriptor we own; no memory is passed.
-        let rc = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off,
-                n,
-            )
-        };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-                self.punch_hole = false;
-                return Ok(());
-            }
-            return Err(io_err(&self.path, "punch hole", e));
+        check_remap(ops, self.capacity, BLOCK_BYTES)?;
+        for op in ops {
+            self.remap_one(op)?;
+        }
+        Ok(())
+    }
+
+    /// Copies each range (read + write), in order. Checked whole first.
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        check_copy(ops, self.capacity, BLOCK_BYTES)?;
+        for op in ops.iter().filter(|op| op.len > 0) {
+            self.copy_through(op.src, op.dst, op.len)?;
+            self.remap_stats.copy_bytes += op.len;
         }
         Ok(())
     }
@@ -361,7 +561,13 @@ impl BlockDevice for FileDevice {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             trim: self.punch_hole,
-            mapping_unit_bytes: BLOCK_BYTES,
+            remap: !self.block_device,
+            copy: true,
+            mapping_unit_bytes: if self.reflink {
+                self.fs_block.max(BLOCK_BYTES)
+            } else {
+                BLOCK_BYTES
+            },
             ..Capabilities::default()
         }
     }

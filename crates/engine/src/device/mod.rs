@@ -25,7 +25,7 @@ mod sim;
 pub use fault::{
     CommandKind, CrashReport, FaultConfig, FaultDevice, FaultHandle, Misdirect, TornWrite,
 };
-pub use file::FileDevice;
+pub use file::{FileDevice, FileRemapStats};
 pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};

@@ -1,7 +1,10 @@
 //! One device, several roles: a [`SharedDevice`] is a device behind a mutex that several
 //! [`Partition`]s (byte ranges of it) use at once, e.g. data and log on one SSD.
 
-use super::{check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapOp};
+use super::{
+    check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
+    RemapOp,
+};
 
 pub use super::handle::SharedDevice;
 
@@ -13,7 +16,8 @@ pub use super::handle::SharedDevice;
 /// does not pass zone commands on); the mapping unit is the device's, so remaps in the partition
 /// are whole mapping units on the device only if the partition's base is a multiple of it.
 /// Remap batches are translated to device offsets and checked whole against the partition
-/// before any is sent, so a batch never touches bytes outside the partition.
+/// before any is sent, so a batch never touches bytes outside the partition. Copy commands are
+/// translated and checked the same way; rewrites are writes.
 pub struct Partition {
     dev: SharedDevice,
     base: u64,
@@ -99,6 +103,14 @@ impl BlockDevice for Partition {
         Ok(())
     }
 
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        let at = self.check(offset, data.len() as u64)?;
+        self.dev.lock().write_rewrite(at, data)?;
+        self.stats.writes += 1;
+        self.stats.write_bytes += data.len() as u64;
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), DeviceError> {
         self.dev.lock().flush()?;
         self.stats.flushes += 1;
@@ -121,6 +133,19 @@ impl BlockDevice for Partition {
             })
             .collect();
         self.dev.lock().remap(&on_device)
+    }
+
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        check_copy(ops, self.len, self.block)?;
+        let on_device: Vec<CopyOp> = ops
+            .iter()
+            .map(|op| CopyOp {
+                src: self.base + op.src,
+                dst: self.base + op.dst,
+                len: op.len,
+            })
+            .collect();
+        self.dev.lock().copy(&on_device)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -221,5 +246,33 @@ mod tests {
         assert_eq!(buf, vec![5u8; 4096]);
         drop(a);
         assert!(shared.try_into_inner().is_ok());
+    }
+    #[test]
+    fn copy_and_rewrite_are_translated_and_checked() {
+        let shared = SharedDevice::shared(MemDevice::new(64 * 1024, 4096));
+        let mut a = shared.partition(8192, 16384).unwrap();
+        assert!(a.capabilities().copy);
+        a.write_rewrite(0, &[3u8; 4096]).unwrap();
+        assert_eq!(a.stats().write_bytes, 4096, "a rewrite is a write");
+        let op = |src, dst| CopyOp {
+            src,
+            dst,
+            len: 4096,
+        };
+        a.copy(&[op(0, 8192)]).unwrap();
+        let mut buf = vec![0u8; 4096];
+        shared.lock().read_at(8192 + 8192, &mut buf).unwrap();
+        assert_eq!(buf, vec![3u8; 4096]);
+        // Beyond the partition (though inside the device): rejected before anything runs.
+        assert!(matches!(
+            a.copy(&[op(0, 4096), op(0, 16384)]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        shared.lock().read_at(8192 + 4096, &mut buf).unwrap();
+        assert_eq!(buf, vec![0u8; 4096]);
+        assert!(matches!(
+            a.copy(&[op(0, 2048)]),
+            Err(DeviceError::Unaligned { .. })
+        ));
     }
 }

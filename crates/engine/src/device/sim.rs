@@ -10,6 +10,11 @@
 //! Remap batches map onto flashsim's batched remap command: one command (one command overhead
 //! in virtual time) for the whole batch, shared or moved per operation without programming flash
 //! where the ranges are aligned to the mapping unit (the block size here), reference counted.
+//!
+//! Copy commands map onto flashsim's in-device copy ([`Ssd::copy`]): one command overhead per
+//! call, the data read from flash and programmed at the destination with no host transfer.
+//! Rewrites ([`BlockDevice::write_rewrite`]) are flashsim's [`Ssd::write_rewrite`]: host writes
+//! in [`DeviceStats`], also counted in flashsim's `redundant_write_bytes`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,8 +22,8 @@ use std::sync::Arc;
 use flashsim::{DataMode, Mode, PowerCutReport, RemapKind, Ssd, SsdConfig, ZoneAction, ZoneState};
 
 use super::{
-    check_io, check_remap, BlockDevice, Capabilities, DeviceError, DeviceStats, RemapMode, RemapOp,
-    ZoneCondition, ZoneReport,
+    check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
+    RemapMode, RemapOp, ZoneCondition, ZoneReport,
 };
 
 impl From<flashsim::SimError> for DeviceError {
@@ -218,6 +223,36 @@ impl BlockDevice for SimDevice {
         Ok(())
     }
 
+    fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        check_copy(ops, self.capacity_bytes(), self.block_bytes())?;
+        if self.is_zoned() {
+            return Err(DeviceError::Unsupported("copy on a zoned device"));
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let batch: Vec<flashsim::CopyOp> = ops
+            .iter()
+            .map(|op| flashsim::CopyOp {
+                src: op.src,
+                dst: op.dst,
+                len: op.len,
+            })
+            .collect();
+        let done = self.ssd.copy(self.clock.now(), &batch)?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
+    fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.check(offset, data.len() as u64)?;
+        let done =
+            self.ssd
+                .write_rewrite(self.clock.now(), offset, data.len() as u64, 0, Some(data))?;
+        self.clock.advance_to(done);
+        Ok(())
+    }
+
     fn zone_append(&mut self, zone: u32, data: &[u8]) -> Result<u64, DeviceError> {
         if !self.is_zoned() {
             return Err(DeviceError::Unsupported(
@@ -274,7 +309,7 @@ impl BlockDevice for SimDevice {
             },
             zone_bytes: zoned.then(|| self.ssd.zone_size_bytes()),
             remap: !zoned,
-            copy: false,
+            copy: !zoned,
             mapping_unit_bytes: self.ssd.unit_bytes(),
             gc_unit_bytes: Some(cfg.eu_bytes()),
             max_open_zones: match &cfg.mode {
@@ -444,6 +479,53 @@ mod tests {
     }
 
     #[test]
+    fn copy_commands_and_rewrites() {
+        let clock = VirtualClock::shared();
+        let mut d = SimDevice::new(cfg(), clock.clone()).unwrap();
+        assert!(d.capabilities().copy);
+        let data: Vec<u8> = (0..4 * 4096).map(|i| (i % 253) as u8).collect();
+        d.write_at(0, &data).unwrap();
+        d.flush().unwrap();
+        let host = d.stats().write_bytes;
+        let op = |i: u64| CopyOp {
+            src: i * 4096,
+            dst: (64 + i) * 4096,
+            len: 4096,
+        };
+        // ISC-A: one range per command; ISC-B: the rest in one command.
+        let t0 = clock.now();
+        d.copy(&[op(0)]).unwrap();
+        assert!(clock.now() > t0, "a copy takes virtual time");
+        d.copy(&[op(1), op(2), op(3)]).unwrap();
+        let mut back = vec![0u8; 4 * 4096];
+        d.read_at(64 * 4096, &mut back).unwrap();
+        assert_eq!(back, data);
+        let c = d.ssd().counters();
+        assert_eq!((c.copy_cmds, c.copy_ops, c.copy_bytes), (2, 4, 4 * 4096));
+        assert_eq!(c.redundant_write_bytes, 4 * 4096);
+        assert_eq!(d.stats().write_bytes, host, "copies are not host writes");
+        // A rewrite is a host write, also counted as redundant.
+        d.write_rewrite(128 * 4096, &data[..4096]).unwrap();
+        assert_eq!(d.stats().write_bytes, host + 4096);
+        assert_eq!(d.ssd().counters().redundant_write_bytes, 5 * 4096);
+        d.read_at(128 * 4096, &mut back[..4096]).unwrap();
+        assert_eq!(back[..4096], data[..4096]);
+        // Checked whole first: a bad command changes nothing.
+        assert!(matches!(
+            d.copy(&[
+                op(0),
+                CopyOp {
+                    src: 0,
+                    dst: 100,
+                    len: 4096
+                }
+            ]),
+            Err(DeviceError::Unaligned { .. })
+        ));
+        assert_eq!(d.ssd().counters().copy_cmds, 2);
+    }
+
+    #[test]
     fn zns_zone_commands_and_report() {
         let mut c = cfg();
         c.mode = Mode::Zns(flashsim::ZnsConfig {
@@ -477,6 +559,13 @@ mod tests {
             mode: RemapMode::Move,
         };
         assert!(matches!(d.remap(&[op]), Err(DeviceError::Unsupported(_))));
+        assert!(!caps.copy);
+        let op = CopyOp {
+            src: 0,
+            dst: zb,
+            len: 4096,
+        };
+        assert!(matches!(d.copy(&[op]), Err(DeviceError::Unsupported(_))));
     }
 
     #[test]

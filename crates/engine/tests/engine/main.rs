@@ -8,6 +8,7 @@ mod crash;
 mod crash_points;
 mod devices;
 mod durability;
+mod file_remap;
 mod flushless;
 mod identity;
 mod input;

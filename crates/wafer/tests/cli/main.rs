@@ -534,12 +534,15 @@ fn bench_mvcc_and_its_report() {
         "2000",
         "--txns",
         "300",
+        "--tpcc-scale",
+        "0.02",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("undo pages read"), "{text}");
+    assert!(text.contains("TPC-C (16 warehouses"), "{text}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(r["kind"], "mvcc");
     let runs = r["runs"].as_array().unwrap();
@@ -559,9 +562,11 @@ fn bench_mvcc_and_its_report() {
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Figure 5") && page.contains("Figure 4") && page.contains("<svg"));
-    // The writes: one segment per concurrent transaction, the raw disk slower than flash.
+    // The writes: TPC-C's terminals interleaved, one segment per concurrent transaction, the raw
+    // disk slower than flash.
     let w = r["writes"].as_array().unwrap();
     assert_eq!(w.len(), 3);
+    assert!(w.iter().all(|x| x["workload"] == "tpcc" && x["tpcc"][1] == true));
     assert!(w.iter().all(|x| x["segments"].as_u64().unwrap() >= 16));
     let per_block = |i: usize| w[i]["write_ns_per_block"].as_f64().unwrap();
     assert!(per_block(1) > per_block(2), "write-through disk vs flash");

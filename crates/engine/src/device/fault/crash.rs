@@ -62,8 +62,8 @@ impl<D: BlockDevice> FaultDevice<D> {
                     durable_blocks: mask.clone(),
                 });
                 vec![mask]
-            } else if i == 0 && self.cfg.torn_writes && *kind == Kind::Remap {
-                // The newest remap batch is atomic: it happened or it did not.
+            } else if i == 0 && self.cfg.torn_writes && matches!(kind, Kind::Remap | Kind::Copy) {
+                // The newest remap batch (or copy command) is atomic: it happened or it did not.
                 let undone = self.rng.random_bool(0.5);
                 if undone {
                     report.lost += 1;

@@ -282,6 +282,132 @@ fn interrupted_remap_batch_happened_or_not() {
     assert!(kept > 10 && undone > 10, "kept {kept}, undone {undone}");
 }
 
+/// Blocks 0..4 hold tags 1..=4; the command copies 0 to 8, 1 to 9, then 9 on to 10.
+fn copy_cmd() -> [CopyOp; 3] {
+    let op = |src: usize, dst: usize| CopyOp {
+        src: (src * B) as u64,
+        dst: (dst * B) as u64,
+        len: B as u64,
+    };
+    [op(0, 8), op(1, 9), op(9, 10)]
+}
+
+const COPIED: [(usize, u8); 5] = [(0, 1), (1, 2), (8, 1), (9, 2), (10, 2)];
+
+#[test]
+fn copy_command_survives_or_is_undone_whole() {
+    let (mut kept, mut undone) = (0, 0);
+    for seed in 0..64 {
+        let mut d = dev(FaultConfig {
+            seed,
+            lose_unflushed: true,
+            ..FaultConfig::default()
+        });
+        for b in 0..4 {
+            d.write_at((b * B) as u64, &[b as u8 + 1; B]).unwrap();
+        }
+        d.flush().unwrap();
+        d.copy(&copy_cmd()).unwrap();
+        assert!(holds(&mut d, &COPIED));
+        assert_eq!(d.unflushed(), 1, "one journal entry per command");
+        assert_eq!(d.handle().commands_of(CommandKind::Copy), 1);
+        let r = d.crash();
+        if r.lost == 1 {
+            assert!(holds(&mut d, &BEFORE), "seed {seed}: undone whole");
+            undone += 1;
+        } else {
+            assert!(holds(&mut d, &COPIED), "seed {seed}: kept whole");
+            kept += 1;
+        }
+    }
+    assert!(kept > 10 && undone > 10, "kept {kept}, undone {undone}");
+}
+
+#[test]
+fn interrupted_copy_happened_or_not_and_flushed_copy_survives() {
+    let (mut kept, mut undone) = (0, 0);
+    for seed in 0..64 {
+        let mut d = dev(FaultConfig {
+            seed,
+            power_cut_after: Some(6),
+            torn_writes: true,
+            ..FaultConfig::default()
+        });
+        for b in 0..4 {
+            d.write_at((b * B) as u64, &[b as u8 + 1; B]).unwrap();
+        }
+        d.flush().unwrap();
+        assert_eq!(d.copy(&copy_cmd()), Err(DeviceError::PowerCut));
+        assert_eq!(d.handle().cut_on(), Some(CommandKind::Copy));
+        d.crash();
+        if holds(&mut d, &COPIED) {
+            kept += 1;
+        } else {
+            assert!(holds(&mut d, &BEFORE), "seed {seed}: all or nothing");
+            undone += 1;
+        }
+    }
+    assert!(kept > 10 && undone > 10, "kept {kept}, undone {undone}");
+    // Flushed, it survives any crash.
+    let mut d = dev(FaultConfig {
+        lose_unflushed: true,
+        ..FaultConfig::default()
+    });
+    for b in 0..4 {
+        d.write_at((b * B) as u64, &[b as u8 + 1; B]).unwrap();
+    }
+    d.copy(&copy_cmd()).unwrap();
+    d.flush().unwrap();
+    d.crash();
+    assert!(holds(&mut d, &COPIED));
+}
+
+#[test]
+fn rewrites_are_writes_that_reach_the_inner_rewrite() {
+    use crate::device::{SimDevice, VirtualClock};
+    let mut cfg = flashsim::SsdConfig::small(8 << 20, 0.2);
+    cfg.timing.enabled = false;
+    let sim = SimDevice::new(cfg, VirtualClock::shared()).unwrap();
+    let mut d = FaultDevice::new(
+        sim,
+        FaultConfig {
+            seed: 1,
+            lose_unflushed: true,
+            ..FaultConfig::default()
+        },
+    );
+    d.write_at(0, &[1u8; 4096]).unwrap();
+    d.flush().unwrap();
+    d.write_rewrite(0, &[2u8; 4096]).unwrap();
+    assert_eq!(d.handle().commands_of(CommandKind::Write), 2);
+    assert_eq!(d.stats().write_bytes, 8192);
+    assert_eq!(d.inner().ssd().counters().redundant_write_bytes, 4096);
+    assert_eq!(
+        d.unflushed(),
+        1,
+        "an unflushed rewrite is journaled like a write"
+    );
+    let mut lost = false;
+    for seed in 0..16 {
+        let mut d = FaultDevice::new(
+            MemDevice::new(64 * B as u64, B as u32),
+            FaultConfig {
+                seed,
+                lose_unflushed: true,
+                ..FaultConfig::default()
+            },
+        );
+        d.write_at(0, &[1u8; B]).unwrap();
+        d.flush().unwrap();
+        d.write_rewrite(0, &[2u8; B]).unwrap();
+        if d.crash().lost == 1 {
+            assert_eq!(read(&mut d, 0), vec![1u8; B]);
+            lost = true;
+        }
+    }
+    assert!(lost, "an unflushed rewrite may be lost");
+}
+
 /// A zoned in-memory device for the zone part of the model: zones of `ZONE_BLOCKS` blocks,
 /// written only at their write pointer, reset, finished.
 struct ZonedMem {
