@@ -566,7 +566,9 @@ fn bench_mvcc_and_its_report() {
     // disk slower than flash.
     let w = r["writes"].as_array().unwrap();
     assert_eq!(w.len(), 3);
-    assert!(w.iter().all(|x| x["workload"] == "tpcc" && x["tpcc"][1] == true));
+    assert!(w
+        .iter()
+        .all(|x| x["workload"] == "tpcc" && x["tpcc"][1] == true));
     assert!(w.iter().all(|x| x["segments"].as_u64().unwrap() >= 16));
     let per_block = |i: usize| w[i]["write_ns_per_block"].as_f64().unwrap();
     assert!(per_block(1) > per_block(2), "write-through disk vs flash");

@@ -407,12 +407,19 @@ pub fn closed_loop(
             waiting as u32 >= cfg.group_commit_min_batch
         }
     };
-    let mut waiting: Vec<(u32, u64, wafer_engine::PendingCommit)> = Vec::new();
+    // (client, task start, when its commit record was ready, the commit)
+    let mut waiting: Vec<(u32, u64, u64, wafer_engine::PendingCommit)> = Vec::new();
     let mut flush_gen = 0u64;
     let mut timer_gen = None;
+    // A flush at `at` acknowledges the commits whose records were ready by then. A step runs
+    // whole when its task starts, so a commit whose CPU ends after `at` has its record in the
+    // log buffer already and the flush writes it, but it could not have been in a write that
+    // started before it existed: under the on-idle rule it waits for the next flush (the rules
+    // with a delay or a batch acknowledge every waiting commit, as before).
+    let on_idle = cfg.group_commit_on_idle;
     let flush = |rig: &Rig,
                  at: u64,
-                 waiting: &mut Vec<(u32, u64, wafer_engine::PendingCommit)>,
+                 waiting: &mut Vec<(u32, u64, u64, wafer_engine::PendingCommit)>,
                  tasks: &mut BinaryHeap<Reverse<(u64, u32)>>,
                  latency: &mut Latencies,
                  horizon: &mut u64|
@@ -420,8 +427,12 @@ pub fn closed_loop(
         rig.clock.set(at);
         rig.db.flush_log()?;
         let done = rig.clock.now().max(at);
-        let n = waiting.len() as u64;
-        for (client, started, p) in waiting.drain(..) {
+        let (acked, later): (Vec<_>, Vec<_>) = waiting
+            .drain(..)
+            .partition(|&(_, _, ready, _)| !on_idle || ready <= at);
+        *waiting = later;
+        let n = acked.len() as u64;
+        for (client, started, _, p) in acked {
             p.finish()?;
             latency.record(done - started);
             tasks.push(Reverse((done, client)));
@@ -445,6 +456,11 @@ pub fn closed_loop(
                 log_free = rig.clock.now().max(t);
                 flush_gen += 1;
                 timer_gen = None;
+                if !waiting.is_empty() {
+                    // Commits that became ready during this flush: the next one, when it ends.
+                    timer_gen = Some(flush_gen);
+                    tasks.push(Reverse((log_free, flush_id)));
+                }
             }
             continue;
         }
@@ -496,7 +512,7 @@ pub fn closed_loop(
                 tasks.push(Reverse((done, id)));
             }
             Step::Pending(p) => {
-                waiting.push((id, t, p));
+                waiting.push((id, t, done, p));
                 // Flush now, or set the group-commit timer to a time (None: wait for the timer
                 // already set).
                 let (flush_now, timer_at) = if cfg.group_commit_on_idle {
@@ -574,7 +590,8 @@ pub fn closed_loop(
         }
     }
     if !waiting.is_empty() {
-        let at = rig.clock.now();
+        let ready = waiting.iter().map(|w| w.2).max().unwrap_or(0);
+        let at = rig.clock.now().max(ready);
         txns += flush(
             rig,
             at,
