@@ -456,10 +456,11 @@ pub fn closed_loop(
                 log_free = rig.clock.now().max(t);
                 flush_gen += 1;
                 timer_gen = None;
-                if !waiting.is_empty() {
-                    // Commits that became ready during this flush: the next one, when it ends.
+                if let Some(ready) = waiting.iter().map(|w| w.2).min() {
+                    // Commits not ready when this flush started: the next one, when this one
+                    // has ended and the first of them is ready.
                     timer_gen = Some(flush_gen);
-                    tasks.push(Reverse((log_free, flush_id)));
+                    tasks.push(Reverse((log_free.max(ready), flush_id)));
                 }
             }
             continue;
