@@ -65,8 +65,15 @@ pub struct QueryArgs {
     /// The flash SSD's cluster outside the sweep (the paper: 2 KB, its best).
     #[arg(long, default_value = "2KiB", value_parser = parse_size)]
     pub flash_cluster: u64,
-    /// Devices to compare, comma separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "disk,flash")]
+    /// The temp role's devices to compare, comma separated (`--temp-device` is the same flag,
+    /// named like `--log-device` and `--undo-device` of the other benches).
+    #[arg(
+        long,
+        visible_alias = "temp-device",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "disk,flash"
+    )]
     pub devices: Vec<DeviceArg>,
     /// The flash SSD: a drive preset of `wafer sim --drive` (mcaqe32g: the paper's 2008 SATA
     /// SLC SSD; the NVMe presets map 4 KiB, so their smallest cluster is 4 KiB).
