@@ -69,6 +69,13 @@ pub struct DbConfig {
     /// `doublewrite` and `doublewrite_pages` do not apply.
     #[serde(default)]
     pub out_of_place: Option<crate::writepath::OopConfig>,
+    /// The journal write path (paper 004): fixed homes, page writes appended to a journal area,
+    /// each checkpoint moving the newest images home by host copy, device copy or remap
+    /// ([`crate::writepath::HomeMethod`]); `None`: not journaled. Fixed when the database is
+    /// created. Excludes `out_of_place`; the journal protects home writes from tearing, so
+    /// `doublewrite` does not apply.
+    #[serde(default)]
+    pub journal: Option<crate::writepath::JournalConfig>,
     /// The buffer and logging scheme. `None`: ARIES (steal, no-force: dirty victims are written,
     /// the log holds undo and redo, rollback writes compensation records). `Some`: flushless
     /// eviction with on-the-fly redo, no-steal and a redo-only log (paper 001; see
@@ -100,6 +107,7 @@ impl Default for DbConfig {
             cleaner_clean_fraction: 0.0,
             max_checkpoint_count: 0,
             out_of_place: None,
+            journal: None,
             flushless: None,
         }
     }
@@ -134,6 +142,30 @@ impl DbConfig {
         }
         if let Some(o) = &self.out_of_place {
             o.validate()?;
+        }
+        if let Some(j) = &self.journal {
+            j.validate()?;
+            if self.out_of_place.is_some() {
+                return Err(Error::Config(
+                    "journal and out_of_place are two write paths: choose one".into(),
+                ));
+            }
+            if self.flushless.is_some() {
+                return Err(Error::Config(
+                    "the journal write path does not yet compose with the flushless mode (its \
+                     compaction checkpoints would move the journal home each time)"
+                        .into(),
+                ));
+            }
+            if j.journal_bytes > 0
+                && j.journal_bytes < 4 * self.buffer_pages as u64 * (self.page_size as u64 + 4096)
+            {
+                return Err(Error::Config(format!(
+                    "journal.journal_bytes {} is less than 4 x buffer_pages ({}) pages with their \
+                     descriptors: a checkpoint must find room to journal every frame",
+                    j.journal_bytes, self.buffer_pages
+                )));
+            }
         }
         if self.checkpoint_batch_pages == 0 {
             return Err(Error::Config("checkpoint_batch_pages must be >= 1".into()));
@@ -188,6 +220,9 @@ impl DbConfig {
 
     /// The write path this configuration asks for.
     pub fn write_path(&self) -> crate::writepath::WritePathConfig {
+        if let Some(j) = &self.journal {
+            return crate::writepath::WritePathConfig::Journal(j.clone());
+        }
         match &self.out_of_place {
             Some(o) => crate::writepath::WritePathConfig::OutOfPlace(o.clone()),
             None => crate::writepath::WritePathConfig::InPlace {

@@ -249,6 +249,9 @@ pub struct DbStats {
     /// The flushless mode's log table, on-the-fly redo and compaction (None in the ARIES mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flushless: Option<crate::flushless::FlushlessStats>,
+    /// The journal write path's images, checkpoints and home moves (None on the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<crate::writepath::JournalStats>,
     /// Frames of the buffer pool.
     pub pool_frames: usize,
     /// LSN of the last complete checkpoint and the oldest LSN the log still keeps.
@@ -587,6 +590,7 @@ impl Db {
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),
+            journal: core.cache.wp.journal_stats(),
             pool_frames: core.cache.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,

@@ -104,4 +104,4 @@ pub use txn::{Cursor, PendingCommit, Txn};
 pub use wal::record::{TreeId, TxnId};
 pub use wal::WalStats;
 pub use writepath::pack::Codec;
-pub use writepath::{OopConfig, WriteCounters};
+pub use writepath::{HomeMethod, JournalConfig, JournalStats, OopConfig, WriteCounters};

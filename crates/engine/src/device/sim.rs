@@ -86,6 +86,8 @@ impl crate::clock::Clock for VirtualClock {
 pub struct SimDevice {
     ssd: Ssd,
     clock: Arc<VirtualClock>,
+    /// The I/O block: the mapping unit, or a smaller sector ([`SimDevice::with_block_bytes`]).
+    block: u32,
 }
 
 impl SimDevice {
@@ -96,12 +98,27 @@ impl SimDevice {
             cfg.data = DataMode::Memory;
         }
         let ssd = Ssd::new(cfg)?;
-        Ok(SimDevice { ssd, clock })
+        Ok(SimDevice::from_ssd(ssd, clock))
+    }
+
+    /// Accepts I/O in `block`-byte sectors instead of whole mapping units (`block` a power of
+    /// two from 512 dividing the unit): a write of part of a unit costs the SSD a
+    /// read-modify-write, as on a drive with 512-byte logical blocks and a 4 KiB FTL unit.
+    pub fn with_block_bytes(mut self, block: u32) -> Result<SimDevice, DeviceError> {
+        let unit = self.ssd.unit_bytes();
+        if block < 512 || !block.is_power_of_two() || !unit.is_multiple_of(block) {
+            return Err(DeviceError::Unsupported(
+                "a sector size that is not a power of two from 512 dividing the mapping unit",
+            ));
+        }
+        self.block = block;
+        Ok(self)
     }
 
     /// Wraps an existing SSD as is (an SSD in WAF-only mode reads back zeros).
     pub fn from_ssd(ssd: Ssd, clock: Arc<VirtualClock>) -> SimDevice {
-        SimDevice { ssd, clock }
+        let block = ssd.unit_bytes();
+        SimDevice { ssd, clock, block }
     }
 
     /// The simulated SSD (counters, configuration, latency histograms, zone reports, ...).
@@ -157,7 +174,7 @@ impl BlockDevice for SimDevice {
     }
 
     fn block_bytes(&self) -> u32 {
-        self.ssd.unit_bytes()
+        self.block
     }
 
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {

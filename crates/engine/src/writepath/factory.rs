@@ -3,7 +3,7 @@
 //! [`probe`] what a device holds and [`create`] or [`open`] for the write path; it never reads
 //! headers itself.
 
-use super::{InPlace, OopConfig, OutOfPlace, WritePath};
+use super::{InPlace, Journal, JournalConfig, OopConfig, OutOfPlace, WritePath};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -18,6 +18,8 @@ pub enum WritePathConfig {
     },
     /// Out-of-place writes (paper 002).
     OutOfPlace(OopConfig),
+    /// Fixed homes behind a journal moved home at checkpoints (paper 004).
+    Journal(JournalConfig),
 }
 
 impl WritePathConfig {
@@ -26,6 +28,7 @@ impl WritePathConfig {
         match self {
             WritePathConfig::InPlace { .. } => "in-place",
             WritePathConfig::OutOfPlace(_) => "out-of-place",
+            WritePathConfig::Journal(_) => "journal",
         }
     }
 }
@@ -51,6 +54,8 @@ pub fn probe(dev: &mut dyn BlockDevice) -> Result<Probe> {
         Probe::Formatted("in-place")
     } else if super::oop::is_oop_header(&hdr) {
         Probe::Formatted("out-of-place")
+    } else if Journal::recognizes(&hdr) {
+        Probe::Formatted("journal")
     } else {
         Probe::Foreign
     })
@@ -73,6 +78,7 @@ pub fn create(
             *doublewrite,
         )?),
         WritePathConfig::OutOfPlace(o) => Box::new(OutOfPlace::create(dev, page_size, o.clone())?),
+        WritePathConfig::Journal(j) => Box::new(Journal::create(dev, page_size, j.clone())?),
     })
 }
 
@@ -92,7 +98,8 @@ pub fn open(
                 cfg.kind(),
                 match kind {
                     "out-of-place" => "set out_of_place in the configuration to open it",
-                    _ => "unset out_of_place to open it",
+                    "journal" => "set journal in the configuration to open it",
+                    _ => "unset out_of_place and journal to open it",
                 }
             )));
         }
@@ -106,6 +113,11 @@ pub fn open(
         WritePathConfig::OutOfPlace(o) => {
             let wp = OutOfPlace::open(dev, o.clone())?;
             let ps = wp.layout().page_size;
+            (Box::new(wp), ps)
+        }
+        WritePathConfig::Journal(j) => {
+            let wp = Journal::open(dev, j.clone())?;
+            let ps = wp.page_size();
             (Box::new(wp), ps)
         }
     };

@@ -7,11 +7,13 @@
 
 pub mod factory;
 mod inplace;
+pub mod journal;
 pub mod oop;
 pub mod pack;
 
 pub use factory::{Probe, WritePathConfig};
 pub use inplace::InPlace;
+pub use journal::{HomeMethod, Journal, JournalConfig, JournalStats};
 pub use oop::{OopConfig, OutOfPlace};
 
 use crate::error::Result;
@@ -216,6 +218,16 @@ pub trait WritePath: Send {
     /// `buffer_pages` and of the DB GC it may run must fit even when the log is otherwise full).
     fn system_log_reserve_bytes(&self, _buffer_pages: usize) -> u64 {
         0
+    }
+    /// Whether this write path needs a checkpoint now to keep room for its own writes (the
+    /// journal path: its journal area is filling; room is kept for a checkpoint that writes
+    /// `buffer_pages` pages).
+    fn wants_checkpoint(&self, _buffer_pages: usize) -> bool {
+        false
+    }
+    /// Counters of the journal path (None for the others).
+    fn journal_stats(&self) -> Option<JournalStats> {
+        None
     }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;

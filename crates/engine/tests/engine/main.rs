@@ -13,6 +13,7 @@ mod flushless;
 mod identity;
 mod input;
 mod isolation;
+mod journal;
 mod log_space;
 mod model;
 mod out_of_place;

@@ -1,0 +1,738 @@
+//! The journal write path (paper 004, Check-In): pages have fixed homes, as in place, but a page
+//! write is appended to a journal area instead; a journal mapping table (JMT: page id -> newest
+//! journal image) serves reads of journaled pages, and each checkpoint moves the newest image of
+//! every journaled page home, then empties the journal. How it moves them is the paper's ladder
+//! ([`HomeMethod`]): the host reads and writes them (baseline), the device copies them (ISC-A one
+//! range a command, ISC-B a batch a command), or the device remaps them, sharing the journal's
+//! flash with the home (ISC-C; with sector-aligned journaling, Check-In).
+//!
+//! Old images are never overwritten before a checkpoint is complete, so, like the doublewrite
+//! buffer in place, the journal makes home writes safe against tearing: a power cut during a
+//! checkpoint leaves the previous checkpoint and the journal it names intact.
+//!
+//! Where images are, the log says: after a batch is durable ([`WritePath::sync`]) the write
+//! path logs its locations (the records out-of-place writes use), and recovery rebuilds the JMT
+//! from the location records after the last checkpoint. Old entries of a page stay in the
+//! journal but are out of the JMT (Algorithm 1's OLD flag): a checkpoint moves only the newest.
+//!
+//! Data device layout (docs/format.md): a header block at 0 (magic `WAFERJN1`), the journal area
+//! from `page_size`, then the homes, one page each.
+
+mod entry;
+
+use self::entry::Format;
+use super::{LogSink, WriteCounters, WritePath, WriteReason};
+use crate::device::{BlockDevice, CopyOp, DeviceStats, RemapMode, RemapOp};
+use crate::error::{Error, Result};
+use crate::health::Health;
+use crate::identity::{DataStamp, Stamp};
+use crate::page::{self, get_u32, get_u64, put_u32, put_u64, Lsn, PageId};
+use crate::wal::record::MapChange;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+const MAGIC: &[u8; 8] = b"WAFERJN1";
+const FORMAT_VERSION: u32 = 1;
+/// Offset of the header's CRC32C (of the bytes before it).
+const HEADER_CRC_AT: usize = 72;
+
+/// How a checkpoint moves journaled images home (paper 004's ladder, section IV.A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HomeMethod {
+    /// The host reads each image and writes it home (the baseline).
+    Host,
+    /// One in-device copy command per image (ISC-A).
+    IscA,
+    /// One in-device copy command for all of a checkpoint's images (ISC-B).
+    IscB,
+    /// One remap command for all images: the home shares the journal's flash where the image is
+    /// aligned to the mapping unit, the device copies the rest (ISC-C).
+    IscC,
+    /// ISC-C with sector-aligned journaling: images compressed and sized to the mapping unit
+    /// (Algorithm 2), so nearly all are remapped (Check-In).
+    CheckIn,
+}
+
+impl HomeMethod {
+    /// The name used by presets and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HomeMethod::Host => "baseline",
+            HomeMethod::IscA => "isc-a",
+            HomeMethod::IscB => "isc-b",
+            HomeMethod::IscC => "isc-c",
+            HomeMethod::CheckIn => "check-in",
+        }
+    }
+
+    fn code(self) -> u32 {
+        self as u32
+    }
+
+    fn from_code(c: u32) -> Option<HomeMethod> {
+        [
+            HomeMethod::Host,
+            HomeMethod::IscA,
+            HomeMethod::IscB,
+            HomeMethod::IscC,
+            HomeMethod::CheckIn,
+        ]
+        .into_iter()
+        .find(|m| m.code() == c)
+    }
+
+    fn format(self) -> Format {
+        match self {
+            HomeMethod::CheckIn => Format::SectorAligned,
+            _ => Format::Conventional,
+        }
+    }
+}
+
+/// Settings of the journal write path. Fixed when the database is created, except
+/// `checkpoint_fill`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalConfig {
+    /// How checkpoints move images home.
+    pub method: HomeMethod,
+    /// Bytes of the journal area (a multiple of the page size); 0: an eighth of the device.
+    #[serde(default)]
+    pub journal_bytes: u64,
+    /// A checkpoint starts when the journal is this full (the paper: 2 GB of journal or 60 s,
+    /// whichever comes first; `DbConfig::checkpoint_interval_ms` is the time rule).
+    #[serde(default = "default_fill")]
+    pub checkpoint_fill: f64,
+}
+
+fn default_fill() -> f64 {
+    0.5
+}
+
+impl JournalConfig {
+    /// A journal of an eighth of the device, checkpointed half full, with `method`.
+    pub fn new(method: HomeMethod) -> JournalConfig {
+        JournalConfig {
+            method,
+            journal_bytes: 0,
+            checkpoint_fill: default_fill(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !(0.05..=0.9).contains(&self.checkpoint_fill) {
+            return Err(Error::Config(
+                "journal.checkpoint_fill must be in [0.05, 0.9]".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the journal path beyond [`WriteCounters`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalStats {
+    /// Images appended to the journal.
+    pub images: u64,
+    /// Images that were no longer the newest of their page when a checkpoint came (Algorithm 1's
+    /// OLD entries: not moved home).
+    pub superseded: u64,
+    /// Checkpoints that moved images home, and the images they moved.
+    pub checkpoints: u64,
+    pub images_moved: u64,
+    /// Images stored merged into a shared mapping unit (Check-In's PARTIAL ones).
+    pub images_merged: u64,
+    /// Bytes the host read and wrote to move images home (the baseline).
+    pub host_move_bytes: u64,
+    /// Copy commands and their ranges (ISC-A, ISC-B); remap commands and their ranges.
+    pub copy_commands: u64,
+    pub copy_ranges: u64,
+    pub remap_commands: u64,
+    pub remap_ranges: u64,
+    /// Bytes of images moved home by device commands.
+    pub device_move_bytes: u64,
+    /// The most journal bytes in use at once.
+    pub peak_journal_bytes: u64,
+}
+
+/// Where a journaled image is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Image {
+    /// Byte offset on the device.
+    offset: u64,
+    /// Stored bytes (the page size: raw).
+    len: u32,
+    /// Bytes it occupies (a whole number of sectors).
+    span: u32,
+}
+
+/// The journal write path.
+pub struct Journal {
+    dev: Box<dyn BlockDevice>,
+    cfg: JournalConfig,
+    page_size: u32,
+    /// Device block (sector) and mapping unit.
+    sector: u32,
+    unit: u32,
+    journal_start: u64,
+    journal_bytes: u64,
+    /// Next append, relative to `journal_start` (on a mapping-unit boundary).
+    tail: u64,
+    jmt: HashMap<PageId, Image>,
+    /// Locations written since the last `sync`, logged by it.
+    unlogged: Vec<MapChange>,
+    /// Images moved home by `checkpoint`; the journal empties when the checkpoint is complete.
+    moved: bool,
+    counters: WriteCounters,
+    stats: JournalStats,
+    health: Health,
+    stamp: Stamp,
+}
+
+impl Journal {
+    /// Whether `b` (the first block of a data device) is this write path's header.
+    pub fn recognizes(b: &[u8]) -> bool {
+        b.len() >= 8 && &b[..8] == MAGIC
+    }
+
+    fn with(
+        dev: Box<dyn BlockDevice>,
+        cfg: JournalConfig,
+        page_size: u32,
+        journal_bytes: u64,
+    ) -> Result<Journal> {
+        let sector = dev.block_bytes();
+        let unit = dev.capabilities().mapping_unit_bytes.max(sector);
+        if !(page_size as u64).is_multiple_of(sector as u64)
+            || !(page_size as u64).is_multiple_of(unit as u64)
+        {
+            return Err(Error::Config(format!(
+                "the journal write path needs the data device's block ({sector}) and mapping \
+                 unit ({unit}) to divide the page size {page_size}"
+            )));
+        }
+        let caps = dev.capabilities();
+        let needs = match cfg.method {
+            HomeMethod::Host => None,
+            HomeMethod::IscA | HomeMethod::IscB => (!caps.copy).then_some("copy commands"),
+            HomeMethod::IscC | HomeMethod::CheckIn => (!caps.remap).then_some("remap commands"),
+        };
+        if let Some(what) = needs {
+            return Err(Error::Config(format!(
+                "journal method {} needs a data device with {what}",
+                cfg.method.name()
+            )));
+        }
+        Ok(Journal {
+            dev,
+            page_size,
+            sector,
+            unit,
+            journal_start: page_size as u64,
+            journal_bytes,
+            tail: 0,
+            jmt: HashMap::new(),
+            unlogged: Vec::new(),
+            moved: false,
+            counters: WriteCounters::default(),
+            stats: JournalStats::default(),
+            health: Health::new(),
+            stamp: Stamp::default(),
+            cfg,
+        })
+    }
+
+    /// Formats a new data device.
+    pub fn create(
+        dev: Box<dyn BlockDevice>,
+        page_size: u32,
+        cfg: JournalConfig,
+    ) -> Result<Journal> {
+        cfg.validate()?;
+        let cap = dev.capacity_bytes();
+        let ps = page_size as u64;
+        let journal_bytes = if cfg.journal_bytes == 0 {
+            (cap / 8 / ps) * ps
+        } else {
+            cfg.journal_bytes
+        };
+        if !journal_bytes.is_multiple_of(ps) || journal_bytes < 16 * ps {
+            return Err(Error::Config(format!(
+                "journal.journal_bytes {journal_bytes} must be a multiple of the page size and \
+                 at least 16 pages"
+            )));
+        }
+        if cap < ps + journal_bytes + 16 * ps {
+            return Err(Error::Config(format!(
+                "data device of {cap} bytes is too small for a journal of {journal_bytes} bytes"
+            )));
+        }
+        let mut wp = Journal::with(dev, cfg, page_size, journal_bytes)?;
+        // As in place: nothing of an earlier database may survive (stale pages could carry LSNs
+        // above the new log's). The header is written by the first checkpoint.
+        wp.dev.write_at(0, &vec![0u8; page_size as usize])?;
+        let from = wp.journal_start;
+        wp.clear(from, cap - from)?;
+        wp.dev.flush()?;
+        Ok(wp)
+    }
+
+    /// Opens a formatted data device.
+    pub fn open(mut dev: Box<dyn BlockDevice>, cfg: JournalConfig) -> Result<Journal> {
+        cfg.validate()?;
+        let mut first = vec![0u8; (dev.block_bytes() as usize).max(512)];
+        if dev.capacity_bytes() < first.len() as u64 {
+            return Err(Error::NotADatabase(
+                "data device is smaller than a header".into(),
+            ));
+        }
+        dev.read_at(0, &mut first)?;
+        if !Journal::recognizes(&first) {
+            return Err(Error::NotADatabase(
+                "data device has no journal header (wrong magic)".into(),
+            ));
+        }
+        if crc32c::crc32c(&first[..HEADER_CRC_AT]) != get_u32(&first, HEADER_CRC_AT) {
+            return Err(Error::NotADatabase(
+                "data device header checksum mismatch".into(),
+            ));
+        }
+        let version = get_u32(&first, 8);
+        if version != FORMAT_VERSION {
+            return Err(Error::NotADatabase(format!(
+                "journal format version {version}, this build reads {FORMAT_VERSION}"
+            )));
+        }
+        let page_size = get_u32(&first, 12);
+        let journal_bytes = get_u64(&first, 16);
+        let method = HomeMethod::from_code(get_u32(&first, 24)).ok_or_else(|| {
+            Error::NotADatabase(format!(
+                "unknown journal method {} in header",
+                get_u32(&first, 24)
+            ))
+        })?;
+        if method != cfg.method {
+            return Err(Error::Config(format!(
+                "the database journals with method {} and the configuration asks for {}",
+                method.name(),
+                cfg.method.name()
+            )));
+        }
+        if !page_size.is_power_of_two() || page_size < 1024 || journal_bytes == 0 {
+            return Err(Error::NotADatabase(format!(
+                "bad page size {page_size} or journal size {journal_bytes} in header"
+            )));
+        }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&first[28..44]);
+        let stamp = Stamp {
+            id: u128::from_le_bytes(id),
+            generation: get_u64(&first, 44),
+            checkpoint_lsn: get_u64(&first, 52),
+        };
+        let mut wp = Journal::with(dev, cfg, page_size, journal_bytes)?;
+        wp.stamp = stamp;
+        Ok(wp)
+    }
+
+    /// The page size the device was formatted with.
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    fn home(&self, pid: PageId) -> u64 {
+        self.journal_start + self.journal_bytes + pid * self.page_size as u64
+    }
+
+    /// Zeroes a byte range: a trim where trimmed blocks read as zeros, else writes.
+    fn clear(&mut self, offset: u64, len: u64) -> Result<()> {
+        if self.dev.capabilities().trim {
+            self.dev.trim(offset, len)?;
+            let mut probe = vec![0u8; self.dev.block_bytes() as usize];
+            self.dev.read_at(offset, &mut probe)?;
+            if page::is_zeroed(&probe) {
+                return Ok(());
+            }
+        }
+        let chunk = vec![0u8; 1 << 20];
+        let mut at = offset;
+        while at < offset + len {
+            let n = (offset + len - at).min(chunk.len() as u64);
+            self.dev.write_at(at, &chunk[..n as usize])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn write_header(&mut self, stamp: &Stamp) -> Result<()> {
+        let block = (self.dev.block_bytes() as usize).max(HEADER_CRC_AT + 4);
+        let mut hdr = vec![0u8; block.min(self.page_size as usize)];
+        hdr[..8].copy_from_slice(MAGIC);
+        put_u32(&mut hdr, 8, FORMAT_VERSION);
+        put_u32(&mut hdr, 12, self.page_size);
+        put_u64(&mut hdr, 16, self.journal_bytes);
+        put_u32(&mut hdr, 24, self.cfg.method.code());
+        hdr[28..44].copy_from_slice(&stamp.id.to_le_bytes());
+        put_u64(&mut hdr, 44, stamp.generation);
+        put_u64(&mut hdr, 52, stamp.checkpoint_lsn);
+        let c = crc32c::crc32c(&hdr[..HEADER_CRC_AT]);
+        put_u32(&mut hdr, HEADER_CRC_AT, c);
+        self.dev.write_at(0, &hdr)?;
+        self.dev.flush()?;
+        self.counters.db_write_bytes += hdr.len() as u64;
+        self.counters.metadata_bytes += hdr.len() as u64;
+        self.stamp = *stamp;
+        Ok(())
+    }
+
+    fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(Error::Device(e)) = &r {
+            self.health
+                .poison_with(|| format!("data device failed earlier: {e}"));
+        }
+        r
+    }
+
+    /// Reads the image at `img` of page `pid` into `buf` (the page).
+    fn read_image(&mut self, pid: PageId, img: Image, buf: &mut [u8]) -> Result<()> {
+        if img.len == self.page_size {
+            self.dev.read_at(img.offset, buf)?;
+            self.counters.read_bytes += buf.len() as u64;
+            return page::verify(buf, Some(pid));
+        }
+        let mut stored = vec![0u8; img.span as usize];
+        self.dev.read_at(img.offset, &mut stored)?;
+        self.counters.read_bytes += stored.len() as u64;
+        super::pack::unpack_into(&stored, 0, img.len as usize, pid, buf)
+    }
+
+    /// Reads page `pid` from its home: a raw page, a blob (a Check-In image remapped home), or
+    /// zeros (never written).
+    fn read_home(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        let mut slot = vec![0u8; self.page_size as usize];
+        self.dev.read_at(self.home(pid), &mut slot)?;
+        self.counters.read_bytes += slot.len() as u64;
+        if page::is_zeroed(&slot) {
+            buf.fill(0);
+            return Ok(());
+        }
+        if slot[0] & 0xF0 == super::pack::BLOB_MAGIC {
+            let stored = get_u32(&slot, 13) as usize + super::pack::BLOB_HEADER_BYTES;
+            if stored < slot.len() && super::pack::unpack_into(&slot, 0, stored, pid, buf).is_ok() {
+                return Ok(());
+            }
+        }
+        buf.copy_from_slice(&slot);
+        page::verify(buf, Some(pid))
+    }
+
+    fn write_batch(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
+        debug_assert!(
+            !self.moved,
+            "pages written between a checkpoint's move and its end"
+        );
+        let ps = self.page_size as usize;
+        let batch = entry::build(
+            self.cfg.method.format(),
+            pages,
+            ps,
+            self.unit as usize,
+            self.sector as usize,
+        );
+        let len = batch.bytes.len() as u64;
+        let end = self.tail + len;
+        if end > self.journal_bytes {
+            return Err(Error::Full(format!(
+                "the journal area ({} bytes) has no room for {len} more bytes before a \
+                 checkpoint empties it; a larger journal.journal_bytes or a lower \
+                 journal.checkpoint_fill leaves room",
+                self.journal_bytes
+            )));
+        }
+        let base = self.journal_start + self.tail;
+        self.dev.write_at(base, &batch.bytes)?;
+        for p in &batch.placed {
+            let img = Image {
+                offset: base + p.at as u64,
+                len: p.len as u32,
+                span: p.span as u32,
+            };
+            if self.jmt.insert(p.pid, img).is_some() {
+                self.stats.superseded += 1;
+            }
+            self.unlogged.push(MapChange {
+                pid: p.pid,
+                offset: img.offset,
+                len: img.len,
+            });
+            self.stats.images_merged += p.merged as u64;
+            self.counters.stored_user_bytes += p.len as u64;
+        }
+        self.tail = self.next_batch_at(end);
+        self.stats.images += pages.len() as u64;
+        self.stats.peak_journal_bytes = self.stats.peak_journal_bytes.max(self.tail);
+        self.counters.user_write_bytes += (ps * pages.len()) as u64;
+        self.counters.db_write_bytes += len;
+        self.counters.padding_bytes += batch.padding_bytes;
+        self.counters.metadata_bytes += batch.descriptor_bytes;
+        match reason {
+            WriteReason::Eviction => self.counters.eviction_writes += pages.len() as u64,
+            WriteReason::Checkpoint => self.counters.checkpoint_writes += pages.len() as u64,
+        }
+        Ok(())
+    }
+
+    /// Where the batch after one ending at `end` (relative to the journal) starts: sector-aligned
+    /// batches start on a mapping-unit boundary, so their FULL images stay aligned; conventional
+    /// entries follow each other.
+    fn next_batch_at(&self, end: u64) -> u64 {
+        match self.cfg.method.format() {
+            Format::SectorAligned => end
+                .next_multiple_of(self.unit as u64)
+                .min(self.journal_bytes),
+            Format::Conventional => end,
+        }
+    }
+
+    /// Moves the newest image of every journaled page home, by the configured method, and
+    /// makes the homes durable.
+    fn move_home(&mut self) -> Result<()> {
+        let mut images: Vec<(PageId, Image)> = self.jmt.iter().map(|(p, i)| (*p, *i)).collect();
+        // In journal order: the device reads the journal sequentially.
+        images.sort_unstable_by_key(|(_, i)| i.offset);
+        let ps = self.page_size as u64;
+        match self.cfg.method {
+            HomeMethod::Host => {
+                let mut buf = vec![0u8; self.page_size as usize];
+                for &(pid, img) in &images {
+                    self.dev.read_at(img.offset, &mut buf)?;
+                    self.dev.write_rewrite(self.home(pid), &buf)?;
+                    self.stats.host_move_bytes += 2 * ps;
+                    self.counters.db_write_bytes += ps;
+                }
+            }
+            HomeMethod::IscA | HomeMethod::IscB => {
+                let ops: Vec<CopyOp> = images
+                    .iter()
+                    .map(|&(pid, img)| CopyOp {
+                        src: img.offset,
+                        dst: self.home(pid),
+                        len: img.span as u64,
+                    })
+                    .collect();
+                if self.cfg.method == HomeMethod::IscA {
+                    for op in &ops {
+                        self.dev.copy(std::slice::from_ref(op))?;
+                    }
+                    self.stats.copy_commands += ops.len() as u64;
+                } else if !ops.is_empty() {
+                    self.dev.copy(&ops)?;
+                    self.stats.copy_commands += 1;
+                }
+                self.stats.copy_ranges += ops.len() as u64;
+                self.stats.device_move_bytes += ops.iter().map(|o| o.len).sum::<u64>();
+            }
+            HomeMethod::IscC | HomeMethod::CheckIn => {
+                let ops: Vec<RemapOp> = images
+                    .iter()
+                    .map(|&(pid, img)| RemapOp {
+                        src: img.offset,
+                        dst: self.home(pid),
+                        len: img.span as u64,
+                        mode: RemapMode::Share,
+                    })
+                    .collect();
+                if !ops.is_empty() {
+                    self.dev.remap(&ops)?;
+                    self.stats.remap_commands += 1;
+                }
+                self.stats.remap_ranges += ops.len() as u64;
+                self.stats.device_move_bytes += ops.iter().map(|o| o.len).sum::<u64>();
+            }
+        }
+        // A compressed image leaves the rest of its home slot stale: trim it.
+        if self.dev.capabilities().trim {
+            for &(pid, img) in &images {
+                if (img.span as u64) < ps {
+                    self.dev
+                        .trim(self.home(pid) + img.span as u64, ps - img.span as u64)?;
+                }
+            }
+        }
+        self.dev.flush()?;
+        self.stats.images_moved += images.len() as u64;
+        self.stats.checkpoints += 1;
+        Ok(())
+    }
+}
+
+impl WritePath for Journal {
+    fn share_health(&mut self, health: Health) {
+        if let Err(Error::Poisoned(why)) = self.health.check() {
+            health.poison_with(|| why);
+        }
+        self.health = health;
+    }
+
+    fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        self.health.check()?;
+        if pid >= self.page_capacity() {
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the data device",
+            });
+        }
+        self.counters.page_reads += 1;
+        let r = match self.jmt.get(&pid).copied() {
+            Some(img) => self.read_image(pid, img, buf),
+            None => self.read_home(pid, buf),
+        };
+        self.note(r)
+    }
+
+    fn write_pages(
+        &mut self,
+        pages: &[(PageId, &[u8])],
+        reason: WriteReason,
+        log: &mut dyn LogSink,
+    ) -> Result<()> {
+        self.health.check()?;
+        debug_assert!(
+            pages
+                .iter()
+                .all(|(_, p)| page::page_lsn(p) == 0 || page::page_lsn(p) < log.durable_lsn()),
+            "write-ahead rule: a page is newer than the durable log"
+        );
+        if let Some((pid, _)) = pages.iter().find(|(pid, _)| *pid >= self.page_capacity()) {
+            return Err(Error::Full(format!(
+                "page {pid} is beyond the {} pages the data device holds",
+                self.page_capacity()
+            )));
+        }
+        let r = self.write_batch(pages, reason);
+        self.note(r)
+    }
+
+    fn sync(&mut self, log: &mut dyn LogSink) -> Result<()> {
+        self.health.check()?;
+        let r = self.dev.flush().map_err(Error::from);
+        self.note(r)?;
+        // The images are durable: their locations may be logged (recovery trusts a location
+        // record only for an image that is on the device). They are forced too: the checkpoint
+        // that follows rewrites homes, and until it is complete a power cut must find every
+        // page it moves through the journal map, never in a home half rewritten.
+        if !self.unlogged.is_empty() {
+            let changes = std::mem::take(&mut self.unlogged);
+            let lsn = log.log_map(&changes)?;
+            log.force(lsn)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self, _tag: Lsn, _generation: u64, _durable: Lsn) -> Result<()> {
+        self.health.check()?;
+        debug_assert!(self.unlogged.is_empty(), "sync comes before checkpoint");
+        let r = self.move_home();
+        self.note(r)?;
+        self.moved = true;
+        Ok(())
+    }
+
+    fn checkpoint_done(&mut self) {
+        if !self.moved {
+            return;
+        }
+        self.moved = false;
+        // The checkpoint that names the homes is complete: the journal is empty from now on.
+        self.jmt.clear();
+        let used = self.tail;
+        self.tail = 0;
+        if used > 0 && self.dev.capabilities().trim {
+            let r = self.dev.trim(self.journal_start, used).map_err(Error::from);
+            let _ = self.note(r);
+        }
+    }
+
+    fn set_stamp(&mut self, stamp: &Stamp) -> Result<()> {
+        self.health.check()?;
+        let r = self.write_header(stamp);
+        self.note(r)
+    }
+
+    fn stamp(&self) -> DataStamp {
+        DataStamp {
+            stamp: self.stamp,
+            ..DataStamp::default()
+        }
+    }
+
+    fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
+        // The journal as the last checkpoint left it: empty; the location records after it
+        // rebuild the JMT.
+        self.jmt.clear();
+        self.unlogged.clear();
+        self.tail = 0;
+        Ok(())
+    }
+
+    fn redo_map(&mut self, _lsn: Lsn, changes: &[MapChange]) -> Result<()> {
+        for c in changes {
+            let start = self.journal_start;
+            let inside = c.offset >= start
+                && c.offset + c.len as u64 <= start + self.journal_bytes
+                && c.len > 0
+                && c.len <= self.page_size;
+            if !inside || c.pid >= self.page_capacity() {
+                return Err(Error::CorruptMetadata(format!(
+                    "a journal location record names page {} at {}+{}, outside the journal",
+                    c.pid, c.offset, c.len
+                )));
+            }
+            let span = if c.len == self.page_size {
+                c.len
+            } else {
+                entry::sized(c.len as usize, self.unit as usize, self.sector as usize).0 as u32
+            };
+            self.jmt.insert(
+                c.pid,
+                Image {
+                    offset: c.offset,
+                    len: c.len,
+                    span,
+                },
+            );
+            let end = self.next_batch_at(c.offset - start + span as u64);
+            self.tail = self.tail.max(end);
+        }
+        Ok(())
+    }
+
+    fn wants_checkpoint(&self, buffer_pages: usize) -> bool {
+        // Room for a checkpoint that journals every frame (each with its descriptor sector).
+        let reserve = buffer_pages as u64 * (self.page_size + self.sector) as u64;
+        let fill = (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64;
+        self.tail >= fill || self.tail + reserve >= self.journal_bytes
+    }
+
+    fn kind(&self) -> &'static str {
+        "journal"
+    }
+
+    fn page_capacity(&self) -> u64 {
+        let ps = self.page_size as u64;
+        (self.dev.capacity_bytes() - self.journal_start - self.journal_bytes) / ps
+    }
+
+    fn counters(&self) -> &WriteCounters {
+        &self.counters
+    }
+
+    fn journal_stats(&self) -> Option<JournalStats> {
+        Some(self.stats.clone())
+    }
+
+    fn device_stats(&self) -> DeviceStats {
+        self.dev.stats()
+    }
+}
