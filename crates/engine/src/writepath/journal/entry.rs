@@ -194,8 +194,12 @@ mod tests {
         let a = page_of(3, 0);
         let mut b = page_of(4, 0);
         // An incompressible body: stored raw.
-        for (i, x) in b.iter_mut().enumerate().skip(64) {
-            *x = (i as u32).wrapping_mul(2654435761).to_le_bytes()[1];
+        let mut r = 0x9E37_79B9_7F4A_7C15u64;
+        for x in b.iter_mut().skip(64) {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            *x = r as u8;
         }
         page::seal(&mut b);
         let batch = build(Format::SectorAligned, &[(3, &a), (4, &b)], 4096, 2048, 512);
