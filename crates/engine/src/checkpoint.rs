@@ -340,9 +340,6 @@ impl Checkpointer {
         if short && can_free {
             // Space is short: a checkpoint that writes every dirty page, whatever the policy.
             self.checkpoint(cache, wal, txns, true)?;
-        } else if cache.wp.wants_checkpoint(cache.pool.frame_count()) {
-            // The write path's own space (the journal) is filling.
-            self.checkpoint(cache, wal, txns, false)?;
         } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {
             // The log grew by a checkpoint interval and no background checkpoint is under way.
             self.checkpoint(cache, wal, txns, false)?;
@@ -382,11 +379,7 @@ impl Checkpointer {
         let growth_due = self.log_growth(wal) * 4 >= self.cadence(wal) * 3;
         let mut ck = match self.in_progress.take() {
             Some(ck) => Some(ck),
-            None if interval_due
-                || growth_due
-                || log_fill(wal) > FORCE_ALL_FILL
-                || cache.wp.wants_checkpoint(cache.pool.frame_count()) =>
-            {
+            None if interval_due || growth_due || log_fill(wal) > FORCE_ALL_FILL => {
                 Some(self.begin(cache, wal, txns, false))
             }
             None => None,

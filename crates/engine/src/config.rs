@@ -157,15 +157,6 @@ impl DbConfig {
                         .into(),
                 ));
             }
-            if j.journal_bytes > 0
-                && j.journal_bytes < 4 * self.buffer_pages as u64 * (self.page_size as u64 + 4096)
-            {
-                return Err(Error::Config(format!(
-                    "journal.journal_bytes {} is less than 4 x buffer_pages ({}) pages with their \
-                     descriptors: a checkpoint must find room to journal every frame",
-                    j.journal_bytes, self.buffer_pages
-                )));
-            }
         }
         if self.checkpoint_batch_pages == 0 {
             return Err(Error::Config("checkpoint_batch_pages must be >= 1".into()));

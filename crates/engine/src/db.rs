@@ -508,6 +508,19 @@ impl Db {
         core.checkpoint(&mut wal)
     }
 
+    /// Checkpoints completed since open: the engine's, plus the journal write path's own (it
+    /// checkpoints its journal when it fills). A cheap counter: a benchmark compares it before
+    /// and after an operation to tell which operations ran a checkpoint.
+    pub fn checkpoints_done(&self) -> u64 {
+        let core = self.shared.core();
+        core.checkpointer.stats.checkpoints
+            + core
+                .cache
+                .wp
+                .journal_stats()
+                .map_or(0, |j| j.journal_checkpoints)
+    }
+
     /// Background work, one step: a checkpoint when the log is filling up, the page cleaner when
     /// clean frames run short. Call it from a timer thread (wall clock) or the virtual-time
     /// scheduler.

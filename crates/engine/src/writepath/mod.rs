@@ -219,12 +219,6 @@ pub trait WritePath: Send {
     fn system_log_reserve_bytes(&self, _buffer_pages: usize) -> u64 {
         0
     }
-    /// Whether this write path needs a checkpoint now to keep room for its own writes (the
-    /// journal path: its journal area is filling; room is kept for a checkpoint that writes
-    /// `buffer_pages` pages).
-    fn wants_checkpoint(&self, _buffer_pages: usize) -> bool {
-        false
-    }
     /// Counters of the journal path (None for the others).
     fn journal_stats(&self) -> Option<JournalStats> {
         None

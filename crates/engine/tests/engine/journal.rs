@@ -47,7 +47,7 @@ fn run(method: HomeMethod) -> Run {
         log_space_bytes: Some(4 << 20),
         journal: Some(JournalConfig {
             method,
-            journal_bytes: 4 << 20,
+            journal_bytes: 2 << 20,
             checkpoint_fill: 0.5,
         }),
         ..DbConfig::default()
@@ -110,6 +110,12 @@ fn the_ladder_keeps_the_data_and_ranks_redundant_writes() {
             r.journal
         );
         assert!(r.journal.checkpoints >= 5, "{}: {:?}", m.name(), r.journal);
+        assert!(
+            r.journal.journal_checkpoints >= 1,
+            "{}: {:?}",
+            m.name(),
+            r.journal
+        );
         assert!(r.journal.images_moved > 0);
     }
     let red = |i: usize| runs[i].1.redundant;

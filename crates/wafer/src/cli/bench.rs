@@ -465,6 +465,7 @@ pub fn print_table(r: &BenchReport) {
             s.latency.p99_ns as f64 / 1e3
         );
     }
+    super::ladder::print_ladder(r);
 }
 
 fn write_json(path: &PathBuf, r: &BenchReport) -> Result<(), CliError> {

@@ -7,6 +7,7 @@ pub mod device;
 pub mod flushless;
 pub mod hdr;
 pub mod human;
+pub mod ladder;
 pub mod mvcc;
 pub mod query;
 pub mod realdb;

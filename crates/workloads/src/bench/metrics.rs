@@ -456,6 +456,14 @@ pub struct BenchSummary {
     pub latency: LatencySummary,
     pub ssd_gc_runs: u64,
     pub ssd_erases: u64,
+    /// Flash bytes the data SSD programmed for data it already held (checkpoint copies: host
+    /// rewrites, copy commands, remap fallbacks; flashsim's `redundant_write_bytes`).
+    #[serde(default)]
+    pub ssd_redundant_write_bytes: u64,
+    /// Checkpoints of the run: count, duration, and the latency of the operations that
+    /// overlapped one (paper 004 Figure 9).
+    #[serde(default)]
+    pub checkpoints: super::ckptwatch::CheckpointCost,
     /// I/O of each device role over the run (data, log, and undo and temp when present).
     #[serde(default)]
     pub devices: Vec<RoleIo>,

@@ -7,6 +7,7 @@
 //! series of interval rows and a final summary. Everything a run depends on is in its
 //! [`BenchConfig`], which the summary carries; the same config gives the same summary.
 
+pub mod ckptwatch;
 pub mod metrics;
 pub mod vtime;
 pub mod wall;
@@ -47,11 +48,23 @@ pub enum Preset {
     Flushless,
     /// Every optimization of paper 002 (`oop-all`) in the flushless buffer mode.
     OopAllFlushless,
+    /// Fixed homes behind a journal; checkpoints move the journal's images home by host read
+    /// and write (paper 004's baseline).
+    Baseline,
+    /// The journal moved home by one in-device copy command per image (paper 004's ISC-A).
+    IscA,
+    /// The journal moved home by one copy command per checkpoint (ISC-B).
+    IscB,
+    /// The journal moved home by one remap command per checkpoint; images a sector off the 4 KiB
+    /// mapping unit are copied by the device (ISC-C).
+    IscC,
+    /// Remap with sector-aligned journaling on an SSD mapping 512-byte sectors (Check-In).
+    CheckIn,
 }
 
 impl Preset {
     /// Every configuration, in the order of paper 002 Table 1, then ZNS and FDP.
-    pub const ALL: [Preset; 12] = [
+    pub const ALL: [Preset; 17] = [
         Preset::InPlace,
         Preset::InPlaceNoDw,
         Preset::Oop,
@@ -64,6 +77,20 @@ impl Preset {
         Preset::Fdp,
         Preset::Flushless,
         Preset::OopAllFlushless,
+        Preset::Baseline,
+        Preset::IscA,
+        Preset::IscB,
+        Preset::IscC,
+        Preset::CheckIn,
+    ];
+
+    /// Paper 004's ladder, in its order.
+    pub const LADDER: [Preset; 5] = [
+        Preset::Baseline,
+        Preset::IscA,
+        Preset::IscB,
+        Preset::IscC,
+        Preset::CheckIn,
     ];
 
     /// The configuration's name on the command line and in tables.
@@ -81,6 +108,11 @@ impl Preset {
             Preset::Fdp => "fdp",
             Preset::Flushless => "flushless",
             Preset::OopAllFlushless => "oop-all+flushless",
+            Preset::Baseline => "baseline",
+            Preset::IscA => "isc-a",
+            Preset::IscB => "isc-b",
+            Preset::IscC => "isc-c",
+            Preset::CheckIn => "check-in",
         }
     }
 
@@ -103,6 +135,11 @@ impl Preset {
             Preset::OopAllFlushless => {
                 "all optimizations of paper 002 + flushless mode (paper 001)"
             }
+            Preset::Baseline => "journal + checkpoints by host read and write (paper 004)",
+            Preset::IscA => "journal + checkpoints by one copy command an image (ISC-A)",
+            Preset::IscB => "journal + checkpoints by one batched copy command (ISC-B)",
+            Preset::IscC => "journal + checkpoints by remap, 4 KiB mapping (ISC-C)",
+            Preset::CheckIn => "remap + sector-aligned journaling, 512 B mapping (Check-In)",
         }
     }
 
@@ -114,6 +151,27 @@ impl Preset {
     /// Whether the engine runs in the flushless buffer mode (paper 001).
     pub fn flushless(self) -> bool {
         matches!(self, Preset::Flushless | Preset::OopAllFlushless)
+    }
+
+    /// The journal write path's settings (None: not journaled): `engine.journal`'s sizes with
+    /// this preset's method when set, else the defaults.
+    pub fn journal(self, engine: &DbConfig) -> Option<wafer_engine::JournalConfig> {
+        use wafer_engine::HomeMethod;
+        let method = match self {
+            Preset::Baseline => HomeMethod::Host,
+            Preset::IscA => HomeMethod::IscA,
+            Preset::IscB => HomeMethod::IscB,
+            Preset::IscC => HomeMethod::IscC,
+            Preset::CheckIn => HomeMethod::CheckIn,
+            _ => return None,
+        };
+        Some(match &engine.journal {
+            Some(j) => wafer_engine::JournalConfig {
+                method,
+                ..j.clone()
+            },
+            None => wafer_engine::JournalConfig::new(method),
+        })
     }
 
     /// `engine` with this preset's write path and buffer mode and `buffer_pages` pages of
@@ -130,6 +188,7 @@ impl Preset {
             flushless: self
                 .flushless()
                 .then(|| engine.flushless.clone().unwrap_or_default()),
+            journal: self.journal(engine),
             ..engine.clone()
         }
     }
@@ -156,7 +215,14 @@ impl Preset {
             ..nowa.clone()
         };
         Some(match self {
-            Preset::InPlace | Preset::InPlaceNoDw | Preset::Flushless => return None,
+            Preset::InPlace
+            | Preset::InPlaceNoDw
+            | Preset::Flushless
+            | Preset::Baseline
+            | Preset::IscA
+            | Preset::IscB
+            | Preset::IscC
+            | Preset::CheckIn => return None,
             Preset::Oop => plain,
             Preset::OopComp => comp,
             Preset::OopGdt | Preset::Zns | Preset::Fdp => gdt,
@@ -170,10 +236,12 @@ impl Preset {
     }
 
     /// The data SSD this configuration runs on, made from the conventional `base`: the same
-    /// flash, as a ZNS device (all of it addressable, no device over-provisioning) or with FDP.
-    pub fn data_ssd(self, base: &SsdConfig) -> SsdConfig {
+    /// flash, as a ZNS device (all of it addressable, no device over-provisioning), with FDP, or
+    /// for Check-In mapping `check_in_unit_bytes` (the Check-In SSD maps 512-byte sectors).
+    pub fn data_ssd(self, base: &SsdConfig, check_in_unit_bytes: u32) -> SsdConfig {
         let mut c = base.clone();
         match self {
+            Preset::CheckIn => c.mapping_unit_bytes = check_in_unit_bytes,
             Preset::Zns => {
                 c.mode = flashsim::Mode::Zns(flashsim::ZnsConfig {
                     zone_eus: 1,
@@ -338,9 +406,17 @@ pub struct BenchConfig {
     /// of the YCSB settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_label: Option<String>,
+    /// The mapping unit of the data SSD of the `check-in` preset (the other presets use
+    /// `data_ssd`'s): 512, the paper's sector mapping; paper 004 Figure 13 varies it.
+    #[serde(default = "check_in_unit")]
+    pub check_in_unit_bytes: u32,
     /// Clients, CPU model and stop rule.
     #[serde(flatten)]
     pub run: LoopConfig,
+}
+
+fn check_in_unit() -> u32 {
+    512
 }
 
 impl BenchConfig {
@@ -356,8 +432,15 @@ impl BenchConfig {
             buffer_fraction: 0.1,
             ycsb,
             workload_label: None,
+            check_in_unit_bytes: check_in_unit(),
             run: LoopConfig::default(),
         }
+    }
+
+    /// The data SSD of this run (the preset's form of `data_ssd`).
+    pub fn run_data_ssd(&self) -> SsdConfig {
+        self.preset
+            .data_ssd(&self.data_ssd, self.check_in_unit_bytes)
     }
 
     /// Checks every field.
@@ -373,6 +456,13 @@ impl BenchConfig {
         self.engine_config(1024)
             .validate()
             .map_err(|e| e.to_string())?;
+        let u = self.check_in_unit_bytes;
+        if !u.is_power_of_two() || !(512..=self.engine.page_size).contains(&u) {
+            return Err(format!(
+                "check_in_unit_bytes {u} must be a power of two from 512 to the page size"
+            ));
+        }
+        self.run_data_ssd().validate().map_err(|e| e.to_string())?;
         self.run.validate()
     }
 

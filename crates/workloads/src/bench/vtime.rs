@@ -100,7 +100,7 @@ impl Rig {
     pub fn open(cfg: &BenchConfig) -> Result<Rig, BenchError> {
         cfg.validate().map_err(BenchError::Config)?;
         let mut rig = Rig::open_devices(
-            &cfg.preset.data_ssd(&cfg.data_ssd),
+            &cfg.run_data_ssd(),
             &LogDevice::Ssd(cfg.log_ssd.clone()),
             cfg.engine_config(cfg.buffer_pages().max(64)),
         )?;
@@ -148,7 +148,13 @@ impl Rig {
                 Some(UndoRole { dev, timing, trace })
             }
         };
-        let data = Handle::new(SimDevice::new(data_ssd.clone(), clock.clone())?);
+        let mut sim = SimDevice::new(data_ssd.clone(), clock.clone())?;
+        if db_cfg.journal.is_some() {
+            // The journal path addresses its SSD in 512-byte sectors (its descriptors and
+            // sector-aligned images), whatever the FTL maps.
+            sim = sim.with_block_bytes(512)?;
+        }
+        let data = Handle::new(sim);
         let inner: Box<dyn BlockDevice> = match log_dev {
             LogDevice::Ssd(c) => Box::new(SimDevice::new(c.clone(), clock.clone())?),
             LogDevice::Disk(c) => Box::new(crate::hdd::HddDevice::new(c.clone(), clock.clone())?),
@@ -347,6 +353,8 @@ pub struct LoopResult {
     pub aborts: u64,
     /// Latency of every transaction (committed or not), virtual ns.
     pub latency: LatencyHistogram,
+    /// Checkpoints: how many, how long, and the latency of the transactions they overlapped.
+    pub checkpoints: super::ckptwatch::CheckpointCost,
     /// The same latencies, one histogram per series interval.
     pub latency_log: metrics::LatencyLog,
     /// Counters when the loop started.
@@ -434,16 +442,22 @@ pub fn closed_loop(
         let n = acked.len() as u64;
         for (client, started, _, p) in acked {
             p.finish()?;
-            latency.record(done - started);
+            latency.record(started, done);
             tasks.push(Reverse((done, client)));
         }
         *horizon = (*horizon).max(done);
         Ok(n)
     };
     while let Some(Reverse((t, id))) = tasks.pop() {
+        latency.watch.advance(t);
         if id == maint_id {
             rig.clock.set(t);
+            let c0 = rig.db.checkpoints_done();
             rig.db.maintenance()?;
+            let c1 = rig.db.checkpoints_done();
+            if c1 > c0 {
+                latency.watch.checkpoint(t, rig.clock.now(), c1 - c0);
+            }
             horizon = horizon.max(rig.clock.now());
             let next = rig.clock.now().max(t) + cfg.maintenance_every_us * 1000;
             tasks.push(Reverse((next, id)));
@@ -469,6 +483,7 @@ pub fn closed_loop(
         let begin = t.max(core_free);
         let cpu_done = begin + cfg.cpu_ns_per_op;
         rig.clock.set(cpu_done);
+        let c0 = rig.db.checkpoints_done();
         let step = if grouped {
             work.step_deferred(id, rig)?
         } else if work.step(id, rig)? {
@@ -478,6 +493,10 @@ pub fn closed_loop(
         };
         steps += 1;
         let mut done = rig.clock.now().max(cpu_done);
+        let c1 = rig.db.checkpoints_done();
+        if c1 > c0 {
+            latency.watch.checkpoint(begin, done, c1 - c0);
+        }
         match (&step, cfg.abort_cpu_ns) {
             (Step::Aborted, Some(abort_cpu)) => {
                 // The abort used less of the core than a whole transaction.
@@ -491,12 +510,12 @@ pub fn closed_loop(
         match step {
             Step::Committed => {
                 txns += 1;
-                latency.record(done - t);
+                latency.record(t, done);
                 tasks.push(Reverse((done, id)));
             }
             Step::Aborted => {
                 aborts += 1;
-                latency.record(done - t);
+                latency.record(t, done);
                 // Under the on-idle rule the locks it met are released when the running flush
                 // ends: try again then.
                 let again = if cfg.group_commit_on_idle && cfg.abort_cpu_ns.is_some() {
@@ -509,7 +528,7 @@ pub fn closed_loop(
             Step::Pending(p) if p.lsn == 0 => {
                 p.finish()?;
                 txns += 1;
-                latency.record(done - t);
+                latency.record(t, done);
                 tasks.push(Reverse((done, id)));
             }
             Step::Pending(p) => {
@@ -627,10 +646,12 @@ pub fn closed_loop(
     }
     let bounds: Vec<Snapshot> = bounds.into();
     let (steady, steady_state) = metrics::steady_state(&start, &bounds, &series, interval_bytes);
+    let Latencies { run, watch, .. } = latency;
     Ok(LoopResult {
         txns,
         aborts,
-        latency: latency.run,
+        checkpoints: watch.finish(horizon - t0),
+        latency: run,
         latency_log,
         start,
         end,
@@ -645,12 +666,17 @@ pub fn closed_loop(
 struct Latencies {
     run: LatencyHistogram,
     interval: LatencyHistogram,
+    /// Which operations overlapped a checkpoint.
+    watch: super::ckptwatch::CheckpointWatch,
 }
 
 impl Latencies {
-    fn record(&mut self, ns: u64) {
+    /// An operation (a transaction, committed or not) ran from `start` to `end`.
+    fn record(&mut self, start: u64, end: u64) {
+        let ns = end - start;
         self.run.record(ns);
         self.interval.record(ns);
+        self.watch.op(start, end);
     }
 
     /// Closes the interval that `row` ends: its percentiles go into the row and its samples into
@@ -744,6 +770,9 @@ pub fn run_logged(
         latency: r.latency.summary(),
         ssd_gc_runs: r.end.ssd.gc_runs - r.start.ssd.gc_runs,
         ssd_erases: r.end.ssd.eu_erases - r.start.ssd.eu_erases,
+        ssd_redundant_write_bytes: r.end.ssd.redundant_write_bytes
+            - r.start.ssd.redundant_write_bytes,
+        checkpoints: r.checkpoints,
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,

@@ -460,7 +460,7 @@ pub fn run_vtime_logged(
         UndoDeviceConfig::Disk(c) => LogDevice::Disk(c.clone()),
     });
     let mut rig = Rig::open_devices_with(
-        &cfg.preset.data_ssd(&cfg.data_ssd),
+        &cfg.preset.data_ssd(&cfg.data_ssd, 512),
         &match &cfg.log_disk {
             Some(d) => LogDevice::Disk(d.clone()),
             None => LogDevice::Ssd(cfg.log_ssd.clone()),
@@ -580,6 +580,7 @@ pub fn run_vtime_logged(
         engine: cfg.engine_config(buffer_pages),
         fill: fill.clamp(0.05, 0.98),
         buffer_fraction: cfg.buffer_fraction,
+        check_in_unit_bytes: 512,
         ycsb: YcsbConfig {
             record_count: load_stats.rows,
             seed: cfg.tpcc.seed,
@@ -612,6 +613,9 @@ pub fn run_vtime_logged(
         latency: r.latency.summary(),
         ssd_gc_runs: r.end.ssd.gc_runs - r.start.ssd.gc_runs,
         ssd_erases: r.end.ssd.eu_erases - r.start.ssd.eu_erases,
+        ssd_redundant_write_bytes: r.end.ssd.redundant_write_bytes
+            - r.start.ssd.redundant_write_bytes,
+        checkpoints: r.checkpoints.clone(),
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,

@@ -10,9 +10,11 @@
 //! buffer in place, the journal makes home writes safe against tearing: a power cut during a
 //! checkpoint leaves the previous checkpoint and the journal it names intact.
 //!
-//! Where images are, the log says: after a batch is durable ([`WritePath::sync`]) the write
-//! path logs its locations (the records out-of-place writes use), and recovery rebuilds the JMT
-//! from the location records after the last checkpoint. Old entries of a page stay in the
+//! Where images are, the log says: before anything moves home the write path logs the images'
+//! locations (the records out-of-place writes use) and forces them, and recovery rebuilds the
+//! JMT from the location records after the last checkpoint. Besides the engine's checkpoints,
+//! the journal has its own (paper 004's): when a write would fill it beyond
+//! `checkpoint_fill`, its images move home, a record per page says so, and it starts again. Old entries of a page stay in the
 //! journal but are out of the JMT (Algorithm 1's OLD flag): a checkpoint moves only the newest.
 //!
 //! Data device layout (docs/format.md): a header block at 0 (magic `WAFERJN1`), the journal area
@@ -97,11 +99,13 @@ impl HomeMethod {
 pub struct JournalConfig {
     /// How checkpoints move images home.
     pub method: HomeMethod,
-    /// Bytes of the journal area (a multiple of the page size); 0: an eighth of the device.
+    /// Bytes of the journal area (a multiple of the page size); 0: a sixteenth of the device.
     #[serde(default)]
     pub journal_bytes: u64,
-    /// A checkpoint starts when the journal is this full (the paper: 2 GB of journal or 60 s,
-    /// whichever comes first; `DbConfig::checkpoint_interval_ms` is the time rule).
+    /// The journal is checkpointed (its newest images moved home, then it is emptied) before a
+    /// write would fill it beyond this fraction (the paper: 2 GB of journal or 60 s, whichever
+    /// comes first; the engine's own checkpoints, by log space or `checkpoint_interval_ms`, move
+    /// it home too).
     #[serde(default = "default_fill")]
     pub checkpoint_fill: f64,
 }
@@ -111,7 +115,7 @@ fn default_fill() -> f64 {
 }
 
 impl JournalConfig {
-    /// A journal of an eighth of the device, checkpointed half full, with `method`.
+    /// A journal of a sixteenth of the device, checkpointed half full, with `method`.
     pub fn new(method: HomeMethod) -> JournalConfig {
         JournalConfig {
             method,
@@ -138,8 +142,11 @@ pub struct JournalStats {
     /// Images that were no longer the newest of their page when a checkpoint came (Algorithm 1's
     /// OLD entries: not moved home).
     pub superseded: u64,
-    /// Checkpoints that moved images home, and the images they moved.
+    /// Checkpoints that moved images home (the engine's and the journal's own), and the images
+    /// they moved.
     pub checkpoints: u64,
+    /// Of them, the journal's own (it was filling), between the engine's.
+    pub journal_checkpoints: u64,
     pub images_moved: u64,
     /// Images stored merged into a shared mapping unit (Check-In's PARTIAL ones).
     pub images_merged: u64,
@@ -253,7 +260,7 @@ impl Journal {
         let cap = dev.capacity_bytes();
         let ps = page_size as u64;
         let journal_bytes = if cfg.journal_bytes == 0 {
-            (cap / 8 / ps) * ps
+            (cap / 16 / ps) * ps
         } else {
             cfg.journal_bytes
         };
@@ -427,7 +434,12 @@ impl Journal {
         page::verify(buf, Some(pid))
     }
 
-    fn write_batch(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {
+    fn write_batch(
+        &mut self,
+        pages: &[(PageId, &[u8])],
+        reason: WriteReason,
+        log: &mut dyn LogSink,
+    ) -> Result<()> {
         debug_assert!(
             !self.moved,
             "pages written between a checkpoint's move and its end"
@@ -441,6 +453,10 @@ impl Journal {
             self.sector as usize,
         );
         let len = batch.bytes.len() as u64;
+        let limit = (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64;
+        if self.tail > 0 && self.tail + len > limit {
+            self.journal_checkpoint(log)?;
+        }
         let end = self.tail + len;
         if end > self.journal_bytes {
             return Err(Error::Full(format!(
@@ -567,6 +583,56 @@ impl Journal {
     }
 }
 
+impl Journal {
+    /// Logs the locations of the images written since the last call and forces them: from then
+    /// on recovery finds these images through the journal map.
+    fn log_locations(&mut self, log: &mut dyn LogSink) -> Result<()> {
+        if !self.unlogged.is_empty() {
+            let changes = std::mem::take(&mut self.unlogged);
+            let lsn = log.log_map(&changes)?;
+            log.force(lsn)?;
+        }
+        Ok(())
+    }
+
+    /// The journal's own checkpoint (paper 004's), between the engine's: the newest images
+    /// move home, a location record puts each of their pages back home (`offset` = its home),
+    /// and once that is durable the journal is emptied and reused. Until then a power cut
+    /// finds every moved page through the journal map, never in a home half rewritten.
+    fn journal_checkpoint(&mut self, log: &mut dyn LogSink) -> Result<()> {
+        self.dev.flush()?;
+        self.log_locations(log)?;
+        self.move_home()?;
+        let ps = self.page_size;
+        let home: Vec<MapChange> = self
+            .jmt
+            .keys()
+            .map(|&pid| MapChange {
+                pid,
+                offset: self.home(pid),
+                len: ps,
+            })
+            .collect();
+        if !home.is_empty() {
+            let lsn = log.log_map(&home)?;
+            log.force(lsn)?;
+        }
+        self.stats.journal_checkpoints += 1;
+        self.empty_journal()
+    }
+
+    /// Forgets the journal's images (they are home) and trims its space.
+    fn empty_journal(&mut self) -> Result<()> {
+        self.jmt.clear();
+        let used = self.tail;
+        self.tail = 0;
+        if used > 0 && self.dev.capabilities().trim {
+            self.dev.trim(self.journal_start, used)?;
+        }
+        Ok(())
+    }
+}
+
 impl WritePath for Journal {
     fn share_health(&mut self, health: Health) {
         if let Err(Error::Poisoned(why)) = self.health.check() {
@@ -610,7 +676,7 @@ impl WritePath for Journal {
                 self.page_capacity()
             )));
         }
-        let r = self.write_batch(pages, reason);
+        let r = self.write_batch(pages, reason, log);
         self.note(r)
     }
 
@@ -622,12 +688,7 @@ impl WritePath for Journal {
         // record only for an image that is on the device). They are forced too: the checkpoint
         // that follows rewrites homes, and until it is complete a power cut must find every
         // page it moves through the journal map, never in a home half rewritten.
-        if !self.unlogged.is_empty() {
-            let changes = std::mem::take(&mut self.unlogged);
-            let lsn = log.log_map(&changes)?;
-            log.force(lsn)?;
-        }
-        Ok(())
+        self.log_locations(log)
     }
 
     fn checkpoint(&mut self, _tag: Lsn, _generation: u64, _durable: Lsn) -> Result<()> {
@@ -645,13 +706,8 @@ impl WritePath for Journal {
         }
         self.moved = false;
         // The checkpoint that names the homes is complete: the journal is empty from now on.
-        self.jmt.clear();
-        let used = self.tail;
-        self.tail = 0;
-        if used > 0 && self.dev.capabilities().trim {
-            let r = self.dev.trim(self.journal_start, used).map_err(Error::from);
-            let _ = self.note(r);
-        }
+        let r = self.empty_journal();
+        let _ = self.note(r);
     }
 
     fn set_stamp(&mut self, stamp: &Stamp) -> Result<()> {
@@ -678,12 +734,23 @@ impl WritePath for Journal {
 
     fn redo_map(&mut self, _lsn: Lsn, changes: &[MapChange]) -> Result<()> {
         for c in changes {
+            if c.pid >= self.page_capacity() {
+                return Err(Error::CorruptMetadata(format!(
+                    "a journal location record names page {} beyond the device",
+                    c.pid
+                )));
+            }
+            if c.offset == self.home(c.pid) && c.len == self.page_size {
+                // A journal checkpoint moved the page home.
+                self.jmt.remove(&c.pid);
+                continue;
+            }
             let start = self.journal_start;
             let inside = c.offset >= start
                 && c.offset + c.len as u64 <= start + self.journal_bytes
                 && c.len > 0
                 && c.len <= self.page_size;
-            if !inside || c.pid >= self.page_capacity() {
+            if !inside {
                 return Err(Error::CorruptMetadata(format!(
                     "a journal location record names page {} at {}+{}, outside the journal",
                     c.pid, c.offset, c.len
@@ -702,17 +769,21 @@ impl WritePath for Journal {
                     span,
                 },
             );
-            let end = self.next_batch_at(c.offset - start + span as u64);
-            self.tail = self.tail.max(end);
         }
         Ok(())
     }
 
-    fn wants_checkpoint(&self, buffer_pages: usize) -> bool {
-        // Room for a checkpoint that journals every frame (each with its descriptor sector).
-        let reserve = buffer_pages as u64 * (self.page_size + self.sector) as u64;
-        let fill = (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64;
-        self.tail >= fill || self.tail + reserve >= self.journal_bytes
+    fn recover_end(&mut self) -> Result<()> {
+        // Appends continue after the last image the map still names (images after it are
+        // superseded or were never logged).
+        let start = self.journal_start;
+        self.tail = self
+            .jmt
+            .values()
+            .map(|i| self.next_batch_at(i.offset - start + i.span as u64))
+            .max()
+            .unwrap_or(0);
+        Ok(())
     }
 
     fn kind(&self) -> &'static str {
