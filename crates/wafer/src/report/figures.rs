@@ -623,6 +623,8 @@ mod tests {
             latency: flashsim::LatencySummary::default(),
             ssd_gc_runs: 0,
             ssd_erases: 0,
+            ssd_redundant_write_bytes: 0,
+            checkpoints: Default::default(),
             devices: Vec::new(),
             wear: flashsim::WearReport::default(),
             series,
