@@ -125,6 +125,8 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
         },
         ssd_gc_runs: 120,
         ssd_erases: 480,
+        ssd_redundant_write_bytes: 0,
+        checkpoints: Default::default(),
         devices: Vec::new(),
         wear: WearReport {
             pe_limit: 3000,
