@@ -127,6 +127,7 @@ fn summary(name: &str, description: &str, preset: Preset, rows: usize) -> BenchS
         ssd_erases: 480,
         ssd_redundant_write_bytes: 0,
         checkpoints: Default::default(),
+        journal: None,
         devices: Vec::new(),
         wear: WearReport {
             pe_limit: 3000,

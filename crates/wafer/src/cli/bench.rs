@@ -35,6 +35,10 @@ pub enum BenchCommand {
     /// Paper 003 Table 4: a snapshot scan that reads three old versions of every row from the
     /// rollback segments (the undo device), on the paper's disk and on its flash SSD.
     Mvcc(super::mvcc::MvccArgs),
+    /// Paper 004's sensitivity experiments on the journal write path: checkpoint time by
+    /// clients, throughput by checkpoint interval and by the SSD's mapping unit (Figures 10, 12,
+    /// 13); the ladder itself is `bench ycsb --configs baseline,isc-a,isc-b,isc-c,check-in`
+    Checkin(Box<super::checkin::CheckinArgs>),
 }
 
 /// Defaults of the flags of `wafer bench ycsb` (applied where neither a flag nor a config file
@@ -568,6 +572,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
         BenchCommand::Query(args) => super::query::main(args),
         BenchCommand::Tpcb(args) => super::tpcb::main(args),
         BenchCommand::Mvcc(args) => super::mvcc::main(args),
+        BenchCommand::Checkin(args) => super::checkin::main(args),
     }
 }
 

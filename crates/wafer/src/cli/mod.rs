@@ -1,6 +1,7 @@
 //! The `wafer` command line: argument definitions and one module per subcommand.
 
 pub mod bench;
+pub mod checkin;
 pub mod csv;
 pub mod demo;
 pub mod device;

@@ -625,6 +625,7 @@ mod tests {
             ssd_erases: 0,
             ssd_redundant_write_bytes: 0,
             checkpoints: Default::default(),
+            journal: None,
             devices: Vec::new(),
             wear: flashsim::WearReport::default(),
             series,

@@ -464,6 +464,9 @@ pub struct BenchSummary {
     /// overlapped one (paper 004 Figure 9).
     #[serde(default)]
     pub checkpoints: super::ckptwatch::CheckpointCost,
+    /// The journal write path's counters over the run (journal presets only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<wafer_engine::JournalStats>,
     /// I/O of each device role over the run (data, log, and undo and temp when present).
     #[serde(default)]
     pub devices: Vec<RoleIo>,

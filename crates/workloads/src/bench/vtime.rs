@@ -773,6 +773,10 @@ pub fn run_logged(
         ssd_redundant_write_bytes: r.end.ssd.redundant_write_bytes
             - r.start.ssd.redundant_write_bytes,
         checkpoints: r.checkpoints,
+        journal: match (&r.end.db.journal, &r.start.db.journal) {
+            (Some(e), Some(b)) => Some(e.since(b)),
+            (e, _) => e.clone(),
+        },
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,

@@ -616,6 +616,10 @@ pub fn run_vtime_logged(
         ssd_redundant_write_bytes: r.end.ssd.redundant_write_bytes
             - r.start.ssd.redundant_write_bytes,
         checkpoints: r.checkpoints.clone(),
+        journal: match (&r.end.db.journal, &r.start.db.journal) {
+            (Some(e), Some(b)) => Some(e.since(b)),
+            (e, _) => e.clone(),
+        },
         devices: metrics::roles(&r.start, &r.end),
         wear: ssd_end.wear,
         series: r.series,

@@ -163,6 +163,28 @@ pub struct JournalStats {
     pub peak_journal_bytes: u64,
 }
 
+impl JournalStats {
+    /// The counts since `earlier` (the peak stays this one's).
+    pub fn since(&self, earlier: &JournalStats) -> JournalStats {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        JournalStats {
+            images: d(self.images, earlier.images),
+            superseded: d(self.superseded, earlier.superseded),
+            checkpoints: d(self.checkpoints, earlier.checkpoints),
+            journal_checkpoints: d(self.journal_checkpoints, earlier.journal_checkpoints),
+            images_moved: d(self.images_moved, earlier.images_moved),
+            images_merged: d(self.images_merged, earlier.images_merged),
+            host_move_bytes: d(self.host_move_bytes, earlier.host_move_bytes),
+            copy_commands: d(self.copy_commands, earlier.copy_commands),
+            copy_ranges: d(self.copy_ranges, earlier.copy_ranges),
+            remap_commands: d(self.remap_commands, earlier.remap_commands),
+            remap_ranges: d(self.remap_ranges, earlier.remap_ranges),
+            device_move_bytes: d(self.device_move_bytes, earlier.device_move_bytes),
+            peak_journal_bytes: self.peak_journal_bytes,
+        }
+    }
+}
+
 /// Where a journaled image is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Image {
