@@ -1179,3 +1179,98 @@ fn bench_query_runs_every_experiment_deterministically() {
         assert!(!stderr(&o).is_empty());
     }
 }
+
+/// Paper 004's ladder in one command: every rung keeps the workload's data (the runs verify
+/// their trees), and the table and the JSON show what the checkpoints cost: Check-In programs no
+/// redundant flash and runs fewer GC cycles and shorter checkpoints than the baseline.
+#[test]
+fn the_check_in_ladder_runs_side_by_side() {
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--configs",
+        "baseline,isc-a,isc-b,isc-c,check-in",
+        "--data-size",
+        "48MiB",
+        "--fill",
+        "0.8",
+        "--max-ops",
+        "20000",
+        "--capacity-multiple",
+        "100",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 5);
+    let get = |i: usize, f: &str| runs[i][f].as_f64().unwrap();
+    let ck = |i: usize, f: &str| runs[i]["checkpoints"][f].as_f64().unwrap();
+    let journal = |i: usize, f: &str| runs[i]["journal"][f].as_f64().unwrap();
+    for i in 0..5 {
+        assert!(ck(i, "checkpoints") > 0.0, "{}", runs[i]["name"]);
+        assert!(journal(i, "images_moved") > 0.0, "{}", runs[i]["name"]);
+    }
+    assert!(get(0, "ssd_redundant_write_bytes") > 0.0);
+    assert_eq!(get(4, "ssd_redundant_write_bytes"), 0.0);
+    assert!(get(3, "ssd_redundant_write_bytes") < get(2, "ssd_redundant_write_bytes"));
+    assert_eq!(journal(1, "copy_commands"), journal(1, "copy_ranges"));
+    assert!(ck(4, "mean_ns") < ck(0, "mean_ns"));
+    // The human table has the ladder.
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--configs",
+        "baseline,check-in",
+        "--data-size",
+        "48MiB",
+        "--fill",
+        "0.8",
+        "--max-ops",
+        "5000",
+        "--capacity-multiple",
+        "100",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Paper 004's ladder") && text.contains("redund B/op"), "{text}");
+}
+
+/// `wafer bench checkin` runs each sweep at a small size and refuses bad sweep values.
+#[test]
+fn bench_checkin_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("checkin.json");
+    let out = wafer(&[
+        "bench",
+        "checkin",
+        "--client-counts",
+        "4,16",
+        "--intervals-ms",
+        "100",
+        "--units",
+        "512,2048",
+        "--data-size",
+        "48MiB",
+        "--fill",
+        "0.8",
+        "--max-ops",
+        "3000",
+        "--capacity-multiple",
+        "100",
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for h in ["Figure 10", "Figure 12", "Figure 13"] {
+        assert!(text.contains(h), "{text}");
+    }
+    let points: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 2 client counts x 5 rungs, 1 interval x 2, 2 units x 2.
+    assert_eq!(points.as_array().unwrap().len(), 10 + 2 + 4);
+    let o = wafer(&["bench", "checkin", "--experiment", "units", "--units", "3000"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--units"), "{}", stderr(&o));
+}
