@@ -362,12 +362,6 @@ impl YcsbConfig {
         self.value_sizes.describe(self.value_bytes)
     }
 
-    /// About how many records `bytes` of B-tree leaves hold: the bytes over the mean record (key,
-    /// mean value and 16 bytes of slot and header).
-    pub fn records_in(&self, bytes: u64) -> u64 {
-        (bytes as f64 / (self.key_bytes as f64 + self.mean_value_bytes() + 16.0)) as u64
-    }
-
     /// Checks every field except the compressibility, which
     /// [`YcsbGenerator::new`](super::YcsbGenerator::new) calibrates.
     pub fn validate(&self) -> Result<(), YcsbError> {
