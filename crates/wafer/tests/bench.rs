@@ -420,6 +420,24 @@ fn nonsense_is_refused_before_the_run() {
             vec!["bench", "ycsb", "--data-size", "32MiB", "--series", u],
             "out.json",
         ),
+        (vec!["bench", "ycsb", "--value-size", "mix9"], "MIN..MAX"),
+        (
+            vec!["bench", "ycsb", "--value-size", "4096..128"],
+            "exceeds",
+        ),
+        (vec!["bench", "ycsb", "--value-size", "0"], "value sizes"),
+        (
+            vec!["bench", "ycsb", "--mapping-unit", "3000"],
+            "512, 1024, 2048, 4096",
+        ),
+        (
+            vec!["bench", "ycsb", "--mapping-unit", "8192"],
+            "mapping-unit",
+        ),
+        (
+            vec!["bench", "ycsb", "--mapping-unit", "256"],
+            "mapping-unit",
+        ),
         (vec!["bench", "wall", "--threads", "0"], "threads"),
         (vec!["bench", "wall", "--threads", "1,0"], "threads"),
         (vec!["bench", "tpcc", "--max-seconds=-2"], "max-seconds"),
@@ -1207,9 +1225,16 @@ fn the_check_in_ladder_runs_side_by_side() {
     let get = |i: usize, f: &str| runs[i][f].as_f64().unwrap();
     let ck = |i: usize, f: &str| runs[i]["checkpoints"][f].as_f64().unwrap();
     let journal = |i: usize, f: &str| runs[i]["journal"][f].as_f64().unwrap();
-    for i in 0..5 {
-        assert!(ck(i, "checkpoints") > 0.0, "{}", runs[i]["name"]);
-        assert!(journal(i, "images_moved") > 0.0, "{}", runs[i]["name"]);
+    for run in runs {
+        let name = &run["name"];
+        assert!(
+            run["checkpoints"]["checkpoints"].as_f64().unwrap() > 0.0,
+            "{name}"
+        );
+        assert!(
+            run["journal"]["images_moved"].as_f64().unwrap() > 0.0,
+            "{name}"
+        );
     }
     assert!(get(0, "ssd_redundant_write_bytes") > 0.0);
     assert_eq!(get(4, "ssd_redundant_write_bytes"), 0.0);
@@ -1233,7 +1258,10 @@ fn the_check_in_ladder_runs_side_by_side() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Paper 004's ladder") && text.contains("redund B/op"), "{text}");
+    assert!(
+        text.contains("Paper 004's ladder") && text.contains("redund B/op"),
+        "{text}"
+    );
 }
 
 /// `wafer bench checkin` runs each sweep at a small size and refuses bad sweep values.
@@ -1270,7 +1298,116 @@ fn bench_checkin_sweeps() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     // 2 client counts x 5 rungs, 1 interval x 2, 2 units x 2.
     assert_eq!(points.as_array().unwrap().len(), 10 + 2 + 4);
-    let o = wafer(&["bench", "checkin", "--experiment", "units", "--units", "3000"]);
+    let o = wafer(&[
+        "bench",
+        "checkin",
+        "--experiment",
+        "units",
+        "--units",
+        "3000",
+    ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--units"), "{}", stderr(&o));
+}
+
+/// Paper 004's knobs: a value-size mix and the data SSD's mapping unit, from flags or the file
+/// (flags win), in the run, its JSON config and its title.
+#[test]
+fn value_size_mixes_and_the_mapping_unit_reach_the_run() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        // 64 MiB: on 32 MiB the loader's 100-record transactions of large values outgrow the
+        // log space the small buffer pool comes with (so do fixed 2000-byte values).
+        let mut args = vec![
+            "bench",
+            "ycsb",
+            "--json",
+            "--configs",
+            "in-place",
+            "--data-size",
+            "64MiB",
+            "--fill",
+            "0.8",
+            "--clients",
+            "4",
+            "--max-ops",
+            "2000",
+        ];
+        args.extend_from_slice(extra);
+        let out = wafer(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = run(&["--value-size", "mix1", "--mapping-unit", "2048"]);
+    let cfg = &v["runs"][0]["config"];
+    assert_eq!(cfg["data_ssd"]["mapping_unit_bytes"], 2048, "{cfg}");
+    assert_eq!(cfg["ycsb"]["value_sizes"], "mix1", "{cfg}");
+    assert!(v["runs"][0]["run"]["ops"].as_u64().unwrap() >= 2000, "{v}");
+    let title = v["title"].as_str().unwrap();
+    assert!(
+        title.contains("mix1 values (128..4096 B, mean 1344 B)")
+            && title.contains("mapping unit 2 KiB"),
+        "{title}"
+    );
+    // The defaults: fixed 1000-byte values on 4 KiB units, and the JSON says so.
+    let cfg = &run(&[])["runs"][0]["config"];
+    assert_eq!(cfg["data_ssd"]["mapping_unit_bytes"], 4096);
+    assert_eq!(cfg["ycsb"]["value_sizes"], "fixed");
+    assert_eq!(cfg["ycsb"]["value_bytes"], 1000);
+
+    // In the file, and flags over the file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mix.toml");
+    let text = dump(&[
+        "--configs",
+        "in-place",
+        "--data-size",
+        "32MiB",
+        "--value-size",
+        "128..512",
+        "--mapping-unit",
+        "1024",
+    ]);
+    assert!(text.contains("value_sizes = \"128..512\""), "{text}");
+    assert!(text.contains("mapping_unit_bytes = 1024"), "{text}");
+    std::fs::write(&path, &text).unwrap();
+    let p = path.to_str().unwrap();
+    let dumped = |extra: &[&str]| -> toml::Table {
+        let mut args = vec!["--configs", "in-place", "--config", p];
+        args.extend_from_slice(extra);
+        dump(&args).parse().unwrap()
+    };
+    let file = dumped(&[]);
+    assert_eq!(file["ycsb"]["value_sizes"].as_str(), Some("128..512"));
+    assert_eq!(
+        file["data_ssd"]["mapping_unit_bytes"].as_integer(),
+        Some(1024)
+    );
+    let flags = dumped(&["--value-size", "700", "--mapping-unit", "4KiB"]);
+    assert_eq!(flags["ycsb"]["value_sizes"].as_str(), Some("fixed"));
+    assert_eq!(flags["ycsb"]["value_bytes"].as_integer(), Some(700));
+    assert_eq!(
+        flags["data_ssd"]["mapping_unit_bytes"].as_integer(),
+        Some(4096)
+    );
+    // A bad unit in the file is refused as the flag is.
+    std::fs::write(
+        &path,
+        text.replace("mapping_unit_bytes = 1024", "mapping_unit_bytes = 8192"),
+    )
+    .unwrap();
+    let out = wafer(&[
+        "bench",
+        "ycsb",
+        "--configs",
+        "in-place",
+        "--config",
+        p,
+        "--dump-config",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("mapping_unit_bytes"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -34,6 +34,8 @@ pub const DEFAULT_KEY_BYTES: usize = 24;
 pub const SEGMENT_BYTES: usize = 256;
 /// Pages the calibration compresses at each step.
 pub const PAGES_CALIBRATED: usize = 16;
+/// Pages the calibration compresses at each step when value sizes vary.
+pub const MIXED_PAGES_CALIBRATED: usize = 64;
 /// Calibrated ratios may miss the target by this much before it counts as unreachable.
 pub const RATIO_TOLERANCE: f64 = 0.02;
 /// Largest value [`ValueGen`] accepts.
@@ -99,6 +101,39 @@ impl ValueGen {
         target_ratio: f64,
         seed: u64,
     ) -> Result<ValueGen, ValueError> {
+        let sizes = RecordSizes {
+            size: &|_| value_bytes,
+            pages: PAGES_CALIBRATED,
+        };
+        ValueGen::calibrated(value_bytes, key_bytes, target_ratio, seed, sizes)
+    }
+
+    /// Values whose sizes vary by record: record `id` has `size(id)` bytes (each in
+    /// `1..=MAX_VALUE_BYTES`), calibrated for pages of such records (with [`MIXED_PAGES_CALIBRATED`]
+    /// pages, as a page holds only a few large ones). [`ValueGen::value_bytes`] is `nominal`
+    /// (e.g. the mean size); callers make values of a record's size with [`ValueGen::fill`] and
+    /// [`ValueGen::fill_at`].
+    pub fn for_sized_records(
+        nominal: usize,
+        key_bytes: usize,
+        target_ratio: f64,
+        seed: u64,
+        size: &dyn Fn(u64) -> usize,
+    ) -> Result<ValueGen, ValueError> {
+        let sizes = RecordSizes {
+            size,
+            pages: MIXED_PAGES_CALIBRATED,
+        };
+        ValueGen::calibrated(nominal, key_bytes, target_ratio, seed, sizes)
+    }
+
+    fn calibrated(
+        value_bytes: usize,
+        key_bytes: usize,
+        target_ratio: f64,
+        seed: u64,
+        sizes: RecordSizes<'_>,
+    ) -> Result<ValueGen, ValueError> {
         if !(target_ratio > 0.0 && target_ratio <= 1.0) {
             return Err(ValueError::BadRatio(target_ratio));
         }
@@ -106,10 +141,10 @@ impl ValueGen {
             return Err(ValueError::BadSize(value_bytes));
         }
         let (literal_share, calibrated_ratio) = if target_ratio >= 1.0 {
-            (None, page_ratio(None, key_bytes, value_bytes))
+            (None, page_ratio(None, key_bytes, &sizes))
         } else {
-            let lowest = page_ratio(Some(0.0), key_bytes, value_bytes);
-            let highest = page_ratio(Some(1.0), key_bytes, value_bytes);
+            let lowest = page_ratio(Some(0.0), key_bytes, &sizes);
+            let highest = page_ratio(Some(1.0), key_bytes, &sizes);
             if target_ratio < lowest - RATIO_TOLERANCE || target_ratio > highest + RATIO_TOLERANCE {
                 return Err(ValueError::Unreachable {
                     target: target_ratio,
@@ -119,7 +154,7 @@ impl ValueGen {
                     highest,
                 });
             }
-            let (share, got) = calibrate(target_ratio, key_bytes, value_bytes, highest);
+            let (share, got) = calibrate(target_ratio, key_bytes, &sizes, highest);
             (Some(share), got)
         };
         Ok(ValueGen {
@@ -132,7 +167,7 @@ impl ValueGen {
         })
     }
 
-    /// Size of every value.
+    /// Size of every value ([`ValueGen::next_value`], [`ValueGen::value_at`]).
     pub fn value_bytes(&self) -> usize {
         self.value_bytes
     }
@@ -246,14 +281,26 @@ pub fn record_pages(
     key_bytes: usize,
     value_bytes: usize,
     first_id: u64,
+    fill: impl FnMut(&mut [u8]),
+) -> Vec<u8> {
+    sized_record_pages(pages, key_bytes, &|_| value_bytes, first_id, fill)
+}
+
+/// [`record_pages`] with values of `size(id)` bytes for record `id`.
+pub fn sized_record_pages(
+    pages: usize,
+    key_bytes: usize,
+    size: &dyn Fn(u64) -> usize,
+    first_id: u64,
     mut fill: impl FnMut(&mut [u8]),
 ) -> Vec<u8> {
     let mut buf = vec![0u8; pages * PAGE_BYTES];
-    let mut record = vec![0u8; key_bytes + value_bytes];
+    let mut record = Vec::new();
     let mut id = first_id;
     for page in buf.chunks_mut(PAGE_BYTES) {
         let mut at = 0;
         while at < page.len() {
+            record.resize(key_bytes + size(id), 0);
             write_key(id, &mut record[..key_bytes]);
             fill(&mut record[key_bytes..]);
             id += 1;
@@ -265,13 +312,20 @@ pub fn record_pages(
     buf
 }
 
+/// The value sizes a calibration measures: `size(id)` per record, over `pages` pages.
+struct RecordSizes<'a> {
+    size: &'a dyn Fn(u64) -> usize,
+    pages: usize,
+}
+
 /// The page ratio of records with values of the given literal share (`None`: random bytes),
 /// from the fixed calibration seed.
-fn page_ratio(share: Option<f64>, key_bytes: usize, value_bytes: usize) -> f64 {
+fn page_ratio(share: Option<f64>, key_bytes: usize, sizes: &RecordSizes<'_>) -> f64 {
     let mut rng = Pcg64Mcg::seed_from_u64(CALIBRATION_SEED);
     // Values longer than the calibration needs are generated only as far as they are used.
-    let v = value_bytes.min(PAGES_CALIBRATED * PAGE_BYTES);
-    let pages = record_pages(PAGES_CALIBRATED, key_bytes, v, 1_000_000, |out| {
+    let cap = sizes.pages * PAGE_BYTES;
+    let size = |id| (sizes.size)(id).min(cap);
+    let pages = sized_record_pages(sizes.pages, key_bytes, &size, 1_000_000, |out| {
         fill_value(share, &mut rng, out)
     });
     page_lz4_ratio(&pages)
@@ -279,12 +333,12 @@ fn page_ratio(share: Option<f64>, key_bytes: usize, value_bytes: usize) -> f64 {
 
 /// Bisects the literal share whose pages compress to `target`; returns the share and the ratio
 /// measured for it (the closest one seen; `highest` is the ratio of share 1).
-fn calibrate(target: f64, key_bytes: usize, value_bytes: usize, highest: f64) -> (f64, f64) {
+fn calibrate(target: f64, key_bytes: usize, sizes: &RecordSizes<'_>, highest: f64) -> (f64, f64) {
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     let mut best = (1.0, highest);
     for _ in 0..BISECTION_STEPS {
         let mid = (lo + hi) / 2.0;
-        let r = page_ratio(Some(mid), key_bytes, value_bytes);
+        let r = page_ratio(Some(mid), key_bytes, sizes);
         if (r - target).abs() < (best.1 - target).abs() {
             best = (mid, r);
         }

@@ -26,13 +26,19 @@
 //! - `latest`: Zipfian (theta 0.99) over recency, the newest insert the most popular (YCSB's
 //!   `SkewedLatestGenerator`).
 //!
-//! Values come from a [`ValueGen`] whose 4 KiB pages LZ4-compress to `compressibility`.
+//! Values come from a [`ValueGen`] whose 4 KiB pages LZ4-compress to `compressibility`. Their
+//! sizes follow [`ValueSizes`]: all `value_bytes` (the default), or a distribution in which each
+//! record id has its own size for good (a hash of the seed and the id), so an update or
+//! read-modify-write rewrites a record at its own size and an insert takes its new id's size.
 //!
 //! One generator hands out insert ids in order; a driver that runs several clients from one
 //! generator should expect a read of a just-inserted key (common under `latest`) to find nothing
 //! if that insert has not been applied yet.
 
 mod config;
+mod sizes;
+
+pub use sizes::{SizeSampler, ValueSizes, MIX_MAX_BYTES, MIX_MIN_BYTES};
 
 pub use config::{
     KeyDist, LoadOrder, OpMix, YcsbConfig, YcsbError, YcsbWorkload, DEFAULT_THETA, LATEST_THETA,
@@ -183,6 +189,7 @@ pub struct YcsbGenerator {
     chooser: Chooser,
     rng: Pcg64Mcg,
     values: ValueGen,
+    sizes: SizeSampler,
     load_perm: Scrambler,
     inserted: u64,
     key_capacity: u64,
@@ -224,18 +231,29 @@ impl YcsbGenerator {
                 thresholds.push((sum, kind));
             }
         }
-        let values = ValueGen::for_records(
-            cfg.value_bytes,
-            cfg.key_bytes,
-            cfg.compressibility,
-            cfg.seed,
-        )?;
+        let sizes = cfg.value_sizes.sampler(cfg.value_bytes, cfg.seed);
+        let values = match sizes.constant() {
+            Some(n) => ValueGen::for_records(n, cfg.key_bytes, cfg.compressibility, cfg.seed)?,
+            None => {
+                // Calibrated on sizes of a seed of its own, as the fixed-size calibration does
+                // not depend on the seed either.
+                let calibration = cfg.value_sizes.sampler(cfg.value_bytes, 0);
+                ValueGen::for_sized_records(
+                    sizes.mean_bytes().round() as usize,
+                    cfg.key_bytes,
+                    cfg.compressibility,
+                    cfg.seed,
+                    &|id| calibration.size_of(id),
+                )?
+            }
+        };
         Ok(YcsbGenerator {
             cfg: cfg.clone(),
             thresholds,
             chooser,
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             values,
+            sizes,
             load_perm: Scrambler::seeded(n, cfg.seed),
             inserted: 0,
             key_capacity: key_capacity(cfg.key_bytes),
@@ -250,6 +268,11 @@ impl YcsbGenerator {
     /// The value generator (its calibrated ratio, for reports).
     pub fn values(&self) -> &ValueGen {
         &self.values
+    }
+
+    /// The value size of record `id` (its size in the load and in every later write).
+    pub fn value_size(&self, id: u64) -> usize {
+        self.sizes.size_of(id)
     }
 
     /// Records that exist now: the loaded ones plus those inserted so far.
@@ -294,7 +317,28 @@ impl YcsbGenerator {
     /// The value of the `i`-th record the loader inserts: depends only on the seed and the
     /// record, so loaders may build records in any order or in parallel.
     pub fn load_value(&self, i: u64) -> Vec<u8> {
-        self.values.value_at(self.load_id(i))
+        let id = self.load_id(i);
+        match self.sizes.constant() {
+            Some(_) => self.values.value_at(id),
+            None => {
+                let mut v = vec![0u8; self.sizes.size_of(id)];
+                self.values.fill_at(id, &mut v);
+                v
+            }
+        }
+    }
+
+    /// The next value of the stream, of record `id`'s size.
+    fn next_value(&mut self, id: u64) -> Vec<u8> {
+        match self.sizes.constant() {
+            // Exactly what the generator did before value sizes could vary.
+            Some(_) => self.values.next_value(),
+            None => {
+                let mut v = vec![0u8; self.sizes.size_of(id)];
+                self.values.fill(&mut v);
+                v
+            }
+        }
     }
 
     /// All records of the load, in load order.
@@ -316,6 +360,12 @@ impl YcsbGenerator {
         self.key(id)
     }
 
+    /// A chosen key and a new value for it (key first, then value, from the one stream).
+    fn chosen_write(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let id = self.choose_id();
+        (self.key(id), self.next_value(id))
+    }
+
     /// The next operation. An insert once the key space is full (never with 24-byte keys)
     /// becomes an update.
     pub fn next_op(&mut self) -> YcsbOp {
@@ -330,12 +380,13 @@ impl YcsbGenerator {
             YcsbOpKind::Read => YcsbOp::Read {
                 key: self.chosen_key(),
             },
-            YcsbOpKind::Update => YcsbOp::Update {
-                key: self.chosen_key(),
-                value: self.values.next_value(),
-            },
+            YcsbOpKind::Update => {
+                let (key, value) = self.chosen_write();
+                YcsbOp::Update { key, value }
+            }
             YcsbOpKind::Insert if self.key_count() < self.key_capacity => {
-                let key = self.key(self.key_count());
+                let id = self.key_count();
+                let key = self.key(id);
                 self.inserted += 1;
                 let n = self.key_count();
                 match &mut self.chooser {
@@ -345,22 +396,22 @@ impl YcsbGenerator {
                 }
                 YcsbOp::Insert {
                     key,
-                    value: self.values.next_value(),
+                    value: self.next_value(id),
                 }
             }
-            YcsbOpKind::Insert => YcsbOp::Update {
-                key: self.chosen_key(),
-                value: self.values.next_value(),
-            },
+            YcsbOpKind::Insert => {
+                let (key, value) = self.chosen_write();
+                YcsbOp::Update { key, value }
+            }
             YcsbOpKind::Scan => {
                 let start_key = self.chosen_key();
                 let len = self.rng.random_range(1..=self.cfg.max_scan_len);
                 YcsbOp::Scan { start_key, len }
             }
-            YcsbOpKind::ReadModifyWrite => YcsbOp::ReadModifyWrite {
-                key: self.chosen_key(),
-                value: self.values.next_value(),
-            },
+            YcsbOpKind::ReadModifyWrite => {
+                let (key, value) = self.chosen_write();
+                YcsbOp::ReadModifyWrite { key, value }
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use wafer_workloads::bench::vtime::{self, BenchObserver};
 use wafer_workloads::bench::wall::{self, WallConfig};
 use wafer_workloads::bench::{BenchConfig, BenchReport, BenchSummary, Preset};
-use wafer_workloads::ycsb::{KeyDist, YcsbConfig, YcsbWorkload};
+use wafer_workloads::ycsb::{KeyDist, ValueSizes, YcsbConfig, YcsbWorkload};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
@@ -78,9 +78,16 @@ pub struct YcsbArgs {
     /// Buffer pool size as a fraction of the loaded data [default: 0.1]
     #[arg(long)]
     pub buffer: Option<f64>,
-    /// Value size in bytes [default: 1000]
-    #[arg(long)]
-    pub value_size: Option<usize>,
+    /// Value sizes: BYTES (fixed, e.g. 1000), MIN..MAX (uniform in bytes, e.g. 128..4096),
+    /// SIZE,SIZE,... (each equally likely, e.g. 128,512,4096), or mix1 (128, 256, .. 4096 B
+    /// equally likely, mean 1344 B), mix2 (small-heavy, mean 390 B), mix3 (large-heavy, mean
+    /// 2773 B), mix4 (uniform 128..4096, mean 2112 B); a record keeps its size [default: 1000]
+    #[arg(long, value_name = "SIZES")]
+    pub value_size: Option<ValueSizes>,
+    /// FTL mapping unit of the data SSD in bytes: 512, 1024, 2048 or 4096 (a power of two from
+    /// 512 to the engine page size) [default: 4096]
+    #[arg(long, value_name = "BYTES", value_parser = super::size::parse_size)]
+    pub mapping_unit: Option<u64>,
     /// Closed-loop clients [default: 16]
     #[arg(long)]
     pub clients: Option<u32>,
@@ -188,7 +195,20 @@ impl YcsbArgs {
             cfg.ycsb.dist = key_dist(workload, theta);
         }
         use super::set;
-        set(&mut cfg.ycsb.value_bytes, self.value_size);
+        if let Some(sizes) = &self.value_size {
+            cfg.ycsb.set_value_sizes(sizes.clone());
+        }
+        if let Some(mu) = self.mapping_unit {
+            check_mapping_unit(mu, cfg.engine.page_size, "--mapping-unit")?;
+            cfg.data_ssd.mapping_unit_bytes = mu as u32;
+            cfg.data_ssd.fit_reserve();
+        }
+        check_mapping_unit(
+            u64::from(cfg.data_ssd.mapping_unit_bytes),
+            cfg.engine.page_size,
+            "data_ssd.mapping_unit_bytes",
+        )?;
+        cover_the_device(&mut cfg);
         set(&mut cfg.ycsb.seed, self.seed);
         set(&mut cfg.fill, self.fill);
         set(&mut cfg.buffer_fraction, self.buffer);
@@ -227,6 +247,36 @@ impl YcsbArgs {
     }
 }
 
+/// A data SSD mapping unit must be a power of two from 512 B to the engine's page size.
+fn check_mapping_unit(bytes: u64, page_size: u32, what: &str) -> Result<(), CliError> {
+    let page_size = u64::from(page_size);
+    if bytes.is_power_of_two() && (512..=page_size).contains(&bytes) {
+        return Ok(());
+    }
+    let mut ok = Vec::new();
+    let mut u = 512u64;
+    while u <= page_size {
+        ok.push(u.to_string());
+        u *= 2;
+    }
+    Err(CliError::Usage(format!(
+        "{what} {bytes} must be a power of two from 512 bytes to the engine page size ({page_size}): one of {}",
+        ok.join(", ")
+    )))
+}
+
+/// With value sizes that vary, makes the workload's record count (the most records the load
+/// may insert) cover the data SSD at the mean value size, as small values need more records than
+/// the default holds. The fixed size keeps its record count (and so its results).
+fn cover_the_device(cfg: &mut BenchConfig) {
+    if cfg.ycsb.value_sizes == ValueSizes::Fixed {
+        return;
+    }
+    // Every record's value takes its bytes of some page, so no load needs more.
+    let most = (cfg.data_ssd.logical_bytes as f64 / cfg.ycsb.mean_value_bytes()).ceil() as u64;
+    cfg.ycsb.record_count = cfg.ycsb.record_count.max(most);
+}
+
 /// The log SSD's size for a `data_bytes` data SSD (as [`BenchConfig::new`] makes it).
 fn log_bytes(data_bytes: u64) -> u64 {
     (data_bytes / 8).max(32 << 20)
@@ -239,13 +289,15 @@ fn title(cfg: &BenchConfig) -> String {
         d => d.to_string(),
     };
     format!(
-        "YCSB-{} ({dist}), {} data SSD at {:.0}% fill, buffer {:.0}% of the data, {} clients, seed {}",
+        "YCSB-{} ({dist}), {} data SSD at {:.0}% fill, buffer {:.0}% of the data, {} clients, seed {}, {}, mapping unit {}",
         cfg.ycsb.workload,
         super::size::format_bytes(cfg.data_ssd.logical_bytes),
         cfg.fill * 100.0,
         cfg.buffer_fraction * 100.0,
         cfg.run.clients,
-        cfg.ycsb.seed
+        cfg.ycsb.seed,
+        cfg.ycsb.describe_values(),
+        super::size::format_bytes(u64::from(cfg.data_ssd.mapping_unit_bytes))
     )
 }
 

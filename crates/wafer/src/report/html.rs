@@ -162,10 +162,10 @@ fn workload(run: &BenchSummary) -> String {
     }
     let y = &run.config.ycsb;
     format!(
-        "YCSB-{}, {}, {} B values, LZ4 ratio {:.2}",
+        "YCSB-{}, {}, {}, LZ4 ratio {:.2}",
         y.workload.name().to_uppercase(),
         y.key_dist(),
-        y.value_bytes,
+        y.describe_values(),
         y.compressibility
     )
 }

@@ -39,7 +39,9 @@ pub struct WallResult {
 /// then runs `threads` threads for `duration_ms`.
 pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let n = cfg.ycsb.record_count;
-    let bytes_per_record = (cfg.ycsb.key_bytes + cfg.ycsb.value_bytes) as u64 + 16;
+    // The mean record: with value sizes that vary, the data set is their mean times the count.
+    let bytes_per_record =
+        (cfg.ycsb.key_bytes as f64 + cfg.ycsb.mean_value_bytes()).ceil() as u64 + 16;
     // Whole MiB: the devices take only multiples of their block.
     let data_bytes = (n * bytes_per_record * 3)
         .max(64 << 20)

@@ -1,7 +1,7 @@
 //! YCSB descriptions: the workloads and their mixes, key distributions, load order, the
 //! configuration and its errors.
 
-use super::{key_capacity, KEY_PREFIX};
+use super::{key_capacity, ValueSizes, KEY_PREFIX};
 use crate::values::{ValueError, DEFAULT_LZ4_RATIO, MAX_VALUE_BYTES};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,6 +36,14 @@ pub enum YcsbError {
         /// The field.
         field: &'static str,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A value-size distribution that cannot be used.
+    #[error("bad value sizes '{input}': {reason}")]
+    BadValueSizes {
+        /// The sizes as given.
+        input: String,
+        /// What is wrong with them.
         reason: String,
     },
     /// The value generator cannot be built.
@@ -278,8 +286,12 @@ pub struct YcsbConfig {
     pub record_count: u64,
     /// Length of every key: "user" + zero-padded decimal id (default 24).
     pub key_bytes: usize,
-    /// Length of every value (default 1000: YCSB's 10 fields of 100 bytes).
+    /// Length of every value when `value_sizes` is [`ValueSizes::Fixed`] (default 1000: YCSB's 10
+    /// fields of 100 bytes); not used by the other distributions.
     pub value_bytes: usize,
+    /// How value sizes vary between records (default [`ValueSizes::Fixed`]: all `value_bytes`).
+    /// A record keeps its size for the whole run; see [`ValueSizes`].
+    pub value_sizes: ValueSizes,
     /// Key choice (default [`KeyDist::Standard`]: `latest` for D, `zipf:0.99` otherwise).
     pub dist: KeyDist,
     /// LZ4 compressed / original size of 4 KiB pages of records, in (0, 1]; 1 is random data.
@@ -300,6 +312,7 @@ impl Default for YcsbConfig {
             record_count: 1_000_000,
             key_bytes: 24,
             value_bytes: 1000,
+            value_sizes: ValueSizes::Fixed,
             dist: KeyDist::Standard,
             compressibility: DEFAULT_LZ4_RATIO,
             max_scan_len: 100,
@@ -324,6 +337,29 @@ impl YcsbConfig {
             KeyDist::Standard => self.workload.standard_dist(),
             d => d,
         }
+    }
+
+    /// Sets the value sizes; a distribution of one size becomes [`ValueSizes::Fixed`] with that
+    /// `value_bytes` (so `--value-size 1000` is the fixed size it always was).
+    pub fn set_value_sizes(&mut self, sizes: ValueSizes) {
+        match sizes.single_size(self.value_bytes) {
+            Some(n) => {
+                self.value_bytes = n;
+                self.value_sizes = ValueSizes::Fixed;
+            }
+            None => self.value_sizes = sizes,
+        }
+    }
+
+    /// Mean value size in bytes.
+    pub fn mean_value_bytes(&self) -> f64 {
+        self.value_sizes.mean_bytes(self.value_bytes)
+    }
+
+    /// The value sizes in a few words, e.g. "1000 B values" or "mix1 values (128..4096 B, mean
+    /// 1344 B)".
+    pub fn describe_values(&self) -> String {
+        self.value_sizes.describe(self.value_bytes)
     }
 
     /// Checks every field except the compressibility, which
@@ -355,6 +391,7 @@ impl YcsbConfig {
                 format!("{} is not in 1..={MAX_VALUE_BYTES}", self.value_bytes),
             ));
         }
+        self.value_sizes.validate(self.value_bytes)?;
         if self.max_scan_len == 0 {
             return Err(bad_field("max_scan_len", "must be at least 1"));
         }

@@ -477,3 +477,286 @@ fn generation_speed() {
     assert_eq!(bytes, n * 24);
     assert!(ns < 10_000.0, "{ns} ns per op");
 }
+
+/// FNV-1a over the operations and load records of a generator: a fingerprint of every byte it
+/// hands out.
+fn fingerprint(g: &mut YcsbGenerator, ops: usize, loads: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes.iter().chain(&(bytes.len() as u64).to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for i in 0..loads {
+        eat(&g.load_key(i));
+        eat(&g.load_value(i));
+    }
+    for op in g.take(ops) {
+        eat(&[op.kind() as u8]);
+        eat(op.key());
+        eat(op.value().unwrap_or_default());
+        if let YcsbOp::Scan { len, .. } = op {
+            eat(&(len as u64).to_le_bytes());
+        }
+    }
+    h
+}
+
+#[test]
+fn fixed_value_sizes_hand_out_the_same_bytes_as_before_value_size_distributions() {
+    // Taken from the generator before `value_sizes` existed: the default (fixed) sizes must
+    // keep every existing result, so every workload yields the very same bytes.
+    let mut got = Vec::new();
+    for w in YcsbWorkload::ALL {
+        for (value_bytes, load_order) in [(100, LoadOrder::Ordered), (1000, LoadOrder::Hashed)] {
+            let c = YcsbConfig {
+                value_bytes,
+                load_order,
+                ..cfg(w, 5_000)
+            };
+            let mut g = YcsbGenerator::new(&c).unwrap();
+            got.push(fingerprint(&mut g, 3000, 200));
+        }
+    }
+    let want: [u64; 14] = [
+        0x47da625c94fa248b,
+        0xc17860109a541c25,
+        0xc319c8dacff5ed51,
+        0x88dc2dfd628baed1,
+        0x5a6d89dc836709ea,
+        0x414c057962b9e587,
+        0x4c73c946f9d8ee20,
+        0xb57cfac676a76db0,
+        0x412c542ac31b54a3,
+        0x822c6912c737e00f,
+        0x9a044b35d250857d,
+        0x620ca41df476b19f,
+        0x203282697459ed42,
+        0x6afca9d5f148ca6a,
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn value_sizes_parse_print_and_refuse_nonsense() {
+    let ok = [
+        ("1000", ValueSizes::Mix(vec![1000])),
+        (
+            "128..4096",
+            ValueSizes::Uniform {
+                min: 128,
+                max: 4096,
+            },
+        ),
+        (
+            "128..=4096",
+            ValueSizes::Uniform {
+                min: 128,
+                max: 4096,
+            },
+        ),
+        (" 128, 512,4096 ", ValueSizes::Mix(vec![128, 512, 4096])),
+        ("MIX1", ValueSizes::Mix1),
+        ("mix2", ValueSizes::Mix2),
+        ("mix3", ValueSizes::Mix3),
+        ("mix4", ValueSizes::Mix4),
+        ("fixed", ValueSizes::Fixed),
+    ];
+    for (s, want) in ok {
+        let v: ValueSizes = s.parse().unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert_eq!(v, want, "{s}");
+        assert_eq!(v.to_string().parse::<ValueSizes>().unwrap(), v, "{s}");
+    }
+    for bad in [
+        "",
+        "0",
+        "4096..128",
+        "128..",
+        "a,b",
+        "128,,256",
+        "mix5",
+        "16777217",
+        "1..16777217",
+        "-5",
+    ] {
+        let e = bad.parse::<ValueSizes>().unwrap_err().to_string();
+        assert!(e.contains("value sizes"), "{bad}: {e}");
+    }
+    // The error lists the forms that parse.
+    let e = "mix5".parse::<ValueSizes>().unwrap_err().to_string();
+    assert!(
+        e.contains("MIN..MAX") && e.contains("mix1") && e.contains("SIZE,SIZE"),
+        "{e}"
+    );
+    assert!(ValueSizes::Mix(Vec::new()).validate(1000).is_err());
+    assert!(ValueSizes::Fixed.validate(0).is_err());
+}
+
+#[test]
+fn a_config_takes_value_sizes_as_a_string_and_refuses_bad_ones() {
+    let c: YcsbConfig = serde_json::from_str(r#"{"value_sizes": "mix3"}"#).unwrap();
+    assert_eq!(c.value_sizes, ValueSizes::Mix3);
+    let c: YcsbConfig = serde_json::from_str(r#"{"value_sizes": "128..512"}"#).unwrap();
+    assert_eq!(c.value_sizes, ValueSizes::Uniform { min: 128, max: 512 });
+    assert_eq!(
+        serde_json::from_str::<YcsbConfig>(&serde_json::to_string(&c).unwrap()).unwrap(),
+        c
+    );
+    assert!(serde_json::from_str::<YcsbConfig>(r#"{"value_sizes": "512..128"}"#).is_err());
+    assert!(serde_json::from_str::<YcsbConfig>(r#"{"value_size": "mix1"}"#).is_err());
+    let bad = YcsbConfig {
+        value_sizes: ValueSizes::Mix(vec![0, 100]),
+        ..cfg(YcsbWorkload::A, 100)
+    };
+    assert!(matches!(
+        YcsbGenerator::new(&bad),
+        Err(YcsbError::BadValueSizes { .. })
+    ));
+    // One size is the fixed size it always was.
+    let mut c = YcsbConfig::default();
+    c.set_value_sizes("500".parse().unwrap());
+    assert_eq!(
+        (c.value_sizes.clone(), c.value_bytes),
+        (ValueSizes::Fixed, 500)
+    );
+    c.set_value_sizes(ValueSizes::Mix2);
+    assert_eq!(
+        (c.value_sizes.clone(), c.value_bytes),
+        (ValueSizes::Mix2, 500)
+    );
+    assert_eq!(
+        c.describe_values(),
+        "mix2 values (128..4096 B, mean 390.1 B)"
+    );
+}
+
+#[test]
+fn the_named_mixes_have_their_documented_means_and_realise_them() {
+    let nominal = [1344.0, 24576.0 / 63.0, 174720.0 / 63.0, 2112.0];
+    for (m, want) in ValueSizes::NAMED.iter().zip(nominal) {
+        assert!((m.mean_bytes(1000) - want).abs() < 1e-9, "{m}");
+        let s = m.sampler(1000, 42);
+        let n = 200_000u64;
+        let mut sum = 0.0;
+        for id in 0..n {
+            let x = s.size_of(id);
+            assert!((128..=4096).contains(&x), "{m}: {x}");
+            sum += x as f64;
+        }
+        let got = sum / n as f64;
+        println!("{m}: mean {got:.1} B (nominal {want:.1} B)");
+        assert!((got - want).abs() / want < 0.01, "{m}: {got} vs {want}");
+    }
+    let m = ValueSizes::Mix(vec![128, 128, 4096]);
+    assert!((m.mean_bytes(1) - 1450.666).abs() < 0.01);
+    let s = m.sampler(1, 1);
+    let big = (0..30_000).filter(|&id| s.size_of(id) == 4096).count();
+    assert!((9_500..10_500).contains(&big), "{big}");
+}
+
+fn sized_cfg(w: YcsbWorkload, sizes: ValueSizes) -> YcsbConfig {
+    YcsbConfig {
+        value_sizes: sizes,
+        ..cfg(w, 2_000)
+    }
+}
+
+#[test]
+fn a_record_keeps_its_size_for_the_run_and_sizes_follow_the_seed() {
+    let c = sized_cfg(YcsbWorkload::A, ValueSizes::Mix1);
+    let g = YcsbGenerator::new(&c).unwrap();
+    let sizes: Vec<usize> = (0..2000).map(|i| g.load_value(i).len()).collect();
+    assert_eq!(
+        sizes,
+        (0..2000).map(|i| g.value_size(i)).collect::<Vec<_>>()
+    );
+    let again = YcsbGenerator::new(&c).unwrap();
+    assert_eq!(
+        sizes,
+        (0..2000)
+            .map(|i| again.load_value(i).len())
+            .collect::<Vec<_>>()
+    );
+    let other = YcsbGenerator::new(&YcsbConfig {
+        seed: 7,
+        ..c.clone()
+    })
+    .unwrap();
+    assert_ne!(
+        sizes,
+        (0..2000)
+            .map(|i| other.load_value(i).len())
+            .collect::<Vec<_>>()
+    );
+    // Every write of a key (load, update, read-modify-write, insert) has the key's size.
+    for w in [
+        YcsbWorkload::A,
+        YcsbWorkload::F,
+        YcsbWorkload::WO,
+        YcsbWorkload::D,
+    ] {
+        let mut g = YcsbGenerator::new(&sized_cfg(w, ValueSizes::Mix4)).unwrap();
+        let check = g.clone();
+        let mut writes = 0;
+        for op in g.by_ref().take(5000) {
+            if let Some(v) = op.value() {
+                assert_eq!(v.len(), check.value_size(id(op.key())), "{w}");
+                writes += 1;
+            }
+        }
+        assert!(writes > 0, "{w}");
+        let a: Vec<YcsbOp> = YcsbGenerator::new(&sized_cfg(w, ValueSizes::Mix4))
+            .unwrap()
+            .take(5000)
+            .collect();
+        let b: Vec<YcsbOp> = YcsbGenerator::new(&sized_cfg(w, ValueSizes::Mix4))
+            .unwrap()
+            .take(5000)
+            .collect();
+        assert_eq!(a, b, "{w}");
+    }
+}
+
+#[test]
+fn sizes_do_not_change_which_keys_are_chosen() {
+    // Sizes are hashed, not drawn: the operation stream has the same kinds and keys.
+    let fixed = YcsbGenerator::new(&cfg(YcsbWorkload::A, 2_000)).unwrap();
+    let mixed = YcsbGenerator::new(&sized_cfg(YcsbWorkload::A, ValueSizes::Mix2)).unwrap();
+    for (a, b) in fixed.zip(mixed).take(3000) {
+        assert_eq!((a.kind(), a.key().to_vec()), (b.kind(), b.key().to_vec()));
+    }
+}
+
+#[test]
+fn mixed_size_pages_compress_to_the_configured_ratio() {
+    for (sizes, target) in [
+        (ValueSizes::Mix1, DEFAULT_LZ4_RATIO),
+        (ValueSizes::Mix2, DEFAULT_LZ4_RATIO),
+        (ValueSizes::Mix3, DEFAULT_LZ4_RATIO),
+        (ValueSizes::Mix4, 0.6),
+        (
+            ValueSizes::Uniform { min: 100, max: 300 },
+            DEFAULT_LZ4_RATIO,
+        ),
+    ] {
+        let g = YcsbGenerator::new(&YcsbConfig {
+            value_sizes: sizes.clone(),
+            compressibility: target,
+            record_count: 100_000,
+            ..YcsbConfig::default()
+        })
+        .unwrap();
+        let mut data = Vec::new();
+        for (k, v) in g.load_records() {
+            data.extend_from_slice(&k);
+            data.extend_from_slice(&v);
+            if data.len() >= 400 * PAGE_BYTES {
+                break;
+            }
+        }
+        data.truncate(400 * PAGE_BYTES);
+        let r = page_lz4_ratio(&data);
+        println!("{sizes}: target {target}, pages compress to {r:.4}");
+        assert!((r - target).abs() <= 0.03, "{sizes}: {r} vs {target}");
+    }
+}
