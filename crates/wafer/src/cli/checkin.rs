@@ -14,7 +14,6 @@
 use super::bench::YcsbArgs;
 use super::CliError;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use wafer_workloads::bench::vtime::{self, Silent};
 use wafer_workloads::bench::{BenchConfig, BenchSummary, Preset};
 
@@ -47,11 +46,9 @@ pub struct CheckinArgs {
     /// Mapping units of the `units` sweep, bytes.
     #[arg(long, value_delimiter = ',', default_value = "512,1024,2048,4096")]
     pub units: Vec<u32>,
-    /// Write every point's summaries here (JSON).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
     /// The workload, devices and stop rule of every run (the experiments choose the
-    /// configurations, and the swept setting, themselves).
+    /// configurations, and the swept setting, themselves); `--out FILE` gets every point's
+    /// summary (JSON).
     #[command(flatten)]
     pub ycsb: YcsbArgs,
 }
@@ -114,7 +111,8 @@ fn ms(ns: f64) -> f64 {
 
 /// Runs `wafer bench checkin`.
 pub fn main(args: &CheckinArgs) -> Result<(), CliError> {
-    if let Some(p) = &args.out {
+    let out_path = args.ycsb.output.out.as_ref();
+    if let Some(p) = out_path {
         super::check_writable("--out", p)?;
     }
     let want = |e: Experiment| args.experiment == e || args.experiment == Experiment::All;
@@ -270,7 +268,7 @@ pub fn main(args: &CheckinArgs) -> Result<(), CliError> {
         }
     }
     super::human::print_stdout(&out);
-    if let Some(p) = &args.out {
+    if let Some(p) = out_path {
         let text = serde_json::to_string_pretty(&points)
             .map_err(|e| CliError::Run(format!("encoding: {e}")))?;
         std::fs::write(p, text)
