@@ -19,6 +19,15 @@ impl Health {
     }
 
     /// Fails with [`Error::Poisoned`] once the handle is poisoned.
+    /// Replaces this signal with `shared` (a component joining the database's), carrying over a
+    /// poisoning this one already had.
+    pub fn join(&mut self, shared: Health) {
+        if let Err(Error::Poisoned(why)) = self.check() {
+            shared.poison_with(|| why);
+        }
+        *self = shared;
+    }
+
     pub fn check(&self) -> Result<()> {
         match self.why.get() {
             Some(why) => Err(Error::Poisoned(why.clone())),

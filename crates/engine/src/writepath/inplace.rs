@@ -117,22 +117,7 @@ impl InPlace {
 
     /// Zeroes a byte range: a trim where the device reads trimmed blocks as zeros, else writes.
     fn clear(&mut self, offset: u64, len: u64) -> Result<()> {
-        if self.dev.capabilities().trim {
-            self.dev.trim(offset, len)?;
-            let mut probe = vec![0u8; self.dev.block_bytes() as usize];
-            self.dev.read_at(offset, &mut probe)?;
-            if page::is_zeroed(&probe) {
-                return Ok(());
-            }
-        }
-        let chunk = vec![0u8; 1 << 20];
-        let mut at = offset;
-        while at < offset + len {
-            let n = (offset + len - at).min(chunk.len() as u64);
-            self.dev.write_at(at, &chunk[..n as usize])?;
-            at += n;
-        }
-        Ok(())
+        super::zero_range(self.dev.as_mut(), offset, len)
     }
 
     fn zero_doublewrite_area(&mut self) -> Result<()> {
@@ -289,10 +274,7 @@ impl InPlace {
 
 impl WritePath for InPlace {
     fn share_health(&mut self, health: Health) {
-        if let Err(Error::Poisoned(why)) = self.health.check() {
-            health.poison_with(|| why);
-        }
-        self.health = health;
+        self.health.join(health);
     }
 
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {

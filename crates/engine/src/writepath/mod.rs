@@ -81,6 +81,31 @@ impl LogSink for MemLog {
     }
 }
 
+/// Zeroes `len` bytes of `dev` at `offset` (formatting a data device): a trim where the device
+/// reads trimmed blocks as zeros, else writes of zeros.
+pub(crate) fn zero_range(
+    dev: &mut dyn crate::device::BlockDevice,
+    offset: u64,
+    len: u64,
+) -> Result<()> {
+    if dev.capabilities().trim {
+        dev.trim(offset, len)?;
+        let mut probe = vec![0u8; dev.block_bytes() as usize];
+        dev.read_at(offset, &mut probe)?;
+        if crate::page::is_zeroed(&probe) {
+            return Ok(());
+        }
+    }
+    let chunk = vec![0u8; 1 << 20];
+    let mut at = offset;
+    while at < offset + len {
+        let n = (offset + len - at).min(chunk.len() as u64);
+        dev.write_at(at, &chunk[..n as usize])?;
+        at += n;
+    }
+    Ok(())
+}
+
 /// Why a page is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteReason {

@@ -628,16 +628,7 @@ fn power_cut_on_the_journal_path_recovers_committed_state() {
     use wafer_engine::HomeMethod;
     let mut tally = Tally::default();
     let mut moved = 0;
-    for (m, method) in [
-        HomeMethod::Host,
-        HomeMethod::IscA,
-        HomeMethod::IscB,
-        HomeMethod::IscC,
-        HomeMethod::CheckIn,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (m, method) in HomeMethod::ALL.into_iter().enumerate() {
         let kinds: &[CommandKind] = match method {
             HomeMethod::Host => &[CommandKind::Write],
             HomeMethod::IscA | HomeMethod::IscB => &[CommandKind::Copy],

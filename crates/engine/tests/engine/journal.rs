@@ -91,16 +91,7 @@ fn run(method: HomeMethod) -> Run {
 
 #[test]
 fn the_ladder_keeps_the_data_and_ranks_redundant_writes() {
-    let runs: Vec<(HomeMethod, Run)> = [
-        HomeMethod::Host,
-        HomeMethod::IscA,
-        HomeMethod::IscB,
-        HomeMethod::IscC,
-        HomeMethod::CheckIn,
-    ]
-    .into_iter()
-    .map(|m| (m, run(m)))
-    .collect();
+    let runs: Vec<(HomeMethod, Run)> = HomeMethod::ALL.into_iter().map(|m| (m, run(m))).collect();
     for (m, r) in &runs {
         eprintln!(
             "{}: redundant {} of {} media bytes; {:?}",

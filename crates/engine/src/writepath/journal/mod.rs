@@ -57,6 +57,15 @@ pub enum HomeMethod {
 }
 
 impl HomeMethod {
+    /// The ladder, in the paper's order.
+    pub const ALL: [HomeMethod; 5] = [
+        HomeMethod::Host,
+        HomeMethod::IscA,
+        HomeMethod::IscB,
+        HomeMethod::IscC,
+        HomeMethod::CheckIn,
+    ];
+
     /// The name used by presets and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -73,15 +82,7 @@ impl HomeMethod {
     }
 
     fn from_code(c: u32) -> Option<HomeMethod> {
-        [
-            HomeMethod::Host,
-            HomeMethod::IscA,
-            HomeMethod::IscB,
-            HomeMethod::IscC,
-            HomeMethod::CheckIn,
-        ]
-        .into_iter()
-        .find(|m| m.code() == c)
+        HomeMethod::ALL.into_iter().find(|m| m.code() == c)
     }
 
     fn format(self) -> Format {
@@ -376,22 +377,7 @@ impl Journal {
 
     /// Zeroes a byte range: a trim where trimmed blocks read as zeros, else writes.
     fn clear(&mut self, offset: u64, len: u64) -> Result<()> {
-        if self.dev.capabilities().trim {
-            self.dev.trim(offset, len)?;
-            let mut probe = vec![0u8; self.dev.block_bytes() as usize];
-            self.dev.read_at(offset, &mut probe)?;
-            if page::is_zeroed(&probe) {
-                return Ok(());
-            }
-        }
-        let chunk = vec![0u8; 1 << 20];
-        let mut at = offset;
-        while at < offset + len {
-            let n = (offset + len - at).min(chunk.len() as u64);
-            self.dev.write_at(at, &chunk[..n as usize])?;
-            at += n;
-        }
-        Ok(())
+        super::zero_range(self.dev.as_mut(), offset, len)
     }
 
     fn write_header(&mut self, stamp: &Stamp) -> Result<()> {
@@ -657,10 +643,7 @@ impl Journal {
 
 impl WritePath for Journal {
     fn share_health(&mut self, health: Health) {
-        if let Err(Error::Poisoned(why)) = self.health.check() {
-            health.poison_with(|| why);
-        }
-        self.health = health;
+        self.health.join(health);
     }
 
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {

@@ -169,10 +169,7 @@ impl OutOfPlace {
 
 impl WritePath for OutOfPlace {
     fn share_health(&mut self, health: Health) {
-        if let Err(Error::Poisoned(why)) = self.health.check() {
-            health.poison_with(|| why);
-        }
-        self.health = health;
+        self.health.join(health);
     }
 
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
