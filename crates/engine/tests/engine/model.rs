@@ -161,6 +161,24 @@ fn random_transactions_match_the_oracle_out_of_place() {
     run_with(3, 600, cfg);
 }
 
+/// The same model test on the journal write path, every rung of paper 004's ladder, with a
+/// journal small enough that it checkpoints itself many times.
+#[test]
+fn random_transactions_match_the_oracle_on_the_journal_path() {
+    for (i, method) in wafer_engine::HomeMethod::ALL.into_iter().enumerate() {
+        let cfg = DbConfig {
+            doublewrite: false,
+            journal: Some(wafer_engine::JournalConfig {
+                method,
+                journal_bytes: 512 << 10,
+                checkpoint_fill: 0.5,
+            }),
+            ..config(24, false)
+        };
+        run_with(11 + i as u64, 400, cfg);
+    }
+}
+
 #[test]
 fn random_transactions_match_the_oracle_small_pool() {
     run(1, 600, 24, true);
