@@ -14,8 +14,9 @@
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::wal::record::TxnId;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 pub(crate) struct Frame {
     pub pid: Option<PageId>,
@@ -64,7 +65,9 @@ impl PoolStats {
 pub(crate) struct BufferPool {
     page_size: usize,
     pub frames: Vec<Frame>,
-    table: HashMap<PageId, PageState>,
+    /// Page id -> where the page is. Page ids are small integers: FxHash (one multiply) instead
+    /// of the standard SipHash, which took about a fifth of a cached read.
+    table: FxHashMap<PageId, PageState>,
     hand: usize,
     flush_list: BTreeSet<(Lsn, PageId)>,
     pub stats: PoolStats,
@@ -103,7 +106,7 @@ impl BufferPool {
         Ok(BufferPool {
             page_size,
             frames: all,
-            table: HashMap::new(),
+            table: FxHashMap::default(),
             hand: 0,
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),

@@ -6,7 +6,7 @@
 use crate::error::Result;
 use crate::locks::{LockKey, LockManager, LockMode};
 use crate::wal::record::{TreeId, TxnId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Read or write access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,9 @@
 
 use crate::error::{Error, Result};
 use crate::wal::record::{TreeId, TxnId};
-use std::collections::HashMap;
+/// User keys are hashed with foldhash's seeded quality hasher: several times SipHash's speed
+/// on short keys, still randomly seeded per process (keys come from users).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockMode {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::undo::{MemUndo, UndoStore};
 use crate::wal::record::{TreeId, TxnId, Undo};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Per-transaction state.
 #[derive(Default)]
@@ -102,7 +102,7 @@ impl TxnTable {
     /// An empty table with strict 2PL and in-memory undo.
     pub fn new(page_size: u32) -> TxnTable {
         TxnTable {
-            txns: HashMap::new(),
+            txns: HashMap::default(),
             next_txn: 1,
             log_reserved: 0,
             pages_reserved: 0,

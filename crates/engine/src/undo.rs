@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::page::{Lsn, PageId};
 use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::Wal;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Before-images of live transactions.
 pub(crate) trait UndoStore: Send {
