@@ -137,24 +137,26 @@ pub struct CopyOp {
 
 /// Checks every operation of a copy command as [`check_remap`] checks a remap batch.
 pub fn check_copy(ops: &[CopyOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
-    for (index, op) in ops.iter().enumerate() {
-        check_io(op.src, op.len, capacity, block)?;
-        check_io(op.dst, op.len, capacity, block)?;
-        if op.len > 0 && op.src < op.dst + op.len && op.dst < op.src + op.len {
-            return Err(DeviceError::RemapOverlap { index });
-        }
-    }
-    Ok(())
+    check_ranges(ops.iter().map(|o| (o.src, o.dst, o.len)), capacity, block)
 }
 
 /// Checks every operation of a remap batch against a capacity and a block size, and that no
 /// operation's source and destination overlap. Nothing of a batch that fails this check may be
 /// applied.
 pub fn check_remap(ops: &[RemapOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
-    for (index, op) in ops.iter().enumerate() {
-        check_io(op.src, op.len, capacity, block)?;
-        check_io(op.dst, op.len, capacity, block)?;
-        if op.len > 0 && op.src < op.dst + op.len && op.dst < op.src + op.len {
+    check_ranges(ops.iter().map(|o| (o.src, o.dst, o.len)), capacity, block)
+}
+
+/// The checks of [`check_remap`] and [`check_copy`] over (source, destination, length).
+fn check_ranges(
+    ops: impl Iterator<Item = (u64, u64, u64)>,
+    capacity: u64,
+    block: u32,
+) -> Result<(), DeviceError> {
+    for (index, (src, dst, len)) in ops.enumerate() {
+        check_io(src, len, capacity, block)?;
+        check_io(dst, len, capacity, block)?;
+        if len > 0 && src < dst + len && dst < src + len {
             return Err(DeviceError::RemapOverlap { index });
         }
     }
