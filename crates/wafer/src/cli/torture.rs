@@ -40,8 +40,10 @@ Every kind runs one trial in three in the flushless buffer mode (DbConfig::flush
 log table share and compaction settings); the trial's configuration line names the mode.
 
 Trial kinds:
-  cut      A random configuration (in-place with or without doublewrite, or out-of-place; memory
-           devices with 512 or 4096-byte blocks, files, simulated conventional, ZNS and FDP SSDs;
+  cut      A random configuration (in-place with or without doublewrite, out-of-place, or one
+           trial in four of the in-place ones on the journal path with a random rung of paper
+           004's ladder; memory devices with 512 or 4096-byte blocks, files, simulated
+           conventional, ZNS and FDP SSDs;
            pools down to 16 frames, small logs), a random interleaved transaction workload, then
            a power cut at a random device command with torn and lost unflushed writes. The reopen
            may be cut again during recovery, and sometimes a few operations after it. Every

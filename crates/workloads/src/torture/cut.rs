@@ -132,6 +132,7 @@ impl CutConfig {
         // One trial in three in the flushless mode, drawn apart too.
         let mut db = db;
         flushless_mode(&mut db, seed ^ 0x0f1a_5c07);
+        journal_mode(&mut db, dev, data_bytes, seed ^ 0x004c_4e4a);
         CutConfig {
             dev,
             data_bytes,
@@ -147,6 +148,15 @@ impl CutConfig {
     /// One line describing the configuration.
     pub fn describe(&self) -> String {
         let path = match &self.db.out_of_place {
+            None if self.db.journal.is_some() => {
+                let j = self.db.journal.as_ref().expect("journal");
+                format!(
+                    "journal({}, {} KiB, fill {:.2})",
+                    j.method.name(),
+                    j.journal_bytes >> 10,
+                    j.checkpoint_fill
+                )
+            }
             Some(o) => format!(
                 "oop(codec {:?}, gdt {}, nowa {}, zone {} KiB, open {}, batch {})",
                 o.codec,
@@ -186,6 +196,7 @@ impl CutConfig {
     /// blocks smaller than a page).
     fn torn_pages_unrepairable(&self) -> bool {
         self.db.out_of_place.is_none()
+            && self.db.journal.is_none()
             && !self.db.doublewrite
             && self.dev == DeviceKind::Mem { block: 512 }
     }
@@ -226,6 +237,27 @@ pub fn describe_mode(db: &DbConfig) -> String {
         ),
         None => "aries".into(),
     }
+}
+
+/// Puts `db` on the journal write path (paper 004) in one trial of four that is in place and
+/// not flushless, on a device with copy and remap commands (not ZNS), by draws of its own from
+/// `stream`: a random rung of the ladder, a journal of an eighth of the device (at least 64
+/// KiB) and a random checkpoint fill, so journal checkpoints come often on these small devices.
+pub fn journal_mode(db: &mut DbConfig, dev: DeviceKind, data_bytes: u64, stream: u64) {
+    let mut rng = Pcg64Mcg::seed_from_u64(stream);
+    if db.flushless.is_some()
+        || db.out_of_place.is_some()
+        || dev == DeviceKind::SimZns
+        || !rng.random_bool(0.25)
+    {
+        return;
+    }
+    let method = wafer_engine::HomeMethod::ALL[rng.random_range(0..5)];
+    db.journal = Some(wafer_engine::JournalConfig {
+        method,
+        journal_bytes: (data_bytes / 8 / 4096 * 4096).max(64 << 10),
+        checkpoint_fill: rng.random_range(0.3..0.9),
+    });
 }
 
 /// Runs the cut trial of `seed`.

@@ -288,10 +288,13 @@ impl Journal {
         } else {
             cfg.journal_bytes
         };
-        if !journal_bytes.is_multiple_of(ps) || journal_bytes < 16 * ps {
+        let fill_bytes = (cfg.checkpoint_fill * journal_bytes as f64) as u64;
+        if !journal_bytes.is_multiple_of(ps) || journal_bytes < 16 * ps || fill_bytes < 4 * ps {
             return Err(Error::Config(format!(
-                "journal.journal_bytes {journal_bytes} must be a multiple of the page size and \
-                 at least 16 pages"
+                "journal.journal_bytes {journal_bytes} must be a multiple of the page size, at \
+                 least 16 pages, and with journal.checkpoint_fill {} hold 4 pages before it \
+                 checkpoints",
+                cfg.checkpoint_fill
             )));
         }
         if cap < ps + journal_bytes + 16 * ps {
@@ -449,10 +452,9 @@ impl Journal {
         reason: WriteReason,
         log: &mut dyn LogSink,
     ) -> Result<()> {
-        debug_assert!(
-            !self.moved,
-            "pages written between a checkpoint's move and its end"
-        );
+        // `moved` may still be set here only after a checkpoint that failed between its move and
+        // its record: the images it moved are in the journal too, so appending is safe, and the
+        // next checkpoint moves everything again before it empties the journal.
         let ps = self.page_size as usize;
         let batch = entry::build(
             self.cfg.method.format(),
@@ -561,8 +563,16 @@ impl WritePath for Journal {
                 self.page_capacity()
             )));
         }
-        let r = self.write_batch(pages, reason, log);
-        self.note(r)
+        // A batch larger than the journal's checkpoint threshold goes in pieces, the journal
+        // checkpointing itself between them (a checkpoint may write more pages than fit).
+        let entry = (self.page_size + self.sector.max(self.unit)) as u64;
+        let limit = (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64;
+        let per = ((limit / entry) as usize).max(1);
+        for chunk in pages.chunks(per) {
+            let r = self.write_batch(chunk, reason, log);
+            self.note(r)?;
+        }
+        Ok(())
     }
 
     fn sync(&mut self, log: &mut dyn LogSink) -> Result<()> {
