@@ -13,10 +13,12 @@
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
+use crate::sync::Striped;
 use crate::wal::record::TxnId;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) struct Frame {
     pub pid: Option<PageId>,
@@ -24,12 +26,24 @@ pub(crate) struct Frame {
     pub dirty: bool,
     pub rec_lsn: Lsn,
     pub pins: u32,
-    pub referenced: bool,
+    /// CLOCK's reference bit: set by hits, which may come from threads sharing the core latch
+    /// (an atomic, written only when it changes, so a hot page's line is not written by every
+    /// read); cleared by the sweep, under the exclusive latch.
+    pub referenced: AtomicBool,
     /// Consecutive checkpoints that selected this page and deferred its write (paper 000's
     /// `checkpoint_count`); reset whenever the page is written or evicted.
     pub ckpt_count: u32,
     /// Transactions with uncommitted changes on this page (empty once they all ended).
     pub uncommitted: Vec<TxnId>,
+}
+
+impl Frame {
+    /// Sets the reference bit, writing the line only if the bit was clear.
+    fn reference(&self) {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Where a page of the page table is.
@@ -70,7 +84,10 @@ pub(crate) struct BufferPool {
     table: FxHashMap<PageId, PageState>,
     hand: usize,
     flush_list: BTreeSet<(Lsn, PageId)>,
+    /// Counters of the paths that hold the core latch exclusive (see [`BufferPool::stats`]).
     pub stats: PoolStats,
+    /// Hits of readers sharing the core latch.
+    pub shared_hits: Striped,
 }
 
 /// The fewest frames a pool has (a split pins a handful of pages at once).
@@ -98,7 +115,7 @@ impl BufferPool {
                 dirty: false,
                 rec_lsn: 0,
                 pins: 0,
-                referenced: false,
+                referenced: AtomicBool::new(false),
                 ckpt_count: 0,
                 uncommitted: Vec::new(),
             });
@@ -110,6 +127,7 @@ impl BufferPool {
             hand: 0,
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
+            shared_hits: Striped::default(),
         })
     }
 
@@ -155,7 +173,20 @@ impl BufferPool {
     /// A hit on a resident page.
     pub fn touch_hit(&mut self, f: u32) {
         self.stats.hits += 1;
-        self.frames[f as usize].referenced = true;
+        self.frames[f as usize].reference();
+    }
+
+    /// A hit on a resident page by a reader sharing the core latch (it counts its hits in
+    /// [`BufferPool::shared_hits`] once its operation is done).
+    pub fn touch_hit_shared(&self, f: u32) {
+        self.frames[f as usize].reference();
+    }
+
+    /// The pool's counters, hits of shared readers included.
+    pub fn stats(&self) -> PoolStats {
+        let mut s = self.stats.clone();
+        s.hits += self.shared_hits.get();
+        s
     }
 
     /// Puts `pid` into the free frame `f` (its data already filled by the caller).
@@ -163,7 +194,7 @@ impl BufferPool {
         let fr = &mut self.frames[f as usize];
         debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 0);
         fr.pid = Some(pid);
-        fr.referenced = true;
+        *fr.referenced.get_mut() = true;
         self.table.insert(pid, PageState::Resident(f));
     }
 
@@ -184,8 +215,8 @@ impl BufferPool {
             if !may_take(fr) {
                 continue;
             }
-            if fr.referenced {
-                fr.referenced = false;
+            if *fr.referenced.get_mut() {
+                *fr.referenced.get_mut() = false;
                 continue;
             }
             return Some(i as u32);
@@ -326,7 +357,7 @@ impl BufferPool {
         let len = self.frames.len();
         (0..len)
             .map(|i| &self.frames[(self.hand + i) % len])
-            .filter(|f| f.dirty && f.pins == 0 && !f.referenced)
+            .filter(|f| f.dirty && f.pins == 0 && !f.referenced.load(Ordering::Relaxed))
             .filter_map(|f| f.pid)
             .take(n)
             .collect()

@@ -27,7 +27,7 @@ pub enum DirtyVictim {
 }
 
 /// How the buffer chooses and treats victims.
-pub trait EvictionPolicy: Send {
+pub trait EvictionPolicy: Send + Sync {
     /// Whether a frame holding uncommitted changes may be evicted (steal). A no-steal policy
     /// returns false.
     fn steal(&self) -> bool;
@@ -48,7 +48,7 @@ impl EvictionPolicy for WriteBack {
 }
 
 /// Called with each page image read from the device, before anyone sees it.
-pub trait AfterRead: Send {
+pub trait AfterRead: Send + Sync {
     /// `evicted_dirty`: the page was dropped dirty, so the image may be older than the page.
     /// Returns whether the page now holds changes its stored image lacks (it stays dirty).
     fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool>;

@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::locks::{LockKey, LockManager, LockMode};
+use crate::sync::Shards;
 use crate::wal::record::{TreeId, TxnId};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -15,12 +16,13 @@ pub(crate) enum Access {
     Write,
 }
 
-/// A concurrency-control protocol.
-pub(crate) trait ConcurrencyControl: Send {
+/// A concurrency-control protocol, used by many threads at once (each call synchronises what it
+/// touches itself).
+pub(crate) trait ConcurrencyControl: Send + Sync {
     /// Before `txn` accesses `key` of `tree` (or, for `None`, the whole tree: a scan). An error
     /// (a conflict) leaves the transaction active; the caller aborts and retries.
     fn before_access(
-        &mut self,
+        &self,
         txn: TxnId,
         tree: TreeId,
         key: Option<&[u8]>,
@@ -31,26 +33,34 @@ pub(crate) trait ConcurrencyControl: Send {
     /// [`ConcurrencyControl::stop_waiting`].
     /// `same_thread` are the transactions last used by the calling thread: a wait for one of
     /// them could only time out.
-    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool;
+    fn wait_for_scan(&self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool;
     /// `txn` no longer waits for a scan.
-    fn stop_waiting(&mut self, txn: TxnId);
+    fn stop_waiting(&self, txn: TxnId);
     /// `txn` ended (committed or rolled back): release what it holds.
-    fn end(&mut self, txn: TxnId);
+    fn end(&self, txn: TxnId);
     /// Accesses refused so far.
     fn conflicts(&self) -> u64;
 }
 
 /// Strict 2PL with multi-granularity locks, no-wait (see `locks.rs`).
-#[derive(Default)]
 pub(crate) struct TwoPhaseLocking {
     locks: LockManager,
-    /// Locks each live transaction holds.
-    held: HashMap<TxnId, Vec<LockKey>>,
+    /// Locks each live transaction holds, sharded by transaction.
+    held: Shards<HashMap<TxnId, Vec<LockKey>>>,
+}
+
+impl Default for TwoPhaseLocking {
+    fn default() -> Self {
+        TwoPhaseLocking {
+            locks: LockManager::default(),
+            held: Shards::new(16),
+        }
+    }
 }
 
 impl ConcurrencyControl for TwoPhaseLocking {
     fn before_access(
-        &mut self,
+        &self,
         txn: TxnId,
         tree: TreeId,
         key: Option<&[u8]>,
@@ -75,45 +85,44 @@ impl ConcurrencyControl for TwoPhaseLocking {
                     new.push(rk);
                 }
                 if !new.is_empty() {
-                    self.held.entry(txn).or_default().extend(new);
+                    self.held.lock(txn).entry(txn).or_default().extend(new);
                 }
                 r.map(|_| ())
             }
             None => {
                 let m = if write { LockMode::X } else { LockMode::S };
                 if self.locks.acquire(txn, &tk, m)? {
-                    self.held.entry(txn).or_default().push(tk);
+                    self.held.lock(txn).entry(txn).or_default().push(tk);
                 }
                 Ok(())
             }
         }
     }
 
-    fn wait_for_scan(&mut self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool {
+    fn wait_for_scan(&self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool {
         // Only a transaction that holds no write lock waits: then nobody waits for it. And
         // only for writers on other threads: this thread's own cannot end while it waits.
-        let writes = self
-            .held
-            .get(&txn)
-            .is_some_and(|keys| keys.iter().any(|k| self.locks.holds_write(txn, k)));
+        let keys = self.held.lock(txn).get(&txn).cloned().unwrap_or_default();
+        let writes = keys.iter().any(|k| self.locks.holds_write(txn, k));
         let own_writer = same_thread
             .iter()
             .any(|&t| t != txn && self.locks.holds_write(t, &LockKey::Tree(tree)));
         !writes && !own_writer && self.locks.claim_scan(txn, tree)
     }
 
-    fn stop_waiting(&mut self, txn: TxnId) {
+    fn stop_waiting(&self, txn: TxnId) {
         self.locks.drop_scan_claims(txn);
     }
 
-    fn end(&mut self, txn: TxnId) {
+    fn end(&self, txn: TxnId) {
         self.locks.drop_scan_claims(txn);
-        if let Some(keys) = self.held.remove(&txn) {
+        let keys = self.held.lock(txn).remove(&txn);
+        if let Some(keys) = keys {
             self.locks.release_all(txn, &keys);
         }
     }
 
     fn conflicts(&self) -> u64 {
-        self.locks.conflicts
+        self.locks.conflicts()
     }
 }

@@ -45,7 +45,7 @@ pub struct Candidate {
 /// Which dirty pages a checkpoint writes. The default writes all; hot-page-aware checkpointing
 /// (paper 000) defers some. Candidates a policy does not return are deferred: their count goes
 /// up by one.
-pub trait CheckpointPolicy: Send {
+pub trait CheckpointPolicy: Send + Sync {
     /// From `candidates` (oldest modification first) choose the pages to write in this
     /// checkpoint. `log_fill` is the used fraction of the log space.
     fn select(&mut self, candidates: &[Candidate], log_fill: f64) -> Vec<PageId>;

@@ -467,7 +467,7 @@ impl Db {
 
     /// Starts a transaction (serializable: strict two-phase locking).
     pub fn begin(&self) -> Result<Txn> {
-        let id = self.shared.core().begin()?;
+        let id = self.shared.core_read().begin()?;
         Ok(Txn::new(self.shared.clone(), id))
     }
 
@@ -580,17 +580,17 @@ impl Db {
         let ck = &core.checkpointer.stats;
         DbStats {
             engine: EngineStats {
-                commits: core.stats.commits,
-                aborts: core.stats.aborts,
+                commits: core.stats.commits.get(),
+                aborts: core.stats.aborts.get(),
                 conflicts: core.txns.conflicts(),
                 checkpoints: ck.checkpoints
                     + core.flushless.as_ref().map_or(0, |f| f.stats.checkpoints),
                 cleaner_writes: ck.cleaner_writes,
-                ops: core.stats.ops,
+                ops: core.stats.ops.get(),
                 checkpoint_deferrals: ck.deferrals,
                 max_consecutive_deferrals: ck.max_consecutive_deferrals,
             },
-            pool: core.cache.pool.stats.clone(),
+            pool: core.cache.pool.stats(),
             writes: core.cache.wp.counters().clone(),
             wal: wal.stats(),
             data_device: core.cache.wp.device_stats(),

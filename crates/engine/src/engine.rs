@@ -10,9 +10,18 @@
 //! Only this module and the API facade (`db.rs`, `txn.rs`) see the whole; checkpoint, recovery,
 //! undo and the components themselves receive just the parts they use.
 //!
-//! Latching: one core latch (`Shared::core`) serialises operations on the components; the log
-//! has its own latch (`Shared::wal`), always taken after the core latch, never before, so the
-//! two cannot deadlock. A commit waits for the log without holding the core latch.
+//! Latching: a reader-writer core latch (`Shared::core`, `Shared::core_read`) over the
+//! components. Operations that change pages, write, evict or checkpoint take it exclusive and
+//! run alone. Reads of cached pages take it shared and run side by side: beginning a
+//! transaction, a point read, a scan and the end of a read-only transaction touch only state
+//! that synchronises itself (the transaction table's shards, the sharded lock table, striped
+//! counters, the frames' reference bits) or that no one changes while the latch is shared (the
+//! page table, the frames' bytes, the catalog). A shared read that needs a page not in memory
+//! gives up and is run again with the latch exclusive (it may then read and evict). The latch
+//! is sharded per thread (crossbeam's `ShardedLock`), so shared acquisitions on different cores
+//! do not write one cache line. The log has its own latch (`Shared::wal`), always taken after
+//! the core latch, never before, so the two cannot deadlock; shared reads do not take it. A
+//! commit waits for the log without holding the core latch.
 
 use crate::btree::{self, tree as bt};
 use crate::cache::PageCache;
@@ -26,20 +35,32 @@ use crate::flushless::HEADER_RESERVE;
 use crate::health::Health;
 use crate::meta::{self, META_PID};
 use crate::page::Lsn;
+use crate::read_shared::SharedReader;
 use crate::recovery::RecoveryReport;
+use crate::sync::Striped;
 use crate::txn_table::{txn_reserve, TxnTable};
 use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::{SharedWal, Wal};
-use serde::{Deserialize, Serialize};
+use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use std::ops::Bound;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
-/// Counters of user operations and transaction outcomes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Key-value pairs a scan returns.
+pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The core latch held exclusive.
+pub(crate) type CoreGuard<'a> = ShardedLockWriteGuard<'a, Core>;
+/// The core latch held shared.
+pub(crate) type CoreRead<'a> = ShardedLockReadGuard<'a, Core>;
+
+/// Counters of user operations and transaction outcomes, added to by threads that share the
+/// core latch (striped: no cache line every operation writes).
+#[derive(Default)]
 pub(crate) struct OpStats {
-    pub commits: u64,
-    pub aborts: u64,
-    pub ops: u64,
+    pub commits: Striped,
+    pub aborts: Striped,
+    pub ops: Striped,
 }
 
 /// Devices of the roles beside data and log (`undo`: version store; `temp`: sort and hash
@@ -69,10 +90,15 @@ pub(crate) struct Core {
 
 /// What `Db` and `Txn` handles share.
 pub(crate) struct Shared {
-    core: Mutex<Core>,
+    core: ShardedLock<Core>,
     pub wal: SharedWal,
     pub health: Health,
-    /// Signalled whenever a transaction ends (threads waiting for log space wait here).
+    /// Threads waiting for a transaction to end (for log space, or for a scan's tree); ends
+    /// signal only while there are some.
+    waiters: AtomicUsize,
+    /// Transaction ends seen by waiters (under `ended_lock`).
+    ended_epoch: AtomicU64,
+    ended_lock: Mutex<()>,
     ended: Condvar,
 }
 
@@ -80,28 +106,54 @@ impl Shared {
     pub fn new(core: Core, wal: SharedWal) -> Shared {
         let health = core.health.clone();
         Shared {
-            core: Mutex::new(core),
+            core: ShardedLock::new(core),
             wal,
             health,
+            waiters: AtomicUsize::new(0),
+            ended_epoch: AtomicU64::new(0),
+            ended_lock: Mutex::new(()),
             ended: Condvar::new(),
         }
     }
 
-    /// Wakes the threads waiting for a transaction to end.
+    /// Wakes the threads waiting for a transaction to end, if any (a commit with no one
+    /// waiting makes no system call).
     pub fn notify_ended(&self) {
-        self.ended.notify_all();
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = crate::sync::lock(&self.ended_lock);
+            self.ended_epoch.fetch_add(1, Ordering::SeqCst);
+            self.ended.notify_all();
+        }
     }
 
     /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.
+    /// The waiter registers before it lets the latch go, so an end that comes in between wakes
+    /// it (ends happen under the core latch, shared or exclusive).
     pub fn wait_for_an_end<'a>(
         &'a self,
-        guard: MutexGuard<'a, Core>,
+        guard: CoreGuard<'a>,
         timeout: std::time::Duration,
-    ) -> MutexGuard<'a, Core> {
-        match self.ended.wait_timeout(guard, timeout) {
-            Ok((g, _)) => g,
+    ) -> CoreGuard<'a> {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let g = crate::sync::lock(&self.ended_lock);
+        let seen = self.ended_epoch.load(Ordering::SeqCst);
+        drop(guard);
+        let r = self.ended.wait_timeout_while(g, timeout, |_| {
+            self.ended_epoch.load(Ordering::SeqCst) == seen
+        });
+        drop(r);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.core()
+    }
+
+    /// The core latch, exclusive. A panic while holding it leaves the components in an unknown
+    /// state: the handle is poisoned, and the guard is handed out so that reads of counters
+    /// still work.
+    pub fn core(&self) -> CoreGuard<'_> {
+        match self.core.write() {
+            Ok(g) => g,
             Err(p) => {
-                let (g, _) = p.into_inner();
+                let g = p.into_inner();
                 g.health
                     .poison_with(|| "a thread panicked inside the engine".into());
                 g
@@ -109,10 +161,9 @@ impl Shared {
         }
     }
 
-    /// The core latch. A panic while holding it leaves the components in an unknown state: the
-    /// handle is poisoned, and the guard is handed out so that reads of counters still work.
-    pub fn core(&self) -> MutexGuard<'_, Core> {
-        match self.core.lock() {
+    /// The core latch, shared (see the module's latching notes for what may be done under it).
+    pub fn core_read(&self) -> CoreRead<'_> {
+        match self.core.read() {
             Ok(g) => g,
             Err(p) => {
                 let g = p.into_inner();
@@ -176,18 +227,12 @@ impl Core {
     /// active and `tree` exists (a snapshot reader's, or a cursor's that locked already).
     fn checked(&self, txn: TxnId, tree: &Tree) -> Result<()> {
         self.check()?;
-        self.txns.state(txn)?;
+        self.txns.active(txn)?;
         self.catalog.check_handle(tree)
     }
 
     /// Concurrency control before `txn` touches `key` of `tree` (`None`: the whole tree).
-    fn access(
-        &mut self,
-        txn: TxnId,
-        tree: &Tree,
-        key: Option<&[u8]>,
-        access: Access,
-    ) -> Result<()> {
+    fn access(&self, txn: TxnId, tree: &Tree, key: Option<&[u8]>, access: Access) -> Result<()> {
         self.checked(txn, tree)?;
         self.txns.before_access(txn, tree.id, key, access)
     }
@@ -207,7 +252,7 @@ impl Core {
         } else {
             self.access(txn, tree, Some(key), Access::Read)?;
         }
-        self.stats.ops += 1;
+        self.stats.ops.add(1);
         let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
         let current = self.health.guard(r)?;
         match (snapshot, self.versions.as_mut()) {
@@ -217,6 +262,85 @@ impl Core {
             }
             _ => Ok(current),
         }
+    }
+
+    /// [`Core::get`] with the core latch shared: `None` if a page it needs is not cached (or
+    /// `txn` reads a snapshot); then the caller runs `get` with the latch exclusive.
+    pub fn get_shared(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+    ) -> Option<Result<Option<Vec<u8>>>> {
+        if self.is_snapshot(txn) {
+            return None;
+        }
+        if let Err(e) = self.access(txn, tree, Some(key), Access::Read) {
+            return Some(Err(e));
+        }
+        let r = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key))?;
+        self.stats.ops.add(1);
+        Some(r)
+    }
+
+    /// [`Core::scan`] with the core latch shared, for a transaction that does not read a
+    /// snapshot: `None` if a page it needs is not cached; then the caller runs `scan` with the
+    /// latch exclusive.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_shared(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+        locked: bool,
+    ) -> Option<Result<Pairs>> {
+        if self.is_snapshot(txn) {
+            return None;
+        }
+        let pre = if locked {
+            self.checked(txn, tree)
+        } else {
+            self.access(txn, tree, None, Access::Read)
+        };
+        if let Err(e) = pre {
+            return Some(Err(e));
+        }
+        let mut out = Vec::new();
+        if limit > 0 {
+            let r = SharedReader::run(&self.cache, |m| {
+                bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
+                    out.push((k.to_vec(), v.to_vec()));
+                    out.len() < limit
+                })
+            })?;
+            if let Err(e) = r {
+                if !locked {
+                    self.stats.ops.add(1);
+                }
+                return Some(Err(e));
+            }
+        }
+        if !locked {
+            self.stats.ops.add(1);
+        }
+        Some(Ok(out))
+    }
+
+    /// Ends `txn` with the core latch shared if it is read-only (it wrote nothing, so its
+    /// commit logs nothing and only releases locks). `Ok(false)`: it is not, or the mode keeps
+    /// more per transaction (a version store, the flushless tables); end it exclusive.
+    pub fn end_read_only(&self, txn: TxnId) -> Result<bool> {
+        self.check()?;
+        if self.versions.is_some() || self.flushless.is_some() {
+            return Ok(false);
+        }
+        let ended = self.txns.end_read_only(txn)?;
+        if ended {
+            self.stats.commits.add(1);
+        }
+        Ok(ended)
     }
 
     /// Whether `txn` runs under snapshot isolation.
@@ -287,7 +411,7 @@ impl Core {
             .ensure_log_space(&mut self.cache, wal, &self.txns, need, txn);
         self.health.guard(r)?;
         // Counted once it may proceed: a write refused for log space may be retried.
-        self.stats.ops += 1;
+        self.stats.ops.add(1);
         let prev = self.txns.state(txn)?.last_lsn;
         let tree_id = tree.id;
         let mut changed = std::mem::take(self.txns.pages_mut(txn).expect("active"));
@@ -382,7 +506,7 @@ impl Core {
             *self.txns.pages_mut(txn).expect("active") = changed;
             match r {
                 Ok((old, lsn)) => {
-                    self.stats.ops += 1;
+                    self.stats.ops.add(1);
                     fl.after_op(txn, allocated, freed);
                     if lsn != 0 {
                         // What its commit or abort will log (see `TableSink::log_need`); the
@@ -427,11 +551,11 @@ impl Core {
         if locked || snapshot {
             self.checked(txn, tree)?;
             if !locked {
-                self.stats.ops += 1;
+                self.stats.ops.add(1);
             }
         } else {
             self.access(txn, tree, None, Access::Read)?;
-            self.stats.ops += 1;
+            self.stats.ops.add(1);
         }
         if limit == 0 {
             return Ok(Vec::new());
@@ -546,11 +670,11 @@ impl Core {
     pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
         if self.is_snapshot(txn) {
             self.checked(txn, tree)?;
-            self.stats.ops += 1;
+            self.stats.ops.add(1);
             return Ok(());
         }
         self.access(txn, tree, None, Access::Read)?;
-        self.stats.ops += 1;
+        self.stats.ops.add(1);
         Ok(())
     }
 
@@ -561,7 +685,7 @@ impl Core {
     }
 
     /// `txn` stopped waiting for a scan (it got the tree, or gave up).
-    pub fn stop_waiting(&mut self, txn: TxnId) {
+    pub fn stop_waiting(&self, txn: TxnId) {
         self.txns.stop_waiting(txn);
     }
 
@@ -576,7 +700,7 @@ impl Core {
     }
 
     /// Starts a transaction.
-    pub fn begin(&mut self) -> Result<TxnId> {
+    pub fn begin(&self) -> Result<TxnId> {
         self.check()?;
         Ok(self.txns.begin())
     }
@@ -621,7 +745,7 @@ impl Core {
         self.txns.end(txn, &st);
         self.sync_page_reserve();
         self.cache.pool.txn_ended(txn, &st.pages);
-        self.stats.commits += 1;
+        self.stats.commits.add(1);
         Ok(())
     }
 
@@ -636,7 +760,7 @@ impl Core {
             self.txns.end(txn, &st);
             self.sync_page_reserve();
             self.cache.pool.txn_ended(txn, &st.pages);
-            self.stats.aborts += 1;
+            self.stats.aborts.add(1);
             if let Err(e) = &r {
                 self.health.poison(e);
             }
@@ -668,7 +792,7 @@ impl Core {
         self.txns.end(txn, &st);
         self.sync_page_reserve();
         self.cache.pool.txn_ended(txn, &changed);
-        self.stats.aborts += 1;
+        self.stats.aborts.add(1);
         if let Err(e) = &r {
             self.health.poison(e);
         }

@@ -14,7 +14,11 @@
 //! writers of the tree, so there are no phantoms).
 
 use crate::error::{Error, Result};
+use crate::sync::{lock, Shards};
 use crate::wal::record::{TreeId, TxnId};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 /// User keys are hashed with foldhash's seeded quality hasher: several times SipHash's speed
 /// on short keys, still randomly seeded per process (keys come from users).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
@@ -53,19 +57,58 @@ pub enum LockKey {
     Record(TreeId, Vec<u8>),
 }
 
-#[derive(Default)]
+/// Lock table shards: enough that two threads rarely meet on one.
+const SHARDS: usize = 64;
+
+/// The lock table, sharded by key: each shard is a map of held locks under its own mutex, so
+/// transactions on different keys do not serialise on one latch. A shard's mutex is held only
+/// for the map operation, never across I/O or another shard's mutex.
 pub struct LockManager {
-    held: HashMap<LockKey, Vec<(TxnId, LockMode)>>,
-    /// The transaction waiting for a whole-tree S lock, per tree.
-    scan_waiters: HashMap<TreeId, TxnId>,
-    pub conflicts: u64,
+    held: Shards<HashMap<LockKey, Vec<(TxnId, LockMode)>>>,
+    hasher: foldhash::quality::RandomState,
+    /// The transaction waiting for a whole-tree S lock, per tree (rarely used: writers look at
+    /// it only while `scan_waiters_n` says one exists).
+    scan_waiters: Mutex<HashMap<TreeId, TxnId>>,
+    scan_waiters_n: AtomicUsize,
+    conflicts: AtomicU64,
+}
+
+impl Default for LockManager {
+    fn default() -> Self {
+        LockManager {
+            held: Shards::new(SHARDS),
+            hasher: Default::default(),
+            scan_waiters: Default::default(),
+            scan_waiters_n: AtomicUsize::new(0),
+            conflicts: AtomicU64::new(0),
+        }
+    }
 }
 
 impl LockManager {
+    /// Accesses refused so far.
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    fn shard_hash(&self, key: &LockKey) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Whether a new writer of `tree` stands back for another transaction's waiting scan.
+    fn yields_to_scan(&self, txn: TxnId, tree: TreeId) -> bool {
+        self.scan_waiters_n.load(Ordering::SeqCst) > 0
+            && lock(&self.scan_waiters)
+                .get(&tree)
+                .is_some_and(|&w| w != txn)
+    }
+
     /// Acquires (or upgrades to) `mode` on `key` for `txn`, or fails at once on a conflict.
     /// Returns true if this is a new lock for the transaction (it must remember the key).
-    pub fn acquire(&mut self, txn: TxnId, key: &LockKey, mode: LockMode) -> Result<bool> {
-        let holders = self.held.entry(key.clone()).or_default();
+    pub fn acquire(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Result<bool> {
+        let h = self.shard_hash(key);
+        let mut shard = self.held.lock(h);
+        let holders = shard.entry(key.clone()).or_default();
         let mine = holders.iter().position(|(t, _)| *t == txn);
         let wanted = match mine {
             Some(i) => holders[i].1.join(mode),
@@ -79,7 +122,7 @@ impl LockManager {
         // A new writer of a tree a scan waits for stands back.
         let yields = match key {
             LockKey::Tree(t) if mine.is_none() && matches!(wanted, LockMode::IX | LockMode::X) => {
-                self.scan_waiters.get(t).is_some_and(|&w| w != txn)
+                self.yields_to_scan(txn, *t)
             }
             _ => false,
         };
@@ -89,9 +132,9 @@ impl LockManager {
                 .filter(|(t, _)| *t != txn)
                 .all(|(_, m)| wanted.compatible(*m));
         if !ok {
-            self.conflicts += 1;
+            self.conflicts.fetch_add(1, Ordering::Relaxed);
             if holders.is_empty() {
-                self.held.remove(key);
+                shard.remove(key);
             }
             return Err(Error::Conflict {
                 what: match key {
@@ -116,31 +159,43 @@ impl LockManager {
 
     /// Makes `txn` the waiting scan of `tree` unless another transaction already is; true if
     /// `txn` is (now) the waiter. The caller makes sure `txn` holds no write lock.
-    pub fn claim_scan(&mut self, txn: TxnId, tree: TreeId) -> bool {
-        *self.scan_waiters.entry(tree).or_insert(txn) == txn
+    pub fn claim_scan(&self, txn: TxnId, tree: TreeId) -> bool {
+        let mut w = lock(&self.scan_waiters);
+        let who = *w.entry(tree).or_insert(txn);
+        self.scan_waiters_n.store(w.len(), Ordering::SeqCst);
+        who == txn
     }
 
     /// Whether `txn` holds `key` in a write mode (IX or X).
     pub fn holds_write(&self, txn: TxnId, key: &LockKey) -> bool {
-        self.held.get(key).is_some_and(|h| {
-            h.iter()
-                .any(|&(t, m)| t == txn && matches!(m, LockMode::IX | LockMode::X))
-        })
+        self.held
+            .lock(self.shard_hash(key))
+            .get(key)
+            .is_some_and(|h| {
+                h.iter()
+                    .any(|&(t, m)| t == txn && matches!(m, LockMode::IX | LockMode::X))
+            })
     }
 
     /// `txn` no longer waits for a scan of any tree.
-    pub fn drop_scan_claims(&mut self, txn: TxnId) {
-        self.scan_waiters.retain(|_, w| *w != txn);
+    pub fn drop_scan_claims(&self, txn: TxnId) {
+        if self.scan_waiters_n.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut w = lock(&self.scan_waiters);
+        w.retain(|_, t| *t != txn);
+        self.scan_waiters_n.store(w.len(), Ordering::SeqCst);
     }
 
     /// Releases every lock in `keys` held by `txn`.
-    pub fn release_all(&mut self, txn: TxnId, keys: &[LockKey]) {
+    pub fn release_all(&self, txn: TxnId, keys: &[LockKey]) {
         self.drop_scan_claims(txn);
         for k in keys {
-            if let Some(h) = self.held.get_mut(k) {
+            let mut shard = self.held.lock(self.shard_hash(k));
+            if let Some(h) = shard.get_mut(k) {
                 h.retain(|(t, _)| *t != txn);
                 if h.is_empty() {
-                    self.held.remove(k);
+                    shard.remove(k);
                 }
             }
         }
@@ -153,7 +208,7 @@ mod tests {
 
     #[test]
     fn no_wait_conflicts_and_upgrades() {
-        let mut lm = LockManager::default();
+        let lm = LockManager::default();
         let r = LockKey::Record(1, b"k".to_vec());
         assert!(lm.acquire(1, &r, LockMode::S).unwrap());
         assert!(lm.acquire(2, &r, LockMode::S).unwrap());
@@ -171,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_waiting_scan_turns_new_writers_away() {
-        let mut lm = LockManager::default();
+        let lm = LockManager::default();
         let t = LockKey::Tree(1);
         lm.acquire(1, &t, LockMode::IX).unwrap();
         assert!(lm.acquire(2, &t, LockMode::S).is_err());

@@ -34,6 +34,10 @@ impl Txn {
 
     /// Reads `key`.
     pub fn get(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // Beside other readers first; alone if a page must be read from the device.
+        if let Some(r) = self.shared.core_read().get_shared(self.id, tree, key) {
+            return r;
+        }
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
         core.get(&mut wal, self.id, tree, key)
@@ -121,6 +125,15 @@ impl Txn {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let id = self.id;
+        let shared = self
+            .shared
+            .core_read()
+            .scan_shared(id, tree, range, reverse, limit, false);
+        match shared {
+            // A conflict may be waited out: that needs the latch exclusive.
+            Some(Err(Error::Conflict { .. })) | None => {}
+            Some(r) => return r,
+        }
         self.with_scan_wait(tree, |core, wal| {
             core.scan(wal, id, tree, range, reverse, limit, false)
         })
@@ -176,7 +189,13 @@ impl Txn {
     }
 
     /// Commits: durable when this returns.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
+        // A read-only transaction logs nothing: it only releases its locks, beside others.
+        if self.shared.core_read().end_read_only(self.id)? {
+            self.done = true;
+            self.shared.notify_ended();
+            return Ok(());
+        }
         let pending = self.commit_deferred()?;
         if pending.lsn != 0 {
             if let Err(e) = pending.shared.wal.commit_wait(pending.lsn) {
@@ -258,7 +277,17 @@ impl Cursor<'_> {
     /// Reads the next batch, starting after the last key returned.
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.start), as_ref(&self.end));
-        let batch = {
+        let shared = self.txn.shared.core_read().scan_shared(
+            self.txn.id,
+            &self.tree,
+            range,
+            self.reverse,
+            CURSOR_BATCH,
+            true,
+        );
+        let batch = if let Some(r) = shared {
+            r?
+        } else {
             let mut core = self.txn.shared.core();
             let mut wal = self.txn.shared.wal.lock();
             core.scan(

@@ -10,9 +10,11 @@
 use crate::cc::{Access, ConcurrencyControl, TwoPhaseLocking};
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
+use crate::sync::Shards;
 use crate::undo::{MemUndo, UndoStore};
 use crate::wal::record::{TreeId, TxnId, Undo};
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Per-transaction state.
 #[derive(Default)]
@@ -77,9 +79,16 @@ pub(crate) fn undo_pages(page_size: u32, key_len: usize, old: Option<&[u8]>, gro
 }
 
 /// The live transactions.
+///
+/// Latching: the table lives in the engine's core, so it is used either by one thread with the
+/// core latch exclusive (`&mut self`: no locking, shards reached with `get_mut`) or by several
+/// threads with the latch shared (`&self`: beginning, checking and ending read-only
+/// transactions, and concurrency control). The shared paths lock one shard of the map, or
+/// reach the concurrency control, which synchronises itself; reservations and the undo store
+/// change only under the exclusive latch.
 pub(crate) struct TxnTable {
-    txns: HashMap<TxnId, TxnState>,
-    next_txn: TxnId,
+    txns: Shards<HashMap<TxnId, TxnState>>,
+    next_txn: AtomicU64,
     /// Log bytes reserved by live transactions for their rollback.
     log_reserved: u64,
     /// Data pages reserved by live transactions for their rollback.
@@ -102,8 +111,8 @@ impl TxnTable {
     /// An empty table with strict 2PL and in-memory undo.
     pub fn new(page_size: u32) -> TxnTable {
         TxnTable {
-            txns: HashMap::default(),
-            next_txn: 1,
+            txns: Shards::new(16),
+            next_txn: AtomicU64::new(1),
             log_reserved: 0,
             pages_reserved: 0,
             cc: Box::new(TwoPhaseLocking::default()),
@@ -113,22 +122,25 @@ impl TxnTable {
     }
 
     /// Starts a transaction.
-    pub fn begin(&mut self) -> TxnId {
-        let id = self.next_txn;
-        self.next_txn += 1;
-        self.txns.insert(id, TxnState::default());
+    pub fn begin(&self) -> TxnId {
+        let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
+        self.txns.lock(id).insert(id, TxnState::default());
         id
     }
 
     /// The next transaction id to hand out.
     pub fn next_txn(&self) -> TxnId {
-        self.next_txn
+        self.next_txn.load(Ordering::Relaxed)
+    }
+
+    fn get_mut(&mut self, id: TxnId) -> Option<&mut TxnState> {
+        self.txns.get_mut(id).get_mut(&id)
     }
 
     /// Flushless mode: `id` will copy `bytes` of records to the log at its commit; reserve them
     /// (no undo is kept, and the log's start is not held).
     pub fn reserve_log(&mut self, id: TxnId, bytes: u64) {
-        if let Some(st) = self.txns.get_mut(&id) {
+        if let Some(st) = self.get_mut(id) {
             st.reserved += bytes;
             self.log_reserved += bytes;
         }
@@ -136,11 +148,19 @@ impl TxnTable {
 
     /// Recovery found transaction ids up to `next - 1` in the log.
     pub fn set_next_txn(&mut self, next: TxnId) {
-        self.next_txn = next;
+        *self.next_txn.get_mut() = next;
     }
 
-    pub fn state(&self, id: TxnId) -> Result<&TxnState> {
-        self.txns.get(&id).ok_or(Error::TxnNotActive)
+    pub fn state(&mut self, id: TxnId) -> Result<&TxnState> {
+        self.get_mut(id).map(|s| &*s).ok_or(Error::TxnNotActive)
+    }
+
+    /// Fails unless `id` is live.
+    pub fn active(&self, id: TxnId) -> Result<()> {
+        match self.txns.lock(id).contains_key(&id) {
+            true => Ok(()),
+            false => Err(Error::TxnNotActive),
+        }
     }
 
     pub fn log_reserved(&self) -> u64 {
@@ -153,25 +173,35 @@ impl TxnTable {
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
     pub fn before_access(
-        &mut self,
+        &self,
         id: TxnId,
         tree: TreeId,
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()> {
-        let st = self.txns.get_mut(&id).ok_or(Error::TxnNotActive)?;
-        st.thread = Some(std::thread::current().id());
+        {
+            let mut shard = self.txns.lock(id);
+            let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
+            let me = std::thread::current().id();
+            if st.thread != Some(me) {
+                st.thread = Some(me);
+            }
+        }
         self.cc.before_access(id, tree, key, access)
     }
 
     /// The live transaction whose first record is the oldest the log must keep (it holds the
     /// log's start where it is), with the thread of its latest operation.
     pub fn pinning(&self) -> Option<(TxnId, Option<std::thread::ThreadId>)> {
-        self.txns
-            .iter()
-            .filter(|(_, s)| s.first_lsn != 0 && !s.committing)
-            .min_by_key(|(_, s)| s.first_lsn)
-            .map(|(&id, s)| (id, s.thread))
+        let mut best: Option<(Lsn, TxnId, Option<std::thread::ThreadId>)> = None;
+        self.txns.each(|m| {
+            for (&id, s) in m.iter() {
+                if s.first_lsn != 0 && !s.committing && best.is_none_or(|b| s.first_lsn < b.0) {
+                    best = Some((s.first_lsn, id, s.thread));
+                }
+            }
+        });
+        best.map(|(_, id, t)| (id, t))
     }
 
     /// `id` logged an update at `lsn` whose record took `record_bytes`: remember how to undo it
@@ -182,7 +212,7 @@ impl TxnTable {
         let mut add = undo_reserve(record_bytes);
         let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
         let txn_reserve = txn_reserve(self.page_size);
-        let st = self.txns.get_mut(&id).expect("active");
+        let st = self.txns.get_mut(id).get_mut(&id).expect("active");
         debug_assert!(
             lsn > st.last_lsn,
             "a transaction's records are in LSN order"
@@ -202,19 +232,41 @@ impl TxnTable {
 
     /// Pages `id` changed in its last operation.
     pub fn pages_mut(&mut self, id: TxnId) -> Option<&mut Vec<PageId>> {
-        self.txns.get_mut(&id).map(|s| &mut s.pages)
+        self.get_mut(id).map(|s| &mut s.pages)
     }
 
     /// The commit record of `id` is in the log.
     pub fn committing(&mut self, id: TxnId) {
-        if let Some(st) = self.txns.get_mut(&id) {
+        if let Some(st) = self.get_mut(id) {
             st.committing = true;
         }
     }
 
     /// Removes `id` from the table (its reservation stays counted until [`TxnTable::end`]).
     pub fn remove(&mut self, id: TxnId) -> Result<TxnState> {
-        self.txns.remove(&id).ok_or(Error::TxnNotActive)
+        self.txns.get_mut(id).remove(&id).ok_or(Error::TxnNotActive)
+    }
+
+    /// Ends `id` if it is read-only (it changed nothing and reserved nothing, so it holds only
+    /// locks): removes it and releases its locks. `Ok(false)`: it is not read-only, nothing
+    /// was done (the caller ends it with the core latch exclusive).
+    pub fn end_read_only(&self, id: TxnId) -> Result<bool> {
+        {
+            let mut shard = self.txns.lock(id);
+            let st = shard.get(&id).ok_or(Error::TxnNotActive)?;
+            let read_only = st.first_lsn == 0
+                && st.last_lsn == 0
+                && st.reserved == 0
+                && st.reserved_pages == 0
+                && st.pages.is_empty()
+                && !st.committing;
+            if !read_only {
+                return Ok(false);
+            }
+            shard.remove(&id);
+        }
+        self.cc.end(id);
+        Ok(true)
     }
 
     /// The undo entries of `id`, oldest first (taken out of the store).
@@ -236,16 +288,14 @@ impl TxnTable {
     /// See [`ConcurrencyControl::wait_for_scan`].
     pub fn wait_for_scan(&mut self, id: TxnId, tree: TreeId) -> bool {
         let me = Some(std::thread::current().id());
-        let same_thread: Vec<TxnId> = self
-            .txns
-            .iter()
-            .filter(|(_, s)| s.thread == me)
-            .map(|(&t, _)| t)
-            .collect();
-        self.txns.contains_key(&id) && self.cc.wait_for_scan(id, tree, &same_thread)
+        let mut same_thread: Vec<TxnId> = Vec::new();
+        self.txns.each_mut(|m| {
+            same_thread.extend(m.iter().filter(|(_, s)| s.thread == me).map(|(&t, _)| t))
+        });
+        self.get_mut(id).is_some() && self.cc.wait_for_scan(id, tree, &same_thread)
     }
 
-    pub fn stop_waiting(&mut self, id: TxnId) {
+    pub fn stop_waiting(&self, id: TxnId) {
         self.cc.stop_waiting(id);
     }
 
@@ -255,27 +305,33 @@ impl TxnTable {
 
     /// The first record of the oldest transaction that may still roll back: the log must keep it.
     pub fn oldest_first_lsn(&self) -> Option<Lsn> {
-        self.txns
-            .values()
-            .filter(|s| s.first_lsn != 0 && !s.committing)
-            .map(|s| s.first_lsn)
-            .min()
+        let mut min: Option<Lsn> = None;
+        self.txns.each(|m| {
+            for s in m.values() {
+                if s.first_lsn != 0 && !s.committing && min.is_none_or(|x| s.first_lsn < x) {
+                    min = Some(s.first_lsn);
+                }
+            }
+        });
+        min
     }
 
     /// What a checkpoint record needs.
     pub fn snapshot(&self) -> TxnSnapshot {
-        let mut active: Vec<(TxnId, Lsn, Lsn)> = self
-            .txns
-            .iter()
-            .filter(|(_, s)| s.last_lsn != 0 && !s.committing)
-            .map(|(&id, s)| (id, s.last_lsn, s.last_lsn))
-            .collect();
+        let mut active: Vec<(TxnId, Lsn, Lsn)> = Vec::new();
+        self.txns.each(|m| {
+            active.extend(
+                m.iter()
+                    .filter(|(_, s)| s.last_lsn != 0 && !s.committing)
+                    .map(|(&id, s)| (id, s.last_lsn, s.last_lsn)),
+            )
+        });
         active.sort_unstable();
         let oldest_first_lsn = self.oldest_first_lsn();
         TxnSnapshot {
             active,
             oldest_first_lsn,
-            next_txn: self.next_txn,
+            next_txn: self.next_txn(),
         }
     }
 }

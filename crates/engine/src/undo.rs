@@ -14,7 +14,7 @@ use crate::wal::Wal;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Before-images of live transactions.
-pub(crate) trait UndoStore: Send {
+pub(crate) trait UndoStore: Send + Sync {
     /// Keeps how to undo `txn`'s change logged at `lsn`.
     fn push(&mut self, txn: TxnId, lsn: Lsn, undo: Undo);
     /// Removes and returns `txn`'s entries, oldest first.

@@ -48,8 +48,10 @@ struct AlignedBuf {
 }
 
 // SAFETY: AlignedBuf exclusively owns its allocation (like a Box<[u8]>), so it may move between
-// threads.
+// threads, and shared references to it only read the bytes (mutation needs `&mut`), so they may
+// be shared between threads.
 unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     /// A zeroed buffer of `len` bytes (`len` > 0, a multiple of ALIGN).

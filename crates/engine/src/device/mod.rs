@@ -202,7 +202,7 @@ pub struct DeviceStats {
 }
 
 /// A block device. `Send` so a device can move to a background thread.
-pub trait BlockDevice: Send {
+pub trait BlockDevice: Send + Sync {
     /// Bytes addressable.
     fn capacity_bytes(&self) -> u64;
     /// Alignment unit of I/O and the unit of atomic writes (e.g. 512 or 4096).

@@ -175,7 +175,7 @@ impl WriteCounters {
 }
 
 /// A strategy for storing pages on the data device.
-pub trait WritePath: Send {
+pub trait WritePath: Send + Sync {
     /// Reads page `pid` into `buf` and verifies it; a page never written reads as zeros (Ok).
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()>;
     /// Writes a batch of sealed pages. They are durable after the next `sync`. The log up to each

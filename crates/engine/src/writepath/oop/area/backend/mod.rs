@@ -46,7 +46,7 @@ pub(crate) enum ZoneRole {
 
 /// Zone commands of one kind of device. Offsets are byte offsets on the device; `start` is the
 /// first byte of a DB zone.
-pub(crate) trait ZoneBackend: Send {
+pub(crate) trait ZoneBackend: Send + Sync {
     fn dev(&self) -> &dyn BlockDevice;
     fn dev_mut(&mut self) -> &mut dyn BlockDevice;
     /// DB zones are device zones (recorded in the header).
