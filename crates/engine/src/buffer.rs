@@ -88,6 +88,9 @@ pub(crate) struct BufferPool {
     pub stats: PoolStats,
     /// Hits of readers sharing the core latch.
     pub shared_hits: Striped,
+    /// Whether frames keep lists of the transactions with uncommitted changes on them: only a
+    /// no-steal eviction policy needs them (set by `PageCache::set_eviction`).
+    pub track_uncommitted: bool,
 }
 
 /// The fewest frames a pool has (a split pins a handful of pages at once).
@@ -128,6 +131,7 @@ impl BufferPool {
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
             shared_hits: Striped::default(),
+            track_uncommitted: false,
         })
     }
 
@@ -276,7 +280,7 @@ impl BufferPool {
     /// first such LSN since the frame was clean.
     pub fn mark_dirty(&mut self, f: u32, lsn: Lsn, txn: TxnId) {
         let fr = &mut self.frames[f as usize];
-        if txn != 0 && !fr.uncommitted.contains(&txn) {
+        if self.track_uncommitted && txn != 0 && !fr.uncommitted.contains(&txn) {
             fr.uncommitted.push(txn);
         }
         if !fr.dirty {
@@ -300,6 +304,9 @@ impl BufferPool {
     /// Transaction `txn` ended (committed or rolled back): its changes on `pages` are no longer
     /// uncommitted.
     pub fn txn_ended(&mut self, txn: TxnId, pages: &[PageId]) {
+        if !self.track_uncommitted {
+            return;
+        }
         for &pid in pages {
             if let Some(f) = self.lookup(pid) {
                 self.frames[f as usize].uncommitted.retain(|&t| t != txn);

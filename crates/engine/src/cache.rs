@@ -79,6 +79,8 @@ impl PageCache {
 
     /// Replaces the eviction policy.
     pub fn set_eviction(&mut self, p: Box<dyn EvictionPolicy>) {
+        // Per-frame lists of uncommitted writers matter only to a policy that refuses them.
+        self.pool.track_uncommitted = !p.steal();
         self.eviction = p;
     }
 

@@ -328,19 +328,53 @@ impl Core {
         Some(Ok(out))
     }
 
-    /// Ends `txn` with the core latch shared if it is read-only (it wrote nothing, so its
-    /// commit logs nothing and only releases locks). `Ok(false)`: it is not, or the mode keeps
-    /// more per transaction (a version store, the flushless tables); end it exclusive.
-    pub fn end_read_only(&self, txn: TxnId) -> Result<bool> {
-        self.check()?;
-        if self.versions.is_some() || self.flushless.is_some() {
-            return Ok(false);
+    /// Whether a commit may be logged and ended with the core latch shared: not in the modes
+    /// that keep more per transaction (a version store, the flushless tables, per-frame lists
+    /// of uncommitted writers for a no-steal policy).
+    fn commits_shared(&self) -> bool {
+        self.versions.is_none() && self.flushless.is_none() && !self.cache.pool.track_uncommitted
+    }
+
+    /// [`Core::commit_record`] with the core latch shared (the log has its own latch): `None`
+    /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
+    pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
+        if !self.commits_shared() {
+            return None;
         }
-        let ended = self.txns.end_read_only(txn)?;
-        if ended {
-            self.stats.commits.add(1);
+        if let Err(e) = self.check() {
+            return Some(Err(e));
         }
-        Ok(ended)
+        let r = (|| {
+            let prev = self.txns.last_lsn(txn)?;
+            if prev == 0 {
+                return match self.txns.end_read_only(txn)? {
+                    true => {
+                        self.stats.commits.add(1);
+                        Ok(0)
+                    }
+                    false => Err(Error::InvalidArgument(
+                        "internal: a transaction that logged nothing holds reservations".into(),
+                    )),
+                };
+            }
+            let r = wal.lock().append(txn, prev, Body::Commit);
+            let lsn = self.health.guard(r)?;
+            self.txns.committing_shared(txn);
+            Ok(lsn)
+        })();
+        Some(r)
+    }
+
+    /// [`Core::end_commit`] with the core latch shared, for a commit [`Core::commit_shared`]
+    /// logged.
+    pub fn end_commit_shared(&self, txn: TxnId) -> Result<()> {
+        debug_assert!(self.commits_shared());
+        let st = self.txns.remove(txn)?;
+        self.txns.end(txn, &st);
+        // The page reserve is brought up to date by the next exclusive write (it only shrinks
+        // here, so until then allocations leave a few pages too many, never too few).
+        self.stats.commits.add(1);
+        Ok(())
     }
 
     /// Whether `txn` runs under snapshot isolation.
@@ -400,6 +434,8 @@ impl Core {
         self.check()?;
         self.txns.state(txn)?;
         self.check_sizes(key, value)?;
+        // Ends with the latch shared released reservations without touching the cache.
+        self.sync_page_reserve();
         self.access(txn, tree, Some(key), Access::Write)?;
         if self.flushless.is_some() {
             return self.write_flushless(wal, txn, tree, key, value);
@@ -802,6 +838,7 @@ impl Core {
     /// Creates a tree (committed at once; the log is forced).
     pub fn create_tree(&mut self, wal: &mut Wal, name: &str) -> Result<Tree> {
         self.check()?;
+        self.sync_page_reserve();
         if self.catalog.contains(name) {
             return Err(Error::TreeExists(name.into()));
         }

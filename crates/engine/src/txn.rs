@@ -190,11 +190,32 @@ impl Txn {
 
     /// Commits: durable when this returns.
     pub fn commit(mut self) -> Result<()> {
-        // A read-only transaction logs nothing: it only releases its locks, beside others.
-        if self.shared.core_read().end_read_only(self.id)? {
-            self.done = true;
-            self.shared.notify_ended();
-            return Ok(());
+        // Logged and ended beside other threads' operations where the mode allows: the commit
+        // record goes to the log under the log's own latch, the wait for the log holds no
+        // latch, and a read-only transaction only releases its locks.
+        let logged = self.shared.core_read().commit_shared(&self.shared.wal, self.id);
+        match logged {
+            None => {}
+            Some(Err(e)) => {
+                // Not committed: the drop of `self` rolls the transaction back.
+                return Err(e);
+            }
+            Some(Ok(lsn)) => {
+                self.done = true;
+                if lsn != 0 {
+                    if let Err(e) = self.shared.wal.commit_wait(lsn) {
+                        self.shared.health.poison(&e);
+                        return Err(e);
+                    }
+                    // Durable: failing to log its end only leaves recovery one record more to
+                    // look at, so it does not fail the commit.
+                    let r = self.shared.wal.lock().append(self.id, lsn, Body::End);
+                    let _ = self.shared.health.guard(r);
+                    self.shared.core_read().end_commit_shared(self.id)?;
+                }
+                self.shared.notify_ended();
+                return Ok(());
+            }
         }
         let pending = self.commit_deferred()?;
         if pending.lsn != 0 {

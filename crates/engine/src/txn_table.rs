@@ -90,11 +90,11 @@ pub(crate) struct TxnTable {
     txns: Shards<HashMap<TxnId, TxnState>>,
     next_txn: AtomicU64,
     /// Log bytes reserved by live transactions for their rollback.
-    log_reserved: u64,
+    log_reserved: AtomicU64,
     /// Data pages reserved by live transactions for their rollback.
-    pages_reserved: u64,
+    pages_reserved: AtomicU64,
     cc: Box<dyn ConcurrencyControl>,
-    undo: Box<dyn UndoStore>,
+    undo: std::sync::Mutex<Box<dyn UndoStore>>,
     page_size: u32,
 }
 
@@ -113,10 +113,10 @@ impl TxnTable {
         TxnTable {
             txns: Shards::new(16),
             next_txn: AtomicU64::new(1),
-            log_reserved: 0,
-            pages_reserved: 0,
+            log_reserved: AtomicU64::new(0),
+            pages_reserved: AtomicU64::new(0),
             cc: Box::new(TwoPhaseLocking::default()),
-            undo: Box::new(MemUndo::default()),
+            undo: std::sync::Mutex::new(Box::new(MemUndo::default())),
             page_size,
         }
     }
@@ -142,7 +142,7 @@ impl TxnTable {
     pub fn reserve_log(&mut self, id: TxnId, bytes: u64) {
         if let Some(st) = self.get_mut(id) {
             st.reserved += bytes;
-            self.log_reserved += bytes;
+            *self.log_reserved.get_mut() += bytes;
         }
     }
 
@@ -164,11 +164,11 @@ impl TxnTable {
     }
 
     pub fn log_reserved(&self) -> u64 {
-        self.log_reserved
+        self.log_reserved.load(Ordering::SeqCst)
     }
 
     pub fn pages_reserved(&self) -> u64 {
-        self.pages_reserved
+        self.pages_reserved.load(Ordering::SeqCst)
     }
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
@@ -224,10 +224,13 @@ impl TxnTable {
         }
         st.reserved += add;
         st.reserved_pages += pages;
-        self.pages_reserved += pages;
+        *self.pages_reserved.get_mut() += pages;
         st.last_lsn = lsn;
-        self.log_reserved += add;
-        self.undo.push(id, lsn, undo);
+        *self.log_reserved.get_mut() += add;
+        self.undo
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id, lsn, undo);
     }
 
     /// Pages `id` changed in its last operation.
@@ -243,8 +246,22 @@ impl TxnTable {
     }
 
     /// Removes `id` from the table (its reservation stays counted until [`TxnTable::end`]).
-    pub fn remove(&mut self, id: TxnId) -> Result<TxnState> {
-        self.txns.get_mut(id).remove(&id).ok_or(Error::TxnNotActive)
+    pub fn remove(&self, id: TxnId) -> Result<TxnState> {
+        self.txns.lock(id).remove(&id).ok_or(Error::TxnNotActive)
+    }
+
+    /// `id`'s last LSN (0: it logged nothing); fails unless `id` is live.
+    pub fn last_lsn(&self, id: TxnId) -> Result<Lsn> {
+        let shard = self.txns.lock(id);
+        shard.get(&id).map(|s| s.last_lsn).ok_or(Error::TxnNotActive)
+    }
+
+    /// The commit record of `id` is in the log (see [`TxnTable::committing`]), with the core
+    /// latch shared.
+    pub fn committing_shared(&self, id: TxnId) {
+        if let Some(st) = self.txns.lock(id).get_mut(&id) {
+            st.committing = true;
+        }
     }
 
     /// Ends `id` if it is read-only (it changed nothing and reserved nothing, so it holds only
@@ -271,17 +288,21 @@ impl TxnTable {
 
     /// The undo entries of `id`, oldest first (taken out of the store).
     pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Undo)> {
-        self.undo.take(id)
+        self.undo
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(id)
     }
 
     /// The transaction `st` (already removed) ended: its reservation is released, then its
     /// locks.
-    pub fn end(&mut self, id: TxnId, st: &TxnState) {
-        debug_assert!(self.log_reserved >= st.reserved);
-        debug_assert!(self.pages_reserved >= st.reserved_pages);
-        self.log_reserved -= st.reserved;
-        self.pages_reserved -= st.reserved_pages;
-        let _ = self.undo.take(id);
+    pub fn end(&self, id: TxnId, st: &TxnState) {
+        let log = self.log_reserved.fetch_sub(st.reserved, Ordering::SeqCst);
+        let pages = self.pages_reserved.fetch_sub(st.reserved_pages, Ordering::SeqCst);
+        debug_assert!(log >= st.reserved && pages >= st.reserved_pages);
+        if st.first_lsn != 0 {
+            let _ = crate::sync::lock(&self.undo).take(id);
+        }
         self.cc.end(id);
     }
 
