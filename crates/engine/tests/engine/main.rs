@@ -21,5 +21,6 @@ mod page_allocation;
 mod reopen;
 mod scans;
 mod snapshot;
+mod stress;
 mod support;
 mod waf;

@@ -1,0 +1,1133 @@
+//! Stress tests of the public API under threads: bank transfers with full-scan auditors and
+//! checkpoints (on memory and on files, then a crash and a reopen), lost updates on shared
+//! counters (under two-phase locking and with snapshot writers), snapshot auditors among
+//! transfers, and inserts and deletes of distinct keys among cursor scans.
+//!
+//! Every test runs its body on a watched thread: if no result arrives within [`WATCHDOG`] the
+//! test fails naming itself (a deadlock or a livelock becomes a failure, not a hang). Workers
+//! stop at a commit target or after [`WORK`] of wall time, whichever comes first; they never
+//! panic: an error or a broken invariant ends the worker with a message, stops the others and
+//! fails the test with that message. Random choices come from one seeded generator per thread
+//! (the seed is `WAFER_STRESS_SEED`, or a fixed default, and is named in every failure).
+
+use crate::support::MemPair;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use wafer_engine::device::MemDevice;
+use wafer_engine::{Db, DbConfig, Devices, Error, GroupCommitConfig, Tree, Txn};
+
+/// How long a test may take in all before it counts as hung.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
+/// Wall time the workers of one test run for at most.
+const WORK: Duration = Duration::from_secs(2);
+
+const ALL: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Unbounded, Bound::Unbounded);
+
+fn seed() -> u64 {
+    std::env::var("WAFER_STRESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed)
+}
+
+fn rng_for(seed: u64, thread: u64) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(thread))
+}
+
+/// Runs `body` on its own thread and returns its result, or fails the test `name`: with the
+/// body's error, with its panic, or when nothing arrives within [`WATCHDOG`].
+fn watchdog<T: Send + 'static>(
+    name: &str,
+    body: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let _ = tx.send(body());
+        })
+        .unwrap();
+    match rx.recv_timeout(WATCHDOG) {
+        Ok(Ok(v)) => {
+            handle.join().unwrap();
+            v
+        }
+        Ok(Err(e)) => panic!("{name} (seed {}): {e}", seed()),
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+            "{name} (seed {}): no result after {WATCHDOG:?}: a deadlock or a livelock",
+            seed()
+        ),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let payload = handle.join().unwrap_err();
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{name} (seed {}): panicked: {msg}", seed())
+        }
+    }
+}
+
+/// Why a transaction did not commit: a retryable engine error, or a failure of the test.
+#[derive(Debug)]
+enum Fail {
+    Retry(Error),
+    Fatal(String),
+}
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fail::Retry(e) => write!(f, "retryable: {e}"),
+            Fail::Fatal(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Errors a transaction may meet under contention, after which it is retried: a lock conflict
+/// (no-wait two-phase locking, or first updater wins under snapshot isolation), a log that
+/// live transactions keep full, a version store that live snapshots keep full.
+fn retryable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Conflict { .. } | Error::LogFull(_) | Error::VersionStoreFull(_)
+    )
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        if retryable(&e) {
+            Fail::Retry(e)
+        } else {
+            Fail::Fatal(format!("engine error: {e}"))
+        }
+    }
+}
+
+/// Runs `body` in `x` and commits; on an error aborts `x` (explicitly) and returns the error.
+fn run_txn<T>(mut x: Txn, body: impl FnOnce(&mut Txn) -> Result<T, Fail>) -> Result<T, Fail> {
+    match body(&mut x) {
+        Ok(v) => {
+            x.commit()?;
+            Ok(v)
+        }
+        Err(e) => match x.abort() {
+            Ok(()) => Err(e),
+            Err(a) => Err(Fail::Fatal(format!("abort after ({e}) failed: {a}"))),
+        },
+    }
+}
+
+/// The shared stop signal of a test's workers: the deadline passed, or a worker failed.
+struct Stop {
+    flag: AtomicBool,
+    deadline: Instant,
+}
+
+impl Stop {
+    fn new() -> Stop {
+        Stop::after(WORK)
+    }
+    fn after(work: Duration) -> Stop {
+        Stop {
+            flag: AtomicBool::new(false),
+            deadline: Instant::now() + work,
+        }
+    }
+    fn now(&self) -> bool {
+        self.flag.load(Ordering::Relaxed) || Instant::now() >= self.deadline
+    }
+    fn set(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+    /// Passes `r` through; an error stops every worker.
+    fn fail_all<T>(&self, r: Result<T, String>) -> Result<T, String> {
+        if r.is_err() {
+            self.set();
+        }
+        r
+    }
+}
+
+/// Waits a little before a retry: a yield at first, then a random sleep that grows with the
+/// failures in a row (no-wait locking can livelock threads that retry in step).
+fn backoff(rng: &mut Pcg64Mcg, in_a_row: u32) {
+    if in_a_row < 3 {
+        std::thread::yield_now();
+    } else {
+        let most = 20u64 << in_a_row.min(6);
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..most)));
+    }
+}
+
+/// Runs `attempt` until it commits (`Ok(Some)`), fails for good, or `stop` says so (`Ok(None)`);
+/// counts retries in `retries`.
+fn retry<T>(
+    stop: &Stop,
+    rng: &mut Pcg64Mcg,
+    retries: &mut u64,
+    mut attempt: impl FnMut(&mut Pcg64Mcg) -> Result<T, Fail>,
+) -> Result<Option<T>, String> {
+    let mut in_a_row = 0;
+    loop {
+        match attempt(rng) {
+            Ok(v) => return Ok(Some(v)),
+            Err(Fail::Retry(_)) => {
+                *retries += 1;
+                in_a_row += 1;
+                if stop.now() {
+                    return Ok(None);
+                }
+                backoff(rng, in_a_row);
+            }
+            Err(Fail::Fatal(e)) => return Err(e),
+        }
+    }
+}
+
+/// The workers' results, or all their errors (the first one to fail may not be the first
+/// thread: a failure stops the others, which may then fail for want of time).
+fn all_ok<T>(results: Vec<Result<T, String>>) -> Result<Vec<T>, String> {
+    let errors: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err().cloned())
+        .collect();
+    if errors.is_empty() {
+        Ok(results.into_iter().map(|r| r.ok().unwrap()).collect())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+fn u64_of(v: &[u8], what: &str) -> Result<u64, Fail> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| Fail::Fatal(format!("{what}: a value of {} bytes, not 8", v.len())))?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Bank transfers: accounts with u64 balances, threads moving money between two of them.
+mod bank {
+    use super::*;
+
+    pub const ACCOUNTS: u64 = 64;
+    pub const INITIAL: u64 = 1000;
+    pub const TOTAL: u64 = ACCOUNTS * INITIAL;
+
+    /// A transfer that committed: from, to, amount.
+    pub type Transfer = (u64, u64, u64);
+
+    pub fn acct(i: u64) -> Vec<u8> {
+        // Padded so the accounts span several leaves.
+        let mut k = format!("acct{i:03}").into_bytes();
+        k.resize(200, b'.');
+        k
+    }
+
+    /// Creates the bank tree with every account at `INITIAL`.
+    pub fn setup(db: &Db) -> Result<Tree, String> {
+        let t = db.create_tree("bank").map_err(|e| e.to_string())?;
+        let mut x = db.begin().map_err(|e| e.to_string())?;
+        for i in 0..ACCOUNTS {
+            x.put(&t, &acct(i), &INITIAL.to_le_bytes())
+                .map_err(|e| e.to_string())?;
+        }
+        x.commit().map_err(|e| e.to_string())?;
+        Ok(t)
+    }
+
+    pub fn balance(v: Option<Vec<u8>>, i: u64) -> Result<u64, Fail> {
+        let v = v.ok_or_else(|| Fail::Fatal(format!("account {i} is missing")))?;
+        u64_of(&v, &format!("account {i}"))
+    }
+
+    /// One transfer attempt in `x`: reads both balances and moves `amount` if the source has
+    /// it. Returns the transfer made, if any.
+    pub fn transfer(
+        x: &mut Txn,
+        t: &Tree,
+        (a, b, amount): Transfer,
+    ) -> Result<Option<Transfer>, Fail> {
+        let va = balance(x.get(t, &acct(a))?, a)?;
+        let vb = balance(x.get(t, &acct(b))?, b)?;
+        if va < amount {
+            return Ok(None);
+        }
+        x.put(t, &acct(a), &(va - amount).to_le_bytes())?;
+        x.put(t, &acct(b), &(vb + amount).to_le_bytes())?;
+        Ok(Some((a, b, amount)))
+    }
+
+    /// What a transfer thread did.
+    #[derive(Default)]
+    pub struct Transfers {
+        pub made: Vec<Transfer>,
+        /// Committed transactions (transfers made, and reads that found too little money).
+        pub commits: u64,
+        pub retries: u64,
+    }
+
+    /// A transfer thread: random transfers until `target` commits or `stop`; a snapshot
+    /// transaction (`snapshot`) or a serializable one.
+    pub fn transfer_thread(
+        db: &Db,
+        t: &Tree,
+        id: u64,
+        target: u64,
+        snapshot: bool,
+        stop: &Stop,
+    ) -> Result<Transfers, String> {
+        let mut rng = rng_for(seed(), id);
+        let mut out = Transfers::default();
+        while out.commits < target && !stop.now() {
+            let a = rng.random_range(0..ACCOUNTS);
+            let b = (a + rng.random_range(1..ACCOUNTS)) % ACCOUNTS;
+            let tr = (a, b, rng.random_range(1..=300));
+            let r = retry(stop, &mut rng, &mut out.retries, |_| {
+                let x = if snapshot {
+                    db.begin_snapshot()?
+                } else {
+                    db.begin()?
+                };
+                run_txn(x, |x| transfer(x, t, tr))
+            })
+            .map_err(|e| format!("transfer thread {id}: {e}"))?;
+            match r {
+                Some(made) => {
+                    out.commits += 1;
+                    out.made.extend(made);
+                }
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The balances a full read of the tree in one transaction finds: a scan (`how` 0), a
+    /// cursor (1), a reverse cursor (2) or one get per account (3). Checks that it finds every
+    /// account, once each, in key order, and that they add up to `TOTAL`.
+    pub fn audit(x: &mut Txn, t: &Tree, how: u32) -> Result<Vec<u64>, Fail> {
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = match how {
+            0 => x.scan(t, ALL, false, usize::MAX)?,
+            1 => x.cursor(t, ALL, false)?.collect::<Result<_, _>>()?,
+            2 => {
+                let mut r: Vec<_> = x.cursor(t, ALL, true)?.collect::<Result<_, _>>()?;
+                r.reverse();
+                r
+            }
+            _ => {
+                let mut r = Vec::new();
+                for i in 0..ACCOUNTS {
+                    if let Some(v) = x.get(t, &acct(i))? {
+                        r.push((acct(i), v));
+                    }
+                    if i % 8 == 7 {
+                        // A slow reader: other threads commit meanwhile.
+                        std::thread::yield_now();
+                    }
+                }
+                r
+            }
+        };
+        let keys: Vec<Vec<u8>> = rows.iter().map(|(k, _)| k.clone()).collect();
+        let want: Vec<Vec<u8>> = (0..ACCOUNTS).map(acct).collect();
+        if keys != want {
+            return Err(Fail::Fatal(format!(
+                "audit ({how}): {} rows that are not the {ACCOUNTS} accounts in order",
+                rows.len()
+            )));
+        }
+        let mut balances = Vec::with_capacity(rows.len());
+        for (i, (_, v)) in rows.iter().enumerate() {
+            balances.push(u64_of(v, &format!("account {i}"))?);
+        }
+        let sum: u64 = balances.iter().sum();
+        if sum != TOTAL {
+            return Err(Fail::Fatal(format!(
+                "audit ({how}): the balances add up to {sum}, not {TOTAL}"
+            )));
+        }
+        Ok(balances)
+    }
+
+    /// The balances the committed transfers give.
+    pub fn expected(outs: &[Transfers]) -> Vec<u64> {
+        let mut m = vec![INITIAL as i64; ACCOUNTS as usize];
+        for &(a, b, amount) in outs.iter().flat_map(|o| &o.made) {
+            m[a as usize] -= amount as i64;
+            m[b as usize] += amount as i64;
+        }
+        m.into_iter().map(|v| v as u64).collect()
+    }
+
+    /// Reads every balance in one transaction (an audit) and compares with `want`.
+    pub fn check_final(db: &Db, want: &[u64], what: &str) -> Result<(), String> {
+        let t = db
+            .open_tree("bank")
+            .map_err(|e| format!("{what}: open tree: {e}"))?;
+        let x = db.begin().map_err(|e| format!("{what}: {e}"))?;
+        let got = run_txn(x, |x| audit(x, &t, 0)).map_err(|e| format!("{what}: {e}"))?;
+        if got != want {
+            let diff: Vec<String> = (0..want.len())
+                .filter(|&i| got[i] != want[i])
+                .map(|i| format!("account {i}: {} (committed: {})", got[i], want[i]))
+                .collect();
+            return Err(format!(
+                "{what}: balances differ from the committed transfers: {}",
+                diff.join(", ")
+            ));
+        }
+        let counts = db.verify().map_err(|e| format!("{what}: verify: {e}"))?;
+        if counts != vec![("bank".to_string(), ACCOUNTS)] {
+            return Err(format!("{what}: verify counts {counts:?}"));
+        }
+        Ok(())
+    }
+}
+
+/// Small pool and log: eviction, checkpoints the log asks for, and group commit are all busy.
+fn stress_config() -> DbConfig {
+    DbConfig {
+        buffer_pages: 48,
+        log_space_bytes: Some(512 << 10),
+        checkpoint_batch_pages: 8,
+        doublewrite_pages: 8,
+        group_commit: GroupCommitConfig {
+            max_delay_us: 100,
+            min_batch: 2,
+        },
+        ..DbConfig::default()
+    }
+}
+
+/// Runs a checkpoint every few milliseconds until `done`; returns how many.
+fn checkpointer(db: &Db, done: &AtomicBool, stop: &Stop) -> Result<u64, String> {
+    let mut n = 0;
+    while !done.load(Ordering::Relaxed) && !stop.flag.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+        match db.checkpoint() {
+            Ok(()) => n += 1,
+            Err(e) if retryable(&e) => {}
+            Err(e) => return Err(format!("checkpoint thread: {e}")),
+        }
+    }
+    Ok(n)
+}
+
+/// Where a bank test keeps its database.
+enum Place {
+    Memory(MemPair),
+    Files(tempfile::TempDir),
+}
+
+impl Place {
+    fn devices(&self) -> Result<Devices, String> {
+        match self {
+            Place::Memory(pair) => Ok(pair.devices()),
+            Place::Files(dir) => {
+                Devices::files(dir.path(), 16 << 20, 4 << 20).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+const BANK_THREADS: u64 = 8;
+
+/// Bank transfers from [`BANK_THREADS`] threads, one thread auditing with full reads (every sum
+/// must be exact: under strict two-phase locking a scan locks the tree), one checkpointing;
+/// then the final balances must be the committed transfers', every thread must have committed,
+/// and after a crash (the handle dropped without close) the reopened database must hold the
+/// same balances. At least `min_during` audits must finish while the transfers run (on files a
+/// full scan rarely gets its tree lock among the transfers: see
+/// `full_scans_finish_among_read_then_write_transfers_on_files`).
+fn bank_run(name: &'static str, place: Place, min_during: u64) -> String {
+    watchdog(name, move || {
+        let started = Instant::now();
+        let db = Db::open(place.devices()?, stress_config()).map_err(|e| e.to_string())?;
+        let t = bank::setup(&db)?;
+        let stop = Stop::new();
+        let writers_done = AtomicBool::new(false);
+        let running = AtomicUsize::new(BANK_THREADS as usize);
+        let (outs, audits, checkpoints) = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..BANK_THREADS)
+                .map(|id| {
+                    let (db, t, stop, running, writers_done) =
+                        (&db, &t, &stop, &running, &writers_done);
+                    s.spawn(move || {
+                        let r = bank::transfer_thread(db, t, id, 2000, false, stop);
+                        if running.fetch_sub(1, Ordering::SeqCst) == 1 {
+                            writers_done.store(true, Ordering::SeqCst);
+                        }
+                        stop.fail_all(r)
+                    })
+                })
+                .collect();
+            let auditor = s.spawn(|| -> Result<(u64, u64, u64), String> {
+                let mut rng = rng_for(seed(), 100);
+                let (mut audits, mut during, mut retries) = (0u64, 0u64, 0u64);
+                // Audits while the transfers run, and one after.
+                loop {
+                    let last = writers_done.load(Ordering::SeqCst);
+                    let how = rng.random_range(0..4);
+                    let r = retry(&stop, &mut rng, &mut retries, |_| {
+                        run_txn(db.begin()?, |x| bank::audit(x, &t, how))
+                    });
+                    match stop.fail_all(r.map_err(|e| format!("auditor: {e}")))? {
+                        Some(_) => {
+                            audits += 1;
+                            during += u64::from(!last);
+                        }
+                        None if last => return Err("auditor: the last audit kept failing".into()),
+                        None => {}
+                    }
+                    if last || stop.flag.load(Ordering::Relaxed) {
+                        return Ok((audits, during, retries));
+                    }
+                }
+            });
+            let ck = s.spawn(|| stop.fail_all(checkpointer(&db, &writers_done, &stop)));
+            let outs = all_ok(workers.into_iter().map(|h| h.join().unwrap()).collect());
+            let audits = auditor.join().unwrap();
+            let checkpoints = ck.join().unwrap();
+            (outs, audits, checkpoints)
+        });
+        let (outs, (audits, during, audit_retries), checkpoints) = (outs?, audits?, checkpoints?);
+        let want = bank::expected(&outs);
+        bank::check_final(&db, &want, "after the run")?;
+        for (id, o) in outs.iter().enumerate() {
+            if o.commits == 0 {
+                return Err(format!(
+                    "transfer thread {id} committed nothing ({} retries)",
+                    o.retries
+                ));
+            }
+        }
+        if during < min_during {
+            return Err(format!(
+                "{during} audits finished while the transfers ran ({audit_retries} retries)"
+            ));
+        }
+        // A crash: the handle dropped without close (no checkpoint, the pool lost).
+        drop(db);
+        let db = Db::open(place.devices()?, stress_config())
+            .map_err(|e| format!("reopen after the crash: {e}"))?;
+        bank::check_final(&db, &want, "after the crash and reopen")?;
+        db.close().map_err(|e| e.to_string())?;
+        Ok(format!(
+            "{name}: {} transfers in {} commits, {} retries, {audits} audits ({during} during \
+             the transfers, {audit_retries} retries), {checkpoints} checkpoints, {:?}",
+            outs.iter().map(|o| o.made.len()).sum::<usize>(),
+            outs.iter().map(|o| o.commits).sum::<u64>(),
+            outs.iter().map(|o| o.retries).sum::<u64>(),
+            started.elapsed()
+        ))
+    })
+}
+
+#[test]
+fn bank_transfers_on_memory_keep_the_total_and_survive_a_crash() {
+    let name = "bank_transfers_on_memory";
+    eprintln!("{}", bank_run(name, Place::Memory(MemPair::new()), 1));
+}
+
+#[test]
+fn bank_transfers_on_files_keep_the_total_and_survive_a_crash() {
+    let name = "bank_transfers_on_files";
+    let dir = tempfile::tempdir().unwrap();
+    eprintln!("{}", bank_run(name, Place::Files(dir), 0));
+}
+
+/// Threads increment a few shared counters (read, add one, write; one or two counters a
+/// transaction) and retry conflicts; every counter must end at its committed increments. With
+/// `snapshot`, every other thread's transactions are snapshot transactions (first updater wins
+/// must refuse a lost update as the locks do).
+fn lost_updates(name: &'static str, snapshot: bool) -> String {
+    const COUNTERS: u64 = 4;
+    const THREADS: u64 = 6;
+    const TARGET: u64 = 1500;
+    let counter = |c: u64| format!("counter{c}").into_bytes();
+    watchdog(name, move || {
+        let started = Instant::now();
+        let pair = MemPair::new();
+        let mut devices = pair.devices();
+        if snapshot {
+            devices = devices.with_undo(Box::new(MemDevice::new(16 << 20, 4096)));
+        }
+        let db = Db::open(devices, stress_config()).map_err(|e| e.to_string())?;
+        let t = db.create_tree("counters").map_err(|e| e.to_string())?;
+        let stop = Stop::new();
+        let outs: Result<Vec<(Vec<u64>, u64)>, String> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..THREADS)
+                .map(|id| {
+                    let (db, t, stop) = (&db, &t, &stop);
+                    s.spawn(move || {
+                        let mut rng = rng_for(seed(), 200 + id);
+                        let mut done = vec![0u64; COUNTERS as usize];
+                        let (mut commits, mut retries) = (0u64, 0u64);
+                        let snap = snapshot && id % 2 == 1;
+                        while commits < TARGET && !stop.now() {
+                            let a = rng.random_range(0..COUNTERS);
+                            let mut which = vec![a];
+                            if rng.random_bool(0.3) {
+                                which.push((a + rng.random_range(1..COUNTERS)) % COUNTERS);
+                            }
+                            let r = retry(stop, &mut rng, &mut retries, |_| {
+                                let x = if snap {
+                                    db.begin_snapshot()?
+                                } else {
+                                    db.begin()?
+                                };
+                                run_txn(x, |x| {
+                                    for &c in &which {
+                                        let v = match x.get(t, &counter(c))? {
+                                            Some(v) => u64_of(&v, &format!("counter {c}"))?,
+                                            None => 0,
+                                        };
+                                        x.put(t, &counter(c), &(v + 1).to_le_bytes())?;
+                                    }
+                                    Ok(())
+                                })
+                            });
+                            match stop.fail_all(r.map_err(|e| format!("thread {id}: {e}")))? {
+                                Some(()) => {
+                                    commits += 1;
+                                    for &c in &which {
+                                        done[c as usize] += 1;
+                                    }
+                                }
+                                None => break,
+                            }
+                        }
+                        if commits == 0 {
+                            stop.set();
+                            return Err(format!(
+                                "thread {id} committed nothing ({retries} retries)"
+                            ));
+                        }
+                        Ok((done, retries))
+                    })
+                })
+                .collect();
+            all_ok(hs.into_iter().map(|h| h.join().unwrap()).collect())
+        });
+        let outs = outs?;
+        let mut x = db.begin().map_err(|e| e.to_string())?;
+        let mut total = 0;
+        for c in 0..COUNTERS {
+            let want: u64 = outs.iter().map(|(d, _)| d[c as usize]).sum();
+            let got = match x.get(&t, &counter(c)).map_err(|e| e.to_string())? {
+                Some(v) => u64_of(&v, "counter").map_err(|e| e.to_string())?,
+                None => 0,
+            };
+            if got != want {
+                return Err(format!(
+                    "counter {c} is {got} after {want} committed increments (lost updates)"
+                ));
+            }
+            total += want;
+        }
+        x.commit().map_err(|e| e.to_string())?;
+        Ok(format!(
+            "{name}: {total} increments, {} retries, {:?}",
+            outs.iter().map(|(_, r)| r).sum::<u64>(),
+            started.elapsed()
+        ))
+    })
+}
+
+#[test]
+fn no_lost_updates_on_shared_counters() {
+    eprintln!(
+        "{}",
+        lost_updates("no_lost_updates_on_shared_counters", false)
+    );
+}
+
+#[test]
+fn no_lost_updates_on_shared_counters_with_snapshot_writers() {
+    let name = "no_lost_updates_with_snapshot_writers";
+    eprintln!("{}", lost_updates(name, true));
+}
+
+/// Transfers (half the threads serializable, half snapshot transactions) while snapshot readers
+/// audit every balance (a scan, a cursor either way, or a slow get per account) and a thread
+/// checkpoints: every snapshot sum must be exact and no snapshot read may fail; the final
+/// balances are the committed transfers', no version is left once no snapshot is active, and a
+/// reopen (which starts with an empty version store) finds the same balances.
+#[test]
+fn snapshot_audits_among_transfers_are_exact() {
+    const WRITERS: u64 = 6;
+    const READERS: u64 = 2;
+    let name = "snapshot_audits_among_transfers";
+    let summary = watchdog(name, move || {
+        let started = Instant::now();
+        let pair = MemPair::new();
+        let undo = || Box::new(MemDevice::new(16 << 20, 4096));
+        let db = Db::open(pair.devices().with_undo(undo()), stress_config())
+            .map_err(|e| e.to_string())?;
+        let t = bank::setup(&db)?;
+        let stop = Stop::new();
+        let writers_done = AtomicBool::new(false);
+        let running = AtomicUsize::new(WRITERS as usize);
+        let (outs, audits, checkpoints) = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..WRITERS)
+                .map(|id| {
+                    let (db, t, stop, running, writers_done) =
+                        (&db, &t, &stop, &running, &writers_done);
+                    s.spawn(move || {
+                        let r = bank::transfer_thread(db, t, 300 + id, 2000, id % 2 == 1, stop);
+                        if running.fetch_sub(1, Ordering::SeqCst) == 1 {
+                            writers_done.store(true, Ordering::SeqCst);
+                        }
+                        stop.fail_all(r)
+                    })
+                })
+                .collect();
+            let readers: Vec<_> = (0..READERS)
+                .map(|id| {
+                    let (db, t, stop, writers_done) = (&db, &t, &stop, &writers_done);
+                    s.spawn(move || {
+                        let mut rng = rng_for(seed(), 400 + id);
+                        let mut audits = 0u64;
+                        loop {
+                            let last = writers_done.load(Ordering::SeqCst);
+                            let how = rng.random_range(0..4);
+                            // A snapshot read never waits nor conflicts: any error fails.
+                            let r = db
+                                .begin_snapshot()
+                                .map_err(Fail::from)
+                                .and_then(|x| run_txn(x, |x| bank::audit(x, t, how)));
+                            if let Err(e) = r {
+                                stop.set();
+                                return Err(format!("snapshot reader {id}: {e}"));
+                            }
+                            audits += 1;
+                            if last || stop.flag.load(Ordering::Relaxed) {
+                                return Ok(audits);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let ck = s.spawn(|| stop.fail_all(checkpointer(&db, &writers_done, &stop)));
+            let outs = all_ok(workers.into_iter().map(|h| h.join().unwrap()).collect());
+            let audits = all_ok(readers.into_iter().map(|h| h.join().unwrap()).collect());
+            (outs, audits, ck.join().unwrap())
+        });
+        let (outs, audits, checkpoints) = (outs?, audits?, checkpoints?);
+        let want = bank::expected(&outs);
+        bank::check_final(&db, &want, "after the run")?;
+        for (id, o) in outs.iter().enumerate() {
+            if o.commits == 0 {
+                return Err(format!(
+                    "transfer thread {id} committed nothing ({} retries)",
+                    o.retries
+                ));
+            }
+        }
+        if audits.iter().any(|&a| a < 2) {
+            return Err(format!("snapshot audits per reader: {audits:?}"));
+        }
+        if let Some(v) = db.stats().versions {
+            if v.heads != 0 {
+                return Err(format!("versions left with no snapshot active: {v:?}"));
+            }
+        }
+        drop(db);
+        let db = Db::open(pair.devices().with_undo(undo()), stress_config())
+            .map_err(|e| format!("reopen after the crash: {e}"))?;
+        bank::check_final(&db, &want, "after the crash and reopen")?;
+        Ok(format!(
+            "{name}: {} transfers in {} commits, {} retries, snapshot audits {audits:?}, \
+             {checkpoints} checkpoints, {:?}",
+            outs.iter().map(|o| o.made.len()).sum::<usize>(),
+            outs.iter().map(|o| o.commits).sum::<u64>(),
+            outs.iter().map(|o| o.retries).sum::<u64>(),
+            started.elapsed()
+        ))
+    });
+    eprintln!("{summary}");
+}
+
+/// Inserts and deletes of distinct keys by several threads among cursor scans.
+mod mixed {
+    use super::*;
+
+    pub const WRITERS: u64 = 4;
+    pub const SCANNERS: u64 = 2;
+
+    /// Data key `n` of writer `w`.
+    pub fn dkey(w: u64, n: u64) -> Vec<u8> {
+        format!("d{w}-{n:06}").into_bytes()
+    }
+
+    /// The key holding how many data keys writer `w` has.
+    pub fn ckey(w: u64) -> Vec<u8> {
+        format!("n{w}").into_bytes()
+    }
+
+    /// The value of a data key: derived from it, mostly short, one in 16 longer than a page.
+    pub fn dval(k: &[u8]) -> Vec<u8> {
+        let h = k
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            })
+            .max(1);
+        let len = if h % 16 == 0 {
+            4500 + (h >> 8) % 2000
+        } else {
+            8 + (h >> 8) % 120
+        };
+        crate::support::value(h, len as usize)
+    }
+
+    /// Parses a data key: (writer, n).
+    fn parse(k: &[u8]) -> Option<(u64, u64)> {
+        let s = std::str::from_utf8(k).ok()?.strip_prefix('d')?;
+        let (w, n) = s.split_once('-')?;
+        Some((w.parse().ok()?, n.parse().ok()?))
+    }
+
+    /// A writer: transactions of one to four inserts of new keys or deletes of its live keys,
+    /// each also writing its count key; returns its committed keys.
+    pub fn writer(
+        db: &Db,
+        t: &Tree,
+        w: u64,
+        stop: &Stop,
+    ) -> Result<(BTreeSet<u64>, u64, u64), String> {
+        let mut rng = rng_for(seed(), 500 + w);
+        let mut live = BTreeSet::new();
+        let mut next = 0u64;
+        let (mut commits, mut retries) = (0u64, 0u64);
+        while commits < 1500 && !stop.now() {
+            // The transaction's changes, decided before its first attempt.
+            let mut staged = live.clone();
+            let mut ops = Vec::new();
+            for _ in 0..rng.random_range(1..=4) {
+                if staged.is_empty() || rng.random_bool(0.7) {
+                    staged.insert(next);
+                    ops.push((next, true));
+                    next += 1;
+                } else {
+                    let i = rng.random_range(0..staged.len());
+                    let n = *staged.iter().nth(i).unwrap();
+                    staged.remove(&n);
+                    ops.push((n, false));
+                }
+            }
+            let count = staged.len() as u64;
+            let r = retry(stop, &mut rng, &mut retries, |_| {
+                run_txn(db.begin()?, |x| {
+                    for &(n, insert) in &ops {
+                        let k = dkey(w, n);
+                        let old = if insert {
+                            x.put(t, &k, &dval(&k))?
+                        } else {
+                            x.delete(t, &k)?
+                        };
+                        if old.is_some() == insert {
+                            return Err(Fail::Fatal(format!(
+                                "{} of {} found {:?} before",
+                                if insert { "insert" } else { "delete" },
+                                String::from_utf8_lossy(&k),
+                                old.map(|v| v.len())
+                            )));
+                        }
+                    }
+                    x.put(t, &ckey(w), &count.to_le_bytes())?;
+                    Ok(())
+                })
+            })
+            .map_err(|e| format!("writer {w}: {e}"))?;
+            match r {
+                Some(()) => {
+                    live = staged;
+                    commits += 1;
+                }
+                None => break,
+            }
+        }
+        if commits == 0 {
+            return Err(format!("writer {w} committed nothing ({retries} retries)"));
+        }
+        Ok((live, commits, retries))
+    }
+
+    /// One cursor read in `x`: over all keys or a random range, either way. Checks the keys are
+    /// strictly ordered (so unique) and in the range, each data key has its value, and on a
+    /// full read that each writer's count key matches its data keys (the read is one state).
+    pub fn scan_once(x: &mut Txn, t: &Tree, rng: &mut Pcg64Mcg) -> Result<usize, Fail> {
+        let reverse = rng.random_bool(0.5);
+        let full = rng.random_bool(0.5);
+        let (lo, hi) = {
+            let w = rng.random_range(0..WRITERS);
+            let a = rng.random_range(0..2000);
+            (dkey(w, a), dkey(w, a + rng.random_range(0..400)))
+        };
+        let range = if full {
+            ALL
+        } else {
+            (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]))
+        };
+        let mut prev: Option<Vec<u8>> = None;
+        let mut data = BTreeMap::<u64, u64>::new();
+        let mut counts = BTreeMap::<u64, u64>::new();
+        let mut n = 0;
+        for kv in x.cursor(t, range, reverse)? {
+            let (k, v) = kv?;
+            let show = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+            if let Some(p) = &prev {
+                let ordered = if reverse { k < *p } else { k > *p };
+                if !ordered {
+                    return Err(Fail::Fatal(format!(
+                        "cursor (reverse {reverse}): {} after {}",
+                        show(&k),
+                        show(p)
+                    )));
+                }
+            }
+            if !full && (k < lo || k >= hi) {
+                return Err(Fail::Fatal(format!(
+                    "cursor over [{}, {}) returned {}",
+                    show(&lo),
+                    show(&hi),
+                    show(&k)
+                )));
+            }
+            if let Some((w, _)) = parse(&k) {
+                if v != dval(&k) {
+                    return Err(Fail::Fatal(format!("{}: a wrong value", show(&k))));
+                }
+                *data.entry(w).or_default() += 1;
+            } else if let Some(w) = k.strip_prefix(b"n") {
+                let w: u64 = std::str::from_utf8(w)
+                    .ok()
+                    .and_then(|w| w.parse().ok())
+                    .ok_or_else(|| Fail::Fatal(format!("unexpected key {}", show(&k))))?;
+                counts.insert(w, u64_of(&v, "count")?);
+            } else {
+                return Err(Fail::Fatal(format!("unexpected key {}", show(&k))));
+            }
+            prev = Some(k);
+            n += 1;
+        }
+        if full {
+            for (w, c) in &counts {
+                let seen = data.get(w).copied().unwrap_or(0);
+                if seen != *c {
+                    return Err(Fail::Fatal(format!(
+                        "a full cursor read saw {seen} keys of writer {w}, whose count key \
+                         says {c}: not one state"
+                    )));
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Every committed key of every writer, with its value and the count keys, and nothing else.
+    pub fn check_final(db: &Db, lives: &[BTreeSet<u64>], what: &str) -> Result<(), String> {
+        let mut want = Vec::new();
+        for (w, live) in lives.iter().enumerate() {
+            for &n in live {
+                let k = dkey(w as u64, n);
+                let v = dval(&k);
+                want.push((k, v));
+            }
+            want.push((ckey(w as u64), (live.len() as u64).to_le_bytes().to_vec()));
+        }
+        want.sort();
+        let t = db.open_tree("mixed").map_err(|e| format!("{what}: {e}"))?;
+        let mut x = db.begin().map_err(|e| format!("{what}: {e}"))?;
+        let got = x
+            .scan(&t, ALL, false, usize::MAX)
+            .map_err(|e| format!("{what}: {e}"))?;
+        x.commit().map_err(|e| format!("{what}: {e}"))?;
+        if got != want {
+            let g: BTreeSet<&Vec<u8>> = got.iter().map(|(k, _)| k).collect();
+            let w: BTreeSet<&Vec<u8>> = want.iter().map(|(k, _)| k).collect();
+            let show = |ks: Vec<&&Vec<u8>>| {
+                ks.iter()
+                    .take(10)
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            return Err(format!(
+                "{what}: {} rows, {} committed; missing: {}; extra: {}",
+                got.len(),
+                want.len(),
+                show(w.difference(&g).collect()),
+                show(g.difference(&w).collect())
+            ));
+        }
+        let counts = db.verify().map_err(|e| format!("{what}: verify: {e}"))?;
+        if counts != vec![("mixed".to_string(), want.len() as u64)] {
+            return Err(format!("{what}: verify counts {counts:?}"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn inserts_and_deletes_among_cursor_scans() {
+    use mixed::*;
+    let name = "inserts_and_deletes_among_cursor_scans";
+    let summary = watchdog(name, move || {
+        let started = Instant::now();
+        let pair = MemPair::new();
+        let db = Db::open(pair.devices(), stress_config()).map_err(|e| e.to_string())?;
+        let t = db.create_tree("mixed").map_err(|e| e.to_string())?;
+        let stop = Stop::new();
+        let writers_done = AtomicBool::new(false);
+        let running = AtomicUsize::new(WRITERS as usize);
+        let (outs, scans) = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|w| {
+                    let (db, t, stop, running, writers_done) =
+                        (&db, &t, &stop, &running, &writers_done);
+                    s.spawn(move || {
+                        let r = writer(db, t, w, stop);
+                        if running.fetch_sub(1, Ordering::SeqCst) == 1 {
+                            writers_done.store(true, Ordering::SeqCst);
+                        }
+                        stop.fail_all(r)
+                    })
+                })
+                .collect();
+            let scanners: Vec<_> = (0..SCANNERS)
+                .map(|id| {
+                    let (db, t, stop, writers_done) = (&db, &t, &stop, &writers_done);
+                    s.spawn(move || {
+                        let mut rng = rng_for(seed(), 600 + id);
+                        let (mut scans, mut rows, mut retries) = (0u64, 0usize, 0u64);
+                        while !writers_done.load(Ordering::SeqCst) && !stop.now() {
+                            let r = retry(stop, &mut rng, &mut retries, |rng| {
+                                run_txn(db.begin()?, |x| scan_once(x, t, rng))
+                            });
+                            match stop.fail_all(r.map_err(|e| format!("scanner {id}: {e}")))? {
+                                Some(n) => {
+                                    scans += 1;
+                                    rows += n;
+                                    // Room for the writers, whom a cursor's tree lock holds off.
+                                    std::thread::sleep(Duration::from_micros(
+                                        rng.random_range(100..1000),
+                                    ));
+                                }
+                                None => break,
+                            }
+                        }
+                        Ok((scans, rows))
+                    })
+                })
+                .collect();
+            let outs = all_ok(writers.into_iter().map(|h| h.join().unwrap()).collect());
+            let scans = all_ok(scanners.into_iter().map(|h| h.join().unwrap()).collect());
+            (outs, scans)
+        });
+        let (outs, scans) = (outs?, scans?);
+        if scans.iter().any(|&(n, _)| n == 0) {
+            return Err(format!("a scanner finished no scan: {scans:?}"));
+        }
+        let lives: Vec<BTreeSet<u64>> = outs.iter().map(|(l, _, _)| l.clone()).collect();
+        check_final(&db, &lives, "after the run")?;
+        drop(db);
+        let db = Db::open(pair.devices(), stress_config())
+            .map_err(|e| format!("reopen after the crash: {e}"))?;
+        check_final(&db, &lives, "after the crash and reopen")?;
+        Ok(format!(
+            "{name}: {} live keys, {} writer commits, {} writer retries, scans (count, rows) \
+             {scans:?}, {:?}",
+            lives.iter().map(|l| l.len()).sum::<usize>(),
+            outs.iter().map(|(_, c, _)| c).sum::<u64>(),
+            outs.iter().map(|(_, _, r)| r).sum::<u64>(),
+            started.elapsed()
+        ))
+    });
+    eprintln!("{summary}");
+}
+
+/// Full scans among read-then-write transfers on files (a commit waits for the disk, so some
+/// transfer is nearly always in the tree). A scan that writers refuse waits for them while new
+/// writers are turned away (isolation.rs: `full_scans_finish_among_a_stream_of_writers`), so it
+/// should get its tree lock in about the time the writers in the tree take to commit: each of
+/// five scans must finish within [`SCAN_BOUND`] (the engine's own wait is 2 s) while eight
+/// threads transfer.
+#[test]
+#[ignore = "engine bug: a transfer enters the tree as a reader (its gets take IS) and then \
+            upgrades to IX, which the waiting scan's claim does not turn away (locks.rs turns \
+            away only a first lock of IX/X); on files the writers never drain and most scans \
+            wait 2 s and give up with Conflict"]
+fn full_scans_finish_among_read_then_write_transfers_on_files() {
+    const SCAN_BOUND: Duration = Duration::from_secs(1);
+    let name = "full_scans_among_read_then_write_transfers_on_files";
+    let summary = watchdog(name, move || {
+        let started = Instant::now();
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let devices = Devices::files(dir.path(), 16 << 20, 4 << 20).map_err(|e| e.to_string())?;
+        let db = Db::open(devices, stress_config()).map_err(|e| e.to_string())?;
+        let t = bank::setup(&db)?;
+        let stop = Stop::after(Duration::from_secs(15));
+        let (outs, scans) = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..BANK_THREADS)
+                .map(|id| {
+                    let (db, t, stop) = (&db, &t, &stop);
+                    s.spawn(move || {
+                        let r = bank::transfer_thread(db, t, 700 + id, u64::MAX, false, stop);
+                        stop.fail_all(r)
+                    })
+                })
+                .collect();
+            // Five scans, each timed, each after the transfers had time to get going (a scan's
+            // lock leaves them in backoff).
+            let mut scans: Vec<(Duration, bool)> = Vec::new();
+            let mut failed = None;
+            while scans.len() < 5 && !stop.now() {
+                std::thread::sleep(Duration::from_millis(150));
+                let t0 = Instant::now();
+                let r = db
+                    .begin()
+                    .map_err(Fail::from)
+                    .and_then(|x| run_txn(x, |x| bank::audit(x, &t, 0)));
+                match r {
+                    Ok(_) => scans.push((t0.elapsed(), true)),
+                    Err(Fail::Retry(_)) => scans.push((t0.elapsed(), false)),
+                    Err(Fail::Fatal(e)) => {
+                        failed = Some(format!("auditor: {e}"));
+                        break;
+                    }
+                }
+            }
+            stop.set();
+            let outs = all_ok(workers.into_iter().map(|h| h.join().unwrap()).collect());
+            match failed {
+                Some(e) => (Err(e), scans),
+                None => (outs, scans),
+            }
+        });
+        let outs = outs?;
+        let commits: u64 = outs.iter().map(|o| o.commits).sum();
+        bank::check_final(&db, &bank::expected(&outs), "after the run")?;
+        if scans.len() < 5 || scans.iter().any(|&(d, ok)| !ok || d > SCAN_BOUND) {
+            return Err(format!(
+                "full scans (time, finished) among {commits} transfer commits: {scans:?}; each \
+                 must finish within {SCAN_BOUND:?}"
+            ));
+        }
+        Ok(format!(
+            "{name}: scans {scans:?} among {commits} transfer commits, {:?}",
+            started.elapsed()
+        ))
+    });
+    eprintln!("{summary}");
+}
