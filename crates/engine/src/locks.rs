@@ -119,9 +119,11 @@ impl LockManager {
                 return Ok(false);
             }
         }
-        // A new writer of a tree a scan waits for stands back.
+        // A new writer of a tree a scan waits for stands back: a first lock in a write mode, or
+        // a reader of the tree (IS, S) upgrading to one. Writers already in the tree go on.
+        let writes = |m: LockMode| matches!(m, LockMode::IX | LockMode::X);
         let yields = match key {
-            LockKey::Tree(t) if mine.is_none() && matches!(wanted, LockMode::IX | LockMode::X) => {
+            LockKey::Tree(t) if writes(wanted) && !mine.is_some_and(|i| writes(holders[i].1)) => {
                 self.yields_to_scan(txn, *t)
             }
             _ => false,
@@ -235,6 +237,10 @@ mod tests {
         // A new writer is refused; the writer already in the tree goes on.
         assert!(lm.acquire(3, &t, LockMode::IX).is_err());
         assert!(!lm.acquire(1, &t, LockMode::IX).unwrap());
+        // A reader of the tree that upgrades to a write mode is a new writer: it stands back.
+        lm.acquire(4, &t, LockMode::IS).unwrap();
+        assert!(lm.acquire(4, &t, LockMode::IX).is_err());
+        lm.release_all(4, std::slice::from_ref(&t));
         lm.release_all(1, std::slice::from_ref(&t));
         assert!(lm.acquire(2, &t, LockMode::S).unwrap());
         lm.release_all(2, std::slice::from_ref(&t));

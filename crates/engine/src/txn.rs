@@ -193,7 +193,10 @@ impl Txn {
         // Logged and ended beside other threads' operations where the mode allows: the commit
         // record goes to the log under the log's own latch, the wait for the log holds no
         // latch, and a read-only transaction only releases its locks.
-        let logged = self.shared.core_read().commit_shared(&self.shared.wal, self.id);
+        let logged = self
+            .shared
+            .core_read()
+            .commit_shared(&self.shared.wal, self.id);
         match logged {
             None => {}
             Some(Err(e)) => {

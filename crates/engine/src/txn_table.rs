@@ -253,7 +253,10 @@ impl TxnTable {
     /// `id`'s last LSN (0: it logged nothing); fails unless `id` is live.
     pub fn last_lsn(&self, id: TxnId) -> Result<Lsn> {
         let shard = self.txns.lock(id);
-        shard.get(&id).map(|s| s.last_lsn).ok_or(Error::TxnNotActive)
+        shard
+            .get(&id)
+            .map(|s| s.last_lsn)
+            .ok_or(Error::TxnNotActive)
     }
 
     /// The commit record of `id` is in the log (see [`TxnTable::committing`]), with the core
@@ -298,7 +301,9 @@ impl TxnTable {
     /// locks.
     pub fn end(&self, id: TxnId, st: &TxnState) {
         let log = self.log_reserved.fetch_sub(st.reserved, Ordering::SeqCst);
-        let pages = self.pages_reserved.fetch_sub(st.reserved_pages, Ordering::SeqCst);
+        let pages = self
+            .pages_reserved
+            .fetch_sub(st.reserved_pages, Ordering::SeqCst);
         debug_assert!(log >= st.reserved && pages >= st.reserved_pages);
         if st.first_lsn != 0 {
             let _ = crate::sync::lock(&self.undo).take(id);

@@ -1064,10 +1064,6 @@ fn inserts_and_deletes_among_cursor_scans() {
 /// five scans must finish within [`SCAN_BOUND`] (the engine's own wait is 2 s) while eight
 /// threads transfer.
 #[test]
-#[ignore = "engine bug: a transfer enters the tree as a reader (its gets take IS) and then \
-            upgrades to IX, which the waiting scan's claim does not turn away (locks.rs turns \
-            away only a first lock of IX/X); on files the writers never drain and most scans \
-            wait 2 s and give up with Conflict"]
 fn full_scans_finish_among_read_then_write_transfers_on_files() {
     const SCAN_BOUND: Duration = Duration::from_secs(1);
     let name = "full_scans_among_read_then_write_transfers_on_files";
