@@ -8,21 +8,88 @@
 //! The page table maps a page id to a [`PageState`]: resident in a frame, or evicted while dirty
 //! (a policy that drops dirty pages without writing them and keeps their redo elsewhere).
 //!
-//! The pool is used under the engine's core latch, so it needs no internal locking; pins keep the
-//! pages of an operation in memory until the operation has been logged.
+//! The pool is used under the engine's core latch. Held exclusive, everything here may change
+//! (`&mut self`); pins keep the pages of an operation in memory until it has been logged. Held
+//! shared, nothing changes but:
+//! - reference bits and hit counts (atomics);
+//! - the bytes of *guarded* frames: a frame whose last change under the exclusive latch was a
+//!   plain leaf change is guarded, and with the latch shared it may be changed in place by a
+//!   writer that holds its stripe latch ([`BufferPool::frame_latch`]) exclusive, while readers
+//!   of a guarded frame hold that stripe latch shared. Unguarded frames are not written while the
+//!   latch is shared, so they are read without a latch (inner nodes: no cache line written per
+//!   read). Guard bits change only under the exclusive latch, so readers and writers that share
+//!   it agree on them;
+//! - dirty marks of those writes, queued ([`BufferPool::queue_dirty`]) and applied when the
+//!   latch is next taken exclusive, before anyone looks at dirty state.
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::sync::Striped;
 use crate::wal::record::TxnId;
+use crossbeam_utils::CachePadded;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+
+/// A frame's bytes: read through `&self`, written through `&mut self`, or, for a guarded frame
+/// with the core latch shared, through [`PageBytes::write_shared`] under the frame's stripe
+/// latch held exclusive (see the module notes).
+pub(crate) struct PageBytes(Box<[UnsafeCell<u8>]>);
+
+// SAFETY: the bytes are shared between threads only while the core latch is shared, and then
+// written only under the latching protocol of the module notes (a guarded frame's stripe latch
+// held exclusive, its readers holding it shared; other frames not written at all).
+unsafe impl Sync for PageBytes {}
+
+impl PageBytes {
+    fn zeroed(len: usize) -> std::result::Result<PageBytes, ()> {
+        let mut v: Vec<UnsafeCell<u8>> = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| ())?;
+        v.resize_with(len, || UnsafeCell::new(0));
+        Ok(PageBytes(v.into_boxed_slice()))
+    }
+
+    /// The bytes, mutable, from a shared reference.
+    ///
+    /// # Safety
+    /// The caller holds the frame's stripe latch exclusive with the core latch shared (the
+    /// frame is guarded), or otherwise knows no other reference to these bytes is in use.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn write_shared(&self) -> &mut [u8] {
+        // SAFETY: UnsafeCell<u8> has u8's layout and allows mutation through a shared
+        // reference; exclusivity is the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr() as *mut u8, self.0.len()) }
+    }
+}
+
+impl std::ops::Deref for PageBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: same layout; see the module notes for when a shared read may overlap a
+        // write (never: guarded frames are read under their stripe latch).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len()) }
+    }
+}
+
+impl std::ops::DerefMut for PageBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `&mut self` is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len()) }
+    }
+}
+
+/// Stripe latches over the frames (frame index modulo this).
+const FRAME_LATCHES: usize = 256;
 
 pub(crate) struct Frame {
     pub pid: Option<PageId>,
-    pub data: Box<[u8]>,
+    pub data: PageBytes,
+    /// May be written with the core latch shared (see the module notes); changed only with it
+    /// exclusive.
+    pub guarded: bool,
     pub dirty: bool,
     pub rec_lsn: Lsn,
     pub pins: u32,
@@ -91,6 +158,11 @@ pub(crate) struct BufferPool {
     /// Whether frames keep lists of the transactions with uncommitted changes on them: only a
     /// no-steal eviction policy needs them (set by `PageCache::set_eviction`).
     pub track_uncommitted: bool,
+    /// Stripe latches of guarded frames (see the module notes).
+    latches: Box<[CachePadded<RwLock<()>>]>,
+    /// Dirty marks of changes made with the core latch shared: (frame, LSN), in each frame's
+    /// LSN order.
+    pending_dirty: Mutex<Vec<(u32, Lsn)>>,
 }
 
 /// The fewest frames a pool has (a split pins a handful of pages at once).
@@ -109,12 +181,10 @@ impl BufferPool {
         let mut all = Vec::new();
         all.try_reserve_exact(n).map_err(|_| oom())?;
         for _ in 0..n {
-            let mut data = Vec::new();
-            data.try_reserve_exact(page_size).map_err(|_| oom())?;
-            data.resize(page_size, 0);
             all.push(Frame {
                 pid: None,
-                data: data.into_boxed_slice(),
+                data: PageBytes::zeroed(page_size).map_err(|_| oom())?,
+                guarded: false,
                 dirty: false,
                 rec_lsn: 0,
                 pins: 0,
@@ -132,6 +202,10 @@ impl BufferPool {
             stats: PoolStats::default(),
             shared_hits: Striped::default(),
             track_uncommitted: false,
+            latches: (0..FRAME_LATCHES)
+                .map(|_| CachePadded::new(RwLock::new(())))
+                .collect(),
+            pending_dirty: Mutex::new(Vec::new()),
         })
     }
 
@@ -143,12 +217,49 @@ impl BufferPool {
         self.frames.len()
     }
 
+    /// A frame's bytes. With the core latch shared, a guarded frame's bytes may be read only
+    /// under its stripe latch (see the module notes).
     pub fn data(&self, f: u32) -> &[u8] {
         &self.frames[f as usize].data
     }
 
     pub fn data_mut(&mut self, f: u32) -> &mut [u8] {
         &mut self.frames[f as usize].data
+    }
+
+    /// Whether frame `f` is guarded (see the module notes).
+    pub fn guarded(&self, f: u32) -> bool {
+        self.frames[f as usize].guarded
+    }
+
+    /// Sets whether frame `f` is guarded (core latch exclusive).
+    pub fn set_guarded(&mut self, f: u32, on: bool) {
+        self.frames[f as usize].guarded = on;
+    }
+
+    /// The stripe latch of frame `f`.
+    pub fn frame_latch(&self, f: u32) -> &RwLock<()> {
+        &self.latches[f as usize % FRAME_LATCHES]
+    }
+
+    /// Queues the dirty mark of a change logged at `lsn` on guarded frame `f`, made with the
+    /// core latch shared (the caller holds the frame's stripe latch exclusive, so a frame's
+    /// marks are queued in LSN order).
+    pub fn queue_dirty(&self, f: u32, lsn: Lsn) {
+        crate::sync::lock(&self.pending_dirty).push((f, lsn));
+    }
+
+    /// Applies the queued dirty marks (core latch exclusive, before anything looks at dirty
+    /// state).
+    pub fn apply_dirty(&mut self) {
+        let pending = std::mem::take(
+            self.pending_dirty
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for (f, lsn) in pending {
+            self.mark_dirty(f, lsn, 0);
+        }
     }
 
     pub fn pin(&mut self, f: u32) {
@@ -198,6 +309,7 @@ impl BufferPool {
         let fr = &mut self.frames[f as usize];
         debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 0);
         fr.pid = Some(pid);
+        fr.guarded = false;
         *fr.referenced.get_mut() = true;
         self.table.insert(pid, PageState::Resident(f));
     }

@@ -311,6 +311,17 @@ impl Checkpointer {
         wal.next_lsn().saturating_sub(self.last_begin_lsn)
     }
 
+    /// Whether [`Checkpointer::ensure_log_space`] would do nothing for an operation that may
+    /// log `need` bytes: no checkpoint due, and room for it beside the reservations. An
+    /// operation run with the core latch shared checks this with the log latched (and runs
+    /// exclusive, through `ensure_log_space`, when it fails).
+    pub fn log_space_ok(&self, wal: &Wal, txns: &TxnTable, need: u64) -> bool {
+        let want = self.op_reserve(wal).max(need) + txns.log_reserved();
+        let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
+        let due = self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none();
+        !short && !due
+    }
+
     /// Makes sure an operation that may log about `need` bytes (its record and, later, its
     /// undo) can run: checkpoints when the log passed its fill threshold or space runs short,
     /// and fails with `LogFull` when even a checkpoint that writes every dirty page leaves too
@@ -332,12 +343,15 @@ impl Checkpointer {
         // of the oldest live transaction. If that transaction already holds the start, it frees
         // nothing, and its record would eat into the space reserved for rollbacks (an operation
         // refused for log space and retried would log one each time).
-        let floor = txns
-            .oldest_first_lsn()
-            .unwrap_or(u64::MAX)
-            .min(wal.next_lsn());
-        let can_free = floor > wal.master().start_lsn;
-        if short && can_free {
+        // (Looked at only when space is short: it visits every live transaction.)
+        let can_free = || {
+            let floor = txns
+                .oldest_first_lsn()
+                .unwrap_or(u64::MAX)
+                .min(wal.next_lsn());
+            floor > wal.master().start_lsn
+        };
+        if short && can_free() {
             // Space is short: a checkpoint that writes every dirty page, whatever the policy.
             self.checkpoint(cache, wal, txns, true)?;
         } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {

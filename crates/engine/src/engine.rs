@@ -35,11 +35,11 @@ use crate::flushless::HEADER_RESERVE;
 use crate::health::Health;
 use crate::meta::{self, META_PID};
 use crate::page::Lsn;
-use crate::read_shared::SharedReader;
+use crate::read_shared::{SharedReader, SharedWriter};
 use crate::recovery::RecoveryReport;
 use crate::sync::Striped;
 use crate::txn_table::{txn_reserve, TxnTable};
-use crate::wal::record::{Body, TxnId, Undo};
+use crate::wal::record::{Body, Redo, TxnId, Undo};
 use crate::wal::{SharedWal, Wal};
 use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use std::ops::Bound;
@@ -150,7 +150,7 @@ impl Shared {
     /// state: the handle is poisoned, and the guard is handed out so that reads of counters
     /// still work.
     pub fn core(&self) -> CoreGuard<'_> {
-        match self.core.write() {
+        let mut g = match self.core.write() {
             Ok(g) => g,
             Err(p) => {
                 let g = p.into_inner();
@@ -158,7 +158,10 @@ impl Shared {
                     .poison_with(|| "a thread panicked inside the engine".into());
                 g
             }
-        }
+        };
+        // Changes made with the latch shared are marked dirty before anyone looks.
+        g.cache.pool.apply_dirty();
+        g
     }
 
     /// The core latch, shared (see the module's latching notes for what may be done under it).
@@ -420,6 +423,128 @@ impl Core {
             Err(Error::Device(_)) => self.health.guard(r),
             r => r,
         }
+    }
+
+    /// [`Core::write`] with the core latch shared: a plain change of a guarded leaf (see
+    /// `read_shared.rs`), logged under the log's own latch. `None`: this change, or this mode,
+    /// needs the latch exclusive (a split or merge, an overflow value, a leaf not guarded yet, a
+    /// page not in memory, a checkpoint due or log space short); nothing was changed, and the
+    /// caller runs `write`. The records, pages and counters it leaves are those `write` would
+    /// have left.
+    pub fn write_shared(
+        &self,
+        wal: &SharedWal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<Result<Option<Vec<u8>>>> {
+        if !self.commits_shared() {
+            return None;
+        }
+        let pre = (|| {
+            self.check()?;
+            self.txns.active(txn)?;
+            self.check_sizes(key, value)?;
+            self.access(txn, tree, Some(key), Access::Write)
+        })();
+        if let Err(e) = pre {
+            return Some(Err(e));
+        }
+        let mut w = SharedWriter::new(&self.cache);
+        let r = match value {
+            Some(v) => bt::put(&mut w, tree.root, key, v),
+            None => bt::delete(&mut w, tree.root, key),
+        };
+        let (old, leaf) = match r {
+            Ok(out) if !w.refused() => (out.old, out.leaf),
+            // Refused, or an error the exclusive run reports the same way.
+            _ => {
+                w.undo();
+                return None;
+            }
+        };
+        let changed = w.changed();
+        if changed.is_some_and(|(pid, _)| leaf != Some(pid)) {
+            w.undo();
+            return None;
+        }
+        let need = update_log_need(self.cfg.page_size, key, value);
+        let mut log = wal.lock();
+        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
+            drop(log);
+            w.undo();
+            return None;
+        }
+        let Some((pid, _)) = changed else {
+            // Nothing changed (a delete of a missing key): nothing to log.
+            drop(log);
+            w.finish(0);
+            self.stats.ops.add(1);
+            return Some(Ok(old));
+        };
+        let (first, prev) = match self.txns.lsns(txn) {
+            Ok(l) => l,
+            Err(e) => {
+                drop(log);
+                w.undo();
+                return Some(Err(e));
+            }
+        };
+        let own_first = if first == 0 {
+            txn_reserve(self.cfg.page_size)
+        } else {
+            0
+        };
+        log.set_update_keep(Some(crate::wal::UpdateKeep {
+            reserved: self.txns.log_reserved() + own_first,
+            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+        }));
+        let redo = match value {
+            Some(v) => Redo::LeafPut {
+                pid,
+                key: key.to_vec(),
+                value: v.to_vec(),
+            },
+            None => Redo::LeafDel {
+                pid,
+                key: key.to_vec(),
+            },
+        };
+        let undo = Undo {
+            tree: tree.id,
+            key: key.to_vec(),
+            old: old.clone(),
+        };
+        let r = log.append(
+            txn,
+            prev,
+            Body::Update {
+                redo,
+                undo: undo.clone(),
+            },
+        );
+        log.set_update_keep(None);
+        let lsn = match r {
+            Ok(lsn) => lsn,
+            Err(_) => {
+                // Refused (the log is full): the exclusive run fails the same way, or waits.
+                drop(log);
+                w.undo();
+                return None;
+            }
+        };
+        let record_bytes = log.next_lsn().saturating_sub(lsn);
+        let grows = old
+            .as_ref()
+            .is_some_and(|o| value.is_none_or(|v| v.len() < o.len()));
+        // Reserved before the log is let go, so the next writer's space check counts it.
+        self.txns.updated(txn, lsn, record_bytes, grows, undo);
+        drop(log);
+        w.finish(lsn);
+        self.txns.push_page(txn, pid);
+        self.stats.ops.add(1);
+        Some(Ok(old))
     }
 
     /// Puts (or, with `value` None, deletes) `key` of `tree` for `txn`; returns the old value.

@@ -100,6 +100,14 @@ impl<'a> Mtr<'a> {
         ))
     }
 
+    /// Guards (or unguards) every page this operation touched: a page whose last change was a
+    /// plain leaf change may be changed again with the core latch shared (see `buffer.rs`).
+    pub fn guard_touched(&mut self, plain: bool) {
+        for &(_, f) in &self.touched {
+            self.cache.pool.set_guarded(f, plain);
+        }
+    }
+
     /// Appends the operation's record and stamps its LSN on every touched page (marking them
     /// dirty), then unpins them. Returns the LSN (0 if nothing was logged). If the append fails,
     /// the mini-transaction comes back with the error so the caller can `release` it.

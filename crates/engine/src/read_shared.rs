@@ -7,12 +7,20 @@
 //!
 //! A reader changes nothing but the frames' reference bits (atomics); its hits are added to the
 //! pool's counters only if its operation completes, so a read retried after a miss counts its
-//! hits once, as a read run exclusive from the start would.
+//! hits once, as a read run exclusive from the start would. A guarded frame (one that writers
+//! may change with the latch shared, see `buffer.rs`) is read under its stripe latch, shared.
+//!
+//! [`SharedWriter`] is the writer's side: a plain leaf change (a put or delete that neither
+//! splits nor merges nor touches an overflow chain) of a guarded leaf, with the latch shared.
+//! It runs the same B+tree code over a store that latches the first guarded page it meets
+//! exclusive (the leaf: inner nodes are not guarded) and refuses anything beyond that page
+//! (another guarded page, a write elsewhere, an allocation): then the change is undone from the
+//! before-image it kept, and the operation runs again exclusive.
 
 use crate::btree::PageStore;
 use crate::cache::PageCache;
 use crate::error::{Error, Result};
-use crate::page::{self, PageId, PageType};
+use crate::page::{self, Lsn, PageId, PageType};
 
 pub(crate) struct SharedReader<'a> {
     cache: &'a PageCache,
@@ -63,14 +71,12 @@ impl PageStore for SharedReader<'_> {
         };
         self.cache.pool.touch_hit_shared(fr);
         self.hits += 1;
-        let data = self.cache.pool.data(fr);
-        if page::is_zeroed(data) {
-            return Err(Error::CorruptPage {
-                pid,
-                reason: "page was never written (dangling reference)",
-            });
-        }
-        Ok(f(data))
+        let _latch = self
+            .cache
+            .pool
+            .guarded(fr)
+            .then(|| crate::sync::read(self.cache.pool.frame_latch(fr)));
+        read_checked(self.cache.pool.data(fr), pid, f)
     }
 
     fn write_page<R>(&mut self, _pid: PageId, _f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
@@ -83,5 +89,144 @@ impl PageStore for SharedReader<'_> {
 
     fn free_page(&mut self, _pid: PageId) -> Result<()> {
         Err(self.refuse("free a page"))
+    }
+}
+
+/// Runs `f` over a page image, refusing an all-zero page (a reference to a page never written).
+fn read_checked<R>(data: &[u8], pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    if page::is_zeroed(data) {
+        return Err(Error::CorruptPage {
+            pid,
+            reason: "page was never written (dangling reference)",
+        });
+    }
+    Ok(f(data))
+}
+
+/// Why a [`SharedWriter`] gave up (the operation then runs exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// A page not in memory.
+    Miss,
+    /// More than a plain change of one guarded page.
+    NotPlain,
+}
+
+/// A plain leaf change with the core latch shared (see the module notes).
+pub(crate) struct SharedWriter<'a> {
+    cache: &'a PageCache,
+    hits: u64,
+    refused: Option<Refusal>,
+    /// The guarded frame latched exclusive, its page, and its image before the change (taken
+    /// at the first write).
+    latched: Option<(u32, PageId, std::sync::RwLockWriteGuard<'a, ()>)>,
+    before: Option<Box<[u8]>>,
+}
+
+impl<'a> SharedWriter<'a> {
+    pub fn new(cache: &'a PageCache) -> SharedWriter<'a> {
+        SharedWriter {
+            cache,
+            hits: 0,
+            refused: None,
+            latched: None,
+            before: None,
+        }
+    }
+
+    /// Whether the writer refused part of the operation (its result is void).
+    pub fn refused(&self) -> bool {
+        self.refused.is_some()
+    }
+
+    /// The page changed and its frame, if any was.
+    pub fn changed(&self) -> Option<(PageId, u32)> {
+        self.before.as_ref()?;
+        self.latched.as_ref().map(|(f, pid, _)| (*pid, *f))
+    }
+
+    /// Puts the changed page back as it was (the operation is given up).
+    pub fn undo(&mut self) {
+        if let (Some(img), Some((f, _, _))) = (self.before.take(), self.latched.as_ref()) {
+            // SAFETY: the frame is guarded and its stripe latch is held exclusive.
+            unsafe { self.cache.pool.frames[*f as usize].data.write_shared() }
+                .copy_from_slice(&img);
+        }
+    }
+
+    /// Ends the operation: stamps `lsn` on the changed page, queues its dirty mark, releases
+    /// the latch and counts the hits.
+    pub fn finish(mut self, lsn: Lsn) {
+        if let Some((f, _, _)) = self.latched.as_ref() {
+            if self.before.is_some() {
+                // SAFETY: the frame is guarded and its stripe latch is held exclusive.
+                let data = unsafe { self.cache.pool.frames[*f as usize].data.write_shared() };
+                page::set_page_lsn(data, lsn);
+                self.cache.pool.queue_dirty(*f, lsn);
+            }
+        }
+        self.latched = None;
+        self.cache.pool.shared_hits.add(self.hits);
+    }
+
+    fn refuse(&mut self, why: Refusal) -> Error {
+        self.refused.get_or_insert(why);
+        // Never seen by a caller: a refused operation is run again exclusive.
+        Error::InvalidArgument("internal: refused by a shared writer".into())
+    }
+
+    /// The frame of `pid` for this operation: an unguarded one as it is, the first guarded one
+    /// latched exclusive; None (refused) for a missing page or a second guarded page.
+    fn frame(&mut self, pid: PageId) -> std::result::Result<u32, Error> {
+        let Some(f) = self.cache.pool.lookup(pid) else {
+            return Err(self.refuse(Refusal::Miss));
+        };
+        self.cache.pool.touch_hit_shared(f);
+        self.hits += 1;
+        if !self.cache.pool.guarded(f) {
+            return Ok(f);
+        }
+        match &self.latched {
+            Some((g, _, _)) if *g == f => Ok(f),
+            Some(_) => Err(self.refuse(Refusal::NotPlain)),
+            None => {
+                let latch = crate::sync::write(self.cache.pool.frame_latch(f));
+                self.latched = Some((f, pid, latch));
+                Ok(f)
+            }
+        }
+    }
+}
+
+impl PageStore for SharedWriter<'_> {
+    fn page_size(&self) -> usize {
+        self.cache.pool.page_size()
+    }
+
+    fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let fr = self.frame(pid)?;
+        read_checked(self.cache.pool.data(fr), pid, f)
+    }
+
+    fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        let fr = self.frame(pid)?;
+        if !matches!(&self.latched, Some((g, _, _)) if *g == fr) {
+            // Only the latched guarded page may change.
+            return Err(self.refuse(Refusal::NotPlain));
+        }
+        // SAFETY: the frame is guarded and its stripe latch is held exclusive (`frame`).
+        let data = unsafe { self.cache.pool.frames[fr as usize].data.write_shared() };
+        if self.before.is_none() {
+            self.before = Some(data.to_vec().into_boxed_slice());
+        }
+        Ok(f(data))
+    }
+
+    fn alloc_page(&mut self, _kind: PageType) -> Result<PageId> {
+        Err(self.refuse(Refusal::NotPlain))
+    }
+
+    fn free_page(&mut self, _pid: PageId) -> Result<()> {
+        Err(self.refuse(Refusal::NotPlain))
     }
 }

@@ -52,6 +52,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A reader-writer latch taken shared, poisoning ignored (it guards no data of its own).
+pub(crate) fn read(l: &std::sync::RwLock<()>) -> std::sync::RwLockReadGuard<'_, ()> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A reader-writer latch taken exclusive, poisoning ignored (it guards no data of its own).
+pub(crate) fn write(l: &std::sync::RwLock<()>) -> std::sync::RwLockWriteGuard<'_, ()> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
 /// `n` shards of `T`, each under its own mutex on its own cache line.
 pub(crate) struct Shards<T> {
     shards: Box<[CachePadded<Mutex<T>>]>,

@@ -92,6 +92,14 @@ impl Txn {
     }
 
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+        // A plain leaf change beside other threads' operations; anything more, alone.
+        let shared =
+            self.shared
+                .core_read()
+                .write_shared(&self.shared.wal, self.id, tree, key, value);
+        if let Some(r) = shared {
+            return r;
+        }
         let mut core = self.shared.core();
         let started = std::time::Instant::now();
         loop {

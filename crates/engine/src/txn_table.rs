@@ -207,30 +207,46 @@ impl TxnTable {
     /// `id` logged an update at `lsn` whose record took `record_bytes`: remember how to undo it
     /// and reserve the log space its rollback needs.
     /// `grows`: undoing it re-inserts bytes into a leaf (see [`undo_pages`]).
-    pub fn updated(&mut self, id: TxnId, lsn: Lsn, record_bytes: u64, grows: bool, undo: Undo) {
+    pub fn updated(&self, id: TxnId, lsn: Lsn, record_bytes: u64, grows: bool, undo: Undo) {
         debug_assert!(lsn != 0);
         let mut add = undo_reserve(record_bytes);
         let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
         let txn_reserve = txn_reserve(self.page_size);
-        let st = self.txns.get_mut(id).get_mut(&id).expect("active");
-        debug_assert!(
-            lsn > st.last_lsn,
-            "a transaction's records are in LSN order"
-        );
-        if st.first_lsn == 0 {
-            st.first_lsn = lsn;
-            add += txn_reserve;
-            pages += TXN_RESERVE_PAGES;
+        {
+            let mut shard = self.txns.lock(id);
+            let st = shard.get_mut(&id).expect("active");
+            debug_assert!(
+                lsn > st.last_lsn,
+                "a transaction's records are in LSN order"
+            );
+            if st.first_lsn == 0 {
+                st.first_lsn = lsn;
+                add += txn_reserve;
+                pages += TXN_RESERVE_PAGES;
+            }
+            st.reserved += add;
+            st.reserved_pages += pages;
+            st.last_lsn = lsn;
         }
-        st.reserved += add;
-        st.reserved_pages += pages;
-        *self.pages_reserved.get_mut() += pages;
-        st.last_lsn = lsn;
-        *self.log_reserved.get_mut() += add;
-        self.undo
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(id, lsn, undo);
+        self.pages_reserved.fetch_add(pages, Ordering::SeqCst);
+        self.log_reserved.fetch_add(add, Ordering::SeqCst);
+        crate::sync::lock(&self.undo).push(id, lsn, undo);
+    }
+
+    /// `id` changed page `pid` (with the core latch shared; see [`TxnTable::pages_mut`]).
+    pub fn push_page(&self, id: TxnId, pid: PageId) {
+        if let Some(st) = self.txns.lock(id).get_mut(&id) {
+            st.pages.push(pid);
+        }
+    }
+
+    /// `id`'s first and last LSN (0: none yet); fails unless `id` is live.
+    pub fn lsns(&self, id: TxnId) -> Result<(Lsn, Lsn)> {
+        let shard = self.txns.lock(id);
+        shard
+            .get(&id)
+            .map(|s| (s.first_lsn, s.last_lsn))
+            .ok_or(Error::TxnNotActive)
     }
 
     /// Pages `id` changed in its last operation.
