@@ -226,6 +226,14 @@ pub struct EngineStats {
     pub checkpoint_deferrals: u64,
     /// The most consecutive deferrals any page reached.
     pub max_consecutive_deferrals: u32,
+    /// Reads, scans and plain leaf changes that ran beside other threads' (the core latch
+    /// shared).
+    #[serde(default)]
+    pub shared_ops: u64,
+    /// Operations tried with the core latch shared and run again exclusive (a page not in
+    /// memory, a split, a checkpoint due, a leaf not yet guarded).
+    #[serde(default)]
+    pub shared_retries: u64,
 }
 
 /// A snapshot of every counter, for reports and DB WAF.
@@ -589,6 +597,8 @@ impl Db {
                 ops: core.stats.ops.get(),
                 checkpoint_deferrals: ck.deferrals,
                 max_consecutive_deferrals: ck.max_consecutive_deferrals,
+                shared_ops: core.stats.shared.get(),
+                shared_retries: core.stats.shared_retries.get(),
             },
             pool: core.cache.pool.stats(),
             writes: core.cache.wp.counters().clone(),

@@ -61,6 +61,10 @@ pub(crate) struct OpStats {
     pub commits: Striped,
     pub aborts: Striped,
     pub ops: Striped,
+    /// Reads, scans and writes that ran with the core latch shared.
+    pub shared: Striped,
+    /// Of those attempted shared, the ones given up and run exclusive.
+    pub shared_retries: Striped,
 }
 
 /// Devices of the roles beside data and log (`undo`: version store; `temp`: sort and hash
@@ -281,8 +285,12 @@ impl Core {
         if let Err(e) = self.access(txn, tree, Some(key), Access::Read) {
             return Some(Err(e));
         }
-        let r = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key))?;
+        let Some(r) = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key)) else {
+            self.stats.shared_retries.add(1);
+            return None;
+        };
         self.stats.ops.add(1);
+        self.stats.shared.add(1);
         Some(r)
     }
 
@@ -312,12 +320,15 @@ impl Core {
         }
         let mut out = Vec::new();
         if limit > 0 {
-            let r = SharedReader::run(&self.cache, |m| {
+            let Some(r) = SharedReader::run(&self.cache, |m| {
                 bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
                     out.push((k.to_vec(), v.to_vec()));
                     out.len() < limit
                 })
-            })?;
+            }) else {
+                self.stats.shared_retries.add(1);
+                return None;
+            };
             if let Err(e) = r {
                 if !locked {
                     self.stats.ops.add(1);
@@ -328,6 +339,7 @@ impl Core {
         if !locked {
             self.stats.ops.add(1);
         }
+        self.stats.shared.add(1);
         Some(Ok(out))
     }
 
@@ -451,6 +463,23 @@ impl Core {
         if let Err(e) = pre {
             return Some(Err(e));
         }
+        let r = self.write_plain(wal, txn, tree, key, value);
+        match &r {
+            None => self.stats.shared_retries.add(1),
+            Some(_) => self.stats.shared.add(1),
+        }
+        r
+    }
+
+    /// The leaf change of [`Core::write_shared`], once the transaction may write `key`.
+    fn write_plain(
+        &self,
+        wal: &SharedWal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<Result<Option<Vec<u8>>>> {
         let mut w = SharedWriter::new(&self.cache);
         let r = match value {
             Some(v) => bt::put(&mut w, tree.root, key, v),
