@@ -15,7 +15,24 @@
 //! The decision itself is [`GroupCommit::should_flush`], a pure function, so a virtual-time
 //! scheduler can drive the same policy as a steppable task without threads.
 //!
-//! The flush runs with the log locked, so appends wait for it; the next batch forms behind it.
+//! The flush runs without the log locked, so appends go on during it:
+//!
+//! 1. Under the lock, the leader takes the buffered bytes (from the tail block of the durable
+//!    LSN up to the next LSN: [`Wal::begin_flush`]), marks a flush in flight up to that end
+//!    (`State::flushing`) and stops being the leader, then unlocks.
+//! 2. It writes and flushes them holding only the log's I/O lock (`FlushJob::run`). Meanwhile
+//!    transactions append, the tail block's records included (the buffer keeps that block), and
+//!    a committer whose record lies past the flush in flight becomes the next leader: it waits
+//!    for the flush in flight to end (one at a time), while its batch gathers behind it.
+//! 3. It locks again, publishes the new durable LSN (`Wal::finish_flush`), clears the flag and
+//!    wakes the followers.
+//!
+//! The next flush rewrites the partial tail block with the records appended since. Other paths
+//! still flush with the log locked ([`Wal::flush`] / [`Wal::flush_to`]: checkpoints and master
+//! writes, eviction's write-ahead rule, a full log buffer, `Db::flush_log` of the virtual-time
+//! scheduler); they wait for a flush in flight through the I/O lock and never write an older
+//! tail image over a newer one (`log.rs`). A single thread (or a virtual-time scheduler on one
+//! thread) issues the same device writes either way: nothing can append during its flush.
 
 #[cfg(test)]
 use std::borrow::Borrow;
@@ -85,8 +102,11 @@ impl GroupCommit {
 struct State {
     wal: Wal,
     policy: GroupCommit,
-    /// A leader is collecting a batch or flushing.
+    /// A leader is collecting a batch (or waiting for the flush in flight to end).
     leader: bool,
+    /// A flush is in flight, without the lock: it makes the records below this LSN durable.
+    /// At most one at a time.
+    flushing: Option<Lsn>,
     /// Committers that entered `commit_wait` since the last group flush, with a record that was
     /// not durable then: the batch the next flush serves.
     batch: u32,
@@ -95,6 +115,11 @@ struct State {
 }
 
 impl State {
+    /// Whether the record at `lsn` is durable or the flush in flight will make it so.
+    fn covered(&self, lsn: Lsn) -> bool {
+        self.wal.durable_lsn() > lsn || self.flushing.is_some_and(|end| end > lsn)
+    }
+
     /// Whether a recent committer is not waiting now (and so may still join the batch).
     fn others_expected(&mut self, now: Instant) -> bool {
         let window = Duration::from_micros(self.policy.recent_window_us());
@@ -127,6 +152,7 @@ impl SharedWal {
                     wal,
                     policy,
                     leader: false,
+                    flushing: None,
                     batch: 0,
                     recent: HashMap::new(),
                 }),
@@ -158,36 +184,35 @@ impl SharedWal {
     pub fn commit_wait(&self, lsn: Lsn) -> Result<()> {
         let mut g = self.state();
         g.wal.stats_mut().commits += 1;
-        if g.wal.durable_lsn() <= lsn {
+        if !g.covered(lsn) {
             g.batch += 1;
         }
         g.recent.insert(std::thread::current().id(), Instant::now());
         self.inner.joined.notify_all();
-        let res = loop {
+        loop {
             // Durability first: a commit whose record is durable has committed, whatever failed
             // since (the handle may be poisoned by another thread's data write).
             if g.wal.durable_lsn() > lsn {
-                break Ok(());
+                return Ok(());
             }
-            if let Err(e) = g.wal.check_ok() {
-                break Err(e);
-            }
+            g.wal.check_ok()?;
             if lsn >= g.wal.next_lsn() {
-                break Err(Error::InvalidArgument(format!(
+                return Err(Error::InvalidArgument(format!(
                     "commit_wait({lsn}): no record at that LSN was appended (next LSN {})",
                     g.wal.next_lsn()
                 )));
             }
-            if g.leader {
-                g = self
-                    .inner
-                    .flushed
-                    .wait(g)
-                    .unwrap_or_else(|e| e.into_inner());
+            if g.leader || g.covered(lsn) {
+                g = self.wait_flushed(g);
                 continue;
             }
+            // Lead the next flush.
             g.leader = true;
             let t0 = Instant::now();
+            // One flush in flight at a time; the batch gathers meanwhile.
+            while g.flushing.is_some() {
+                g = self.wait_flushed(g);
+            }
             loop {
                 let now = Instant::now();
                 let waited_us = now.duration_since(t0).as_micros() as u64;
@@ -201,16 +226,46 @@ impl SharedWal {
                     Err(e) => e.into_inner().0,
                 };
             }
-            let r = g.wal.flush();
-            g.wal.stats_mut().commit_flushes += 1;
-            g.batch = 0;
+            // The flush of the batch (and of whatever else is buffered).
+            debug_assert!(g.flushing.is_none());
             g.leader = false;
+            let job = match g.wal.begin_flush() {
+                Ok(Some(job)) => job,
+                // Made durable meanwhile by a flush with the log locked (a checkpoint, an
+                // eviction), or the log failed: the loop tells. Followers re-check too.
+                other => {
+                    self.inner.flushed.notify_all();
+                    other?;
+                    continue;
+                }
+            };
+            debug_assert!(
+                job.end() > lsn,
+                "a flush from the next LSN covers this commit"
+            );
+            g.flushing = Some(job.end());
+            g.batch = 0;
+            // Every committer waiting now appended its record before, so this flush covers it:
+            // none is left to lead, and a committer that comes during the flush leads the next.
+            drop(g);
+            let unwind = ClearFlushing(self);
+            let done = job.run();
+            g = self.state();
+            std::mem::forget(unwind);
+            let r = g.wal.finish_flush(done);
+            g.wal.stats_mut().commit_flushes += 1;
+            g.flushing = None;
             self.inner.flushed.notify_all();
-            if let Err(e) = r {
-                break Err(e);
-            }
-        };
-        res
+            r?;
+        }
+    }
+
+    /// Waits for the end of a flush (or of a leader's turn).
+    fn wait_flushed<'a>(&'a self, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.inner
+            .flushed
+            .wait(g)
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     #[cfg(test)]
@@ -221,6 +276,18 @@ impl SharedWal {
     #[cfg(test)]
     pub fn durable_lsn(&self) -> Lsn {
         self.state().wal.durable_lsn()
+    }
+}
+
+/// Clears the flush-in-flight flag if the flushing thread unwinds (a panic in the device), so
+/// that the others do not wait for it forever (they find the log as the panic left it).
+struct ClearFlushing<'a>(&'a SharedWal);
+
+impl Drop for ClearFlushing<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.state();
+        g.flushing = None;
+        self.0.inner.flushed.notify_all();
     }
 }
 

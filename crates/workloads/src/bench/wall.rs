@@ -33,6 +33,42 @@ pub struct WallResult {
     pub hit_ratio: f64,
     /// Per-operation latency (wall clock), transaction begin to commit.
     pub latency: flashsim::LatencySummary,
+    /// The log during the measured run (differences of the engine's `WalStats`): how many
+    /// commits waited for it, how many flushes served them, and the bytes written.
+    #[serde(default)]
+    pub log: WallLog,
+}
+
+/// Log activity of a wall-clock run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct WallLog {
+    pub commits: u64,
+    pub commit_flushes: u64,
+    pub flushes: u64,
+    pub device_flushes: u64,
+    pub bytes_written: u64,
+    /// Group-commit flushes per commit (1 = no sharing).
+    pub flushes_per_commit: f64,
+    /// Bytes written to the log device per commit.
+    pub bytes_per_commit: f64,
+}
+
+impl WallLog {
+    fn between(a: &wafer_engine::WalStats, b: &wafer_engine::WalStats) -> WallLog {
+        let commits = b.commits - a.commits;
+        let commit_flushes = b.commit_flushes - a.commit_flushes;
+        let bytes_written = b.bytes_written - a.bytes_written;
+        WallLog {
+            commits,
+            commit_flushes,
+            flushes: b.flushes - a.flushes,
+            device_flushes: b.device_flushes - a.device_flushes,
+            bytes_written,
+            flushes_per_commit: commit_flushes as f64 / commits.max(1) as f64,
+            bytes_per_commit: bytes_written as f64 / commits.max(1) as f64,
+        }
+    }
 }
 
 /// Loads `cfg.ycsb.record_count` records into an in-memory database sized to cache them all,
@@ -124,5 +160,6 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         ops_per_s: ops as f64 / seconds,
         hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
         latency: latency.summary(),
+        log: WallLog::between(&before.wal, &after.wal),
     })
 }

@@ -1,10 +1,16 @@
-//! Group commit: several committing threads share log flushes; one thread flushes at once.
+//! Group commit: several committing threads share log flushes; one thread flushes at once; the
+//! flush runs without the log locked, appends go on during it and the next flush makes them
+//! durable; an older flush never overwrites a newer tail image; acknowledged commits survive a
+//! power cut.
 
+use std::collections::HashSet;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use super::support::Held;
+use super::support::{rng, within_5s, Gated, Held, Volatile};
+use crate::device::BlockDevice;
 use crate::wal::{Body, GroupCommit, Redo, SharedWal, Undo, Wal, WalConfig};
+use rand::Rng;
 
 fn update(i: u64) -> Body {
     Body::Update {
@@ -179,4 +185,234 @@ fn commit_wait_on_an_unknown_lsn_is_an_error() {
     let wal = shared(&dev, GroupCommit::immediate());
     let next = wal.lock().next_lsn();
     assert!(wal.commit_wait(next + 100).is_err());
+}
+
+fn shared_on(dev: Box<dyn BlockDevice>, gc: GroupCommit) -> SharedWal {
+    let cfg = WalConfig {
+        space_bytes: 0,
+        group_commit: gc,
+        buffer_bytes: None,
+    };
+    SharedWal::new(Wal::create(dev, cfg).unwrap())
+}
+
+/// The commit records on the device (reopened).
+fn commits_on(dev: Box<dyn BlockDevice>) -> HashSet<u64> {
+    let (mut wal, m) = Wal::open(dev, WalConfig::default()).unwrap();
+    let mut r = wal.scan_from(m.start_lsn).unwrap();
+    let found = r
+        .by_ref()
+        .map(|x| x.unwrap())
+        .filter(|x| x.body == Body::Commit)
+        .map(|x| x.lsn)
+        .collect();
+    found
+}
+
+#[test]
+fn appends_go_on_during_a_flush_and_the_next_flush_makes_them_durable() {
+    let dev = Gated::new(1 << 20, 512);
+    let wal = shared_on(dev.boxed(), GroupCommit::immediate());
+    let c1 = wal.append(1, 0, Body::Commit).unwrap();
+    dev.arm();
+    let leader = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.commit_wait(c1))
+    };
+    dev.wait_entered();
+    // The leader is inside the device flush, and the log is not locked: appends go on.
+    let c2 = within_5s({
+        let wal = wal.clone();
+        move || {
+            let u = wal.append(2, 0, update(2)).unwrap();
+            wal.append(2, u, Body::Commit).unwrap()
+        }
+    });
+    // In the tail block the flush in flight writes: the next flush rewrites that block.
+    assert_eq!(c1 / 512, c2 / 512);
+    assert!(wal.durable_lsn() <= c1);
+    // This committer leads the next flush, after the one in flight.
+    let next = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.commit_wait(c2))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        !next.is_finished(),
+        "a second flush ran while one was in flight"
+    );
+    assert!(!leader.is_finished());
+    dev.open();
+    leader.join().unwrap().unwrap();
+    next.join().unwrap().unwrap();
+    assert!(wal.durable_lsn() > c2);
+    let st = wal.stats();
+    assert_eq!((st.commits, st.commit_flushes, st.flushes), (2, 2, 2));
+    drop(wal);
+    let found = commits_on(dev.dev.boxed());
+    assert!(found.contains(&c1) && found.contains(&c2), "{found:?}");
+}
+
+#[test]
+fn a_flush_with_the_log_locked_waits_for_the_flush_in_flight() {
+    let dev = Gated::new(1 << 20, 512);
+    let wal = shared_on(dev.boxed(), GroupCommit::immediate());
+    let c1 = wal.append(1, 0, Body::Commit).unwrap();
+    dev.arm();
+    let leader = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.commit_wait(c1))
+    };
+    dev.wait_entered();
+    let c2 = within_5s({
+        let wal = wal.clone();
+        move || wal.append(2, 0, Body::Commit).unwrap()
+    });
+    // A checkpoint's or an eviction's flush: it must not write the tail block under the
+    // flush in flight, nor let that flush's older image land over its own.
+    let locked = {
+        let wal = wal.clone();
+        std::thread::spawn(move || {
+            let mut g = wal.lock();
+            g.flush_to(c2).map(|()| g.durable_lsn())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!locked.is_finished());
+    dev.open();
+    assert!(locked.join().unwrap().unwrap() > c2);
+    leader.join().unwrap().unwrap();
+    // The leader's publication did not move the durable LSN back.
+    assert!(wal.durable_lsn() > c2);
+    drop(wal);
+    let found = commits_on(dev.dev.boxed());
+    assert!(found.contains(&c1) && found.contains(&c2), "{found:?}");
+}
+
+#[test]
+fn an_older_flush_never_overwrites_a_newer_tail_image() {
+    let dev = Held::new(1 << 20, 512);
+    let mut wal = Wal::create(dev.boxed(), WalConfig::default()).unwrap();
+    let a = wal.append(1, 0, Body::Commit).unwrap();
+    let job = wal.begin_flush().unwrap().unwrap();
+    assert_eq!(job.end(), wal.next_lsn());
+    // A flush with the log locked overtakes the job with a newer image of the same block.
+    let b = wal.append(2, 0, Body::Commit).unwrap();
+    wal.flush().unwrap();
+    let writes = dev.stats().writes;
+    let before = wal.stats();
+    wal.finish_flush(job.run()).unwrap();
+    assert_eq!(dev.stats().writes, writes, "the older image was written");
+    assert_eq!(wal.stats(), before);
+    assert_eq!(wal.durable_lsn(), wal.next_lsn());
+    // The other order: the job first, then a flush from the job's end on.
+    let c = wal.append(3, 0, Body::Commit).unwrap();
+    let job = wal.begin_flush().unwrap().unwrap();
+    let d = wal.append(4, 0, Body::Commit).unwrap();
+    let done = job.run();
+    wal.flush().unwrap();
+    wal.finish_flush(done).unwrap();
+    assert_eq!(wal.durable_lsn(), wal.next_lsn());
+    assert!(wal.begin_flush().unwrap().is_none());
+    drop(wal);
+    let found = commits_on(dev.boxed());
+    assert_eq!(found, HashSet::from([a, b, c, d]));
+}
+
+#[test]
+fn commits_during_a_flush_share_the_next_one() {
+    // Flush at once, no waiting for a batch: sharing comes only from the commits that arrive
+    // while a flush is in flight.
+    const THREADS: u64 = 8;
+    const TXNS: u64 = 20;
+    let mut dev = Gated::new(4 << 20, 512);
+    dev.flush_delay = Duration::from_millis(2);
+    let wal = shared_on(dev.boxed(), GroupCommit::immediate());
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let wal = wal.clone();
+            s.spawn(move || {
+                for i in 0..TXNS {
+                    let txn = 1 + t * TXNS + i;
+                    let u = wal.append(txn, 0, update(txn)).unwrap();
+                    let c = wal.append(txn, u, Body::Commit).unwrap();
+                    wal.commit_wait(c).unwrap();
+                    assert!(wal.durable_lsn() > c);
+                }
+            });
+        }
+    });
+    let st = wal.stats();
+    assert_eq!(st.commits, THREADS * TXNS);
+    assert!(
+        st.commit_flushes * 2 < st.commits,
+        "{} flushes for {} commits",
+        st.commit_flushes,
+        st.commits
+    );
+}
+
+#[test]
+fn acknowledged_concurrent_commits_survive_a_power_cut() {
+    const THREADS: u64 = 6;
+    let (mut acked_total, mut cut_short) = (0, 0);
+    for seed in 0..12u64 {
+        let mut g = rng(seed);
+        // 256 KiB of log: no wrap, the buffer is 16 KiB.
+        let dev = Volatile::new(2 * 512 + 512 * 512, 512);
+        {
+            let mut s = dev.0.lock().unwrap();
+            // The cut: a flush fails, or every write fails from some point on.
+            s.flushes_until_failure = Some(g.random_range(1..40));
+        }
+        let fail_writes_after = Duration::from_micros(g.random_range(0..20_000));
+        let wal = SharedWal::new(Wal::create(dev.boxed(), WalConfig::default()).unwrap());
+        let acked: Vec<u64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let wal = wal.clone();
+                    s.spawn(move || {
+                        let mut mine = Vec::new();
+                        for i in 0..200 {
+                            let txn = 1 + t * 1000 + i;
+                            let Ok(u) = wal.append(txn, 0, update(txn)) else {
+                                break;
+                            };
+                            let Ok(c) = wal.append(txn, u, Body::Commit) else {
+                                break;
+                            };
+                            match wal.commit_wait(c) {
+                                Ok(()) => mine.push(c),
+                                Err(_) => break,
+                            }
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            if seed % 2 == 0 {
+                std::thread::sleep(fail_writes_after);
+                dev.0.lock().unwrap().fail_writes = true;
+            }
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        drop(wal);
+        dev.0.lock().unwrap().fail_writes = false;
+        dev.crash(&mut g);
+        let found = commits_on(dev.boxed());
+        for c in &acked {
+            assert!(
+                found.contains(c),
+                "seed {seed}: acknowledged commit at {c} lost"
+            );
+        }
+        acked_total += acked.len();
+        cut_short += usize::from(acked.len() < THREADS as usize * 200);
+    }
+    // The cuts came while commits were going on.
+    assert!(
+        acked_total > 0 && cut_short > 6,
+        "{acked_total} acked, {cut_short} cut short"
+    );
+    eprintln!("{acked_total} acknowledged commits, {cut_short} of 12 runs cut short");
 }

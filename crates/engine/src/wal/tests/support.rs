@@ -204,3 +204,100 @@ pub fn body(rng: &mut Pcg64, max_bytes: usize) -> Body {
         }),
     }
 }
+
+/// A [`Held`] device whose next flush, once armed, stops until the test opens the gate: a log
+/// flush in flight the test can act around.
+#[derive(Clone)]
+pub struct Gated {
+    pub dev: Held,
+    gate: Arc<(Mutex<GateState>, std::sync::Condvar)>,
+    /// Every flush takes this long (like an fsync).
+    pub flush_delay: std::time::Duration,
+}
+
+#[derive(Default)]
+struct GateState {
+    armed: bool,
+    /// A flush is stopped at the gate.
+    entered: bool,
+    open: bool,
+}
+
+impl Gated {
+    pub fn new(capacity_bytes: u64, block_bytes: u32) -> Gated {
+        Gated {
+            dev: Held::new(capacity_bytes, block_bytes),
+            gate: Arc::default(),
+            flush_delay: std::time::Duration::ZERO,
+        }
+    }
+    pub fn boxed(&self) -> Box<dyn BlockDevice> {
+        Box::new(self.clone())
+    }
+    /// The next flush stops at the gate.
+    pub fn arm(&self) {
+        let mut s = self.gate.0.lock().unwrap();
+        *s = GateState {
+            armed: true,
+            ..GateState::default()
+        };
+    }
+    /// Waits until a flush stopped at the gate.
+    pub fn wait_entered(&self) {
+        let (m, cv) = &*self.gate;
+        let mut s = m.lock().unwrap();
+        while !s.entered {
+            s = cv.wait(s).unwrap();
+        }
+    }
+    /// Lets the stopped flush go on.
+    pub fn open(&self) {
+        let (m, cv) = &*self.gate;
+        m.lock().unwrap().open = true;
+        cv.notify_all();
+    }
+}
+
+impl BlockDevice for Gated {
+    fn capacity_bytes(&self) -> u64 {
+        self.dev.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.dev.block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.dev.read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.dev.write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        let (m, cv) = &*self.gate;
+        let mut s = m.lock().unwrap();
+        if s.armed {
+            s.armed = false;
+            s.entered = true;
+            cv.notify_all();
+            while !s.open {
+                s = cv.wait(s).unwrap();
+            }
+        }
+        drop(s);
+        std::thread::sleep(self.flush_delay);
+        self.dev.flush()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.dev.stats()
+    }
+}
+
+/// Runs `f` on another thread and returns its result, failing the test if it takes more than
+/// five seconds (a test of what must not block).
+pub fn within_5s<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(5))
+        .expect("blocked for more than 5 s")
+}
