@@ -14,6 +14,7 @@ mod identity;
 mod input;
 mod isolation;
 mod journal;
+mod latching;
 mod log_space;
 mod model;
 mod out_of_place;
