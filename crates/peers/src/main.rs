@@ -333,10 +333,7 @@ fn child(
     round: u32,
     dir: &Path,
 ) -> Res<RunResult> {
-    let mode = match cli.mode {
-        Mode::Memory => "memory",
-        Mode::Durable => "durable",
-    };
+    let mode = mode_name(cli.mode);
     let out = Command::new(exe)
         .arg("--one")
         .args(["--engines", e.name(), "--workloads", w.name()])
@@ -364,6 +361,13 @@ fn child(
     let line = String::from_utf8_lossy(&out.stdout);
     Ok(serde_json::from_str(line.trim())
         .map_err(|err| format!("unreadable result from the child ({err}): {line}"))?)
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Memory => "memory",
+        Mode::Durable => "durable",
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -420,9 +424,9 @@ fn summarise(cli: &Cli, results: &[RunResult]) -> Vec<Summary> {
 
 fn print_table(cli: &Cli, summary: &[Summary]) {
     println!(
-        "mode {:?}, {} records, {}-byte keys, {}-byte values, {} s runs, median of {} rounds \
+        "mode {}, {} records, {}-byte keys, {}-byte values, {} s runs, median of {} rounds \
          (kops/s; load: thousand records/s)",
-        cli.mode,
+        mode_name(cli.mode),
         cli.records,
         workload::KEY_BYTES,
         cli.value_size,

@@ -20,7 +20,7 @@ impl RocksKv {
             std::thread::available_parallelism().map_or(2, |n| n.get() as i32),
         );
         let mut table = BlockBasedOptions::default();
-        table.set_block_cache(&Cache::new_lru_cache(s.cache_bytes() as usize));
+        table.set_block_cache(&Cache::new_lru_cache(s.cache_bytes() as usize)?);
         opts.set_block_based_table_factory(&table);
         let db = DB::open(&opts, dir)?;
         Ok(RocksKv {
