@@ -1,0 +1,78 @@
+//! wafer through its public API, sized as `wafer-workloads`' wall-clock driver sizes it.
+
+use super::{Mode, Res, Sizing};
+use std::ops::Bound;
+use std::path::Path;
+use wafer_engine::{Db, DbConfig, Devices, Error, OpenMode, Tree, Txn};
+
+pub struct WaferKv {
+    db: Db,
+    tree: Tree,
+}
+
+impl WaferKv {
+    pub fn open(mode: Mode, dir: &Path, s: Sizing) -> Res<WaferKv> {
+        // As bench/wall.rs: the data device three times the records (16 bytes of overhead a
+        // record), a buffer pool as large, a log the size of the pool plus 8 MiB, up to 1 GiB.
+        let per_record = (s.key_bytes + s.value_bytes) as u64 + 16;
+        let data_bytes = (s.records * per_record * 3)
+            .max(64 << 20)
+            .next_multiple_of(1 << 20);
+        let cfg = DbConfig {
+            buffer_pages: (data_bytes / 4096) as usize,
+            open_mode: OpenMode::Create,
+            ..DbConfig::default()
+        };
+        let log_bytes = (cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
+        let devices = match mode {
+            Mode::Memory => Devices::memory(data_bytes, log_bytes),
+            Mode::Durable => Devices::files(dir, data_bytes, log_bytes)?,
+        };
+        let db = Db::open(devices, cfg)?;
+        let tree = db.create_tree("usertable")?;
+        Ok(WaferKv { db, tree })
+    }
+
+    /// Runs `f` in a transaction and commits; a conflict aborts the attempt and retries it.
+    fn txn<R>(&self, mut f: impl FnMut(&mut Txn, &Tree) -> Result<R, Error>) -> Res<(R, u64)> {
+        let mut retries = 0;
+        loop {
+            let mut t = self.db.begin()?;
+            match f(&mut t, &self.tree).and_then(|r| t.commit().map(|()| r)) {
+                Ok(r) => return Ok((r, retries)),
+                Err(Error::Conflict { .. }) => {
+                    retries += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl super::Kv for WaferKv {
+    fn load_batch(&self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Res<()> {
+        self.txn(|t, tree| {
+            for (k, v) in pairs {
+                t.put(tree, k, v)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> Res<bool> {
+        Ok(self.txn(|t, tree| t.get(tree, key).map(|v| v.is_some()))?.0)
+    }
+
+    fn write(&self, key: &[u8], value: &[u8]) -> Res<u64> {
+        Ok(self.txn(|t, tree| t.put(tree, key, value).map(|_| ()))?.1)
+    }
+
+    fn scan(&self, start: &[u8], len: usize) -> Res<(usize, u64)> {
+        self.txn(|t, tree| {
+            t.scan(tree, (Bound::Included(start), Bound::Unbounded), false, len)
+                .map(|v| v.len())
+        })
+    }
+}
