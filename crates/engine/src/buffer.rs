@@ -12,8 +12,9 @@
 //! (`&mut self`); pins keep the pages of an operation in memory until it has been logged. Held
 //! shared, nothing changes but:
 //! - reference bits and hit counts (atomics);
-//! - the bytes of *guarded* frames: a frame whose last change under the exclusive latch was a
-//!   plain leaf change is guarded, and with the latch shared it may be changed in place by a
+//! - the bytes of *guarded* frames: a frame that held a B+tree leaf when it was read or last
+//!   changed under the exclusive latch is guarded, and with the latch shared it may be changed
+//!   in place (a plain leaf change: no split, merge or overflow chain) by a
 //!   writer that holds its stripe latch ([`BufferPool::frame_latch`]) exclusive, while readers
 //!   of a guarded frame hold that stripe latch shared. Unguarded frames are not written while the
 //!   latch is shared, so they are read without a latch (inner nodes: no cache line written per
@@ -79,6 +80,11 @@ impl std::ops::DerefMut for PageBytes {
         // SAFETY: `&mut self` is exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len()) }
     }
+}
+
+/// Whether a page image is a B+tree leaf (the frames that are guarded: see the module notes).
+pub(crate) fn is_leaf(page: &[u8]) -> bool {
+    crate::page::page_type(page) == Some(crate::page::PageType::Leaf)
 }
 
 /// Stripe latches over the frames (frame index modulo this).

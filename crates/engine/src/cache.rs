@@ -108,6 +108,8 @@ impl PageCache {
             None => evicted_dirty,
         };
         self.pool.install(f, pid);
+        let leaf = crate::buffer::is_leaf(self.pool.data(f));
+        self.pool.set_guarded(f, leaf);
         if dirty {
             // Brought up to date from records that are not on the device yet: still dirty.
             let lsn = page::page_lsn(self.pool.data(f));

@@ -76,7 +76,11 @@ impl ConcurrencyControl for TwoPhaseLocking {
                     (LockMode::IS, LockMode::S)
                 };
                 let mut new = Vec::new();
-                if self.locks.acquire(txn, &tk, tm)? {
+                // IS on the tree is compatible with every tree mode the engine requests (IS,
+                // IX for writers, S for scans; X on a whole tree is never requested), so a
+                // record read does not take it: every read would otherwise write one lock-table
+                // entry that all threads share. A tree X, if ever requested, must bring it back.
+                if tm != LockMode::IS && self.locks.acquire(txn, &tk, tm)? {
                     new.push(tk);
                 }
                 let rk = LockKey::Record(tree, k.to_vec());

@@ -240,8 +240,11 @@ impl Core {
 
     /// Concurrency control before `txn` touches `key` of `tree` (`None`: the whole tree).
     fn access(&self, txn: TxnId, tree: &Tree, key: Option<&[u8]>, access: Access) -> Result<()> {
-        self.checked(txn, tree)?;
-        self.txns.before_access(txn, tree.id, key, access)
+        // The checks of `checked`, in its order, with one look at the transaction table.
+        self.check()?;
+        self.txns.before_access(txn, tree.id, key, access, || {
+            self.catalog.check_handle(tree)
+        })
     }
 
     /// Reads `key` of `tree` for `txn`.
@@ -360,17 +363,10 @@ impl Core {
             return Some(Err(e));
         }
         let r = (|| {
-            let prev = self.txns.last_lsn(txn)?;
+            let prev = self.txns.commit_point(txn)?;
             if prev == 0 {
-                return match self.txns.end_read_only(txn)? {
-                    true => {
-                        self.stats.commits.add(1);
-                        Ok(0)
-                    }
-                    false => Err(Error::InvalidArgument(
-                        "internal: a transaction that logged nothing holds reservations".into(),
-                    )),
-                };
+                self.stats.commits.add(1);
+                return Ok(0);
             }
             let r = wal.lock().append(txn, prev, Body::Commit);
             let lsn = self.health.guard(r)?;

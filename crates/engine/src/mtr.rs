@@ -100,11 +100,12 @@ impl<'a> Mtr<'a> {
         ))
     }
 
-    /// Guards (or unguards) every page this operation touched: a page whose last change was a
-    /// plain leaf change may be changed again with the core latch shared (see `buffer.rs`).
-    pub fn guard_touched(&mut self, plain: bool) {
+    /// Guards every B+tree leaf this operation touched, and unguards the other pages: a
+    /// guarded leaf may be changed in place with the core latch shared (see `buffer.rs`).
+    pub fn guard_touched(&mut self) {
         for &(_, f) in &self.touched {
-            self.cache.pool.set_guarded(f, plain);
+            let leaf = crate::buffer::is_leaf(self.cache.pool.data(f));
+            self.cache.pool.set_guarded(f, leaf);
         }
     }
 

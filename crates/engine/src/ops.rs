@@ -52,10 +52,7 @@ pub(crate) fn run_op<R>(
     match op(&mut mtr) {
         Ok((r, leaf)) => {
             let redo = mtr.redo(leaf.as_ref().map(|l| l.as_change()));
-            mtr.guard_touched(matches!(
-                redo,
-                Some(Redo::LeafPut { .. } | Redo::LeafDel { .. })
-            ));
+            mtr.guard_touched();
             let body = redo.map(|redo| body_of(&r, redo));
             match mtr.append(txn, prev_lsn, body, changed) {
                 Ok(lsn) => Ok((r, lsn)),

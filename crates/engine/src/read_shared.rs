@@ -120,7 +120,14 @@ pub(crate) struct SharedWriter<'a> {
     /// The guarded frame latched exclusive, its page, and its image before the change (taken
     /// at the first write).
     latched: Option<(u32, PageId, std::sync::RwLockWriteGuard<'a, ()>)>,
-    before: Option<Box<[u8]>>,
+    /// The latched page's image before the change is in this thread's [`BEFORE`].
+    saved: bool,
+}
+
+thread_local! {
+    /// Before-images of shared writers (one operation at a time per thread): kept in a buffer
+    /// that lives with the thread, so a write allocates nothing for it.
+    static BEFORE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl<'a> SharedWriter<'a> {
@@ -130,7 +137,7 @@ impl<'a> SharedWriter<'a> {
             hits: 0,
             refused: None,
             latched: None,
-            before: None,
+            saved: false,
         }
     }
 
@@ -141,16 +148,19 @@ impl<'a> SharedWriter<'a> {
 
     /// The page changed and its frame, if any was.
     pub fn changed(&self) -> Option<(PageId, u32)> {
-        self.before.as_ref()?;
+        if !self.saved {
+            return None;
+        }
         self.latched.as_ref().map(|(f, pid, _)| (*pid, *f))
     }
 
     /// Puts the changed page back as it was (the operation is given up).
     pub fn undo(&mut self) {
-        if let (Some(img), Some((f, _, _))) = (self.before.take(), self.latched.as_ref()) {
+        if let (true, Some((f, _, _))) = (self.saved, self.latched.as_ref()) {
             // SAFETY: the frame is guarded and its stripe latch is held exclusive.
-            unsafe { self.cache.pool.frames[*f as usize].data.write_shared() }
-                .copy_from_slice(&img);
+            let data = unsafe { self.cache.pool.frames[*f as usize].data.write_shared() };
+            BEFORE.with(|b| data.copy_from_slice(&b.borrow()));
+            self.saved = false;
         }
     }
 
@@ -158,7 +168,7 @@ impl<'a> SharedWriter<'a> {
     /// the latch and counts the hits.
     pub fn finish(mut self, lsn: Lsn) {
         if let Some((f, _, _)) = self.latched.as_ref() {
-            if self.before.is_some() {
+            if self.saved {
                 // SAFETY: the frame is guarded and its stripe latch is held exclusive.
                 let data = unsafe { self.cache.pool.frames[*f as usize].data.write_shared() };
                 page::set_page_lsn(data, lsn);
@@ -216,8 +226,13 @@ impl PageStore for SharedWriter<'_> {
         }
         // SAFETY: the frame is guarded and its stripe latch is held exclusive (`frame`).
         let data = unsafe { self.cache.pool.frames[fr as usize].data.write_shared() };
-        if self.before.is_none() {
-            self.before = Some(data.to_vec().into_boxed_slice());
+        if !self.saved {
+            BEFORE.with(|b| {
+                let mut b = b.borrow_mut();
+                b.clear();
+                b.extend_from_slice(data);
+            });
+            self.saved = true;
         }
         Ok(f(data))
     }

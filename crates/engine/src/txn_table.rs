@@ -172,12 +172,14 @@ impl TxnTable {
     }
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
+    /// `checks` runs once `id` is known to be live, before the protocol.
     pub fn before_access(
         &self,
         id: TxnId,
         tree: TreeId,
         key: Option<&[u8]>,
         access: Access,
+        checks: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         {
             let mut shard = self.txns.lock(id);
@@ -187,6 +189,7 @@ impl TxnTable {
                 st.thread = Some(me);
             }
         }
+        checks()?;
         self.cc.before_access(id, tree, key, access)
     }
 
@@ -266,15 +269,6 @@ impl TxnTable {
         self.txns.lock(id).remove(&id).ok_or(Error::TxnNotActive)
     }
 
-    /// `id`'s last LSN (0: it logged nothing); fails unless `id` is live.
-    pub fn last_lsn(&self, id: TxnId) -> Result<Lsn> {
-        let shard = self.txns.lock(id);
-        shard
-            .get(&id)
-            .map(|s| s.last_lsn)
-            .ok_or(Error::TxnNotActive)
-    }
-
     /// The commit record of `id` is in the log (see [`TxnTable::committing`]), with the core
     /// latch shared.
     pub fn committing_shared(&self, id: TxnId) {
@@ -283,26 +277,24 @@ impl TxnTable {
         }
     }
 
-    /// Ends `id` if it is read-only (it changed nothing and reserved nothing, so it holds only
-    /// locks): removes it and releases its locks. `Ok(false)`: it is not read-only, nothing
-    /// was done (the caller ends it with the core latch exclusive).
-    pub fn end_read_only(&self, id: TxnId) -> Result<bool> {
+    /// The commit of `id` with the core latch shared, one look at the table: a read-only
+    /// transaction is ended here (`Ok(0)`, its locks released); otherwise its last LSN, which
+    /// its commit record follows.
+    pub fn commit_point(&self, id: TxnId) -> Result<Lsn> {
         {
             let mut shard = self.txns.lock(id);
             let st = shard.get(&id).ok_or(Error::TxnNotActive)?;
-            let read_only = st.first_lsn == 0
-                && st.last_lsn == 0
-                && st.reserved == 0
-                && st.reserved_pages == 0
-                && st.pages.is_empty()
-                && !st.committing;
-            if !read_only {
-                return Ok(false);
+            if st.last_lsn != 0 {
+                return Ok(st.last_lsn);
             }
+            debug_assert!(
+                st.first_lsn == 0 && st.reserved == 0 && st.reserved_pages == 0,
+                "a transaction that logged nothing reserved nothing"
+            );
             shard.remove(&id);
         }
         self.cc.end(id);
-        Ok(true)
+        Ok(0)
     }
 
     /// The undo entries of `id`, oldest first (taken out of the store).

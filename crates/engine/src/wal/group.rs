@@ -112,6 +112,10 @@ struct State {
     batch: u32,
     /// Last `commit_wait` of each thread.
     recent: HashMap<ThreadId, Instant>,
+    /// Threads waiting on `joined` and on `flushed`: a commit signals only when someone waits
+    /// (a signal is a system call even with no waiter).
+    joined_waiters: u32,
+    flushed_waiters: u32,
 }
 
 impl State {
@@ -155,6 +159,8 @@ impl SharedWal {
                     flushing: None,
                     batch: 0,
                     recent: HashMap::new(),
+                    joined_waiters: 0,
+                    flushed_waiters: 0,
                 }),
                 joined: Condvar::new(),
                 flushed: Condvar::new(),
@@ -188,7 +194,9 @@ impl SharedWal {
             g.batch += 1;
         }
         g.recent.insert(std::thread::current().id(), Instant::now());
-        self.inner.joined.notify_all();
+        if g.joined_waiters > 0 {
+            self.inner.joined.notify_all();
+        }
         loop {
             // Durability first: a commit whose record is durable has committed, whatever failed
             // since (the handle may be poisoned by another thread's data write).
@@ -221,10 +229,12 @@ impl SharedWal {
                     break;
                 }
                 let left = Duration::from_micros(g.policy.max_delay_us - waited_us);
+                g.joined_waiters += 1;
                 g = match self.inner.joined.wait_timeout(g, left) {
                     Ok((guard, _)) => guard,
                     Err(e) => e.into_inner().0,
                 };
+                g.joined_waiters -= 1;
             }
             // The flush of the batch (and of whatever else is buffered).
             debug_assert!(g.flushing.is_none());
@@ -234,7 +244,9 @@ impl SharedWal {
                 // Made durable meanwhile by a flush with the log locked (a checkpoint, an
                 // eviction), or the log failed: the loop tells. Followers re-check too.
                 other => {
-                    self.inner.flushed.notify_all();
+                    if g.flushed_waiters > 0 {
+                        self.inner.flushed.notify_all();
+                    }
                     other?;
                     continue;
                 }
@@ -255,17 +267,23 @@ impl SharedWal {
             let r = g.wal.finish_flush(done);
             g.wal.stats_mut().commit_flushes += 1;
             g.flushing = None;
-            self.inner.flushed.notify_all();
+            if g.flushed_waiters > 0 {
+                self.inner.flushed.notify_all();
+            }
             r?;
         }
     }
 
     /// Waits for the end of a flush (or of a leader's turn).
-    fn wait_flushed<'a>(&'a self, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        self.inner
+    fn wait_flushed<'a>(&'a self, mut g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        g.flushed_waiters += 1;
+        let mut g = self
+            .inner
             .flushed
             .wait(g)
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(|e| e.into_inner());
+        g.flushed_waiters -= 1;
+        g
     }
 
     #[cfg(test)]

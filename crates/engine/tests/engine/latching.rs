@@ -31,18 +31,20 @@ fn cached_reads_and_plain_leaf_changes_run_shared_and_survive_a_crash() {
     let after = counts(&db);
     assert_eq!(after.0, before.0 + 1, "the read ran shared");
 
-    // The first plain change of a leaf since it was loaded runs exclusive (it guards the leaf);
-    // the next change of the same leaf runs shared.
+    // Plain changes of a leaf (guarded: leaves are) run shared; a change that splits a leaf is
+    // given up and run exclusive (here a value too long to stay in the leaf).
     let mut x = db.begin().unwrap();
     x.put(&t, &key(7), b"second").unwrap();
-    let mid = counts(&db);
     x.put(&t, &key(8), b"second").unwrap();
     x.delete(&t, &key(9)).unwrap();
+    let mid = counts(&db);
+    assert_eq!(mid.0, after.0 + 3, "the puts and the delete ran shared");
+    assert_eq!(mid.1, after.1, "and nothing was retried");
+    x.put(&t, &key(12), &[1u8; 3000]).unwrap();
     x.commit().unwrap();
     let end = counts(&db);
-    assert!(mid.1 > after.1, "the first change was retried exclusive");
-    assert_eq!(end.0, mid.0 + 2, "the put and the delete of a guarded leaf ran shared");
-    assert_eq!(end.1, mid.1, "and nothing was retried");
+    assert_eq!(end.1, mid.1 + 1, "the overflow value was retried exclusive");
+    assert_eq!(end.0, mid.0, "and did not run shared");
 
     // A scan of cached pages runs shared and sees the changes.
     let mut x = db.begin().unwrap();
@@ -76,6 +78,10 @@ fn cached_reads_and_plain_leaf_changes_run_shared_and_survive_a_crash() {
     assert_eq!(x.get(&t, &key(9)).unwrap(), None);
     assert_eq!(x.get(&t, &key(10)).unwrap().as_deref(), Some(&b"first"[..]));
     assert_eq!(x.get(&t, &key(11)).unwrap().as_deref(), Some(&b"first"[..]));
+    assert_eq!(
+        x.get(&t, &key(12)).unwrap().as_deref(),
+        Some(&[1u8; 3000][..])
+    );
     x.commit().unwrap();
     assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 1999)]);
 }

@@ -603,9 +603,10 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
                         println!(
-                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us",
+                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us; latch shared {} / retried exclusive {}, {} checkpoints",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
-                            r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3
+                            r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
+                            r.shared_ops, r.shared_retries, r.checkpoints
                         );
                     }
                     results.push(r);

@@ -37,6 +37,15 @@ pub struct WallResult {
     /// commits waited for it, how many flushes served them, and the bytes written.
     #[serde(default)]
     pub log: WallLog,
+    /// Operations that ran with the engine's core latch shared (beside the other threads), and
+    /// those tried so and run again exclusive, during the measured run.
+    #[serde(default)]
+    pub shared_ops: u64,
+    #[serde(default)]
+    pub shared_retries: u64,
+    /// Checkpoints during the measured run.
+    #[serde(default)]
+    pub checkpoints: u64,
 }
 
 /// Log activity of a wall-clock run.
@@ -161,5 +170,8 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
         latency: latency.summary(),
         log: WallLog::between(&before.wal, &after.wal),
+        shared_ops: after.engine.shared_ops - before.engine.shared_ops,
+        shared_retries: after.engine.shared_retries - before.engine.shared_retries,
+        checkpoints: after.engine.checkpoints - before.engine.checkpoints,
     })
 }
