@@ -68,35 +68,48 @@ impl ConcurrencyControl for TwoPhaseLocking {
     ) -> Result<()> {
         let write = access == Access::Write;
         let tk = LockKey::Tree(tree);
+        let ik = LockKey::TreeIx(tree);
+        // What the transaction holds on the tree already: IX in the tree's writer gate, or S/X
+        // in the table.
+        let (has_ix, has_table) = self
+            .held
+            .lock(txn)
+            .get(&txn)
+            .map_or((false, false), |keys| {
+                (keys.contains(&ik), keys.contains(&tk))
+            });
+        let remember = |k: LockKey| self.held.lock(txn).entry(txn).or_default().push(k);
         match key {
             Some(k) => {
-                let (tm, rm) = if write {
-                    (LockMode::IX, LockMode::X)
-                } else {
-                    (LockMode::IS, LockMode::S)
-                };
-                let mut new = Vec::new();
                 // IS on the tree is compatible with every tree mode the engine requests (IS,
-                // IX for writers, S for scans; X on a whole tree is never requested), so a
-                // record read does not take it: every read would otherwise write one lock-table
-                // entry that all threads share. A tree X, if ever requested, must bring it back.
-                if tm != LockMode::IS && self.locks.acquire(txn, &tk, tm)? {
-                    new.push(tk);
+                // IX for writers, S for scans; X on a whole tree is never requested, only
+                // reached by joining S and IX), so a record read does not take it: every read
+                // would otherwise write one lock-table entry that all threads share. A writer's
+                // IX goes through the tree's striped writer gate for the same reason.
+                if write && !has_ix {
+                    if has_table {
+                        // S joined with IX: X, in the table.
+                        self.locks.acquire(txn, &tk, LockMode::IX)?;
+                    } else {
+                        self.locks.acquire_ix(txn, tree)?;
+                        remember(ik);
+                    }
                 }
+                let rm = if write { LockMode::X } else { LockMode::S };
                 let rk = LockKey::Record(tree, k.to_vec());
-                let r = self.locks.acquire(txn, &rk, rm);
-                if let Ok(true) = r {
-                    new.push(rk);
+                if self.locks.acquire(txn, &rk, rm)? {
+                    remember(rk);
                 }
-                if !new.is_empty() {
-                    self.held.lock(txn).entry(txn).or_default().extend(new);
-                }
-                r.map(|_| ())
+                Ok(())
             }
             None => {
-                let m = if write { LockMode::X } else { LockMode::S };
-                if self.locks.acquire(txn, &tk, m)? {
-                    self.held.lock(txn).entry(txn).or_default().push(tk);
+                let m = if write || has_ix {
+                    LockMode::X
+                } else {
+                    LockMode::S
+                };
+                if self.locks.acquire_with(txn, &tk, m, has_ix)? {
+                    remember(tk);
                 }
                 Ok(())
             }
@@ -108,9 +121,14 @@ impl ConcurrencyControl for TwoPhaseLocking {
         // only for writers on other threads: this thread's own cannot end while it waits.
         let keys = self.held.lock(txn).get(&txn).cloned().unwrap_or_default();
         let writes = keys.iter().any(|k| self.locks.holds_write(txn, k));
-        let own_writer = same_thread
-            .iter()
-            .any(|&t| t != txn && self.locks.holds_write(t, &LockKey::Tree(tree)));
+        let own_writer = same_thread.iter().any(|&t| {
+            let gate_ix = self
+                .held
+                .lock(t)
+                .get(&t)
+                .is_some_and(|keys| keys.contains(&LockKey::TreeIx(tree)));
+            t != txn && (gate_ix || self.locks.holds_write(t, &LockKey::Tree(tree)))
+        });
         !writes && !own_writer && self.locks.claim_scan(txn, tree)
     }
 

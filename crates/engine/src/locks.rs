@@ -16,15 +16,18 @@
 use crate::error::{Error, Result};
 use crate::sync::{lock, Shards};
 use crate::wal::record::{TreeId, TxnId};
+use crossbeam_utils::CachePadded;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 /// User keys are hashed with foldhash's seeded quality hasher: several times SipHash's speed
 /// on short keys, still randomly seeded per process (keys come from users).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockMode {
+    /// Kept for completeness of the modes; the engine's reads take no IS (see `cc.rs`).
+    #[allow(dead_code)]
     IS,
     IX,
     S,
@@ -55,7 +58,39 @@ impl LockMode {
 pub enum LockKey {
     Tree(TreeId),
     Record(TreeId, Vec<u8>),
+    /// IX on a tree, counted in the tree's striped writer gate rather than held in the table
+    /// (see [`LockManager::acquire_ix`]).
+    TreeIx(TreeId),
 }
+
+/// Writers (IX holders) of one tree, counted per stripe so that writers on different cores do
+/// not write one cache line; and how many transactions hold the tree in S or X (in the table).
+/// An IX holder counts itself in first and then looks for S/X holders; an S/X taker announces
+/// itself first and then sums the writers: with sequentially consistent operations at least
+/// one of two racing requests sees the other (and, no-wait, refuses itself).
+struct TreeGate {
+    writers: Box<[CachePadded<AtomicI64>]>,
+    strong: AtomicU64,
+}
+
+impl TreeGate {
+    fn new() -> TreeGate {
+        TreeGate {
+            writers: (0..GATE_STRIPES)
+                .map(|_| CachePadded::new(AtomicI64::new(0)))
+                .collect(),
+            strong: AtomicU64::new(0),
+        }
+    }
+
+    /// IX holders, all stripes (a count taken in on one stripe may be taken out on another).
+    fn writers(&self) -> i64 {
+        self.writers.iter().map(|w| w.load(Ordering::SeqCst)).sum()
+    }
+}
+
+/// Stripes of a tree's writer gate.
+const GATE_STRIPES: usize = 16;
 
 /// Lock table shards: enough that two threads rarely meet on one.
 const SHARDS: usize = 64;
@@ -71,6 +106,8 @@ pub struct LockManager {
     scan_waiters: Mutex<HashMap<TreeId, TxnId>>,
     scan_waiters_n: AtomicUsize,
     conflicts: AtomicU64,
+    /// Writer gates per tree (created at a tree's first lock).
+    gates: RwLock<rustc_hash::FxHashMap<TreeId, Arc<TreeGate>>>,
 }
 
 impl Default for LockManager {
@@ -81,6 +118,7 @@ impl Default for LockManager {
             scan_waiters: Default::default(),
             scan_waiters_n: AtomicUsize::new(0),
             conflicts: AtomicU64::new(0),
+            gates: RwLock::new(Default::default()),
         }
     }
 }
@@ -103,9 +141,73 @@ impl LockManager {
                 .is_some_and(|&w| w != txn)
     }
 
+    fn gate(&self, tree: TreeId) -> Arc<TreeGate> {
+        if let Some(g) = self
+            .gates
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&tree)
+        {
+            return g.clone();
+        }
+        let mut w = self.gates.write().unwrap_or_else(|p| p.into_inner());
+        w.entry(tree)
+            .or_insert_with(|| Arc::new(TreeGate::new()))
+            .clone()
+    }
+
+    fn conflict(&self, what: String) -> Error {
+        self.conflicts.fetch_add(1, Ordering::Relaxed);
+        Error::Conflict { what }
+    }
+
+    /// IX on `tree` for `txn`, which holds no lock on the tree yet, through the tree's writer
+    /// gate: a count on this thread's stripe, refused if another transaction holds the tree in
+    /// S or X, or a scan waits for it. The caller remembers [`LockKey::TreeIx`].
+    pub fn acquire_ix(&self, txn: TxnId, tree: TreeId) -> Result<()> {
+        if self.yields_to_scan(txn, tree) {
+            return Err(self.conflict(format!("tree {tree}")));
+        }
+        let gate = self.gate(tree);
+        let stripe = &gate.writers[crate::sync::stripe() % GATE_STRIPES];
+        stripe.fetch_add(1, Ordering::SeqCst);
+        if gate.strong.load(Ordering::SeqCst) > 0 {
+            let key = LockKey::Tree(tree);
+            let shard = self.held.lock(self.shard_hash(&key));
+            let refused = shard
+                .get(&key)
+                .is_some_and(|h| h.iter().any(|&(t, _)| t != txn));
+            if refused {
+                drop(shard);
+                stripe.fetch_sub(1, Ordering::SeqCst);
+                return Err(self.conflict(format!("tree {tree}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases an IX taken by [`LockManager::acquire_ix`].
+    fn release_ix(&self, tree: TreeId) {
+        let gate = self.gate(tree);
+        gate.writers[crate::sync::stripe() % GATE_STRIPES].fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Acquires (or upgrades to) `mode` on `key` for `txn`, or fails at once on a conflict.
     /// Returns true if this is a new lock for the transaction (it must remember the key).
     pub fn acquire(&self, txn: TxnId, key: &LockKey, mode: LockMode) -> Result<bool> {
+        self.acquire_with(txn, key, mode, false)
+    }
+
+    /// [`LockManager::acquire`]; a tree lock here is S or X (or IX joined with an S the
+    /// transaction holds: X), and `own_ix` says whether `txn` is counted in the tree's writer
+    /// gate (its own count does not refuse it).
+    pub fn acquire_with(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        own_ix: bool,
+    ) -> Result<bool> {
         let h = self.shard_hash(key);
         let mut shard = self.held.lock(h);
         let holders = shard.entry(key.clone()).or_default();
@@ -140,23 +242,45 @@ impl LockManager {
             }
             return Err(Error::Conflict {
                 what: match key {
-                    LockKey::Tree(t) => format!("tree {t}"),
+                    LockKey::Tree(t) | LockKey::TreeIx(t) => format!("tree {t}"),
                     LockKey::Record(t, k) => {
                         format!("a record of tree {t} (key {} bytes)", k.len())
                     }
                 },
             });
         }
+        let previous = mine.map(|i| holders[i].1);
         match mine {
-            Some(i) => {
-                holders[i].1 = wanted;
-                Ok(false)
+            Some(i) => holders[i].1 = wanted,
+            None => holders.push((txn, wanted)),
+        }
+        if let LockKey::Tree(t) = key {
+            debug_assert!(matches!(wanted, LockMode::S | LockMode::X));
+            // Announce (a first table lock on the tree), then look for writers counted in the
+            // gate other than itself: S and X both exclude them.
+            let gate = self.gate(*t);
+            if previous.is_none() {
+                gate.strong.fetch_add(1, Ordering::SeqCst);
             }
-            None => {
-                holders.push((txn, wanted));
-                Ok(true)
+            if gate.writers() > i64::from(own_ix) {
+                let holders = shard.get_mut(key).expect("just added");
+                match previous {
+                    Some(m) => {
+                        let i = holders.iter().position(|(x, _)| *x == txn).expect("mine");
+                        holders[i].1 = m;
+                    }
+                    None => {
+                        gate.strong.fetch_sub(1, Ordering::SeqCst);
+                        holders.retain(|(x, _)| *x != txn);
+                        if holders.is_empty() {
+                            shard.remove(key);
+                        }
+                    }
+                }
+                return Err(self.conflict(format!("tree {t}")));
             }
         }
+        Ok(previous.is_none())
     }
 
     /// Makes `txn` the waiting scan of `tree` unless another transaction already is; true if
@@ -168,8 +292,12 @@ impl LockManager {
         who == txn
     }
 
-    /// Whether `txn` holds `key` in a write mode (IX or X).
+    /// Whether `txn` holds `key` in a write mode (IX or X); a [`LockKey::TreeIx`] it holds is
+    /// one.
     pub fn holds_write(&self, txn: TxnId, key: &LockKey) -> bool {
+        if let LockKey::TreeIx(_) = key {
+            return true;
+        }
         self.held
             .lock(self.shard_hash(key))
             .get(key)
@@ -193,11 +321,22 @@ impl LockManager {
     pub fn release_all(&self, txn: TxnId, keys: &[LockKey]) {
         self.drop_scan_claims(txn);
         for k in keys {
+            if let LockKey::TreeIx(t) = k {
+                self.release_ix(*t);
+                continue;
+            }
             let mut shard = self.held.lock(self.shard_hash(k));
             if let Some(h) = shard.get_mut(k) {
+                let before = h.len();
                 h.retain(|(t, _)| *t != txn);
+                let released = h.len() < before;
                 if h.is_empty() {
                     shard.remove(k);
+                }
+                if let (LockKey::Tree(t), true) = (k, released) {
+                    // Every table lock on a tree is S or X (IX goes through the gate).
+                    drop(shard);
+                    self.gate(*t).strong.fetch_sub(1, Ordering::SeqCst);
                 }
             }
         }
@@ -220,33 +359,81 @@ mod tests {
         ));
         lm.release_all(1, std::slice::from_ref(&r));
         assert!(!lm.acquire(2, &r, LockMode::X).unwrap());
+        // A writer in the tree's gate refuses a scan's S, and the other way round.
         let t = LockKey::Tree(1);
-        lm.acquire(3, &t, LockMode::IX).unwrap();
+        let ix = LockKey::TreeIx(1);
+        lm.acquire_ix(3, 1).unwrap();
+        lm.acquire_ix(5, 1).unwrap();
         assert!(lm.acquire(4, &t, LockMode::S).is_err());
-        assert!(lm.acquire(4, &t, LockMode::IS).is_ok());
+        lm.release_all(3, std::slice::from_ref(&ix));
+        lm.release_all(5, std::slice::from_ref(&ix));
+        assert!(lm.acquire(4, &t, LockMode::S).unwrap());
+        assert!(lm.acquire(6, &t, LockMode::S).unwrap(), "S and S share");
+        assert!(lm.acquire_ix(3, 1).is_err());
+        // The scanner's own write joins S and IX into X, refused while another scans.
+        assert!(lm.acquire(4, &t, LockMode::IX).is_err());
+        lm.release_all(6, std::slice::from_ref(&t));
+        assert!(!lm.acquire(4, &t, LockMode::IX).unwrap());
+        assert!(lm.acquire(6, &t, LockMode::S).is_err(), "X excludes S");
+        lm.release_all(4, std::slice::from_ref(&t));
+        lm.acquire_ix(3, 1).unwrap();
+        // A writer that then scans: its own IX does not refuse it (X), another's does.
+        assert!(lm.acquire_with(3, &t, LockMode::X, true).unwrap());
+        lm.release_all(3, &[ix.clone(), t.clone()]);
+        lm.acquire_ix(7, 1).unwrap();
+        assert!(lm.acquire_with(3, &t, LockMode::X, false).is_err());
+        lm.release_all(7, std::slice::from_ref(&ix));
+        assert!(lm.acquire(3, &t, LockMode::S).unwrap(), "all released");
     }
 
     #[test]
     fn a_waiting_scan_turns_new_writers_away() {
         let lm = LockManager::default();
         let t = LockKey::Tree(1);
-        lm.acquire(1, &t, LockMode::IX).unwrap();
+        let ix = LockKey::TreeIx(1);
+        lm.acquire_ix(1, 1).unwrap();
         assert!(lm.acquire(2, &t, LockMode::S).is_err());
         assert!(lm.claim_scan(2, 1));
         assert!(!lm.claim_scan(3, 1), "one waiter per tree");
-        // A new writer is refused; the writer already in the tree goes on.
-        assert!(lm.acquire(3, &t, LockMode::IX).is_err());
-        assert!(!lm.acquire(1, &t, LockMode::IX).unwrap());
-        // A reader of the tree that upgrades to a write mode is a new writer: it stands back.
-        lm.acquire(4, &t, LockMode::IS).unwrap();
-        assert!(lm.acquire(4, &t, LockMode::IX).is_err());
-        lm.release_all(4, std::slice::from_ref(&t));
-        lm.release_all(1, std::slice::from_ref(&t));
+        // A new writer is refused; the writer already in the tree goes on (it holds its IX).
+        assert!(lm.acquire_ix(3, 1).is_err());
+        lm.release_all(1, std::slice::from_ref(&ix));
         assert!(lm.acquire(2, &t, LockMode::S).unwrap());
         lm.release_all(2, std::slice::from_ref(&t));
-        assert!(
-            lm.acquire(3, &t, LockMode::IX).unwrap(),
-            "the claim ends with the scanner"
-        );
+        lm.acquire_ix(3, 1)
+            .expect("the claim ends with the scanner");
+    }
+
+    #[test]
+    fn racing_writers_and_scans_never_both_get_the_tree() {
+        // Many threads take IX or S on one tree at once; a scan must never hold S while a
+        // writer holds IX.
+        let lm = LockManager::default();
+        let t = LockKey::Tree(1);
+        let ix = LockKey::TreeIx(1);
+        let inside = AtomicI64::new(0);
+        std::thread::scope(|s| {
+            for th in 0..4u64 {
+                let (lm, t, ix, inside) = (&lm, &t, &ix, &inside);
+                s.spawn(move || {
+                    for i in 0..20_000u64 {
+                        let txn = th * 1_000_000 + i + 1;
+                        if th % 2 == 0 {
+                            if lm.acquire_ix(txn, 1).is_ok() {
+                                assert!(inside.fetch_add(1, Ordering::SeqCst) >= 0);
+                                inside.fetch_sub(1, Ordering::SeqCst);
+                                lm.release_all(txn, std::slice::from_ref(ix));
+                            }
+                        } else if lm.acquire(txn, t, LockMode::S).unwrap_or(false) {
+                            // Writers count +1 inside; a scan marks -1_000_000.
+                            let before = inside.fetch_sub(1_000_000, Ordering::SeqCst);
+                            assert!(before <= 0, "a writer was inside during a scan");
+                            inside.fetch_add(1_000_000, Ordering::SeqCst);
+                            lm.release_all(txn, std::slice::from_ref(t));
+                        }
+                    }
+                });
+            }
+        });
     }
 }

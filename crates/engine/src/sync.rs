@@ -11,7 +11,7 @@ const STRIPES: usize = 16;
 
 /// This thread's stripe: threads are numbered round-robin at their first use, so a few threads
 /// get distinct stripes.
-fn stripe() -> usize {
+pub(crate) fn stripe() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;

@@ -214,14 +214,16 @@ impl Txn {
             Some(Ok(lsn)) => {
                 self.done = true;
                 if lsn != 0 {
-                    if let Err(e) = self.shared.wal.commit_wait(lsn) {
+                    // Durable, then its End record: failing to log that only leaves recovery
+                    // one record more to look at, so it does not fail the commit.
+                    let (id, health) = (self.id, &self.shared.health);
+                    let r = self.shared.wal.commit_wait_then(lsn, |wal| {
+                        let _ = health.guard(wal.append(id, lsn, Body::End));
+                    });
+                    if let Err(e) = r {
                         self.shared.health.poison(&e);
                         return Err(e);
                     }
-                    // Durable: failing to log its end only leaves recovery one record more to
-                    // look at, so it does not fail the commit.
-                    let r = self.shared.wal.lock().append(self.id, lsn, Body::End);
-                    let _ = self.shared.health.guard(r);
                     self.shared.core_read().end_commit_shared(self.id)?;
                 }
                 self.shared.notify_ended();

@@ -38,6 +38,7 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -138,7 +139,14 @@ struct Inner {
     joined: Condvar,
     /// Followers wait here for the leader's flush.
     flushed: Condvar,
+    /// The durable LSN as the last group flush left it: followers spin on it for a moment
+    /// before they sleep on `flushed` (a flush to memory or a fast device ends sooner than a
+    /// sleep and a wake-up take).
+    durable: AtomicU64,
 }
+
+/// How long a follower spins for the flush in flight before it sleeps.
+const FOLLOWER_SPIN: Duration = Duration::from_micros(20);
 
 /// A [`Wal`] shared between threads, with group commit. Cloning shares the same log.
 #[derive(Clone)]
@@ -164,6 +172,7 @@ impl SharedWal {
                 }),
                 joined: Condvar::new(),
                 flushed: Condvar::new(),
+                durable: AtomicU64::new(0),
             }),
         }
     }
@@ -188,6 +197,13 @@ impl SharedWal {
     /// Returns once the record at `lsn` (a commit record) is durable, flushing as the leader of a
     /// group or waiting for the current leader's flush.
     pub fn commit_wait(&self, lsn: Lsn) -> Result<()> {
+        self.commit_wait_then(lsn, |_| ())
+    }
+
+    /// [`SharedWal::commit_wait`], then `then` with the log still latched (a committer's End
+    /// record, appended without taking the latch once more).
+    pub fn commit_wait_then(&self, lsn: Lsn, then: impl FnOnce(&mut Wal)) -> Result<()> {
+        let mut spun = false;
         let mut g = self.state();
         g.wal.stats_mut().commits += 1;
         if !g.covered(lsn) {
@@ -201,6 +217,7 @@ impl SharedWal {
             // Durability first: a commit whose record is durable has committed, whatever failed
             // since (the handle may be poisoned by another thread's data write).
             if g.wal.durable_lsn() > lsn {
+                then(&mut g.wal);
                 return Ok(());
             }
             g.wal.check_ok()?;
@@ -211,6 +228,21 @@ impl SharedWal {
                 )));
             }
             if g.leader || g.covered(lsn) {
+                if !spun {
+                    // Once per commit: a moment's spin without the latch, then look again.
+                    spun = true;
+                    drop(g);
+                    let until = Instant::now() + FOLLOWER_SPIN;
+                    while self.inner.durable.load(Ordering::Acquire) <= lsn
+                        && Instant::now() < until
+                    {
+                        for _ in 0..32 {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    g = self.state();
+                    continue;
+                }
                 g = self.wait_flushed(g);
                 continue;
             }
@@ -267,6 +299,9 @@ impl SharedWal {
             let r = g.wal.finish_flush(done);
             g.wal.stats_mut().commit_flushes += 1;
             g.flushing = None;
+            self.inner
+                .durable
+                .store(g.wal.durable_lsn(), Ordering::Release);
             if g.flushed_waiters > 0 {
                 self.inner.flushed.notify_all();
             }
