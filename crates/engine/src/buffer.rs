@@ -87,6 +87,10 @@ pub(crate) fn is_leaf(page: &[u8]) -> bool {
     crate::page::page_type(page) == Some(crate::page::PageType::Leaf)
 }
 
+/// Dirty marks (frame, LSN) of changes made with the core latch shared, one queue per thread
+/// stripe.
+type DirtyQueue = CachePadded<Mutex<Vec<(u32, Lsn)>>>;
+
 /// Stripe latches over the frames (frame index modulo this).
 const FRAME_LATCHES: usize = 256;
 
@@ -166,9 +170,9 @@ pub(crate) struct BufferPool {
     pub track_uncommitted: bool,
     /// Stripe latches of guarded frames (see the module notes).
     latches: Box<[CachePadded<RwLock<()>>]>,
-    /// Dirty marks of changes made with the core latch shared: (frame, LSN), in each frame's
-    /// LSN order.
-    pending_dirty: Mutex<Vec<(u32, Lsn)>>,
+    /// Dirty marks of changes made with the core latch shared: (frame, LSN), a queue per
+    /// thread stripe (applied in LSN order).
+    pending_dirty: Box<[DirtyQueue]>,
 }
 
 /// The fewest frames a pool has (a split pins a handful of pages at once).
@@ -211,7 +215,9 @@ impl BufferPool {
             latches: (0..FRAME_LATCHES)
                 .map(|_| CachePadded::new(RwLock::new(())))
                 .collect(),
-            pending_dirty: Mutex::new(Vec::new()),
+            pending_dirty: (0..16)
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .collect(),
         })
     }
 
@@ -252,17 +258,19 @@ impl BufferPool {
     /// core latch shared (the caller holds the frame's stripe latch exclusive, so a frame's
     /// marks are queued in LSN order).
     pub fn queue_dirty(&self, f: u32, lsn: Lsn) {
-        crate::sync::lock(&self.pending_dirty).push((f, lsn));
+        let q = &self.pending_dirty[crate::sync::stripe() % self.pending_dirty.len()];
+        crate::sync::lock(q).push((f, lsn));
     }
 
     /// Applies the queued dirty marks (core latch exclusive, before anything looks at dirty
     /// state).
     pub fn apply_dirty(&mut self) {
-        let pending = std::mem::take(
-            self.pending_dirty
-                .get_mut()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
+        let mut pending: Vec<(u32, Lsn)> = Vec::new();
+        for q in self.pending_dirty.iter_mut() {
+            pending.append(q.get_mut().unwrap_or_else(|p| p.into_inner()));
+        }
+        // A frame's first mark since it was clean sets its recLSN: the oldest comes first.
+        pending.sort_unstable_by_key(|&(_, lsn)| lsn);
         for (f, lsn) in pending {
             self.mark_dirty(f, lsn, 0);
         }

@@ -106,9 +106,14 @@ pub struct LockManager {
     scan_waiters: Mutex<HashMap<TreeId, TxnId>>,
     scan_waiters_n: AtomicUsize,
     conflicts: AtomicU64,
-    /// Writer gates per tree (created at a tree's first lock).
-    gates: RwLock<rustc_hash::FxHashMap<TreeId, Arc<TreeGate>>>,
+    /// Writer gates of trees with small ids, found with one load (no shared line written to
+    /// find one); trees with larger ids in `more`.
+    gates: Box<[std::sync::OnceLock<TreeGate>]>,
+    more: RwLock<rustc_hash::FxHashMap<TreeId, Arc<TreeGate>>>,
 }
+
+/// Trees whose writer gate sits in a fixed slot.
+const GATE_SLOTS: usize = 256;
 
 impl Default for LockManager {
     fn default() -> Self {
@@ -118,7 +123,10 @@ impl Default for LockManager {
             scan_waiters: Default::default(),
             scan_waiters_n: AtomicUsize::new(0),
             conflicts: AtomicU64::new(0),
-            gates: RwLock::new(Default::default()),
+            gates: (0..GATE_SLOTS)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            more: RwLock::new(Default::default()),
         }
     }
 }
@@ -141,19 +149,24 @@ impl LockManager {
                 .is_some_and(|&w| w != txn)
     }
 
-    fn gate(&self, tree: TreeId) -> Arc<TreeGate> {
-        if let Some(g) = self
-            .gates
+    /// Runs `f` on `tree`'s writer gate (made at its first use).
+    fn with_gate<R>(&self, tree: TreeId, f: impl FnOnce(&TreeGate) -> R) -> R {
+        if let Some(slot) = self.gates.get(tree as usize) {
+            return f(slot.get_or_init(TreeGate::new));
+        }
+        let found = self
+            .more
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&tree)
-        {
-            return g.clone();
-        }
-        let mut w = self.gates.write().unwrap_or_else(|p| p.into_inner());
-        w.entry(tree)
-            .or_insert_with(|| Arc::new(TreeGate::new()))
-            .clone()
+            .cloned();
+        let gate = found.unwrap_or_else(|| {
+            let mut w = self.more.write().unwrap_or_else(|p| p.into_inner());
+            w.entry(tree)
+                .or_insert_with(|| Arc::new(TreeGate::new()))
+                .clone()
+        });
+        f(&gate)
     }
 
     fn conflict(&self, what: String) -> Error {
@@ -168,10 +181,12 @@ impl LockManager {
         if self.yields_to_scan(txn, tree) {
             return Err(self.conflict(format!("tree {tree}")));
         }
-        let gate = self.gate(tree);
-        let stripe = &gate.writers[crate::sync::stripe() % GATE_STRIPES];
-        stripe.fetch_add(1, Ordering::SeqCst);
-        if gate.strong.load(Ordering::SeqCst) > 0 {
+        let stripe = crate::sync::stripe() % GATE_STRIPES;
+        let strong = self.with_gate(tree, |gate| {
+            gate.writers[stripe].fetch_add(1, Ordering::SeqCst);
+            gate.strong.load(Ordering::SeqCst)
+        });
+        if strong > 0 {
             let key = LockKey::Tree(tree);
             let shard = self.held.lock(self.shard_hash(&key));
             let refused = shard
@@ -179,7 +194,9 @@ impl LockManager {
                 .is_some_and(|h| h.iter().any(|&(t, _)| t != txn));
             if refused {
                 drop(shard);
-                stripe.fetch_sub(1, Ordering::SeqCst);
+                self.with_gate(tree, |gate| {
+                    gate.writers[stripe].fetch_sub(1, Ordering::SeqCst)
+                });
                 return Err(self.conflict(format!("tree {tree}")));
             }
         }
@@ -188,8 +205,10 @@ impl LockManager {
 
     /// Releases an IX taken by [`LockManager::acquire_ix`].
     fn release_ix(&self, tree: TreeId) {
-        let gate = self.gate(tree);
-        gate.writers[crate::sync::stripe() % GATE_STRIPES].fetch_sub(1, Ordering::SeqCst);
+        let stripe = crate::sync::stripe() % GATE_STRIPES;
+        self.with_gate(tree, |gate| {
+            gate.writers[stripe].fetch_sub(1, Ordering::SeqCst)
+        });
     }
 
     /// Acquires (or upgrades to) `mode` on `key` for `txn`, or fails at once on a conflict.
@@ -258,11 +277,13 @@ impl LockManager {
             debug_assert!(matches!(wanted, LockMode::S | LockMode::X));
             // Announce (a first table lock on the tree), then look for writers counted in the
             // gate other than itself: S and X both exclude them.
-            let gate = self.gate(*t);
-            if previous.is_none() {
-                gate.strong.fetch_add(1, Ordering::SeqCst);
-            }
-            if gate.writers() > i64::from(own_ix) {
+            let others = self.with_gate(*t, |gate| {
+                if previous.is_none() {
+                    gate.strong.fetch_add(1, Ordering::SeqCst);
+                }
+                gate.writers() > i64::from(own_ix)
+            });
+            if others {
                 let holders = shard.get_mut(key).expect("just added");
                 match previous {
                     Some(m) => {
@@ -270,7 +291,7 @@ impl LockManager {
                         holders[i].1 = m;
                     }
                     None => {
-                        gate.strong.fetch_sub(1, Ordering::SeqCst);
+                        self.with_gate(*t, |gate| gate.strong.fetch_sub(1, Ordering::SeqCst));
                         holders.retain(|(x, _)| *x != txn);
                         if holders.is_empty() {
                             shard.remove(key);
@@ -336,7 +357,7 @@ impl LockManager {
                 if let (LockKey::Tree(t), true) = (k, released) {
                     // Every table lock on a tree is S or X (IX goes through the gate).
                     drop(shard);
-                    self.gate(*t).strong.fetch_sub(1, Ordering::SeqCst);
+                    self.with_gate(*t, |gate| gate.strong.fetch_sub(1, Ordering::SeqCst));
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! bounce one cache line between cores), striped counters, and a sharded map under mutexes.
 
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Stripes of a [`Striped`] counter: a power of two, more than the cores this engine expects.
@@ -43,6 +43,34 @@ impl Striped {
 
     pub fn get(&self) -> u64 {
         self.cells.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// A signed total that many threads change and few read: one cache line per stripe (a thread
+/// may take out on its stripe what another put in on its own; only the sum means anything).
+pub(crate) struct StripedSum {
+    cells: Box<[CachePadded<AtomicI64>]>,
+}
+
+impl Default for StripedSum {
+    fn default() -> Self {
+        StripedSum {
+            cells: (0..STRIPES)
+                .map(|_| CachePadded::new(AtomicI64::new(0)))
+                .collect(),
+        }
+    }
+}
+
+impl StripedSum {
+    pub fn add(&self, n: i64) {
+        if n != 0 {
+            self.cells[stripe()].fetch_add(n, Ordering::SeqCst);
+        }
+    }
+
+    pub fn get(&self) -> i64 {
+        self.cells.iter().map(|c| c.load(Ordering::SeqCst)).sum()
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::cc::{Access, ConcurrencyControl, TwoPhaseLocking};
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
-use crate::sync::Shards;
+use crate::sync::{Shards, StripedSum};
 use crate::undo::{MemUndo, UndoStore};
 use crate::wal::record::{TreeId, TxnId, Undo};
 use rustc_hash::FxHashMap as HashMap;
@@ -78,6 +78,15 @@ pub(crate) fn undo_pages(page_size: u32, key_len: usize, old: Option<&[u8]>, gro
     chain + grows as u64
 }
 
+/// One shard of the undo store.
+struct UndoShard(Box<dyn UndoStore>);
+
+impl Default for UndoShard {
+    fn default() -> Self {
+        UndoShard(Box::new(MemUndo::default()))
+    }
+}
+
 /// The live transactions.
 ///
 /// Latching: the table lives in the engine's core, so it is used either by one thread with the
@@ -90,11 +99,12 @@ pub(crate) struct TxnTable {
     txns: Shards<HashMap<TxnId, TxnState>>,
     next_txn: AtomicU64,
     /// Log bytes reserved by live transactions for their rollback.
-    log_reserved: AtomicU64,
+    log_reserved: StripedSum,
     /// Data pages reserved by live transactions for their rollback.
-    pages_reserved: AtomicU64,
+    pages_reserved: StripedSum,
     cc: Box<dyn ConcurrencyControl>,
-    undo: std::sync::Mutex<Box<dyn UndoStore>>,
+    /// Sharded by transaction, like the table.
+    undo: Shards<UndoShard>,
     page_size: u32,
 }
 
@@ -113,10 +123,10 @@ impl TxnTable {
         TxnTable {
             txns: Shards::new(16),
             next_txn: AtomicU64::new(1),
-            log_reserved: AtomicU64::new(0),
-            pages_reserved: AtomicU64::new(0),
+            log_reserved: StripedSum::default(),
+            pages_reserved: StripedSum::default(),
             cc: Box::new(TwoPhaseLocking::default()),
-            undo: std::sync::Mutex::new(Box::new(MemUndo::default())),
+            undo: Shards::new(16),
             page_size,
         }
     }
@@ -142,7 +152,7 @@ impl TxnTable {
     pub fn reserve_log(&mut self, id: TxnId, bytes: u64) {
         if let Some(st) = self.get_mut(id) {
             st.reserved += bytes;
-            *self.log_reserved.get_mut() += bytes;
+            self.log_reserved.add(bytes as i64);
         }
     }
 
@@ -164,11 +174,11 @@ impl TxnTable {
     }
 
     pub fn log_reserved(&self) -> u64 {
-        self.log_reserved.load(Ordering::SeqCst)
+        self.log_reserved.get() as u64
     }
 
     pub fn pages_reserved(&self) -> u64 {
-        self.pages_reserved.load(Ordering::SeqCst)
+        self.pages_reserved.get() as u64
     }
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
@@ -231,9 +241,9 @@ impl TxnTable {
             st.reserved_pages += pages;
             st.last_lsn = lsn;
         }
-        self.pages_reserved.fetch_add(pages, Ordering::SeqCst);
-        self.log_reserved.fetch_add(add, Ordering::SeqCst);
-        crate::sync::lock(&self.undo).push(id, lsn, undo);
+        self.pages_reserved.add(pages as i64);
+        self.log_reserved.add(add as i64);
+        self.undo.lock(id).0.push(id, lsn, undo);
     }
 
     /// `id` changed page `pid` (with the core latch shared; see [`TxnTable::pages_mut`]).
@@ -299,22 +309,17 @@ impl TxnTable {
 
     /// The undo entries of `id`, oldest first (taken out of the store).
     pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Undo)> {
-        self.undo
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take(id)
+        self.undo.get_mut(id).0.take(id)
     }
 
     /// The transaction `st` (already removed) ended: its reservation is released, then its
     /// locks.
     pub fn end(&self, id: TxnId, st: &TxnState) {
-        let log = self.log_reserved.fetch_sub(st.reserved, Ordering::SeqCst);
-        let pages = self
-            .pages_reserved
-            .fetch_sub(st.reserved_pages, Ordering::SeqCst);
-        debug_assert!(log >= st.reserved && pages >= st.reserved_pages);
+        self.log_reserved.add(-(st.reserved as i64));
+        self.pages_reserved.add(-(st.reserved_pages as i64));
+        debug_assert!(self.log_reserved.get() >= 0 && self.pages_reserved.get() >= 0);
         if st.first_lsn != 0 {
-            let _ = crate::sync::lock(&self.undo).take(id);
+            let _ = self.undo.lock(id).0.take(id);
         }
         self.cc.end(id);
     }
