@@ -5,9 +5,7 @@
 
 use crate::error::Result;
 use crate::locks::{LockKey, LockManager, LockMode};
-use crate::sync::Shards;
 use crate::wal::record::{TreeId, TxnId};
-use rustc_hash::FxHashMap as HashMap;
 
 /// Read or write access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,14 +14,23 @@ pub(crate) enum Access {
     Write,
 }
 
+/// What a protocol keeps per transaction, stored with the transaction in the transaction table
+/// (so the common path touches one table shard, not a second map of the protocol's own).
+#[derive(Default, Clone, Debug)]
+pub(crate) struct CcState {
+    /// Locks held (2PL).
+    pub locks: Vec<LockKey>,
+}
+
 /// A concurrency-control protocol, used by many threads at once (each call synchronises what it
-/// touches itself).
+/// touches itself; a transaction's [`CcState`] comes from its table entry, locked by the caller).
 pub(crate) trait ConcurrencyControl: Send + Sync {
     /// Before `txn` accesses `key` of `tree` (or, for `None`, the whole tree: a scan). An error
     /// (a conflict) leaves the transaction active; the caller aborts and retries.
     fn before_access(
         &self,
         txn: TxnId,
+        state: &mut CcState,
         tree: TreeId,
         key: Option<&[u8]>,
         access: Access,
@@ -31,37 +38,34 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
     /// `txn`'s scan of `tree` was refused: may it wait for the tree (see `locks.rs`)? If so,
     /// new writers of the tree are turned away until `txn` gets it, ends or calls
     /// [`ConcurrencyControl::stop_waiting`].
-    /// `same_thread` are the transactions last used by the calling thread: a wait for one of
-    /// them could only time out.
-    fn wait_for_scan(&self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool;
+    /// `same_thread` are the transactions last used by the calling thread (with their state):
+    /// a wait for one of them could only time out.
+    fn wait_for_scan(
+        &self,
+        txn: TxnId,
+        state: &CcState,
+        tree: TreeId,
+        same_thread: &[(TxnId, CcState)],
+    ) -> bool;
     /// `txn` no longer waits for a scan.
     fn stop_waiting(&self, txn: TxnId);
     /// `txn` ended (committed or rolled back): release what it holds.
-    fn end(&self, txn: TxnId);
+    fn end(&self, txn: TxnId, state: &CcState);
     /// Accesses refused so far.
     fn conflicts(&self) -> u64;
 }
 
 /// Strict 2PL with multi-granularity locks, no-wait (see `locks.rs`).
+#[derive(Default)]
 pub(crate) struct TwoPhaseLocking {
     locks: LockManager,
-    /// Locks each live transaction holds, sharded by transaction.
-    held: Shards<HashMap<TxnId, Vec<LockKey>>>,
-}
-
-impl Default for TwoPhaseLocking {
-    fn default() -> Self {
-        TwoPhaseLocking {
-            locks: LockManager::default(),
-            held: Shards::new(16),
-        }
-    }
 }
 
 impl ConcurrencyControl for TwoPhaseLocking {
     fn before_access(
         &self,
         txn: TxnId,
+        state: &mut CcState,
         tree: TreeId,
         key: Option<&[u8]>,
         access: Access,
@@ -71,14 +75,8 @@ impl ConcurrencyControl for TwoPhaseLocking {
         let ik = LockKey::TreeIx(tree);
         // What the transaction holds on the tree already: IX in the tree's writer gate, or S/X
         // in the table.
-        let (has_ix, has_table) = self
-            .held
-            .lock(txn)
-            .get(&txn)
-            .map_or((false, false), |keys| {
-                (keys.contains(&ik), keys.contains(&tk))
-            });
-        let remember = |k: LockKey| self.held.lock(txn).entry(txn).or_default().push(k);
+        let held = &mut state.locks;
+        let (has_ix, has_table) = (held.contains(&ik), held.contains(&tk));
         match key {
             Some(k) => {
                 // IS on the tree is compatible with every tree mode the engine requests (IS,
@@ -92,13 +90,13 @@ impl ConcurrencyControl for TwoPhaseLocking {
                         self.locks.acquire(txn, &tk, LockMode::IX)?;
                     } else {
                         self.locks.acquire_ix(txn, tree)?;
-                        remember(ik);
+                        held.push(ik);
                     }
                 }
                 let rm = if write { LockMode::X } else { LockMode::S };
                 let rk = LockKey::Record(tree, k.to_vec());
                 if self.locks.acquire(txn, &rk, rm)? {
-                    remember(rk);
+                    held.push(rk);
                 }
                 Ok(())
             }
@@ -109,25 +107,27 @@ impl ConcurrencyControl for TwoPhaseLocking {
                     LockMode::S
                 };
                 if self.locks.acquire_with(txn, &tk, m, has_ix)? {
-                    remember(tk);
+                    held.push(tk);
                 }
                 Ok(())
             }
         }
     }
 
-    fn wait_for_scan(&self, txn: TxnId, tree: TreeId, same_thread: &[TxnId]) -> bool {
+    fn wait_for_scan(
+        &self,
+        txn: TxnId,
+        state: &CcState,
+        tree: TreeId,
+        same_thread: &[(TxnId, CcState)],
+    ) -> bool {
         // Only a transaction that holds no write lock waits: then nobody waits for it. And
         // only for writers on other threads: this thread's own cannot end while it waits.
-        let keys = self.held.lock(txn).get(&txn).cloned().unwrap_or_default();
-        let writes = keys.iter().any(|k| self.locks.holds_write(txn, k));
-        let own_writer = same_thread.iter().any(|&t| {
-            let gate_ix = self
-                .held
-                .lock(t)
-                .get(&t)
-                .is_some_and(|keys| keys.contains(&LockKey::TreeIx(tree)));
-            t != txn && (gate_ix || self.locks.holds_write(t, &LockKey::Tree(tree)))
+        let writes = state.locks.iter().any(|k| self.locks.holds_write(txn, k));
+        let own_writer = same_thread.iter().any(|(t, st)| {
+            *t != txn
+                && (st.locks.contains(&LockKey::TreeIx(tree))
+                    || self.locks.holds_write(*t, &LockKey::Tree(tree)))
         });
         !writes && !own_writer && self.locks.claim_scan(txn, tree)
     }
@@ -136,12 +136,8 @@ impl ConcurrencyControl for TwoPhaseLocking {
         self.locks.drop_scan_claims(txn);
     }
 
-    fn end(&self, txn: TxnId) {
-        self.locks.drop_scan_claims(txn);
-        let keys = self.held.lock(txn).remove(&txn);
-        if let Some(keys) = keys {
-            self.locks.release_all(txn, &keys);
-        }
+    fn end(&self, txn: TxnId, state: &CcState) {
+        self.locks.release_all(txn, &state.locks);
     }
 
     fn conflicts(&self) -> u64 {

@@ -7,7 +7,7 @@
 //! End records and room for a few structure changes); operations refuse to start when the free
 //! log space, less every reservation, is too small (`checkpoint::Checkpointer::ensure_log_space`).
 
-use crate::cc::{Access, ConcurrencyControl, TwoPhaseLocking};
+use crate::cc::{Access, CcState, ConcurrencyControl, TwoPhaseLocking};
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::sync::{Shards, StripedSum};
@@ -32,6 +32,8 @@ pub(crate) struct TxnState {
     pub pages: Vec<PageId>,
     /// The thread of its latest operation (a transaction may move between threads).
     pub thread: Option<std::thread::ThreadId>,
+    /// What concurrency control keeps for it (its locks).
+    pub cc: CcState,
 }
 
 impl TxnState {
@@ -191,16 +193,16 @@ impl TxnTable {
         access: Access,
         checks: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        {
-            let mut shard = self.txns.lock(id);
-            let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
-            let me = std::thread::current().id();
-            if st.thread != Some(me) {
-                st.thread = Some(me);
-            }
+        // The shard stays locked while the protocol runs (it changes the transaction's
+        // state); lock order: a table shard, then lock-table shards (never the other way).
+        let mut shard = self.txns.lock(id);
+        let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
+        let me = std::thread::current().id();
+        if st.thread != Some(me) {
+            st.thread = Some(me);
         }
         checks()?;
-        self.cc.before_access(id, tree, key, access)
+        self.cc.before_access(id, &mut st.cc, tree, key, access)
     }
 
     /// The live transaction whose first record is the oldest the log must keep (it holds the
@@ -291,7 +293,7 @@ impl TxnTable {
     /// transaction is ended here (`Ok(0)`, its locks released); otherwise its last LSN, which
     /// its commit record follows.
     pub fn commit_point(&self, id: TxnId) -> Result<Lsn> {
-        {
+        let st = {
             let mut shard = self.txns.lock(id);
             let st = shard.get(&id).ok_or(Error::TxnNotActive)?;
             if st.last_lsn != 0 {
@@ -301,9 +303,10 @@ impl TxnTable {
                 st.first_lsn == 0 && st.reserved == 0 && st.reserved_pages == 0,
                 "a transaction that logged nothing reserved nothing"
             );
-            shard.remove(&id);
+            shard.remove(&id)
         }
-        self.cc.end(id);
+        .expect("found above");
+        self.cc.end(id, &st.cc);
         Ok(0)
     }
 
@@ -321,17 +324,24 @@ impl TxnTable {
         if st.first_lsn != 0 {
             let _ = self.undo.lock(id).0.take(id);
         }
-        self.cc.end(id);
+        self.cc.end(id, &st.cc);
     }
 
     /// See [`ConcurrencyControl::wait_for_scan`].
     pub fn wait_for_scan(&mut self, id: TxnId, tree: TreeId) -> bool {
         let me = Some(std::thread::current().id());
-        let mut same_thread: Vec<TxnId> = Vec::new();
+        let mut same_thread: Vec<(TxnId, CcState)> = Vec::new();
         self.txns.each_mut(|m| {
-            same_thread.extend(m.iter().filter(|(_, s)| s.thread == me).map(|(&t, _)| t))
+            same_thread.extend(
+                m.iter()
+                    .filter(|(_, s)| s.thread == me)
+                    .map(|(&t, s)| (t, s.cc.clone())),
+            )
         });
-        self.get_mut(id).is_some() && self.cc.wait_for_scan(id, tree, &same_thread)
+        let Some(mine) = self.get_mut(id).map(|s| s.cc.clone()) else {
+            return false;
+        };
+        self.cc.wait_for_scan(id, &mine, tree, &same_thread)
     }
 
     pub fn stop_waiting(&self, id: TxnId) {
