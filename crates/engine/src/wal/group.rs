@@ -143,6 +143,8 @@ struct Inner {
     /// before they sleep on `flushed` (a flush to memory or a fast device ends sooner than a
     /// sleep and a wake-up take).
     durable: AtomicU64,
+    /// Group flushes ended so far: the next leader spins on it for a moment too.
+    flushes: AtomicU64,
 }
 
 /// How long a follower spins for the flush in flight before it sleeps.
@@ -173,6 +175,7 @@ impl SharedWal {
                 joined: Condvar::new(),
                 flushed: Condvar::new(),
                 durable: AtomicU64::new(0),
+                flushes: AtomicU64::new(0),
             }),
         }
     }
@@ -249,7 +252,21 @@ impl SharedWal {
             // Lead the next flush.
             g.leader = true;
             let t0 = Instant::now();
-            // One flush in flight at a time; the batch gathers meanwhile.
+            // One flush in flight at a time; the batch gathers meanwhile. A moment's spin
+            // first, without the latch: the flush in flight often ends sooner than a sleep and
+            // a wake-up take.
+            if g.flushing.is_some() {
+                let seen = self.inner.flushes.load(Ordering::Acquire);
+                drop(g);
+                let until = Instant::now() + FOLLOWER_SPIN;
+                while self.inner.flushes.load(Ordering::Acquire) == seen && Instant::now() < until {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                }
+                // Still the leader: followers that came meanwhile wait for this thread.
+                g = self.state();
+            }
             while g.flushing.is_some() {
                 g = self.wait_flushed(g);
             }
@@ -302,6 +319,7 @@ impl SharedWal {
             self.inner
                 .durable
                 .store(g.wal.durable_lsn(), Ordering::Release);
+            self.inner.flushes.fetch_add(1, Ordering::Release);
             if g.flushed_waiters > 0 {
                 self.inner.flushed.notify_all();
             }
