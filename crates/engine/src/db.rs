@@ -18,7 +18,7 @@
 //! conflict fails fast with [`Error::Conflict`]: abort and retry.
 //!
 //! This module and `txn.rs` are the facade: they hold the handles and call into the engine
-//! (`engine.rs`), which owns the components.
+//! (`engine/`), which owns the components.
 
 use crate::buffer::{BufferPool, PoolStats};
 use crate::cache::PageCache;

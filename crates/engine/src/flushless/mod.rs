@@ -12,7 +12,7 @@
 //! * [`restart`]: Figure 5, reloading the committed records into the table; no page is written,
 //!   there is no undo phase.
 //!
-//! The engine (`engine.rs`) calls [`Flushless`] at the points where the modes differ: before an
+//! The engine (`engine/`) calls [`Flushless`] at the points where the modes differ: before an
 //! operation (table and log space), after it (pages allocated and frees deferred), at commit
 //! (copy the records to the log), at abort (discard), and for checkpoints and maintenance.
 

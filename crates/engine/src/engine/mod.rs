@@ -11,17 +11,17 @@
 //! undo and the components themselves receive just the parts they use.
 //!
 //! Latching: a reader-writer core latch (`Shared::core`, `Shared::core_read`) over the
-//! components. Operations that change pages, write, evict or checkpoint take it exclusive and
-//! run alone. Reads of cached pages take it shared and run side by side: beginning a
-//! transaction, a point read, a scan and the end of a read-only transaction touch only state
-//! that synchronises itself (the transaction table's shards, the sharded lock table, striped
-//! counters, the frames' reference bits) or that no one changes while the latch is shared (the
-//! page table, the frames' bytes, the catalog). A shared read that needs a page not in memory
-//! gives up and is run again with the latch exclusive (it may then read and evict). The latch
-//! is sharded per thread (crossbeam's `ShardedLock`), so shared acquisitions on different cores
-//! do not write one cache line. The log has its own latch (`Shared::wal`), always taken after
-//! the core latch, never before, so the two cannot deadlock; shared reads do not take it. A
-//! commit waits for the log without holding the core latch.
+//! components, sharded per thread (crossbeam's `ShardedLock`: shared acquisitions on different
+//! cores do not write one cache line). Cached point reads and scans, plain changes of guarded
+//! leaves (under the leaf's stripe latch, see `buffer.rs`), commit records and transaction ends
+//! take it shared and run side by side (`shared_ops.rs`); anything else (a miss, a split, a
+//! checkpoint, eviction, recovery) takes it exclusive and runs alone, and a shared attempt that
+//! meets one of those gives up and runs again exclusive. The log has its own latch
+//! (`Shared::wal`), always taken after the core latch, never before. docs/engine.md
+//! ("Latching") has the whole protocol and the lock order.
+
+mod scan;
+mod shared_ops;
 
 use crate::btree::{self, tree as bt};
 use crate::cache::PageCache;
@@ -35,14 +35,12 @@ use crate::flushless::HEADER_RESERVE;
 use crate::health::Health;
 use crate::meta::{self, META_PID};
 use crate::page::Lsn;
-use crate::read_shared::{SharedReader, SharedWriter};
 use crate::recovery::RecoveryReport;
 use crate::sync::Striped;
 use crate::txn_table::{txn_reserve, TxnTable};
-use crate::wal::record::{Body, Redo, TxnId, Undo};
+use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::{SharedWal, Wal};
 use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
@@ -274,120 +272,6 @@ impl Core {
         }
     }
 
-    /// [`Core::get`] with the core latch shared: `None` if a page it needs is not cached (or
-    /// `txn` reads a snapshot); then the caller runs `get` with the latch exclusive.
-    pub fn get_shared(
-        &self,
-        txn: TxnId,
-        tree: &Tree,
-        key: &[u8],
-    ) -> Option<Result<Option<Vec<u8>>>> {
-        if self.is_snapshot(txn) {
-            return None;
-        }
-        if let Err(e) = self.access(txn, tree, Some(key), Access::Read) {
-            return Some(Err(e));
-        }
-        let Some(r) = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key)) else {
-            self.stats.shared_retries.add(1);
-            return None;
-        };
-        self.stats.ops.add(1);
-        self.stats.shared.add(1);
-        Some(r)
-    }
-
-    /// [`Core::scan`] with the core latch shared, for a transaction that does not read a
-    /// snapshot: `None` if a page it needs is not cached; then the caller runs `scan` with the
-    /// latch exclusive.
-    #[allow(clippy::too_many_arguments)]
-    pub fn scan_shared(
-        &self,
-        txn: TxnId,
-        tree: &Tree,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-        reverse: bool,
-        limit: usize,
-        locked: bool,
-    ) -> Option<Result<Pairs>> {
-        if self.is_snapshot(txn) {
-            return None;
-        }
-        let pre = if locked {
-            self.checked(txn, tree)
-        } else {
-            self.access(txn, tree, None, Access::Read)
-        };
-        if let Err(e) = pre {
-            return Some(Err(e));
-        }
-        let mut out = Vec::new();
-        if limit > 0 {
-            let Some(r) = SharedReader::run(&self.cache, |m| {
-                bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
-                    out.push((k.to_vec(), v.to_vec()));
-                    out.len() < limit
-                })
-            }) else {
-                self.stats.shared_retries.add(1);
-                return None;
-            };
-            if let Err(e) = r {
-                if !locked {
-                    self.stats.ops.add(1);
-                }
-                return Some(Err(e));
-            }
-        }
-        if !locked {
-            self.stats.ops.add(1);
-        }
-        self.stats.shared.add(1);
-        Some(Ok(out))
-    }
-
-    /// Whether a commit may be logged and ended with the core latch shared: not in the modes
-    /// that keep more per transaction (a version store, the flushless tables, per-frame lists
-    /// of uncommitted writers for a no-steal policy).
-    fn commits_shared(&self) -> bool {
-        self.versions.is_none() && self.flushless.is_none() && !self.cache.pool.track_uncommitted
-    }
-
-    /// [`Core::commit_record`] with the core latch shared (the log has its own latch): `None`
-    /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
-    pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
-        if !self.commits_shared() {
-            return None;
-        }
-        if let Err(e) = self.check() {
-            return Some(Err(e));
-        }
-        let r = (|| {
-            let prev = self.txns.commit_point(txn)?;
-            if prev == 0 {
-                self.stats.commits.add(1);
-                return Ok(0);
-            }
-            let r = wal.lock().append(txn, prev, Body::Commit);
-            let lsn = self.health.guard(r)?;
-            self.txns.committing_shared(txn);
-            Ok(lsn)
-        })();
-        Some(r)
-    }
-
-    /// [`Core::end_commit`] with the core latch shared, for a commit [`Core::commit_shared`]
-    /// logged.
-    pub fn end_commit_shared(&self, txn: TxnId) -> Result<()> {
-        debug_assert!(self.commits_shared());
-        let st = self.txns.remove(txn)?;
-        self.txns.end(txn, &st);
-        // The page reserve is brought up to date by the next exclusive write (it only shrinks
-        // here, so until then allocations leave a few pages too many, never too few).
-        self.stats.commits.add(1);
-        Ok(())
-    }
-
     /// Whether `txn` runs under snapshot isolation.
     pub fn is_snapshot(&self, txn: TxnId) -> bool {
         self.versions
@@ -431,145 +315,6 @@ impl Core {
             Err(Error::Device(_)) => self.health.guard(r),
             r => r,
         }
-    }
-
-    /// [`Core::write`] with the core latch shared: a plain change of a guarded leaf (see
-    /// `read_shared.rs`), logged under the log's own latch. `None`: this change, or this mode,
-    /// needs the latch exclusive (a split or merge, an overflow value, a leaf not guarded yet, a
-    /// page not in memory, a checkpoint due or log space short); nothing was changed, and the
-    /// caller runs `write`. The records, pages and counters it leaves are those `write` would
-    /// have left.
-    pub fn write_shared(
-        &self,
-        wal: &SharedWal,
-        txn: TxnId,
-        tree: &Tree,
-        key: &[u8],
-        value: Option<&[u8]>,
-    ) -> Option<Result<Option<Vec<u8>>>> {
-        if !self.commits_shared() {
-            return None;
-        }
-        let pre = (|| {
-            self.check()?;
-            self.txns.active(txn)?;
-            self.check_sizes(key, value)?;
-            self.access(txn, tree, Some(key), Access::Write)
-        })();
-        if let Err(e) = pre {
-            return Some(Err(e));
-        }
-        let r = self.write_plain(wal, txn, tree, key, value);
-        match &r {
-            None => self.stats.shared_retries.add(1),
-            Some(_) => self.stats.shared.add(1),
-        }
-        r
-    }
-
-    /// The leaf change of [`Core::write_shared`], once the transaction may write `key`.
-    fn write_plain(
-        &self,
-        wal: &SharedWal,
-        txn: TxnId,
-        tree: &Tree,
-        key: &[u8],
-        value: Option<&[u8]>,
-    ) -> Option<Result<Option<Vec<u8>>>> {
-        let mut w = SharedWriter::new(&self.cache);
-        let r = match value {
-            Some(v) => bt::put(&mut w, tree.root, key, v),
-            None => bt::delete(&mut w, tree.root, key),
-        };
-        let (old, leaf) = match r {
-            Ok(out) if !w.refused() => (out.old, out.leaf),
-            // Refused, or an error the exclusive run reports the same way.
-            _ => {
-                w.undo();
-                return None;
-            }
-        };
-        let changed = w.changed();
-        if changed.is_some_and(|(pid, _)| leaf != Some(pid)) {
-            w.undo();
-            return None;
-        }
-        let need = update_log_need(self.cfg.page_size, key, value);
-        let mut log = wal.lock();
-        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
-            drop(log);
-            w.undo();
-            return None;
-        }
-        let Some((pid, _)) = changed else {
-            // Nothing changed (a delete of a missing key): nothing to log.
-            drop(log);
-            w.finish(0);
-            self.stats.ops.add(1);
-            return Some(Ok(old));
-        };
-        let (first, prev) = match self.txns.lsns(txn) {
-            Ok(l) => l,
-            Err(e) => {
-                drop(log);
-                w.undo();
-                return Some(Err(e));
-            }
-        };
-        let own_first = if first == 0 {
-            txn_reserve(self.cfg.page_size)
-        } else {
-            0
-        };
-        log.set_update_keep(Some(crate::wal::UpdateKeep {
-            reserved: self.txns.log_reserved() + own_first,
-            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
-        }));
-        let redo = match value {
-            Some(v) => Redo::LeafPut {
-                pid,
-                key: key.to_vec(),
-                value: v.to_vec(),
-            },
-            None => Redo::LeafDel {
-                pid,
-                key: key.to_vec(),
-            },
-        };
-        let undo = Undo {
-            tree: tree.id,
-            key: key.to_vec(),
-            old: old.clone(),
-        };
-        let r = log.append(
-            txn,
-            prev,
-            Body::Update {
-                redo,
-                undo: undo.clone(),
-            },
-        );
-        log.set_update_keep(None);
-        let lsn = match r {
-            Ok(lsn) => lsn,
-            Err(_) => {
-                // Refused (the log is full): the exclusive run fails the same way, or waits.
-                drop(log);
-                w.undo();
-                return None;
-            }
-        };
-        let record_bytes = log.next_lsn().saturating_sub(lsn);
-        let grows = old
-            .as_ref()
-            .is_some_and(|o| value.is_none_or(|v| v.len() < o.len()));
-        // Reserved before the log is let go, so the next writer's space check counts it.
-        self.txns.updated(txn, lsn, record_bytes, grows, undo);
-        drop(log);
-        w.finish(lsn);
-        self.txns.push_page(txn, pid);
-        self.stats.ops.add(1);
-        Some(Ok(old))
     }
 
     /// Puts (or, with `value` None, deletes) `key` of `tree` for `txn`; returns the old value.
@@ -716,137 +461,6 @@ impl Core {
                     fl.note_error(&e);
                     return self.health.guard(Err(e));
                 }
-            }
-        }
-    }
-
-    /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), locking the
-    /// whole tree in shared mode first unless `locked` (a cursor that already did).
-    #[allow(clippy::too_many_arguments)]
-    pub fn scan(
-        &mut self,
-        wal: &mut Wal,
-        txn: TxnId,
-        tree: &Tree,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-        reverse: bool,
-        limit: usize,
-        locked: bool,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let snapshot = self.is_snapshot(txn);
-        if locked || snapshot {
-            self.checked(txn, tree)?;
-            if !locked {
-                self.stats.ops.add(1);
-            }
-        } else {
-            self.access(txn, tree, None, Access::Read)?;
-            self.stats.ops.add(1);
-        }
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        if snapshot {
-            return self.scan_snapshot(wal, txn, tree, range, reverse, limit);
-        }
-        let mut out = Vec::new();
-        let r = crate::ops::read(&mut self.cache, wal, |m| {
-            bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
-                out.push((k.to_vec(), v.to_vec()));
-                out.len() < limit
-            })
-        });
-        self.health.guard(r)?;
-        Ok(out)
-    }
-
-    /// [`Core::scan`] for a snapshot reader: the tree's pairs merged with the records whose
-    /// version it may see differently (those with a head), each resolved to its version, a
-    /// window at a time. A window takes up to `limit` heads and `limit` + that many tree pairs
-    /// and resolves everything up to the nearer of their ends (past it, either may hold keys
-    /// not yet read): at most as many tree keys as heads can be invisible, so windows continue
-    /// until `limit` pairs are visible or the range is done.
-    fn scan_snapshot(
-        &mut self,
-        wal: &mut Wal,
-        txn: TxnId,
-        tree: &Tree,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-        reverse: bool,
-        limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let window = limit.clamp(1, 1024);
-        let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
-            (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
-        let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
-        let mut out = Vec::new();
-        loop {
-            let r = (
-                bounds.0.as_ref().map(|k| k.as_slice()),
-                bounds.1.as_ref().map(|k| k.as_slice()),
-            );
-            let vs = self
-                .versions
-                .as_ref()
-                .expect("a snapshot transaction has a store");
-            let heads = vs.head_keys(tree.id, r, reverse, window);
-            let heads_done = heads.len() < window;
-            let want = window + heads.len();
-            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            let res = crate::ops::read(&mut self.cache, wal, |m| {
-                bt::scan(m, tree.root, r.0, r.1, reverse, |k, v| {
-                    pairs.push((k.to_vec(), v.to_vec()));
-                    pairs.len() < want
-                })
-            });
-            self.health.guard(res)?;
-            let tree_done = pairs.len() < want;
-            // The window ends at the nearer of the two last keys read (when more may follow).
-            let mut end: Option<Vec<u8>> = None;
-            if !tree_done {
-                end = pairs.last().map(|p| p.0.clone());
-            }
-            if !heads_done {
-                let h = heads.last().expect("a full window").clone();
-                end = Some(match end {
-                    Some(e) if before(&e, &h) => e,
-                    _ => h,
-                });
-            }
-            let inside = |k: &[u8]| end.as_deref().is_none_or(|e| !before(e, k));
-            let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
-            let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
-            for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
-                while let Some(h) = hs.next_if(|h| before(h, &k)) {
-                    merged.push((h, None));
-                }
-                hs.next_if(|h| *h == k);
-                merged.push((k, Some(v)));
-            }
-            merged.extend(hs.map(|h| (h, None)));
-            let vs = self
-                .versions
-                .as_mut()
-                .expect("a snapshot transaction has a store");
-            for (k, current) in merged {
-                if out.len() >= limit {
-                    return Ok(out);
-                }
-                // A head key missing from the tree was deleted (or is being written).
-                let r = vs.visible(txn, tree.id, &k, current);
-                if let Some(v) = self.health.guard(r)? {
-                    out.push((k, v));
-                }
-            }
-            match end {
-                Some(e) if out.len() < limit => {
-                    if reverse {
-                        bounds.1 = Bound::Excluded(e);
-                    } else {
-                        bounds.0 = Bound::Excluded(e);
-                    }
-                }
-                _ => return Ok(out),
             }
         }
     }

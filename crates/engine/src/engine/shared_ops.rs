@@ -1,0 +1,271 @@
+//! The operations that run with the core latch shared (see the latching notes in `mod.rs` and
+//! docs/engine.md): cached point reads and scans, plain leaf changes, and the commit and end of
+//! a transaction in the modes that allow it. Each returns `None` when it must run exclusive
+//! instead, having changed nothing.
+
+use super::{update_log_need, Core, Pairs};
+use crate::btree::tree as bt;
+use crate::catalog::Tree;
+use crate::cc::Access;
+use crate::error::Result;
+use crate::page::Lsn;
+use crate::read_shared::{SharedReader, SharedWriter};
+use crate::txn_table::txn_reserve;
+use crate::wal::record::{Body, Redo, TxnId, Undo};
+use crate::wal::SharedWal;
+use std::ops::Bound;
+
+impl Core {
+    /// [`Core::get`] with the core latch shared: `None` if a page it needs is not cached (or
+    /// `txn` reads a snapshot); then the caller runs `get` with the latch exclusive.
+    pub fn get_shared(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+    ) -> Option<Result<Option<Vec<u8>>>> {
+        if self.is_snapshot(txn) {
+            return None;
+        }
+        if let Err(e) = self.access(txn, tree, Some(key), Access::Read) {
+            return Some(Err(e));
+        }
+        let Some(r) = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key)) else {
+            self.stats.shared_retries.add(1);
+            return None;
+        };
+        self.stats.ops.add(1);
+        self.stats.shared.add(1);
+        Some(r)
+    }
+
+    /// [`Core::scan`] with the core latch shared, for a transaction that does not read a
+    /// snapshot: `None` if a page it needs is not cached; then the caller runs `scan` with the
+    /// latch exclusive.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_shared(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+        locked: bool,
+    ) -> Option<Result<Pairs>> {
+        if self.is_snapshot(txn) {
+            return None;
+        }
+        let pre = if locked {
+            self.checked(txn, tree)
+        } else {
+            self.access(txn, tree, None, Access::Read)
+        };
+        if let Err(e) = pre {
+            return Some(Err(e));
+        }
+        let mut out = Vec::new();
+        if limit > 0 {
+            let Some(r) = SharedReader::run(&self.cache, |m| {
+                bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
+                    out.push((k.to_vec(), v.to_vec()));
+                    out.len() < limit
+                })
+            }) else {
+                self.stats.shared_retries.add(1);
+                return None;
+            };
+            if let Err(e) = r {
+                if !locked {
+                    self.stats.ops.add(1);
+                }
+                return Some(Err(e));
+            }
+        }
+        if !locked {
+            self.stats.ops.add(1);
+        }
+        self.stats.shared.add(1);
+        Some(Ok(out))
+    }
+
+    /// Whether a commit may be logged and ended with the core latch shared: not in the modes
+    /// that keep more per transaction (a version store, the flushless tables, per-frame lists
+    /// of uncommitted writers for a no-steal policy).
+    fn commits_shared(&self) -> bool {
+        self.versions.is_none() && self.flushless.is_none() && !self.cache.pool.track_uncommitted
+    }
+
+    /// [`Core::commit_record`] with the core latch shared (the log has its own latch): `None`
+    /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
+    pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
+        if !self.commits_shared() {
+            return None;
+        }
+        if let Err(e) = self.check() {
+            return Some(Err(e));
+        }
+        let r = (|| {
+            let prev = self.txns.commit_point(txn)?;
+            if prev == 0 {
+                self.stats.commits.add(1);
+                return Ok(0);
+            }
+            let r = wal.lock().append(txn, prev, Body::Commit);
+            let lsn = self.health.guard(r)?;
+            self.txns.committing_shared(txn);
+            Ok(lsn)
+        })();
+        Some(r)
+    }
+
+    /// [`Core::end_commit`] with the core latch shared, for a commit [`Core::commit_shared`]
+    /// logged.
+    pub fn end_commit_shared(&self, txn: TxnId) -> Result<()> {
+        debug_assert!(self.commits_shared());
+        let st = self.txns.remove(txn)?;
+        self.txns.end(txn, &st);
+        // The page reserve is brought up to date by the next exclusive write (it only shrinks
+        // here, so until then allocations leave a few pages too many, never too few).
+        self.stats.commits.add(1);
+        Ok(())
+    }
+
+    /// [`Core::write`] with the core latch shared: a plain change of a guarded leaf (see
+    /// `read_shared.rs`), logged under the log's own latch. `None`: this change, or this mode,
+    /// needs the latch exclusive (a split or merge, an overflow value, a leaf not guarded yet, a
+    /// page not in memory, a checkpoint due or log space short); nothing was changed, and the
+    /// caller runs `write`. The records, pages and counters it leaves are those `write` would
+    /// have left.
+    pub fn write_shared(
+        &self,
+        wal: &SharedWal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<Result<Option<Vec<u8>>>> {
+        if !self.commits_shared() {
+            return None;
+        }
+        let pre = (|| {
+            self.check()?;
+            self.txns.active(txn)?;
+            self.check_sizes(key, value)?;
+            self.access(txn, tree, Some(key), Access::Write)
+        })();
+        if let Err(e) = pre {
+            return Some(Err(e));
+        }
+        let r = self.write_plain(wal, txn, tree, key, value);
+        match &r {
+            None => self.stats.shared_retries.add(1),
+            Some(_) => self.stats.shared.add(1),
+        }
+        r
+    }
+
+    /// The leaf change of [`Core::write_shared`], once the transaction may write `key`.
+    fn write_plain(
+        &self,
+        wal: &SharedWal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Option<Result<Option<Vec<u8>>>> {
+        let mut w = SharedWriter::new(&self.cache);
+        let r = match value {
+            Some(v) => bt::put(&mut w, tree.root, key, v),
+            None => bt::delete(&mut w, tree.root, key),
+        };
+        let (old, leaf) = match r {
+            Ok(out) if !w.refused() => (out.old, out.leaf),
+            // Refused, or an error the exclusive run reports the same way.
+            _ => {
+                w.undo();
+                return None;
+            }
+        };
+        let changed = w.changed();
+        if changed.is_some_and(|(pid, _)| leaf != Some(pid)) {
+            w.undo();
+            return None;
+        }
+        let need = update_log_need(self.cfg.page_size, key, value);
+        let mut log = wal.lock();
+        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
+            drop(log);
+            w.undo();
+            return None;
+        }
+        let Some((pid, _)) = changed else {
+            // Nothing changed (a delete of a missing key): nothing to log.
+            drop(log);
+            w.finish(0);
+            self.stats.ops.add(1);
+            return Some(Ok(old));
+        };
+        let (first, prev) = match self.txns.lsns(txn) {
+            Ok(l) => l,
+            Err(e) => {
+                drop(log);
+                w.undo();
+                return Some(Err(e));
+            }
+        };
+        let own_first = if first == 0 {
+            txn_reserve(self.cfg.page_size)
+        } else {
+            0
+        };
+        log.set_update_keep(Some(crate::wal::UpdateKeep {
+            reserved: self.txns.log_reserved() + own_first,
+            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+        }));
+        let redo = match value {
+            Some(v) => Redo::LeafPut {
+                pid,
+                key: key.to_vec(),
+                value: v.to_vec(),
+            },
+            None => Redo::LeafDel {
+                pid,
+                key: key.to_vec(),
+            },
+        };
+        let undo = Undo {
+            tree: tree.id,
+            key: key.to_vec(),
+            old: old.clone(),
+        };
+        let r = log.append(
+            txn,
+            prev,
+            Body::Update {
+                redo,
+                undo: undo.clone(),
+            },
+        );
+        log.set_update_keep(None);
+        let lsn = match r {
+            Ok(lsn) => lsn,
+            Err(_) => {
+                // Refused (the log is full): the exclusive run fails the same way, or waits.
+                drop(log);
+                w.undo();
+                return None;
+            }
+        };
+        let record_bytes = log.next_lsn().saturating_sub(lsn);
+        let grows = old
+            .as_ref()
+            .is_some_and(|o| value.is_none_or(|v| v.len() < o.len()));
+        // Reserved before the log is let go, so the next writer's space check counts it.
+        self.txns.updated(txn, lsn, record_bytes, grows, undo);
+        drop(log);
+        w.finish(lsn);
+        self.txns.push_page(txn, pid);
+        self.stats.ops.add(1);
+        Some(Ok(old))
+    }
+}
