@@ -149,8 +149,8 @@ impl Core {
         }
         let pre = (|| {
             self.check()?;
-            self.txns.active(txn)?;
             self.check_sizes(key, value)?;
+            // `access` fails with `TxnNotActive` for a transaction that is not live.
             self.access(txn, tree, Some(key), Access::Write)
         })();
         if let Err(e) = pre {
