@@ -134,6 +134,9 @@ impl Path {
     }
 }
 
+/// Levels a path is allocated for at once (deeper trees grow it).
+const PATH_CAPACITY: usize = 8;
+
 /// One step down: (child index, child, the separator left of it if tracked).
 type Step = Option<(usize, PageId, Option<Vec<u8>>)>;
 
@@ -143,9 +146,11 @@ fn descend<S: PageStore>(
     target: Target<'_>,
     track_lower: bool,
 ) -> Result<Path> {
+    let mut pids = Vec::with_capacity(PATH_CAPACITY);
+    pids.push(root);
     let mut path = Path {
-        pids: vec![root],
-        idx: Vec::new(),
+        pids,
+        idx: Vec::with_capacity(PATH_CAPACITY),
         lower: None,
     };
     let mut pid = root;
@@ -206,11 +211,24 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
     if key.len() > node::max_key_len(store.page_size()) {
         return Ok(None);
     }
-    let leaf = descend(store, root, Target::Le(key), false)?.leaf();
-    match store.read_page(leaf, |p| find_stored(p, key))?? {
-        Some(s) => Ok(Some(s.into_value(store)?)),
-        None => Ok(None),
+    // Down without recording the path (no allocation), the leaf searched in the same look
+    // that finds it is one.
+    let mut pid = root;
+    for _ in 0..MAX_DEPTH {
+        let step = store.read_page(pid, |p| -> Result<std::result::Result<PageId, _>> {
+            if node::kind(p)? == NodeKind::Leaf {
+                return Ok(Err(find_stored(p, key)?));
+            }
+            Ok(Ok(node::child_at(p, node::child_index_le(p, key)?)?))
+        })??;
+        match step {
+            Ok(NO_PAGE) => break,
+            Ok(child) => pid = child,
+            Err(Some(s)) => return Ok(Some(s.into_value(store)?)),
+            Err(None) => return Ok(None),
+        }
     }
+    Err(corrupt(pid, "bad child link (tree too deep or child 0)"))
 }
 
 /// Sets `key` to `value`, returning the old value. Keys are at most page size / 8 bytes; values
