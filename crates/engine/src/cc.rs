@@ -4,7 +4,7 @@
 //! serializable transactions; snapshot isolation with a version store is meant to be another.
 
 use crate::error::Result;
-use crate::locks::{LockKey, LockManager, LockMode};
+use crate::locks::{LockKey, LockManager, LockMode, WriteProbe};
 use crate::wal::record::{TreeId, TxnId};
 
 /// Read or write access.
@@ -18,8 +18,18 @@ pub(crate) enum Access {
 /// (so the common path touches one table shard, not a second map of the protocol's own).
 #[derive(Default, Clone, Debug)]
 pub(crate) struct CcState {
-    /// Locks held (2PL).
+    /// Record locks held (2PL).
     pub locks: Vec<LockKey>,
+    /// Tree locks held (2PL): few, kept apart so that the check of what a transaction holds
+    /// on a tree does not walk its record locks (a bulk load holds thousands).
+    pub trees: Vec<LockKey>,
+}
+
+impl CcState {
+    /// Every lock held.
+    pub fn all(&self) -> impl Iterator<Item = &LockKey> {
+        self.trees.iter().chain(&self.locks)
+    }
 }
 
 /// A concurrency-control protocol, used by many threads at once (each call synchronises what it
@@ -53,6 +63,11 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
     fn end(&self, txn: TxnId, state: &CcState);
     /// Accesses refused so far.
     fn conflicts(&self) -> u64;
+    /// For a read outside any transaction: a probe of whether a transaction may hold an
+    /// uncommitted change of record `key` of `tree`, to be asked while the reader still holds
+    /// the latch under which it saw the record (see [`LockManager::write_probe`]). `None`: this
+    /// protocol cannot tell, and such reads run as one-read transactions.
+    fn write_probe(&self, tree: TreeId, key: &[u8]) -> Option<WriteProbe<'_>>;
 }
 
 /// Strict 2PL with multi-granularity locks, no-wait (see `locks.rs`).
@@ -75,8 +90,7 @@ impl ConcurrencyControl for TwoPhaseLocking {
         let ik = LockKey::TreeIx(tree);
         // What the transaction holds on the tree already: IX in the tree's writer gate, or S/X
         // in the table.
-        let held = &mut state.locks;
-        let (has_ix, has_table) = (held.contains(&ik), held.contains(&tk));
+        let (has_ix, has_table) = (state.trees.contains(&ik), state.trees.contains(&tk));
         match key {
             Some(k) => {
                 // IS on the tree is compatible with every tree mode the engine requests (IS,
@@ -90,13 +104,13 @@ impl ConcurrencyControl for TwoPhaseLocking {
                         self.locks.acquire(txn, &tk, LockMode::IX)?;
                     } else {
                         self.locks.acquire_ix(txn, tree)?;
-                        held.push(ik);
+                        state.trees.push(ik);
                     }
                 }
                 let rm = if write { LockMode::X } else { LockMode::S };
                 let rk = LockKey::Record(tree, k.to_vec());
                 if self.locks.acquire(txn, &rk, rm)? {
-                    held.push(rk);
+                    state.locks.push(rk);
                 }
                 Ok(())
             }
@@ -107,7 +121,7 @@ impl ConcurrencyControl for TwoPhaseLocking {
                     LockMode::S
                 };
                 if self.locks.acquire_with(txn, &tk, m, has_ix)? {
-                    held.push(tk);
+                    state.trees.push(tk);
                 }
                 Ok(())
             }
@@ -123,10 +137,10 @@ impl ConcurrencyControl for TwoPhaseLocking {
     ) -> bool {
         // Only a transaction that holds no write lock waits: then nobody waits for it. And
         // only for writers on other threads: this thread's own cannot end while it waits.
-        let writes = state.locks.iter().any(|k| self.locks.holds_write(txn, k));
+        let writes = state.all().any(|k| self.locks.holds_write(txn, k));
         let own_writer = same_thread.iter().any(|(t, st)| {
             *t != txn
-                && (st.locks.contains(&LockKey::TreeIx(tree))
+                && (st.trees.contains(&LockKey::TreeIx(tree))
                     || self.locks.holds_write(*t, &LockKey::Tree(tree)))
         });
         !writes && !own_writer && self.locks.claim_scan(txn, tree)
@@ -137,10 +151,15 @@ impl ConcurrencyControl for TwoPhaseLocking {
     }
 
     fn end(&self, txn: TxnId, state: &CcState) {
+        self.locks.release_all(txn, &state.trees);
         self.locks.release_all(txn, &state.locks);
     }
 
     fn conflicts(&self) -> u64 {
         self.locks.conflicts()
+    }
+
+    fn write_probe(&self, tree: TreeId, key: &[u8]) -> Option<WriteProbe<'_>> {
+        Some(self.locks.write_probe(tree, key))
     }
 }

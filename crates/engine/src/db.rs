@@ -473,6 +473,48 @@ impl Db {
         self.shared.core().catalog.names()
     }
 
+    /// Reads `key` of `tree` outside any transaction: the latest committed value, as a
+    /// transaction of this one read would see it (serializable: the read takes its place among
+    /// the transactions at one instant). It takes no lock, writes no line another reader
+    /// writes, and allocates only the returned value, so it is the fast way to read one record;
+    /// several reads that must agree with each other belong in one transaction.
+    ///
+    /// When a transaction holds an uncommitted change of the key (or of a key that shares its
+    /// lock stripe), a page must be read from the device, or the database keeps versions, it
+    /// runs as a one-read transaction instead; a writer that holds the key for more than 2 s
+    /// makes it fail with [`crate::Error::Conflict`].
+    ///
+    /// ```
+    /// use wafer_engine::{Db, DbConfig, Devices};
+    /// let db = Db::open(Devices::memory(16 << 20, 4 << 20), DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// let mut w = db.begin().unwrap();
+    /// w.put(&t, b"k", b"v").unwrap();
+    /// w.commit().unwrap();
+    /// assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    /// assert_eq!(db.get(&t, b"other").unwrap(), None);
+    /// ```
+    pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(r) = self.shared.core_read().get_committed(tree, key) {
+            return r;
+        }
+        let deadline = std::time::Instant::now() + Self::GET_WAIT;
+        loop {
+            let mut t = self.begin()?;
+            match t.get(tree, key) {
+                Ok(v) => return t.commit().map(|()| v),
+                Err(crate::Error::Conflict { .. }) if std::time::Instant::now() < deadline => {
+                    drop(t);
+                    std::thread::yield_now();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// How long [`Db::get`] retries a read that a writer of the key refuses.
+    const GET_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
     /// Starts a transaction (serializable: strict two-phase locking).
     pub fn begin(&self) -> Result<Txn> {
         let id = self.shared.core_read().begin()?;

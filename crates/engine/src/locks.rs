@@ -18,7 +18,7 @@ use crate::sync::{lock, Shards};
 use crate::wal::record::{TreeId, TxnId};
 use crossbeam_utils::CachePadded;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 /// User keys are hashed with foldhash's seeded quality hasher: several times SipHash's speed
 /// on short keys, still randomly seeded per process (keys come from users).
@@ -110,7 +110,16 @@ pub struct LockManager {
     /// find one); trees with larger ids in `more`.
     gates: Box<[std::sync::OnceLock<TreeGate>]>,
     more: RwLock<rustc_hash::FxHashMap<TreeId, Arc<TreeGate>>>,
+    /// Record X locks held, counted per stripe of (tree, key) hashes: a reader outside any
+    /// transaction that finds its key's stripe at zero knows no transaction holds an
+    /// uncommitted change of that key (see [`LockManager::write_probe`]). Only writers write
+    /// these lines; such readers only load them.
+    write_locked: Box<[AtomicU32]>,
 }
+
+/// Stripes of [`LockManager::write_locked`]: enough that a key shares its stripe with few
+/// keys being written at any moment.
+const WRITE_STRIPES: usize = 4096;
 
 /// Trees whose writer gate sits in a fixed slot.
 const GATE_SLOTS: usize = 256;
@@ -127,6 +136,7 @@ impl Default for LockManager {
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
             more: RwLock::new(Default::default()),
+            write_locked: (0..WRITE_STRIPES).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 }
@@ -139,6 +149,21 @@ impl LockManager {
 
     fn shard_hash(&self, key: &LockKey) -> u64 {
         self.hasher.hash_one(key)
+    }
+
+    /// The [`LockManager::write_locked`] stripe of record `key` of `tree`.
+    fn write_stripe(&self, tree: TreeId, key: &[u8]) -> &AtomicU32 {
+        let h = self.hasher.hash_one((tree, key));
+        &self.write_locked[(h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % WRITE_STRIPES]
+    }
+
+    /// A probe that tells whether any transaction may hold record `key` of `tree` in X (and so
+    /// may have changed it without committing yet). An X holder is counted from before it
+    /// changes the record until after its commit or rollback, so a reader that saw the record
+    /// under the latch that guards its page, and probes while it still holds that latch, read
+    /// committed data if the probe says no writer. Conservative: other keys share the stripe.
+    pub fn write_probe(&self, tree: TreeId, key: &[u8]) -> WriteProbe<'_> {
+        WriteProbe(self.write_stripe(tree, key))
     }
 
     /// Whether a new writer of `tree` stands back for another transaction's waiting scan.
@@ -273,6 +298,12 @@ impl LockManager {
             Some(i) => holders[i].1 = wanted,
             None => holders.push((txn, wanted)),
         }
+        if let LockKey::Record(t, k) = key {
+            if wanted == LockMode::X {
+                // Counted before the holder can change the record (it has not returned yet).
+                self.write_stripe(*t, k).fetch_add(1, Ordering::SeqCst);
+            }
+        }
         if let LockKey::Tree(t) = key {
             debug_assert!(matches!(wanted, LockMode::S | LockMode::X));
             // Announce (a first table lock on the tree), then look for writers counted in the
@@ -349,8 +380,13 @@ impl LockManager {
             let mut shard = self.held.lock(self.shard_hash(k));
             if let Some(h) = shard.get_mut(k) {
                 let before = h.len();
+                let x = h.iter().any(|&(t, m)| t == txn && m == LockMode::X);
                 h.retain(|(t, _)| *t != txn);
                 let released = h.len() < before;
+                if let (LockKey::Record(t, key), true) = (k, x) {
+                    // Uncounted only now: the transaction's changes are committed or undone.
+                    self.write_stripe(*t, key).fetch_sub(1, Ordering::SeqCst);
+                }
                 if h.is_empty() {
                     shard.remove(k);
                 }
@@ -361,6 +397,16 @@ impl LockManager {
                 }
             }
         }
+    }
+}
+
+/// See [`LockManager::write_probe`].
+pub struct WriteProbe<'a>(&'a AtomicU32);
+
+impl WriteProbe<'_> {
+    /// Whether no transaction holds the probed record (or a record sharing its stripe) in X.
+    pub fn clear(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == 0
     }
 }
 

@@ -20,12 +20,17 @@
 use crate::btree::PageStore;
 use crate::cache::PageCache;
 use crate::error::{Error, Result};
+use crate::locks::WriteProbe;
 use crate::page::{self, Lsn, PageId, PageType};
 
 pub(crate) struct SharedReader<'a> {
     cache: &'a PageCache,
     hits: u64,
     missed: bool,
+    /// For a read outside any transaction: asked after each page is read, under that page's
+    /// latch; `unclear` records a `false` (a writer may hold an uncommitted change of the key).
+    probe: Option<WriteProbe<'a>>,
+    unclear: bool,
 }
 
 impl<'a> SharedReader<'a> {
@@ -34,7 +39,27 @@ impl<'a> SharedReader<'a> {
             cache,
             hits: 0,
             missed: false,
+            probe: None,
+            unclear: false,
         }
+    }
+
+    /// [`SharedReader::run`] for a point read outside any transaction: `None` also when
+    /// `probe`, asked under the latch of each page read (the leaf among them), does not find
+    /// the key clear of writers; then the read must run as a transaction.
+    pub fn run_committed<R>(
+        cache: &'a PageCache,
+        probe: WriteProbe<'a>,
+        f: impl FnOnce(&mut SharedReader<'a>) -> Result<R>,
+    ) -> Option<Result<R>> {
+        let mut r = SharedReader::new(cache);
+        r.probe = Some(probe);
+        let out = f(&mut r);
+        if r.missed || r.unclear {
+            return None;
+        }
+        cache.pool.shared_hits.add(r.hits);
+        Some(out)
     }
 
     /// Runs `f` over the cached pages. `None`: a page was missing, `f`'s result is void and the
@@ -76,7 +101,13 @@ impl PageStore for SharedReader<'_> {
             .pool
             .guarded(fr)
             .then(|| crate::sync::read(self.cache.pool.frame_latch(fr)));
-        read_checked(self.cache.pool.data(fr), pid, f)
+        let out = read_checked(self.cache.pool.data(fr), pid, f);
+        // Asked with the latch still held: a writer counted in the probe from before its change
+        // cannot have undone it and been uncounted in between (that needs this latch).
+        if self.probe.as_ref().is_some_and(|p| !p.clear()) {
+            self.unclear = true;
+        }
+        out
     }
 
     fn write_page<R>(&mut self, _pid: PageId, _f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {

@@ -352,6 +352,11 @@ impl TxnTable {
         self.cc.conflicts()
     }
 
+    /// See [`ConcurrencyControl::write_probe`].
+    pub fn write_probe(&self, tree: TreeId, key: &[u8]) -> Option<crate::locks::WriteProbe<'_>> {
+        self.cc.write_probe(tree, key)
+    }
+
     /// The first record of the oldest transaction that may still roll back: the log must keep it.
     pub fn oldest_first_lsn(&self) -> Option<Lsn> {
         let mut min: Option<Lsn> = None;

@@ -39,6 +39,36 @@ impl Core {
         Some(r)
     }
 
+    /// A point read outside any transaction, with the core latch shared: the latest committed
+    /// value of `key`, or `None` when it must run as a one-read transaction instead (a page is
+    /// not cached, a transaction may hold an uncommitted change of the key, or this mode keeps
+    /// versions or uncommitted state the probe does not cover).
+    ///
+    /// Why it reads committed data without a lock: every change of a record is made under an X
+    /// lock counted in the probe from before the change until after its commit or rollback,
+    /// and under the latch of the record's page (the core latch exclusive, or a guarded leaf's
+    /// stripe latch). The probe is asked while this reader holds that latch, so a change it
+    /// saw is still counted. Serializable: the read takes its place at the probe, as a
+    /// one-read transaction that locked the key there would.
+    pub fn get_committed(&self, tree: &Tree, key: &[u8]) -> Option<Result<Option<Vec<u8>>>> {
+        if !self.commits_shared() {
+            return None;
+        }
+        if let Err(e) = self.check().and_then(|()| self.catalog.check_handle(tree)) {
+            return Some(Err(e));
+        }
+        let probe = self.txns.write_probe(tree.id, key)?;
+        let Some(r) =
+            SharedReader::run_committed(&self.cache, probe, |m| bt::get(m, tree.root, key))
+        else {
+            self.stats.shared_retries.add(1);
+            return None;
+        };
+        self.stats.ops.add(1);
+        self.stats.shared.add(1);
+        Some(r)
+    }
+
     /// [`Core::scan`] with the core latch shared, for a transaction that does not read a
     /// snapshot: `None` if a page it needs is not cached; then the caller runs `scan` with the
     /// latch exclusive.

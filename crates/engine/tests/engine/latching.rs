@@ -127,3 +127,118 @@ fn two_threads_change_one_leaf_at_once_without_losing_a_change() {
     assert!(shared > rounds, "most operations ran shared ({shared})");
     assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 16)]);
 }
+
+#[test]
+fn reads_outside_a_transaction_see_only_committed_values() {
+    let db = Db::open(
+        wafer_engine::Devices::memory(32 << 20, 8 << 20),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let key = |i: u32| format!("k{i:05}").into_bytes();
+    let mut x = db.begin().unwrap();
+    for i in 0..500 {
+        x.put(&t, &key(i), b"old").unwrap();
+    }
+    x.commit().unwrap();
+
+    // Cached and clear of writers: read without a transaction, with the latch shared.
+    let (before, commits) = (counts(&db), db.stats().engine.commits);
+    assert_eq!(db.get(&t, &key(3)).unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(db.get(&t, b"missing").unwrap(), None);
+    assert_eq!(counts(&db).0, before.0 + 2, "both reads ran shared");
+    assert_eq!(
+        db.stats().engine.commits,
+        commits,
+        "and began no transaction"
+    );
+
+    // A writer's uncommitted change is never seen: the read waits it out (as a one-read
+    // transaction) and then sees the outcome, the new value or, after a rollback, the old.
+    for commit in [true, false] {
+        let k = key(if commit { 10 } else { 11 });
+        let mut w = db.begin().unwrap();
+        w.put(&t, &k, b"new").unwrap();
+        let retries = counts(&db).1;
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| db.get(&t, &k).unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if commit {
+                w.commit().unwrap();
+            } else {
+                w.abort().unwrap();
+            }
+            let seen = reader.join().unwrap();
+            let want: &[u8] = if commit { b"new" } else { b"old" };
+            assert_eq!(seen.as_deref(), Some(want));
+        });
+        assert!(
+            counts(&db).1 > retries,
+            "the read was turned from the shared path"
+        );
+    }
+}
+
+#[test]
+fn reads_outside_a_transaction_never_see_a_change_rolled_back() {
+    // Writers change keys of one leaf and always roll back, under the latch shared (guarded
+    // leaf) and exclusive (values long enough to split, merged back by the rollback); readers
+    // outside any transaction must see only the committed values.
+    let db = Db::open(
+        wafer_engine::Devices::memory(32 << 20, 8 << 20),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for k in 0..32u8 {
+        x.put(&t, &[k], b"committed").unwrap();
+    }
+    x.commit().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let reads = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let (db, t, stop, reads) = (&db, &t, &stop, &reads);
+        for th in 0..2u64 {
+            s.spawn(move || {
+                let mut r = th;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    r = r
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let k = [(r >> 59) as u8];
+                    let v = db.get(t, &k).unwrap();
+                    assert_eq!(v.as_deref(), Some(&b"committed"[..]), "key {}", k[0]);
+                    reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        let writers: Vec<_> = (0..2u64)
+            .map(|th| {
+                s.spawn(move || {
+                    for round in 0..3000u64 {
+                        let mut w = db.begin().unwrap();
+                        let k = [((round * 7 + th * 13) % 32) as u8];
+                        let long = round % 10 == 0;
+                        let v = if long {
+                            vec![b'x'; 1500]
+                        } else {
+                            b"poison".to_vec()
+                        };
+                        match w.put(t, &k, &v) {
+                            Ok(_) => w.abort().unwrap(),
+                            Err(wafer_engine::Error::Conflict { .. }) => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+}

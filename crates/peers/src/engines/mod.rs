@@ -28,8 +28,13 @@ pub enum Mode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
-    /// wafer (this repository), through its public API.
+    /// wafer (this repository), through its public API; a read is `Db::get` (outside any
+    /// transaction, no lock), as an application reading one record would call it.
     Wafer,
+    /// wafer with each read a one-read transaction (begin, get, commit: a shared record lock).
+    #[value(name = "wafer-txn")]
+    #[serde(rename = "wafer-txn")]
+    WaferTxn,
     /// redb 2.x.
     Redb,
     /// LMDB through heed.
@@ -45,6 +50,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Wafer => "wafer",
+            EngineKind::WaferTxn => "wafer-txn",
             EngineKind::Redb => "redb",
             EngineKind::Lmdb => "lmdb",
             EngineKind::Fjall => "fjall",
@@ -99,7 +105,8 @@ pub trait Kv: Send + Sync {
 /// Opens a fresh, empty store of `kind` under `dir` (a directory of its own).
 pub fn open(kind: EngineKind, mode: Mode, dir: &Path, sizing: Sizing) -> Res<Box<dyn Kv>> {
     Ok(match kind {
-        EngineKind::Wafer => Box::new(wafer::WaferKv::open(mode, dir, sizing)?),
+        EngineKind::Wafer => Box::new(wafer::WaferKv::open(mode, dir, sizing, false)?),
+        EngineKind::WaferTxn => Box::new(wafer::WaferKv::open(mode, dir, sizing, true)?),
         EngineKind::Redb => Box::new(redb_kv::RedbKv::open(mode, dir, sizing)?),
         EngineKind::Lmdb => Box::new(lmdb::LmdbKv::open(mode, dir, sizing)?),
         EngineKind::Fjall => Box::new(fjall_kv::FjallKv::open(mode, dir, sizing)?),

@@ -324,6 +324,10 @@ pub struct WallArgs {
     /// Put the database in files in this directory (default: in memory).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Run each read as a one-read transaction (begin, get, commit) instead of `Db::get`
+    /// (a read outside any transaction, which takes no lock).
+    #[arg(long)]
+    pub read_txn: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -599,6 +603,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         dir: args.dir.clone(),
                         threads,
                         duration_ms: (args.seconds * 1000.0) as u64,
+                        read_txn: args.read_txn,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {

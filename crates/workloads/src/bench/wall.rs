@@ -2,7 +2,7 @@
 //! engine's own throughput: CPU and latching) or files, with the whole data set cached.
 
 use super::vtime::BenchError;
-use crate::ycsb::{YcsbConfig, YcsbGenerator};
+use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
 use flashsim::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -19,6 +19,10 @@ pub struct WallConfig {
     pub threads: u32,
     /// Length of the measured run.
     pub duration_ms: u64,
+    /// Run each read as a one-read transaction (begin, get, commit) rather than with
+    /// [`Db::get`] outside any transaction (what a user reading one record calls).
+    #[serde(default)]
+    pub read_txn: bool,
 }
 
 /// Result of a wall-clock run.
@@ -80,6 +84,24 @@ impl WallLog {
     }
 }
 
+/// One YCSB operation: a read with [`Db::get`] (unless `read_txn`), anything else as one
+/// transaction. Returns false if it was refused on a conflict.
+fn wall_op(
+    db: &Db,
+    tree: &wafer_engine::Tree,
+    op: &YcsbOp,
+    read_txn: bool,
+) -> Result<bool, BenchError> {
+    match op {
+        YcsbOp::Read { key } if !read_txn => match db.get(tree, key) {
+            Ok(_) => Ok(true),
+            Err(wafer_engine::Error::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        },
+        _ => super::vtime::ycsb_txn(db, tree, op),
+    }
+}
+
 /// Loads `cfg.ycsb.record_count` records into an in-memory database sized to cache them all,
 /// then runs `threads` threads for `duration_ms`.
 pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
@@ -123,6 +145,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
             let db = db.clone();
             let tree = tree.clone();
             let mut ycsb = cfg.ycsb.clone();
+            let ycsb_read_txn = cfg.read_txn;
             ycsb.seed = ycsb.seed.wrapping_add(th as u64 * 0x9E37_79B9);
             std::thread::spawn(
                 move || -> Result<(u64, u64, LatencyHistogram), BenchError> {
@@ -134,7 +157,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
                         for _ in 0..64 {
                             let op = gen.next_op();
                             let t0 = Instant::now();
-                            if super::vtime::ycsb_txn(&db, &tree, &op)? {
+                            if wall_op(&db, &tree, &op, ycsb_read_txn)? {
                                 ops += 1;
                                 lat.record(t0.elapsed().as_nanos() as u64);
                             } else {
