@@ -32,25 +32,67 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, RwLock};
 
-/// A frame's bytes: read through `&self`, written through `&mut self`, or, for a guarded frame
-/// with the core latch shared, through [`PageBytes::write_shared`] under the frame's stripe
-/// latch held exclusive (see the module notes).
-pub(crate) struct PageBytes(Box<[UnsafeCell<u8>]>);
+/// The frames' bytes, one zeroed allocation: the system hands it out as untouched zero pages,
+/// so a pool costs memory only for the frames it has used (and a frame's bytes are at a fixed
+/// offset, found without looking at the frame's bookkeeping).
+struct Arena {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: the arena is plain memory owned by the pool; who may read or write which bytes is the
+// latching protocol of the module notes, enforced through `PageBytes`.
+unsafe impl Send for Arena {}
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    fn zeroed(len: usize) -> std::result::Result<Arena, ()> {
+        // The allocator's own alignment: zeroed memory of a larger alignment is allocated and
+        // then written with zeros (every page touched), of this one it comes from calloc.
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 16).map_err(|_| ())?;
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).ok_or(())?;
+        Ok(Arena { ptr, layout })
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// A frame's bytes (a view into the pool's arena): read through `&self`, written through
+/// `&mut self`, or, for a guarded frame with the core latch shared, through
+/// [`PageBytes::write_shared`] under the frame's stripe latch held exclusive (see the module
+/// notes).
+pub(crate) struct PageBytes {
+    ptr: std::ptr::NonNull<UnsafeCell<u8>>,
+    len: usize,
+}
 
 // SAFETY: the bytes are shared between threads only while the core latch is shared, and then
 // written only under the latching protocol of the module notes (a guarded frame's stripe latch
-// held exclusive, its readers holding it shared; other frames not written at all).
+// held exclusive, its readers holding it shared; other frames not written at all). Each view
+// covers its own frame's bytes, and the arena outlives the views (both belong to the pool).
 unsafe impl Sync for PageBytes {}
+unsafe impl Send for PageBytes {}
 
 impl PageBytes {
-    fn zeroed(len: usize) -> std::result::Result<PageBytes, ()> {
-        let mut v: Vec<UnsafeCell<u8>> = Vec::new();
-        v.try_reserve_exact(len).map_err(|_| ())?;
-        v.resize_with(len, || UnsafeCell::new(0));
-        Ok(PageBytes(v.into_boxed_slice()))
+    /// The bytes of frame `f` of `arena`.
+    fn of(arena: &Arena, f: usize, len: usize) -> PageBytes {
+        debug_assert!((f + 1) * len <= arena.layout.size());
+        // SAFETY: in bounds of the arena (checked by the caller's sizing, asserted above).
+        let p = unsafe { arena.ptr.as_ptr().add(f * len) };
+        PageBytes {
+            ptr: std::ptr::NonNull::new(p as *mut UnsafeCell<u8>).expect("arena pointer"),
+            len,
+        }
     }
 
     /// The bytes, mutable, from a shared reference.
@@ -62,7 +104,7 @@ impl PageBytes {
     pub unsafe fn write_shared(&self) -> &mut [u8] {
         // SAFETY: UnsafeCell<u8> has u8's layout and allows mutation through a shared
         // reference; exclusivity is the caller's promise.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr() as *mut u8, self.0.len()) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut u8, self.len) }
     }
 }
 
@@ -71,14 +113,14 @@ impl std::ops::Deref for PageBytes {
     fn deref(&self) -> &[u8] {
         // SAFETY: same layout; see the module notes for when a shared read may overlap a
         // write (never: guarded frames are read under their stripe latch).
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len()) }
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const u8, self.len) }
     }
 }
 
 impl std::ops::DerefMut for PageBytes {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: `&mut self` is exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u8, self.0.len()) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut u8, self.len) }
     }
 }
 
@@ -97,16 +139,9 @@ const FRAME_LATCHES: usize = 256;
 pub(crate) struct Frame {
     pub pid: Option<PageId>,
     pub data: PageBytes,
-    /// May be written with the core latch shared (see the module notes); changed only with it
-    /// exclusive.
-    pub guarded: bool,
     pub dirty: bool,
     pub rec_lsn: Lsn,
     pub pins: u32,
-    /// CLOCK's reference bit: set by hits, which may come from threads sharing the core latch
-    /// (an atomic, written only when it changes, so a hot page's line is not written by every
-    /// read); cleared by the sweep, under the exclusive latch.
-    pub referenced: AtomicBool,
     /// Consecutive checkpoints that selected this page and deferred its write (paper 000's
     /// `checkpoint_count`); reset whenever the page is written or evicted.
     pub ckpt_count: u32,
@@ -114,14 +149,13 @@ pub(crate) struct Frame {
     pub uncommitted: Vec<TxnId>,
 }
 
-impl Frame {
-    /// Sets the reference bit, writing the line only if the bit was clear.
-    fn reference(&self) {
-        if !self.referenced.load(Ordering::Relaxed) {
-            self.referenced.store(true, Ordering::Relaxed);
-        }
-    }
-}
+/// A frame's bits in [`BufferPool::flags`]: CLOCK's reference bit, set by hits (which may come
+/// from threads sharing the core latch: written only when it changes, so a hot page's line is
+/// not written by every read) and cleared by the sweep under the exclusive latch.
+const REFERENCED: u8 = 1;
+/// May be written with the core latch shared (see the module notes); changed only with it
+/// exclusive.
+const GUARDED: u8 = 2;
 
 /// Where a page of the page table is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +190,12 @@ impl PoolStats {
 pub(crate) struct BufferPool {
     page_size: usize,
     pub frames: Vec<Frame>,
+    /// The frames' bytes (`Frame::data` views into it).
+    arena: Arena,
+    /// Per frame, the [`REFERENCED`] and [`GUARDED`] bits: apart from the frames' bookkeeping,
+    /// a byte each, so the hit path of a read touches a dense array (mostly cached) rather
+    /// than a line of its own per frame.
+    flags: Box<[AtomicU8]>,
     /// Page id -> where the page is. Page ids are small integers: FxHash (one multiply) instead
     /// of the standard SipHash, which took about a fifth of a cached read.
     table: FxHashMap<PageId, PageState>,
@@ -188,17 +228,17 @@ impl BufferPool {
                 "cannot allocate a buffer pool of {n} frames of {page_size} bytes"
             ))
         };
+        let bytes = n.checked_mul(page_size).ok_or_else(oom)?;
+        let arena = Arena::zeroed(bytes).map_err(|_| oom())?;
         let mut all = Vec::new();
         all.try_reserve_exact(n).map_err(|_| oom())?;
-        for _ in 0..n {
+        for f in 0..n {
             all.push(Frame {
                 pid: None,
-                data: PageBytes::zeroed(page_size).map_err(|_| oom())?,
-                guarded: false,
+                data: PageBytes::of(&arena, f, page_size),
                 dirty: false,
                 rec_lsn: 0,
                 pins: 0,
-                referenced: AtomicBool::new(false),
                 ckpt_count: 0,
                 uncommitted: Vec::new(),
             });
@@ -206,6 +246,8 @@ impl BufferPool {
         Ok(BufferPool {
             page_size,
             frames: all,
+            arena,
+            flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
             table: FxHashMap::default(),
             hand: 0,
             flush_list: BTreeSet::new(),
@@ -232,7 +274,17 @@ impl BufferPool {
     /// A frame's bytes. With the core latch shared, a guarded frame's bytes may be read only
     /// under its stripe latch (see the module notes).
     pub fn data(&self, f: u32) -> &[u8] {
-        &self.frames[f as usize].data
+        // From the arena, not through the frame: a hit does not touch the frame's bookkeeping.
+        let f = f as usize;
+        assert!(f < self.flags.len(), "frame {f} out of range");
+        // SAFETY: in bounds (one page per frame); the bytes are frame `f`'s, read under the
+        // protocol of the module notes, as `Frame::data` would read them.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.arena.ptr.as_ptr().add(f * self.page_size),
+                self.page_size,
+            )
+        }
     }
 
     pub fn data_mut(&mut self, f: u32) -> &mut [u8] {
@@ -241,12 +293,17 @@ impl BufferPool {
 
     /// Whether frame `f` is guarded (see the module notes).
     pub fn guarded(&self, f: u32) -> bool {
-        self.frames[f as usize].guarded
+        self.flags[f as usize].load(Ordering::Relaxed) & GUARDED != 0
     }
 
     /// Sets whether frame `f` is guarded (core latch exclusive).
     pub fn set_guarded(&mut self, f: u32, on: bool) {
-        self.frames[f as usize].guarded = on;
+        let bits = self.flags[f as usize].get_mut();
+        *bits = if on {
+            *bits | GUARDED
+        } else {
+            *bits & !GUARDED
+        };
     }
 
     /// The stripe latch of frame `f`.
@@ -302,13 +359,16 @@ impl BufferPool {
     /// A hit on a resident page.
     pub fn touch_hit(&mut self, f: u32) {
         self.stats.hits += 1;
-        self.frames[f as usize].reference();
+        *self.flags[f as usize].get_mut() |= REFERENCED;
     }
 
     /// A hit on a resident page by a reader sharing the core latch (it counts its hits in
     /// [`BufferPool::shared_hits`] once its operation is done).
     pub fn touch_hit_shared(&self, f: u32) {
-        self.frames[f as usize].reference();
+        let bits = &self.flags[f as usize];
+        if bits.load(Ordering::Relaxed) & REFERENCED == 0 {
+            bits.fetch_or(REFERENCED, Ordering::Relaxed);
+        }
     }
 
     /// The pool's counters, hits of shared readers included.
@@ -323,8 +383,7 @@ impl BufferPool {
         let fr = &mut self.frames[f as usize];
         debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 0);
         fr.pid = Some(pid);
-        fr.guarded = false;
-        *fr.referenced.get_mut() = true;
+        *self.flags[f as usize].get_mut() = REFERENCED;
         self.table.insert(pid, PageState::Resident(f));
     }
 
@@ -345,8 +404,9 @@ impl BufferPool {
             if !may_take(fr) {
                 continue;
             }
-            if *fr.referenced.get_mut() {
-                *fr.referenced.get_mut() = false;
+            let bits = self.flags[i].get_mut();
+            if *bits & REFERENCED != 0 {
+                *bits &= !REFERENCED;
                 continue;
             }
             return Some(i as u32);
@@ -489,8 +549,10 @@ impl BufferPool {
     pub fn cleaner_candidates(&self, n: usize) -> Vec<PageId> {
         let len = self.frames.len();
         (0..len)
-            .map(|i| &self.frames[(self.hand + i) % len])
-            .filter(|f| f.dirty && f.pins == 0 && !f.referenced.load(Ordering::Relaxed))
+            .map(|i| (self.hand + i) % len)
+            .filter(|&i| self.flags[i].load(Ordering::Relaxed) & REFERENCED == 0)
+            .map(|i| &self.frames[i])
+            .filter(|f| f.dirty && f.pins == 0)
             .filter_map(|f| f.pid)
             .take(n)
             .collect()
