@@ -117,12 +117,23 @@ struct State {
     /// (a signal is a system call even with no waiter).
     joined_waiters: u32,
     flushed_waiters: u32,
+    /// How long a group flush takes, a moving average in nanoseconds: a leader waits for more
+    /// committers at most this long (see [`State::batch_wait_us`]).
+    flush_ns: u64,
 }
 
 impl State {
     /// Whether the record at `lsn` is durable or the flush in flight will make it so.
     fn covered(&self, lsn: Lsn) -> bool {
         self.wal.durable_lsn() > lsn || self.flushing.is_some_and(|end| end > lsn)
+    }
+
+    /// How long a leader may wait for more committers: the policy's maximum delay, but no longer
+    /// than a flush takes. Waiting longer than a flush costs the waiting committers more than a
+    /// second flush would (a log in memory or on a fast device flushes in microseconds; a disk
+    /// that syncs in milliseconds keeps the whole delay).
+    fn batch_wait_us(&self) -> u64 {
+        self.policy.max_delay_us.min(self.flush_ns / 1000)
     }
 
     /// Whether a recent committer is not waiting now (and so may still join the batch).
@@ -171,6 +182,7 @@ impl SharedWal {
                     recent: HashMap::new(),
                     joined_waiters: 0,
                     flushed_waiters: 0,
+                    flush_ns: 0,
                 }),
                 joined: Condvar::new(),
                 flushed: Condvar::new(),
@@ -274,10 +286,14 @@ impl SharedWal {
                 let now = Instant::now();
                 let waited_us = now.duration_since(t0).as_micros() as u64;
                 let others = g.others_expected(now);
-                if g.policy.should_flush(g.batch, others, waited_us) {
+                let policy = GroupCommit {
+                    max_delay_us: g.batch_wait_us(),
+                    ..g.policy
+                };
+                if policy.should_flush(g.batch, others, waited_us) {
                     break;
                 }
-                let left = Duration::from_micros(g.policy.max_delay_us - waited_us);
+                let left = Duration::from_micros(policy.max_delay_us - waited_us);
                 g.joined_waiters += 1;
                 g = match self.inner.joined.wait_timeout(g, left) {
                     Ok((guard, _)) => guard,
@@ -310,9 +326,17 @@ impl SharedWal {
             // none is left to lead, and a committer that comes during the flush leads the next.
             drop(g);
             let unwind = ClearFlushing(self);
+            let started = Instant::now();
             let done = job.run();
+            let took = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
             g = self.state();
             std::mem::forget(unwind);
+            // A quarter of the newest flush: a device that slows down is followed within a few.
+            g.flush_ns = if g.flush_ns == 0 {
+                took
+            } else {
+                (g.flush_ns * 3 + took) / 4
+            };
             let r = g.wal.finish_flush(done);
             g.wal.stats_mut().commit_flushes += 1;
             g.flushing = None;

@@ -8,7 +8,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::support::{rng, within_5s, Gated, Held, Volatile};
-use crate::device::BlockDevice;
+use crate::device::{BlockDevice, DeviceError, DeviceStats};
 use crate::wal::{Body, GroupCommit, Redo, SharedWal, Undo, Wal, WalConfig};
 use rand::Rng;
 
@@ -128,11 +128,37 @@ fn single_thread_commit_flushes_at_once() {
     assert_eq!((st.commits, st.commit_flushes), (20, 20));
 }
 
+/// A device whose flush takes `delay` (a disk that syncs slowly).
+struct SlowFlush(Held, Duration);
+
+impl BlockDevice for SlowFlush {
+    fn capacity_bytes(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.0.block_bytes()
+    }
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.0.write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), DeviceError> {
+        std::thread::sleep(self.1);
+        self.0.flush()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.0.stats()
+    }
+}
+
 #[test]
 fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
+    // Flushes take longer than the maximum delay: a leader waits the whole delay.
     let dev = Held::new(1 << 20, 512);
-    let wal = shared(
-        &dev,
+    let wal = shared_on(
+        Box::new(SlowFlush(dev.clone(), Duration::from_millis(60))),
         GroupCommit {
             max_delay_us: 50_000,
             min_batch_records: 4,
@@ -149,7 +175,8 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
     let t0 = Instant::now();
     wal.commit_wait(c).unwrap();
     let waited = t0.elapsed();
-    assert!(waited >= Duration::from_millis(45), "{waited:?}");
+    // The delay (50 ms) and then the flush (60 ms).
+    assert!(waited >= Duration::from_millis(105), "{waited:?}");
     assert!(waited < Duration::from_secs(2), "{waited:?}");
     // Past the recent window (50 x 50 ms) only this thread counts: no more waiting.
     std::thread::sleep(Duration::from_micros(
@@ -162,7 +189,33 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
     let c = wal.append(3, 0, Body::Commit).unwrap();
     let t0 = Instant::now();
     wal.commit_wait(c).unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(40));
+    // The flush alone.
+    assert!(t0.elapsed() < Duration::from_millis(100), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_leader_waits_no_longer_than_a_flush_takes() {
+    // A log in memory flushes in microseconds: waiting the maximum delay for another committer
+    // would cost more than flushing twice.
+    let dev = Held::new(1 << 20, 512);
+    let wal = shared(
+        &dev,
+        GroupCommit {
+            max_delay_us: 200_000,
+            min_batch_records: 4,
+        },
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let c = wal.append(1, 0, Body::Commit).unwrap();
+            wal.commit_wait(c).unwrap();
+        });
+    });
+    let c = wal.append(2, 0, Body::Commit).unwrap();
+    let t0 = Instant::now();
+    wal.commit_wait(c).unwrap();
+    // (Were the first flush slow, the cap would be as long: allow a slow machine that much.)
+    assert!(t0.elapsed() < Duration::from_millis(100), "{:?}", t0.elapsed());
 }
 
 #[test]
