@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Stripes of a [`Striped`] counter: a power of two, more than the cores this engine expects.
-const STRIPES: usize = 16;
+pub(crate) const STRIPES: usize = 16;
 
 /// This thread's stripe: threads are numbered round-robin at their first use, so a few threads
 /// get distinct stripes.

@@ -10,11 +10,13 @@
 use crate::cc::{Access, CcState, ConcurrencyControl, TwoPhaseLocking};
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
-use crate::sync::{Shards, StripedSum};
+use crate::sync::{lock, Shards, StripedSum};
 use crate::undo::{MemUndo, UndoStore};
 use crate::wal::record::{TreeId, TxnId, Undo};
+use crossbeam_utils::CachePadded;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Per-transaction state.
 #[derive(Default)]
@@ -99,7 +101,13 @@ impl Default for UndoShard {
 /// change only under the exclusive latch.
 pub(crate) struct TxnTable {
     txns: Shards<HashMap<TxnId, TxnState>>,
+    /// The first id no thread stripe has been handed yet.
     next_txn: AtomicU64,
+    /// Per thread stripe, the ids `[next, end)` it was handed and has not used: a thread takes
+    /// [`ID_BLOCK`] ids from `next_txn` at a time, so concurrent beginners do not write one
+    /// counter's line, and its transactions' table and undo shard (chosen by block) stay its
+    /// own. One thread (a virtual-time scheduler too) gets 1, 2, 3, ... as with one counter.
+    id_blocks: Box<[IdBlock]>,
     /// Log bytes reserved by live transactions for their rollback.
     log_reserved: StripedSum,
     /// Data pages reserved by live transactions for their rollback.
@@ -108,6 +116,17 @@ pub(crate) struct TxnTable {
     /// Sharded by transaction, like the table.
     undo: Shards<UndoShard>,
     page_size: u32,
+}
+
+/// A thread stripe's unused ids, `[next, end)`.
+type IdBlock = CachePadded<Mutex<(TxnId, TxnId)>>;
+
+/// Transaction ids a thread stripe takes at a time (see `TxnTable::id_blocks`).
+const ID_BLOCK: u64 = 64;
+
+/// The shard key of transaction `id`: its block, so one thread's transactions share a shard.
+fn shard(id: TxnId) -> u64 {
+    id / ID_BLOCK
 }
 
 /// What a checkpoint records of the transaction table.
@@ -125,6 +144,9 @@ impl TxnTable {
         TxnTable {
             txns: Shards::new(16),
             next_txn: AtomicU64::new(1),
+            id_blocks: (0..crate::sync::STRIPES)
+                .map(|_| CachePadded::new(Mutex::new((0, 0))))
+                .collect(),
             log_reserved: StripedSum::default(),
             pages_reserved: StripedSum::default(),
             cc: Box::new(TwoPhaseLocking::default()),
@@ -135,18 +157,32 @@ impl TxnTable {
 
     /// Starts a transaction.
     pub fn begin(&self) -> TxnId {
-        let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
-        self.txns.lock(id).insert(id, TxnState::default());
+        let id = {
+            let mut b = lock(&self.id_blocks[crate::sync::stripe() % self.id_blocks.len()]);
+            if b.0 == b.1 {
+                let start = self.next_txn.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                *b = (start, start + ID_BLOCK);
+            }
+            b.0 += 1;
+            b.0 - 1
+        };
+        self.txns.lock(shard(id)).insert(id, TxnState::default());
         id
     }
 
-    /// The next transaction id to hand out.
+    /// An id above every id handed out so far (what recovery must not hand out again): the
+    /// highest next id of the stripes' blocks; with one thread, exactly the next id it gets.
     pub fn next_txn(&self) -> TxnId {
-        self.next_txn.load(Ordering::Relaxed)
+        let blocks = self.id_blocks.iter().map(|b| *lock(b));
+        let used = blocks
+            .filter(|&(n, e)| e != 0 && n > e - ID_BLOCK)
+            .map(|(n, _)| n);
+        used.max()
+            .unwrap_or_else(|| self.next_txn.load(Ordering::Relaxed))
     }
 
     fn get_mut(&mut self, id: TxnId) -> Option<&mut TxnState> {
-        self.txns.get_mut(id).get_mut(&id)
+        self.txns.get_mut(shard(id)).get_mut(&id)
     }
 
     /// Flushless mode: `id` will copy `bytes` of records to the log at its commit; reserve them
@@ -161,6 +197,9 @@ impl TxnTable {
     /// Recovery found transaction ids up to `next - 1` in the log.
     pub fn set_next_txn(&mut self, next: TxnId) {
         *self.next_txn.get_mut() = next;
+        for b in self.id_blocks.iter_mut() {
+            *b.get_mut().unwrap_or_else(|p| p.into_inner()) = (0, 0);
+        }
     }
 
     pub fn state(&mut self, id: TxnId) -> Result<&TxnState> {
@@ -169,7 +208,7 @@ impl TxnTable {
 
     /// Fails unless `id` is live.
     pub fn active(&self, id: TxnId) -> Result<()> {
-        match self.txns.lock(id).contains_key(&id) {
+        match self.txns.lock(shard(id)).contains_key(&id) {
             true => Ok(()),
             false => Err(Error::TxnNotActive),
         }
@@ -195,7 +234,7 @@ impl TxnTable {
     ) -> Result<()> {
         // The shard stays locked while the protocol runs (it changes the transaction's
         // state); lock order: a table shard, then lock-table shards (never the other way).
-        let mut shard = self.txns.lock(id);
+        let mut shard = self.txns.lock(shard(id));
         let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
         let me = std::thread::current().id();
         if st.thread != Some(me) {
@@ -228,7 +267,7 @@ impl TxnTable {
         let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
         let txn_reserve = txn_reserve(self.page_size);
         {
-            let mut shard = self.txns.lock(id);
+            let mut shard = self.txns.lock(shard(id));
             let st = shard.get_mut(&id).expect("active");
             debug_assert!(
                 lsn > st.last_lsn,
@@ -245,19 +284,19 @@ impl TxnTable {
         }
         self.pages_reserved.add(pages as i64);
         self.log_reserved.add(add as i64);
-        self.undo.lock(id).0.push(id, lsn, undo);
+        self.undo.lock(shard(id)).0.push(id, lsn, undo);
     }
 
     /// `id` changed page `pid` (with the core latch shared; see [`TxnTable::pages_mut`]).
     pub fn push_page(&self, id: TxnId, pid: PageId) {
-        if let Some(st) = self.txns.lock(id).get_mut(&id) {
+        if let Some(st) = self.txns.lock(shard(id)).get_mut(&id) {
             st.pages.push(pid);
         }
     }
 
     /// `id`'s first and last LSN (0: none yet); fails unless `id` is live.
     pub fn lsns(&self, id: TxnId) -> Result<(Lsn, Lsn)> {
-        let shard = self.txns.lock(id);
+        let shard = self.txns.lock(shard(id));
         shard
             .get(&id)
             .map(|s| (s.first_lsn, s.last_lsn))
@@ -278,13 +317,16 @@ impl TxnTable {
 
     /// Removes `id` from the table (its reservation stays counted until [`TxnTable::end`]).
     pub fn remove(&self, id: TxnId) -> Result<TxnState> {
-        self.txns.lock(id).remove(&id).ok_or(Error::TxnNotActive)
+        self.txns
+            .lock(shard(id))
+            .remove(&id)
+            .ok_or(Error::TxnNotActive)
     }
 
     /// The commit record of `id` is in the log (see [`TxnTable::committing`]), with the core
     /// latch shared.
     pub fn committing_shared(&self, id: TxnId) {
-        if let Some(st) = self.txns.lock(id).get_mut(&id) {
+        if let Some(st) = self.txns.lock(shard(id)).get_mut(&id) {
             st.committing = true;
         }
     }
@@ -294,7 +336,7 @@ impl TxnTable {
     /// its commit record follows.
     pub fn commit_point(&self, id: TxnId) -> Result<Lsn> {
         let st = {
-            let mut shard = self.txns.lock(id);
+            let mut shard = self.txns.lock(shard(id));
             let st = shard.get(&id).ok_or(Error::TxnNotActive)?;
             if st.last_lsn != 0 {
                 return Ok(st.last_lsn);
@@ -312,7 +354,7 @@ impl TxnTable {
 
     /// The undo entries of `id`, oldest first (taken out of the store).
     pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Undo)> {
-        self.undo.get_mut(id).0.take(id)
+        self.undo.get_mut(shard(id)).0.take(id)
     }
 
     /// The transaction `st` (already removed) ended: its reservation is released, then its
@@ -322,7 +364,7 @@ impl TxnTable {
         self.pages_reserved.add(-(st.reserved_pages as i64));
         debug_assert!(self.log_reserved.get() >= 0 && self.pages_reserved.get() >= 0);
         if st.first_lsn != 0 {
-            let _ = self.undo.lock(id).0.take(id);
+            let _ = self.undo.lock(shard(id)).0.take(id);
         }
         self.cc.end(id, &st.cc);
     }
@@ -387,5 +429,40 @@ impl TxnTable {
             oldest_first_lsn,
             next_txn: self.next_txn(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_thread_gets_consecutive_ids_and_next_txn_is_exact() {
+        let t = TxnTable::new(4096);
+        for want in 1..=200 {
+            assert_eq!(t.begin(), want);
+            assert_eq!(t.next_txn(), want + 1);
+        }
+    }
+
+    #[test]
+    fn ids_from_many_threads_are_unique_and_below_next_txn() {
+        let t = TxnTable::new(4096);
+        let mut all: Vec<TxnId> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..150).map(|_| t.begin()).collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        let max = *all.iter().max().unwrap();
+        assert!(t.next_txn() > max, "{} <= {max}", t.next_txn());
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 600);
+        // After recovery sets the next id, ids start there.
+        let mut t = t;
+        t.set_next_txn(5000);
+        assert_eq!(t.next_txn(), 5000);
+        assert_eq!(t.begin(), 5000);
     }
 }
