@@ -85,6 +85,19 @@ pub struct DbConfig {
     /// table's share and a table of at least 4 pages.
     #[serde(default)]
     pub flushless: Option<crate::flushless::FlushlessConfig>,
+    /// `true` (the default): a commit returns once its commit record is durable (group commit
+    /// shares the log write). `false`: it returns once the record is in the log buffer, locks
+    /// released, and becomes durable with the next log write: a full buffer, a checkpoint,
+    /// [`crate::Db::flush_log`], a step of [`crate::Db::start_background`], or the close (and
+    /// the drop of the last handle). A crash may then lose the last commits, never part of a
+    /// transaction and never a commit without every commit before it (the log is a prefix).
+    /// RocksDB's `sync = false`, PostgreSQL's `synchronous_commit = off`. ARIES mode only.
+    #[serde(default = "durable_by_default")]
+    pub durable_commits: bool,
+}
+
+fn durable_by_default() -> bool {
+    true
 }
 
 impl Default for DbConfig {
@@ -109,6 +122,7 @@ impl Default for DbConfig {
             out_of_place: None,
             journal: None,
             flushless: None,
+            durable_commits: true,
         }
     }
 }
@@ -168,6 +182,14 @@ impl DbConfig {
         }
         if let Some(f) = &self.flushless {
             f.validate()?;
+            if !self.durable_commits {
+                return Err(Error::Config(
+                    "durable_commits = false needs the ARIES mode: the flushless mode's \
+                     redo-only log cannot undo a transaction whose pages were written before \
+                     its commit record was durable"
+                        .into(),
+                ));
+            }
             if self.max_checkpoint_count > 0 {
                 return Err(Error::Config(
                     "max_checkpoint_count (hot-page-aware checkpoints, paper 000) applies to the \

@@ -601,6 +601,8 @@ impl Db {
 
     /// Runs [`Db::maintenance`] every `every` on a background thread (the wall-clock driver of
     /// the steppable background work; in virtual time the scheduler calls `maintenance` itself).
+    /// With [`DbConfig::durable_commits`] off it also writes the log each step, so a commit is
+    /// durable within about `every`.
     pub fn start_background(&self, every: std::time::Duration) -> Background {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let db = self.clone();
@@ -608,6 +610,10 @@ impl Db {
         let thread = std::thread::spawn(move || {
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 db.maintenance()?;
+                if !db.shared.durable_commits {
+                    // Commits that did not wait for the log become durable here.
+                    db.flush_log()?;
+                }
                 std::thread::sleep(every);
             }
             Ok(())

@@ -213,7 +213,10 @@ impl Txn {
             }
             Some(Ok(lsn)) => {
                 self.done = true;
-                if lsn != 0 {
+                if lsn != 0 && !self.shared.durable_commits {
+                    // Logged with its End (see `commit_shared`); durable with a later log write.
+                    self.shared.core_read().end_commit_shared(self.id)?;
+                } else if lsn != 0 {
                     // Durable, then its End record: failing to log that only leaves recovery
                     // one record more to look at, so it does not fail the commit.
                     let (id, health) = (self.id, &self.shared.health);
@@ -231,7 +234,7 @@ impl Txn {
             }
         }
         let pending = self.commit_deferred()?;
-        if pending.lsn != 0 {
+        if pending.lsn != 0 && pending.shared.durable_commits {
             if let Err(e) = pending.shared.wal.commit_wait(pending.lsn) {
                 pending.shared.health.poison(&e);
                 return Err(e);
@@ -388,7 +391,10 @@ impl PendingCommit {
         let mut core = self.shared.core();
         if self.lsn != 0 {
             let mut wal = self.shared.wal.lock();
-            if wal.durable_lsn() <= self.lsn {
+            if !self.shared.durable_commits {
+                // Counted as a commit the log served, as `commit_wait` counts one.
+                wal.stats_mut().commits += 1;
+            } else if wal.durable_lsn() <= self.lsn {
                 let r = wal.flush_to(self.lsn);
                 core.health.guard(r)?;
             }

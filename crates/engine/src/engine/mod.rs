@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     core: ShardedLock<Core>,
     pub wal: SharedWal,
     pub health: Health,
+    /// [`crate::DbConfig::durable_commits`].
+    pub durable_commits: bool,
     /// Threads waiting for a transaction to end (for log space, or for a scan's tree); ends
     /// signal only while there are some.
     waiters: AtomicUsize,
@@ -104,10 +106,22 @@ pub(crate) struct Shared {
     ended: Condvar,
 }
 
+impl Drop for Shared {
+    /// The last handle is gone: commits that did not wait for the log are made durable
+    /// (best effort: a failed log or a cut power loses them, as a crash would).
+    fn drop(&mut self) {
+        if !self.durable_commits && self.health.check().is_ok() {
+            let _ = self.wal.lock().flush();
+        }
+    }
+}
+
 impl Shared {
     pub fn new(core: Core, wal: SharedWal) -> Shared {
         let health = core.health.clone();
+        let durable_commits = core.cfg.durable_commits;
         Shared {
+            durable_commits,
             core: ShardedLock::new(core),
             wal,
             health,

@@ -140,8 +140,15 @@ impl Core {
                 self.stats.commits.add(1);
                 return Ok(0);
             }
-            let r = wal.lock().append(txn, prev, Body::Commit);
+            let mut log = wal.lock();
+            let r = log.append(txn, prev, Body::Commit);
             let lsn = self.health.guard(r)?;
+            if !self.cfg.durable_commits {
+                // Not waiting for the log: the End follows at once, under the same latch.
+                log.stats_mut().commits += 1;
+                let _ = self.health.guard(log.append(txn, lsn, Body::End));
+            }
+            drop(log);
             self.txns.committing_shared(txn);
             Ok(lsn)
         })();

@@ -465,3 +465,94 @@ fn a_bit_flip_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
         r.map(|db| db.stats().recovery)
     );
 }
+
+/// Commits that do not wait for the log (`durable_commits: false`): a power cut loses at most
+/// the commits since the last log write, never one before another that survived, never part of
+/// a transaction; `flush_log` and the close make them durable.
+#[test]
+fn commits_that_do_not_wait_for_the_log_survive_as_a_prefix() {
+    let cfg = DbConfig {
+        durable_commits: false,
+        // A buffer the whole run fits in: only `flush_log` and the close write the log.
+        log_buffer_bytes: Some(256 << 10),
+        ..creation_config()
+    };
+    // Each transaction writes its number under two keys; transaction i is kept iff both are.
+    let survivors = |db: &Db| -> Vec<u64> {
+        let t = db.tree("t").unwrap();
+        let mut x = db.begin().unwrap();
+        let rows = x
+            .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, usize::MAX)
+            .unwrap();
+        x.commit().unwrap();
+        let mut n: Vec<u64> = rows
+            .iter()
+            .filter(|(k, _)| k[0] == b'a')
+            .map(|(_, v)| u64::from_le_bytes(v[..8].try_into().unwrap()))
+            .collect();
+        let b = rows.iter().filter(|(k, _)| k[0] == b'b').count();
+        assert_eq!(n.len(), b, "a transaction survived in part");
+        n.sort();
+        n
+    };
+    for (seed, flush_at) in [(1u64, 40u64), (2, 0), (3, 150)] {
+        let rig = LinkedRig::new(seed, DATA, LOG, 512);
+        let db = Db::open(rig.devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        db.flush_log().unwrap();
+        let writes_before = db.stats().wal.bytes_written;
+        for i in 0..150u64 {
+            let mut x = db.begin().unwrap();
+            x.put(&t, format!("a{i:04}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+            x.put(&t, format!("b{i:04}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+            x.commit().unwrap();
+            if i + 1 == flush_at {
+                db.flush_log().unwrap();
+            }
+        }
+        if flush_at == 0 {
+            assert_eq!(
+                db.stats().wal.bytes_written,
+                writes_before,
+                "the commits did not write the log"
+            );
+        }
+        rig.cut_now();
+        drop(db);
+        rig.crash();
+        let db = Db::open(rig.devices(), cfg.clone()).unwrap();
+        db.verify().unwrap();
+        let got = survivors(&db);
+        let want: Vec<u64> = (0..got.len() as u64).collect();
+        assert_eq!(got, want, "seed {seed}: not a prefix of the commits");
+        assert!(
+            got.len() as u64 >= flush_at,
+            "seed {seed}: lost flushed commits"
+        );
+        // The close makes the rest durable.
+        let mut x = db.begin().unwrap();
+        x.put(&t_of(&db), b"a9999", &9999u64.to_le_bytes()).unwrap();
+        x.put(&t_of(&db), b"b9999", &9999u64.to_le_bytes()).unwrap();
+        x.commit().unwrap();
+        drop(db);
+        rig.crash();
+        let db = Db::open(rig.devices(), cfg.clone()).unwrap();
+        assert_eq!(
+            survivors(&db).last(),
+            Some(&9999),
+            "seed {seed}: the drop flushed"
+        );
+    }
+    let bad = DbConfig {
+        durable_commits: false,
+        flushless: Some(Default::default()),
+        ..DbConfig::default()
+    };
+    assert!(matches!(bad.validate(), Err(Error::Config(_))));
+}
+
+fn t_of(db: &Db) -> wafer_engine::Tree {
+    db.tree("t").unwrap()
+}

@@ -328,6 +328,10 @@ pub struct WallArgs {
     /// (a read outside any transaction, which takes no lock).
     #[arg(long)]
     pub read_txn: bool,
+    /// Commits return once their record is in the log buffer, not once it is durable (the
+    /// engine's `durable_commits = false`; a crash may lose the last commits).
+    #[arg(long)]
+    pub buffered_commits: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -604,6 +608,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         threads,
                         duration_ms: (args.seconds * 1000.0) as u64,
                         read_txn: args.read_txn,
+                        buffered_commits: args.buffered_commits,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {

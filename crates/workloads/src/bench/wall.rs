@@ -23,6 +23,10 @@ pub struct WallConfig {
     /// [`Db::get`] outside any transaction (what a user reading one record calls).
     #[serde(default)]
     pub read_txn: bool,
+    /// Commits return once their record is in the log buffer
+    /// ([`DbConfig::durable_commits`] off).
+    #[serde(default)]
+    pub buffered_commits: bool,
 }
 
 /// Result of a wall-clock run.
@@ -117,6 +121,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         buffer_pages: (data_bytes / 4096) as usize,
         // A fresh database every run, also when the files exist.
         open_mode: wafer_engine::OpenMode::Create,
+        durable_commits: !cfg.buffered_commits,
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);

@@ -190,7 +190,11 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
     let t0 = Instant::now();
     wal.commit_wait(c).unwrap();
     // The flush alone.
-    assert!(t0.elapsed() < Duration::from_millis(100), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
@@ -215,7 +219,11 @@ fn a_leader_waits_no_longer_than_a_flush_takes() {
     let t0 = Instant::now();
     wal.commit_wait(c).unwrap();
     // (Were the first flush slow, the cap would be as long: allow a slow machine that much.)
-    assert!(t0.elapsed() < Duration::from_millis(100), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
