@@ -377,13 +377,37 @@ fn search_h(page: &[u8], h: &Hdr, key: &[u8]) -> Result<Search> {
     let (mut lo, mut hi) = (0, h.n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match key_h(page, h, mid)?.cmp(key) {
+        match cmp_key(key_h(page, h, mid)?, key) {
             Ordering::Less => lo = mid + 1,
             Ordering::Greater => hi = mid,
             Ordering::Equal => return Ok(Search::Found(mid)),
         }
     }
     Ok(Search::NotFound(lo))
+}
+
+/// `a` against `b` in byte order (as `a.cmp(b)`), eight bytes at a time as big-endian words,
+/// inlined: keys are short and a search compares a dozen of them, where a call into the C
+/// library's `memcmp` for each cost more than the comparison itself.
+#[inline]
+pub fn cmp_key(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Key of cell `i`.

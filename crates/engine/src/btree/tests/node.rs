@@ -314,3 +314,16 @@ proptest! {
         let _ = overflow::data(&p);
     }
 }
+
+proptest! {
+    /// The inlined key comparison orders keys as byte slices do (short alphabets make equal
+    /// prefixes, words that tie and tails of every length likely).
+    #[test]
+    fn key_comparison_is_byte_order(
+        a in proptest::collection::vec(0u8..3, 0..40),
+        b in proptest::collection::vec(0u8..3, 0..40),
+    ) {
+        prop_assert_eq!(node::cmp_key(&a, &b), a.cmp(&b));
+        prop_assert_eq!(node::cmp_key(&a, &a), std::cmp::Ordering::Equal);
+    }
+}
