@@ -25,10 +25,10 @@
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
+use crate::page_table::PageTable;
 use crate::sync::Striped;
 use crate::wal::record::TxnId;
 use crossbeam_utils::CachePadded;
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
@@ -196,9 +196,8 @@ pub(crate) struct BufferPool {
     /// a byte each, so the hit path of a read touches a dense array (mostly cached) rather
     /// than a line of its own per frame.
     flags: Box<[AtomicU8]>,
-    /// Page id -> where the page is. Page ids are small integers: FxHash (one multiply) instead
-    /// of the standard SipHash, which took about a fifth of a cached read.
-    table: FxHashMap<PageId, PageState>,
+    /// Page id -> where the page is (a two-level array, see `page_table.rs`).
+    table: PageTable,
     hand: usize,
     flush_list: BTreeSet<(Lsn, PageId)>,
     /// Counters of the paths that hold the core latch exclusive (see [`BufferPool::stats`]).
@@ -248,7 +247,7 @@ impl BufferPool {
             frames: all,
             arena,
             flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
-            table: FxHashMap::default(),
+            table: PageTable::default(),
             hand: 0,
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
@@ -345,13 +344,13 @@ impl BufferPool {
 
     /// The page's state in the page table (None: not cached and not evicted dirty).
     pub fn state(&self, pid: PageId) -> Option<PageState> {
-        self.table.get(&pid).copied()
+        self.table.get(pid)
     }
 
     /// The frame holding `pid`, if resident.
     pub fn lookup(&self, pid: PageId) -> Option<u32> {
-        match self.table.get(&pid) {
-            Some(PageState::Resident(f)) => Some(*f),
+        match self.table.get(pid) {
+            Some(PageState::Resident(f)) => Some(f),
             _ => None,
         }
     }
@@ -426,7 +425,7 @@ impl BufferPool {
         if keep_dirty {
             self.table.insert(pid, PageState::EvictedDirty);
         } else {
-            self.table.remove(&pid);
+            self.table.remove(pid);
         }
         self.stats.evictions += 1;
         fr.pid = None;
@@ -437,8 +436,8 @@ impl BufferPool {
     /// A page that is not resident leaves the page table (its `EvictedDirty` changes are gone:
     /// the stored image is the page again).
     pub fn forget(&mut self, pid: PageId) {
-        if self.table.get(&pid) == Some(&PageState::EvictedDirty) {
-            self.table.remove(&pid);
+        if self.table.get(pid) == Some(PageState::EvictedDirty) {
+            self.table.remove(pid);
         }
     }
 
@@ -455,8 +454,8 @@ impl BufferPool {
         let mut v: Vec<PageId> = self
             .table
             .iter()
-            .filter(|(_, s)| **s == PageState::EvictedDirty)
-            .map(|(&p, _)| p)
+            .filter(|&(_, s)| s == PageState::EvictedDirty)
+            .map(|(p, _)| p)
             .collect();
         v.sort_unstable();
         v
@@ -565,8 +564,8 @@ impl BufferPool {
         for (i, fr) in self.frames.iter().enumerate() {
             if let Some(pid) = fr.pid {
                 assert_eq!(
-                    self.table.get(&pid),
-                    Some(&PageState::Resident(i as u32)),
+                    self.table.get(pid),
+                    Some(PageState::Resident(i as u32)),
                     "frame {i} holds page {pid} but the page table disagrees"
                 );
                 if fr.dirty {
@@ -581,8 +580,8 @@ impl BufferPool {
             }
         }
         assert_eq!(dirty, self.flush_list.len(), "flush list and dirty frames");
-        for (&pid, state) in &self.table {
-            if let PageState::Resident(f) = *state {
+        for (pid, state) in self.table.iter() {
+            if let PageState::Resident(f) = state {
                 assert_eq!(
                     self.frames[f as usize].pid,
                     Some(pid),

@@ -3,8 +3,9 @@
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-/// The most buffer frames a pool may have (2^32: 16 TiB of 4 KiB pages); more is a typo.
-pub const MAX_BUFFER_PAGES: usize = 1 << 32;
+/// The most buffer frames a pool may have (2^32 - 2: 16 TiB of 4 KiB pages, the page table's
+/// 4-byte entries keep two values for itself); more is a typo.
+pub const MAX_BUFFER_PAGES: usize = crate::page_table::MAX_FRAME as usize + 1;
 
 /// How `Db::open` treats the devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -80,6 +80,7 @@ mod mtr;
 mod mvcc;
 mod ops;
 mod page;
+mod page_table;
 mod read_shared;
 mod recovery;
 mod redo;
