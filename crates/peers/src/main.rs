@@ -63,9 +63,9 @@ struct Cli {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeats: u32,
 
-    /// memory: commits need not reach the disk (wafer on in-memory devices; redb
-    /// Durability::None; LMDB NO_SYNC|NO_META_SYNC|WRITE_MAP; fjall without a journal sync;
-    /// RocksDB WAL on, sync=false). durable: every commit is durable when it returns (wafer on
+    /// memory: commits need not reach the disk (wafer on in-memory devices with
+    /// durable_commits = false; redb Durability::None; LMDB NO_SYNC|NO_META_SYNC|WRITE_MAP;
+    /// fjall without a journal sync; RocksDB WAL on, sync=false). durable: every commit is durable when it returns (wafer on
     /// files; redb Durability::Immediate; LMDB default syncing; fjall PersistMode::SyncAll;
     /// RocksDB sync=true).
     #[arg(long, value_enum, default_value_t = Mode::Memory)]

@@ -23,6 +23,8 @@ impl WaferKv {
         let cfg = DbConfig {
             buffer_pages: (data_bytes / 4096) as usize,
             open_mode: OpenMode::Create,
+            // Memory mode: commits need not be durable, as for the other engines there.
+            durable_commits: mode == Mode::Durable,
             ..DbConfig::default()
         };
         let log_bytes = (cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
