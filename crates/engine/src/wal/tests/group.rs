@@ -164,17 +164,7 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
             min_batch_records: 4,
         },
     );
-    // Another thread committed a moment ago, so it counts as a concurrent committer.
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let c = wal.append(1, 0, Body::Commit).unwrap();
-            wal.commit_wait(c).unwrap();
-        });
-    });
-    let c = wal.append(2, 0, Body::Commit).unwrap();
-    let t0 = Instant::now();
-    wal.commit_wait(c).unwrap();
-    let waited = t0.elapsed();
+    let waited = commit_after_another_thread(&wal);
     // The delay (50 ms) and then the flush (60 ms).
     assert!(waited >= Duration::from_millis(105), "{waited:?}");
     assert!(waited < Duration::from_secs(2), "{waited:?}");
@@ -186,8 +176,8 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
         }
         .recent_window_us(),
     ));
-    let c = wal.append(3, 0, Body::Commit).unwrap();
     let t0 = Instant::now();
+    let c = wal.append(3, 0, Body::Commit).unwrap();
     wal.commit_wait(c).unwrap();
     // The flush alone.
     assert!(
@@ -195,6 +185,21 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
         "{:?}",
         t0.elapsed()
     );
+}
+
+/// Another thread commits (so it counts as a concurrent committer a moment later), then this
+/// one: how long this commit took.
+fn commit_after_another_thread(wal: &SharedWal) -> Duration {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let c = wal.append(1, 0, Body::Commit).unwrap();
+            wal.commit_wait(c).unwrap();
+        });
+    });
+    let c = wal.append(2, 0, Body::Commit).unwrap();
+    let t0 = Instant::now();
+    wal.commit_wait(c).unwrap();
+    t0.elapsed()
 }
 
 #[test]
@@ -209,21 +214,9 @@ fn a_leader_waits_no_longer_than_a_flush_takes() {
             min_batch_records: 4,
         },
     );
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let c = wal.append(1, 0, Body::Commit).unwrap();
-            wal.commit_wait(c).unwrap();
-        });
-    });
-    let c = wal.append(2, 0, Body::Commit).unwrap();
-    let t0 = Instant::now();
-    wal.commit_wait(c).unwrap();
+    let took = commit_after_another_thread(&wal);
     // (Were the first flush slow, the cap would be as long: allow a slow machine that much.)
-    assert!(
-        t0.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        t0.elapsed()
-    );
+    assert!(took < Duration::from_millis(100), "{took:?}");
 }
 
 #[test]
