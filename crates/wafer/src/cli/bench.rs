@@ -319,6 +319,8 @@ pub struct WallArgs {
     /// Seconds per run.
     #[arg(long, default_value_t = 5.0, value_parser = super::parse_positive)]
     pub seconds: f64,
+    /// Seed of the data and of the request streams (each thread's stream is derived from it
+    /// and the thread's index).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Put the database in files in this directory (default: in memory).
