@@ -11,6 +11,22 @@ fn counts(db: &Db) -> (u64, u64) {
     (s.engine.shared_ops, s.engine.shared_retries)
 }
 
+/// A database on memory devices with tree "t" holding `rows`, committed in one transaction.
+fn loaded(rows: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> (Db, wafer_engine::Tree) {
+    let db = Db::open(
+        wafer_engine::Devices::memory(32 << 20, 8 << 20),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for (k, v) in rows {
+        x.put(&t, &k, &v).unwrap();
+    }
+    x.commit().unwrap();
+    (db, t)
+}
+
 #[test]
 fn cached_reads_and_plain_leaf_changes_run_shared_and_survive_a_crash() {
     let pair = MemPair::new();
@@ -88,18 +104,8 @@ fn cached_reads_and_plain_leaf_changes_run_shared_and_survive_a_crash() {
 
 #[test]
 fn two_threads_change_one_leaf_at_once_without_losing_a_change() {
-    let db = Db::open(
-        wafer_engine::Devices::memory(32 << 20, 8 << 20),
-        DbConfig::default(),
-    )
-    .unwrap();
-    let t = db.create_tree("t").unwrap();
     // Few keys: one leaf, guarded after the first round, changed by both threads.
-    let mut x = db.begin().unwrap();
-    for k in 0..16u8 {
-        x.put(&t, &[k], &0u64.to_le_bytes()).unwrap();
-    }
-    x.commit().unwrap();
+    let (db, t) = loaded((0..16u8).map(|k| (vec![k], 0u64.to_le_bytes().to_vec())));
     let rounds = 3000u64;
     std::thread::scope(|s| {
         for th in 0..2u8 {
@@ -130,18 +136,8 @@ fn two_threads_change_one_leaf_at_once_without_losing_a_change() {
 
 #[test]
 fn reads_outside_a_transaction_see_only_committed_values() {
-    let db = Db::open(
-        wafer_engine::Devices::memory(32 << 20, 8 << 20),
-        DbConfig::default(),
-    )
-    .unwrap();
-    let t = db.create_tree("t").unwrap();
     let key = |i: u32| format!("k{i:05}").into_bytes();
-    let mut x = db.begin().unwrap();
-    for i in 0..500 {
-        x.put(&t, &key(i), b"old").unwrap();
-    }
-    x.commit().unwrap();
+    let (db, t) = loaded((0..500).map(|i| (key(i), b"old".to_vec())));
 
     // Cached and clear of writers: read without a transaction, with the latch shared.
     let (before, commits) = (counts(&db), db.stats().engine.commits);
@@ -185,17 +181,7 @@ fn reads_outside_a_transaction_never_see_a_change_rolled_back() {
     // Writers change keys of one leaf and always roll back, under the latch shared (guarded
     // leaf) and exclusive (values long enough to split, merged back by the rollback); readers
     // outside any transaction must see only the committed values.
-    let db = Db::open(
-        wafer_engine::Devices::memory(32 << 20, 8 << 20),
-        DbConfig::default(),
-    )
-    .unwrap();
-    let t = db.create_tree("t").unwrap();
-    let mut x = db.begin().unwrap();
-    for k in 0..32u8 {
-        x.put(&t, &[k], b"committed").unwrap();
-    }
-    x.commit().unwrap();
+    let (db, t) = loaded((0..32u8).map(|k| (vec![k], b"committed".to_vec())));
     let stop = std::sync::atomic::AtomicBool::new(false);
     let reads = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
