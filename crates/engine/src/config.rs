@@ -92,6 +92,8 @@ pub struct DbConfig {
     /// [`crate::Db::flush_log`], a step of [`crate::Db::start_background`], or the close (and
     /// the drop of the last handle). A crash may then lose the last commits, never part of a
     /// transaction and never a commit without every commit before it (the log is a prefix).
+    /// Other transactions (and `Db::get`) see a commit as soon as it returns, so they may read
+    /// a value that such a crash then loses.
     /// RocksDB's `sync = false`, PostgreSQL's `synchronous_commit = off`. ARIES mode only.
     #[serde(default = "durable_by_default")]
     pub durable_commits: bool,
