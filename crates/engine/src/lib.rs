@@ -73,6 +73,7 @@ mod engine;
 mod error;
 mod flushless;
 mod health;
+mod hugepages;
 mod identity;
 mod locks;
 mod meta;
