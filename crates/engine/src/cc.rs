@@ -108,7 +108,7 @@ impl ConcurrencyControl for TwoPhaseLocking {
                     }
                 }
                 let rm = if write { LockMode::X } else { LockMode::S };
-                let rk = LockKey::Record(tree, k.to_vec());
+                let rk = LockKey::Record(tree, self.locks.record_name(tree, k));
                 if self.locks.acquire(txn, &rk, rm)? {
                     state.locks.push(rk);
                 }

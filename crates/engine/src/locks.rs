@@ -54,10 +54,13 @@ impl LockMode {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockKey {
     Tree(TreeId),
-    Record(TreeId, Vec<u8>),
+    /// A record, named by a 64-bit hash of its key ([`LockManager::record_name`]): a lock
+    /// entry then copies and allocates nothing. Two keys whose names collide share one lock,
+    /// which can only refuse more (a spurious, retryable conflict), never let two writers in.
+    Record(TreeId, u64),
     /// IX on a tree, counted in the tree's striped writer gate rather than held in the table
     /// (see [`LockManager::acquire_ix`]).
     TreeIx(TreeId),
@@ -92,6 +95,10 @@ impl TreeGate {
 /// Stripes of a tree's writer gate.
 const GATE_STRIPES: usize = 16;
 
+/// The holders of one lock: nearly always one or two, kept inline (a new lock allocates
+/// nothing beyond its map slot).
+type Holders = smallvec::SmallVec<[(TxnId, LockMode); 2]>;
+
 /// Lock table shards: enough that two threads rarely meet on one.
 const SHARDS: usize = 64;
 
@@ -99,7 +106,7 @@ const SHARDS: usize = 64;
 /// transactions on different keys do not serialise on one latch. A shard's mutex is held only
 /// for the map operation, never across I/O or another shard's mutex.
 pub struct LockManager {
-    held: Shards<HashMap<LockKey, Vec<(TxnId, LockMode)>>>,
+    held: Shards<HashMap<LockKey, Holders>>,
     hasher: foldhash::quality::RandomState,
     /// The transaction waiting for a whole-tree S lock, per tree (rarely used: writers look at
     /// it only while `scan_waiters_n` says one exists).
@@ -151,10 +158,15 @@ impl LockManager {
         self.hasher.hash_one(key)
     }
 
-    /// The [`LockManager::write_locked`] stripe of record `key` of `tree`.
-    fn write_stripe(&self, tree: TreeId, key: &[u8]) -> &AtomicU32 {
-        let h = self.hasher.hash_one((tree, key));
-        &self.write_locked[(h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % WRITE_STRIPES]
+    /// The name of record `key` of `tree` in the lock table ([`LockKey::Record`]).
+    pub fn record_name(&self, tree: TreeId, key: &[u8]) -> u64 {
+        self.hasher.hash_one((tree, key))
+    }
+
+    /// The [`LockManager::write_locked`] stripe of the record named `name`.
+    fn write_stripe(&self, name: u64) -> &AtomicU32 {
+        &self.write_locked
+            [(name.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % WRITE_STRIPES]
     }
 
     /// A probe that tells whether any transaction may hold record `key` of `tree` in X (and so
@@ -163,7 +175,7 @@ impl LockManager {
     /// under the latch that guards its page, and probes while it still holds that latch, read
     /// committed data if the probe says no writer. Conservative: other keys share the stripe.
     pub fn write_probe(&self, tree: TreeId, key: &[u8]) -> WriteProbe<'_> {
-        WriteProbe(self.write_stripe(tree, key))
+        WriteProbe(self.write_stripe(self.record_name(tree, key)))
     }
 
     /// Whether a new writer of `tree` stands back for another transaction's waiting scan.
@@ -254,7 +266,7 @@ impl LockManager {
     ) -> Result<bool> {
         let h = self.shard_hash(key);
         let mut shard = self.held.lock(h);
-        let holders = shard.entry(key.clone()).or_default();
+        let holders = shard.entry(*key).or_default();
         let mine = holders.iter().position(|(t, _)| *t == txn);
         let wanted = match mine {
             Some(i) => holders[i].1.join(mode),
@@ -287,9 +299,7 @@ impl LockManager {
             return Err(Error::Conflict {
                 what: match key {
                     LockKey::Tree(t) | LockKey::TreeIx(t) => format!("tree {t}"),
-                    LockKey::Record(t, k) => {
-                        format!("a record of tree {t} (key {} bytes)", k.len())
-                    }
+                    LockKey::Record(t, _) => format!("a record of tree {t}"),
                 },
             });
         }
@@ -298,10 +308,10 @@ impl LockManager {
             Some(i) => holders[i].1 = wanted,
             None => holders.push((txn, wanted)),
         }
-        if let LockKey::Record(t, k) = key {
+        if let LockKey::Record(_, name) = key {
             if wanted == LockMode::X {
                 // Counted before the holder can change the record (it has not returned yet).
-                self.write_stripe(*t, k).fetch_add(1, Ordering::SeqCst);
+                self.write_stripe(*name).fetch_add(1, Ordering::SeqCst);
             }
         }
         if let LockKey::Tree(t) = key {
@@ -383,9 +393,9 @@ impl LockManager {
                 let x = h.iter().any(|&(t, m)| t == txn && m == LockMode::X);
                 h.retain(|(t, _)| *t != txn);
                 let released = h.len() < before;
-                if let (LockKey::Record(t, key), true) = (k, x) {
+                if let (LockKey::Record(_, name), true) = (k, x) {
                     // Uncounted only now: the transaction's changes are committed or undone.
-                    self.write_stripe(*t, key).fetch_sub(1, Ordering::SeqCst);
+                    self.write_stripe(*name).fetch_sub(1, Ordering::SeqCst);
                 }
                 if h.is_empty() {
                     shard.remove(k);
@@ -417,7 +427,7 @@ mod tests {
     #[test]
     fn no_wait_conflicts_and_upgrades() {
         let lm = LockManager::default();
-        let r = LockKey::Record(1, b"k".to_vec());
+        let r = LockKey::Record(1, lm.record_name(1, b"k"));
         assert!(lm.acquire(1, &r, LockMode::S).unwrap());
         assert!(lm.acquire(2, &r, LockMode::S).unwrap());
         assert!(matches!(
@@ -446,7 +456,7 @@ mod tests {
         lm.acquire_ix(3, 1).unwrap();
         // A writer that then scans: its own IX does not refuse it (X), another's does.
         assert!(lm.acquire_with(3, &t, LockMode::X, true).unwrap());
-        lm.release_all(3, &[ix.clone(), t.clone()]);
+        lm.release_all(3, &[ix, t]);
         lm.acquire_ix(7, 1).unwrap();
         assert!(lm.acquire_with(3, &t, LockMode::X, false).is_err());
         lm.release_all(7, std::slice::from_ref(&ix));

@@ -19,6 +19,15 @@ pub(crate) fn stripe() -> usize {
     MINE.with(|s| *s)
 }
 
+/// This thread's id, kept in a thread-local (`std::thread::current()` clones a handle to the
+/// thread on every call, two atomic writes of a shared count).
+pub(crate) fn thread_id() -> std::thread::ThreadId {
+    thread_local! {
+        static MINE: std::thread::ThreadId = std::thread::current().id();
+    }
+    MINE.with(|t| *t)
+}
+
 /// A counter that many threads add to and few read: one cache line per stripe, summed on read.
 pub(crate) struct Striped {
     cells: Box<[CachePadded<AtomicU64>]>,

@@ -236,7 +236,7 @@ impl TxnTable {
         // state); lock order: a table shard, then lock-table shards (never the other way).
         let mut shard = self.txns.lock(shard(id));
         let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
-        let me = std::thread::current().id();
+        let me = crate::sync::thread_id();
         if st.thread != Some(me) {
             st.thread = Some(me);
         }
@@ -371,7 +371,7 @@ impl TxnTable {
 
     /// See [`ConcurrencyControl::wait_for_scan`].
     pub fn wait_for_scan(&mut self, id: TxnId, tree: TreeId) -> bool {
-        let me = Some(std::thread::current().id());
+        let me = Some(crate::sync::thread_id());
         let mut same_thread: Vec<(TxnId, CcState)> = Vec::new();
         self.txns.each_mut(|m| {
             same_thread.extend(

@@ -508,7 +508,7 @@ impl Core {
     /// come while this thread waits.
     pub fn log_pinned_by_another_thread(&self, txn: TxnId) -> bool {
         match self.txns.pinning() {
-            Some((id, thread)) => id != txn && thread != Some(std::thread::current().id()),
+            Some((id, thread)) => id != txn && thread != Some(crate::sync::thread_id()),
             None => false,
         }
     }

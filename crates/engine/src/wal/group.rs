@@ -224,7 +224,7 @@ impl SharedWal {
         if !g.covered(lsn) {
             g.batch += 1;
         }
-        g.recent.insert(std::thread::current().id(), Instant::now());
+        g.recent.insert(crate::sync::thread_id(), Instant::now());
         if g.joined_waiters > 0 {
             self.inner.joined.notify_all();
         }
