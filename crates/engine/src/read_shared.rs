@@ -11,11 +11,12 @@
 //! may change with the latch shared, see `buffer.rs`) is read under its stripe latch, shared.
 //!
 //! [`SharedWriter`] is the writer's side: a plain leaf change (a put or delete that neither
-//! splits nor merges nor touches an overflow chain) of a guarded leaf, with the latch shared.
-//! It runs the same B+tree code over a store that latches the first guarded page it meets
-//! exclusive (the leaf: inner nodes are not guarded) and refuses anything beyond that page
-//! (another guarded page, a write elsewhere, an allocation): then the change is undone from the
-//! before-image it kept, and the operation runs again exclusive.
+//! splits nor merges nor touches an overflow chain, see `btree/tree/plain.rs`) of a guarded
+//! leaf, with the latch shared. The B+tree's plain-change code runs over a store that latches
+//! the first guarded page it meets exclusive (the leaf: inner nodes are not guarded) and refuses
+//! anything beyond that page (another guarded page, a write elsewhere, an allocation). The
+//! change is found plain by reading before anything is written, so a refusal never leaves a
+//! change to take back; the operation then runs again exclusive.
 
 use crate::btree::PageStore;
 use crate::cache::PageCache;
@@ -148,17 +149,10 @@ pub(crate) struct SharedWriter<'a> {
     cache: &'a PageCache,
     hits: u64,
     refused: Option<Refusal>,
-    /// The guarded frame latched exclusive, its page, and its image before the change (taken
-    /// at the first write).
+    /// The guarded frame latched exclusive, and its page.
     latched: Option<(u32, PageId, std::sync::RwLockWriteGuard<'a, ()>)>,
-    /// The latched page's image before the change is in this thread's [`BEFORE`].
-    saved: bool,
-}
-
-thread_local! {
-    /// Before-images of shared writers (one operation at a time per thread): kept in a buffer
-    /// that lives with the thread, so a write allocates nothing for it.
-    static BEFORE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The latched page was written.
+    written: bool,
 }
 
 impl<'a> SharedWriter<'a> {
@@ -168,7 +162,7 @@ impl<'a> SharedWriter<'a> {
             hits: 0,
             refused: None,
             latched: None,
-            saved: false,
+            written: false,
         }
     }
 
@@ -177,29 +171,11 @@ impl<'a> SharedWriter<'a> {
         self.refused.is_some()
     }
 
-    /// The page changed and its frame, if any was.
-    pub fn changed(&self) -> Option<(PageId, u32)> {
-        if !self.saved {
-            return None;
-        }
-        self.latched.as_ref().map(|(f, pid, _)| (*pid, *f))
-    }
-
-    /// Puts the changed page back as it was (the operation is given up).
-    pub fn undo(&mut self) {
-        if let (true, Some((f, _, _))) = (self.saved, self.latched.as_ref()) {
-            // SAFETY: the frame is guarded and its stripe latch is held exclusive.
-            let data = unsafe { self.cache.pool.frames[*f as usize].data.write_shared() };
-            BEFORE.with(|b| data.copy_from_slice(&b.borrow()));
-            self.saved = false;
-        }
-    }
-
-    /// Ends the operation: stamps `lsn` on the changed page, queues its dirty mark, releases
-    /// the latch and counts the hits.
+    /// Ends the operation: stamps `lsn` on the changed page (if `lsn` is not 0) and queues its
+    /// dirty mark, releases the latch and counts the hits.
     pub fn finish(mut self, lsn: Lsn) {
         if let Some((f, _, _)) = self.latched.as_ref() {
-            if self.saved {
+            if self.written && lsn != 0 {
                 // SAFETY: the frame is guarded and its stripe latch is held exclusive.
                 let data = unsafe { self.cache.pool.frames[*f as usize].data.write_shared() };
                 page::set_page_lsn(data, lsn);
@@ -257,14 +233,7 @@ impl PageStore for SharedWriter<'_> {
         }
         // SAFETY: the frame is guarded and its stripe latch is held exclusive (`frame`).
         let data = unsafe { self.cache.pool.frames[fr as usize].data.write_shared() };
-        if !self.saved {
-            BEFORE.with(|b| {
-                let mut b = b.borrow_mut();
-                b.clear();
-                b.extend_from_slice(data);
-            });
-            self.saved = true;
-        }
+        self.written = true;
         Ok(f(data))
     }
 

@@ -23,6 +23,8 @@ use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
 use std::collections::HashSet;
 use std::ops::Bound;
 
+pub mod plain;
+
 /// Deepest tree accepted; deeper means a corrupt tree (e.g. a cycle of child links).
 const MAX_DEPTH: usize = 64;
 

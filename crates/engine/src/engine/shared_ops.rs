@@ -11,8 +11,9 @@ use crate::error::Result;
 use crate::page::Lsn;
 use crate::read_shared::{SharedReader, SharedWriter};
 use crate::txn_table::txn_reserve;
-use crate::wal::record::{Body, Redo, TxnId, Undo};
+use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::SharedWal;
+use bt::plain::Plan;
 use std::ops::Bound;
 
 impl Core {
@@ -211,97 +212,74 @@ impl Core {
         value: Option<&[u8]>,
     ) -> Option<Result<Option<Vec<u8>>>> {
         let mut w = SharedWriter::new(&self.cache);
-        let r = match value {
-            Some(v) => bt::put(&mut w, tree.root, key, v),
-            None => bt::delete(&mut w, tree.root, key),
-        };
-        let (old, leaf) = match r {
-            Ok(out) if !w.refused() => (out.old, out.leaf),
-            // Refused, or an error the exclusive run reports the same way.
-            _ => {
-                w.undo();
-                return None;
+        let (leaf, old) = match bt::plain::plan(&mut w, tree.root, key, value) {
+            Ok(Some(Plan::Change { leaf, old })) if !w.refused() => (leaf, old),
+            Ok(Some(Plan::Nothing)) if !w.refused() => {
+                // A delete of a missing key: nothing to change or log.
+                w.finish(0);
+                self.stats.ops.add(1);
+                return Some(Ok(None));
             }
-        };
-        let changed = w.changed();
-        if changed.is_some_and(|(pid, _)| leaf != Some(pid)) {
-            w.undo();
-            return None;
-        }
-        let need = update_log_need(self.cfg.page_size, key, value);
-        let mut log = wal.lock();
-        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
-            drop(log);
-            w.undo();
-            return None;
-        }
-        let Some((pid, _)) = changed else {
-            // Nothing changed (a delete of a missing key): nothing to log.
-            drop(log);
-            w.finish(0);
-            self.stats.ops.add(1);
-            return Some(Ok(old));
+            // Not plain, refused (a page not in memory), or an error the exclusive run reports
+            // the same way: nothing was written.
+            _ => return None,
         };
         let (first, prev) = match self.txns.lsns(txn) {
             Ok(l) => l,
-            Err(e) => {
-                drop(log);
-                w.undo();
-                return Some(Err(e));
-            }
+            Err(e) => return Some(Err(e)),
         };
-        let own_first = if first == 0 {
-            txn_reserve(self.cfg.page_size)
+        if let Err(e) = bt::plain::apply(&mut w, leaf, key, value) {
+            // Refused before the write (the leaf is not guarded), or a corrupt leaf.
+            return (!w.refused()).then_some(Err(e));
+        }
+        let need = update_log_need(self.cfg.page_size, key, value);
+        let mut log = wal.lock();
+        let logged = if self.checkpointer.log_space_ok(&log, &self.txns, need) {
+            let own_first = if first == 0 {
+                txn_reserve(self.cfg.page_size)
+            } else {
+                0
+            };
+            log.set_update_keep(Some(crate::wal::UpdateKeep {
+                reserved: self.txns.log_reserved() + own_first,
+                undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+            }));
+            let update = crate::wal::codec::LeafUpdate {
+                pid: leaf,
+                key,
+                value,
+                tree: tree.id,
+                old: old.as_deref(),
+            };
+            let r = log.append_leaf_update(txn, prev, update);
+            log.set_update_keep(None);
+            r.ok()
         } else {
-            0
+            None
         };
-        log.set_update_keep(Some(crate::wal::UpdateKeep {
-            reserved: self.txns.log_reserved() + own_first,
-            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
-        }));
-        let redo = match value {
-            Some(v) => Redo::LeafPut {
-                pid,
-                key: key.to_vec(),
-                value: v.to_vec(),
-            },
-            None => Redo::LeafDel {
-                pid,
-                key: key.to_vec(),
-            },
-        };
-        let undo = Undo {
-            tree: tree.id,
-            key: key.to_vec(),
-            old: old.clone(),
-        };
-        let r = log.append(
-            txn,
-            prev,
-            Body::Update {
-                redo,
-                undo: undo.clone(),
-            },
-        );
-        log.set_update_keep(None);
-        let lsn = match r {
-            Ok(lsn) => lsn,
-            Err(_) => {
-                // Refused (the log is full): the exclusive run fails the same way, or waits.
-                drop(log);
-                w.undo();
-                return None;
-            }
+        let Some(lsn) = logged else {
+            // The log is short of space: the change is taken back and the exclusive run makes
+            // room (a checkpoint) or fails the same way.
+            drop(log);
+            return match bt::plain::undo(&mut w, leaf, key, old.as_deref()) {
+                Ok(()) => None,
+                Err(e) => Some(Err(e)),
+            };
         };
         let record_bytes = log.next_lsn().saturating_sub(lsn);
         let grows = old
             .as_ref()
             .is_some_and(|o| value.is_none_or(|v| v.len() < o.len()));
+        let undo = Undo {
+            tree: tree.id,
+            key: key.to_vec(),
+            old: old.clone(),
+        };
         // Reserved before the log is let go, so the next writer's space check counts it.
         self.txns.updated(txn, lsn, record_bytes, grows, undo);
         drop(log);
         w.finish(lsn);
-        self.txns.push_page(txn, pid);
+        self.txns.push_page(txn, leaf);
         self.stats.ops.add(1);
         Some(Ok(old))
     }

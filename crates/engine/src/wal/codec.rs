@@ -49,8 +49,28 @@ use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::page::PageId;
 use crate::wal::record::{
-    Body, CheckpointData, LogRecord, MapChange, Redo, TableCheckpointData, TxnId, Undo,
+    Body, CheckpointData, LogRecord, MapChange, Redo, TableCheckpointData, TreeId, TxnId, Undo,
 };
+
+/// A record body to encode: a [`Body`], or the update of one leaf record given by borrowed
+/// parts. The second is a write's common path: its key, value and old value go into the log
+/// buffer without first being copied into a `Body`. Both encode to the same bytes.
+#[derive(Clone, Copy)]
+pub enum BodyRef<'a> {
+    Body(&'a Body),
+    LeafUpdate(LeafUpdate<'a>),
+}
+
+/// [`Body::Update`] of [`Redo::LeafPut`] (`value` Some) or [`Redo::LeafDel`] (`value` None) of
+/// `key` in leaf `pid`, with the [`Undo`] of `key` in `tree` back to `old`.
+#[derive(Clone, Copy)]
+pub struct LeafUpdate<'a> {
+    pub pid: PageId,
+    pub key: &'a [u8],
+    pub value: Option<&'a [u8]>,
+    pub tree: TreeId,
+    pub old: Option<&'a [u8]>,
+}
 
 /// Bytes of the record header.
 pub const HEADER_BYTES: usize = 33;
@@ -109,7 +129,13 @@ fn crc_of(record: &[u8]) -> u32 {
 /// Appends the encoding of `rec` to `out` and returns its length. Fails (leaving `out` as it was)
 /// if the record would exceed `u32::MAX` bytes or a byte string exceeds `u32::MAX` bytes.
 pub fn encode(rec: &LogRecord, out: &mut Vec<u8>) -> Result<usize> {
-    encode_parts(rec.lsn, rec.txn, rec.prev_lsn, &rec.body, out)
+    encode_parts(
+        rec.lsn,
+        rec.txn,
+        rec.prev_lsn,
+        BodyRef::Body(&rec.body),
+        out,
+    )
 }
 
 /// [`encode`] from the parts of a record, without building a [`LogRecord`].
@@ -117,7 +143,7 @@ pub fn encode_parts(
     lsn: Lsn,
     txn: TxnId,
     prev_lsn: Lsn,
-    body: &Body,
+    body: BodyRef<'_>,
     out: &mut Vec<u8>,
 ) -> Result<usize> {
     let start = out.len();
@@ -126,6 +152,44 @@ pub fn encode_parts(
     out.extend_from_slice(&txn.to_le_bytes());
     out.extend_from_slice(&prev_lsn.to_le_bytes());
     let body = match body {
+        BodyRef::Body(b) => put_body(out, b),
+        BodyRef::LeafUpdate(u) => {
+            out.push(KIND_UPDATE);
+            put_leaf_redo(out, u.pid, u.key, u.value)
+                .and_then(|_| put_undo_parts(out, u.tree, u.key, u.old))
+        }
+    };
+    let len = out.len() - start;
+    let total = match body.ok().and_then(|_| u32::try_from(len).ok()) {
+        Some(t) => t,
+        None => {
+            out.truncate(start);
+            return Err(Error::InvalidArgument(format!(
+                "log record of {len} bytes is too large to encode (at most {} bytes, and each \
+                 byte string at most {} bytes)",
+                u32::MAX,
+                u32::MAX
+            )));
+        }
+    };
+    let rec_bytes = &mut out[start..];
+    rec_bytes[0..4].copy_from_slice(&total.to_le_bytes());
+    let crc = crc_of(rec_bytes);
+    rec_bytes[4..8].copy_from_slice(&crc.to_le_bytes());
+    Ok(len)
+}
+
+#[cfg(test)]
+/// Encodes `rec` into a new vector.
+pub fn encode_to_vec(rec: &LogRecord) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    encode(rec, &mut v)?;
+    Ok(v)
+}
+
+/// The kind byte and body of `body`.
+fn put_body(out: &mut Vec<u8>, body: &Body) -> std::result::Result<(), ()> {
+    match body {
         Body::Update { redo, undo } => {
             out.push(KIND_UPDATE);
             put_redo(out, redo).and_then(|_| put_undo(out, undo))
@@ -180,33 +244,7 @@ pub fn encode_parts(
             out.push(KIND_TABLE_CHECKPOINT);
             put_table_checkpoint(out, cp)
         }
-    };
-    let len = out.len() - start;
-    let total = match body.ok().and_then(|_| u32::try_from(len).ok()) {
-        Some(t) => t,
-        None => {
-            out.truncate(start);
-            return Err(Error::InvalidArgument(format!(
-                "log record of {len} bytes is too large to encode (at most {} bytes, and each \
-                 byte string at most {} bytes)",
-                u32::MAX,
-                u32::MAX
-            )));
-        }
-    };
-    let rec_bytes = &mut out[start..];
-    rec_bytes[0..4].copy_from_slice(&total.to_le_bytes());
-    let crc = crc_of(rec_bytes);
-    rec_bytes[4..8].copy_from_slice(&crc.to_le_bytes());
-    Ok(len)
-}
-
-#[cfg(test)]
-/// Encodes `rec` into a new vector.
-pub fn encode_to_vec(rec: &LogRecord) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    encode(rec, &mut v)?;
-    Ok(v)
+    }
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) -> std::result::Result<(), ()> {
@@ -224,17 +262,8 @@ fn put_count(out: &mut Vec<u8>, n: usize) -> std::result::Result<(), ()> {
 
 fn put_redo(out: &mut Vec<u8>, redo: &Redo) -> std::result::Result<(), ()> {
     match redo {
-        Redo::LeafPut { pid, key, value } => {
-            out.push(REDO_LEAF_PUT);
-            out.extend_from_slice(&pid.to_le_bytes());
-            put_bytes(out, key)?;
-            put_bytes(out, value)
-        }
-        Redo::LeafDel { pid, key } => {
-            out.push(REDO_LEAF_DEL);
-            out.extend_from_slice(&pid.to_le_bytes());
-            put_bytes(out, key)
-        }
+        Redo::LeafPut { pid, key, value } => put_leaf_redo(out, *pid, key, Some(value)),
+        Redo::LeafDel { pid, key } => put_leaf_redo(out, *pid, key, None),
         Redo::Images(images) => {
             out.push(REDO_IMAGES);
             put_count(out, images.len())?;
@@ -247,10 +276,36 @@ fn put_redo(out: &mut Vec<u8>, redo: &Redo) -> std::result::Result<(), ()> {
     }
 }
 
+/// [`Redo::LeafPut`] of `value`, or [`Redo::LeafDel`] for None.
+fn put_leaf_redo(
+    out: &mut Vec<u8>,
+    pid: PageId,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> std::result::Result<(), ()> {
+    out.push(if value.is_some() {
+        REDO_LEAF_PUT
+    } else {
+        REDO_LEAF_DEL
+    });
+    out.extend_from_slice(&pid.to_le_bytes());
+    put_bytes(out, key)?;
+    value.map_or(Ok(()), |v| put_bytes(out, v))
+}
+
 fn put_undo(out: &mut Vec<u8>, undo: &Undo) -> std::result::Result<(), ()> {
-    out.extend_from_slice(&undo.tree.to_le_bytes());
-    put_bytes(out, &undo.key)?;
-    match &undo.old {
+    put_undo_parts(out, undo.tree, &undo.key, undo.old.as_deref())
+}
+
+fn put_undo_parts(
+    out: &mut Vec<u8>,
+    tree: TreeId,
+    key: &[u8],
+    old: Option<&[u8]>,
+) -> std::result::Result<(), ()> {
+    out.extend_from_slice(&tree.to_le_bytes());
+    put_bytes(out, key)?;
+    match old {
         None => {
             out.push(0);
             Ok(())
@@ -623,6 +678,25 @@ mod tests {
             enc.extend_from_slice(&trailing);
             prop_assert_eq!(check(&enc), Ok(len));
             prop_assert_eq!(decode(&enc, rec.lsn).unwrap(), rec);
+        }
+
+        #[test]
+        fn a_leaf_update_from_parts_encodes_as_its_body(
+            pid in any::<u64>(), key in bytes_s(40), value in proptest::option::of(bytes_s(200)),
+            tree in any::<u32>(), old in proptest::option::of(bytes_s(100)),
+        ) {
+            let redo = match &value {
+                Some(v) => Redo::LeafPut { pid, key: key.clone(), value: v.clone() },
+                None => Redo::LeafDel { pid, key: key.clone() },
+            };
+            let undo = Undo { tree, key: key.clone(), old: old.clone() };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            encode_parts(9, 2, 3, BodyRef::Body(&Body::Update { redo, undo }), &mut a).unwrap();
+            let parts = LeafUpdate {
+                pid, key: &key, value: value.as_deref(), tree, old: old.as_deref(),
+            };
+            encode_parts(9, 2, 3, BodyRef::LeafUpdate(parts), &mut b).unwrap();
+            prop_assert_eq!(a, b);
         }
 
         #[test]

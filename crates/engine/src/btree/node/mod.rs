@@ -643,6 +643,39 @@ pub fn leaf_put(
     }
 }
 
+/// Whether [`leaf_put`] of `key` with an inline value of `value_len` bytes succeeds on `page`
+/// (false: it fails with `NoSpace` and changes nothing), found without changing the page.
+pub fn leaf_put_fits(page: &[u8], key: &[u8], value_len: usize) -> Result<bool> {
+    let h = hdr(page)?;
+    if h.kind != NodeKind::Leaf {
+        return Err(corrupt(page, "expected a leaf"));
+    }
+    let cell = LEAF_INLINE_OVERHEAD + key.len() + value_len;
+    // The same tests as `leaf_put`: in place, or after removing the old cell, or a new slot.
+    Ok(match search_h(page, &h, key)? {
+        Search::Found(i) => {
+            let (s, e) = cell_range(page, &h, i)?;
+            cell <= e - s || h.contiguous() + h.frag + (e - s) >= cell
+        }
+        Search::NotFound(_) => h.contiguous() + h.frag >= cell + SLOT_BYTES,
+    })
+}
+
+/// Whether `page` would be under-full ([`is_underfull`]) once [`leaf_del`] removed `key` (as it
+/// is, if `key` is not there).
+pub fn underfull_after_del(page: &[u8], key: &[u8]) -> Result<bool> {
+    let h = hdr(page)?;
+    let freed = match search_h(page, &h, key)? {
+        Search::Found(i) => {
+            let (s, e) = cell_range(page, &h, i)?;
+            e - s + SLOT_BYTES
+        }
+        Search::NotFound(_) => 0,
+    };
+    let used = usable_bytes(page.len()) - (h.contiguous() + h.frag);
+    Ok(used - freed < usable_bytes(page.len()) / 4)
+}
+
 /// [`leaf_put`] of an inline value: what `Redo::LeafPut` replays.
 pub fn leaf_put_inline(
     page: &mut [u8],

@@ -1,5 +1,6 @@
 //! B+tree algorithms against a BTreeMap oracle, over an in-memory page store.
 
+use crate::btree::tree::plain::Plan;
 use crate::btree::{node, tree, PageStore};
 use crate::page::{self, PageId, PageType};
 use crate::{Error, Result};
@@ -17,6 +18,8 @@ struct MemStore {
     touched: BTreeSet<PageId>,
     /// Each touched page's contents before its first write since `reset_touched`.
     before: HashMap<PageId, Vec<u8>>,
+    /// Page reads and writes so far.
+    accesses: usize,
 }
 
 impl MemStore {
@@ -28,6 +31,7 @@ impl MemStore {
             next: 1,
             touched: BTreeSet::new(),
             before: HashMap::new(),
+            accesses: 0,
         }
     }
     fn reset_touched(&mut self) {
@@ -44,6 +48,7 @@ impl PageStore for MemStore {
         self.page_size
     }
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.accesses += 1;
         match self.pages.get(&pid) {
             Some(p) => Ok(f(p)),
             None => Err(Error::CorruptPage {
@@ -53,6 +58,7 @@ impl PageStore for MemStore {
         }
     }
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        self.accesses += 1;
         self.touched.insert(pid);
         match self.pages.get_mut(&pid) {
             Some(p) => {
@@ -159,14 +165,26 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
             Op::Put(k, l, seed) => {
                 let key = key_of(*k, key_max);
                 let val = value_of(*l, *seed);
+                let (plan, plan_reads) = plan_plain(&mut s, root, &key, Some(&val));
+                let at = s.accesses;
                 match tree::put(&mut s, root, &key, &val) {
                     Err(Error::KeyTooLong { .. }) => {
                         assert!(key.len() > max_key);
                         assert!(s.touched.is_empty());
+                        assert!(matches!(plan, Err(Error::KeyTooLong { .. })));
                         continue;
                     }
                     r => {
                         let out = r.unwrap();
+                        // A put is plain exactly when it is a simple leaf change, and then it
+                        // reads and writes as often.
+                        match plan.unwrap() {
+                            Some(Plan::Change { leaf, old }) => {
+                                assert_eq!((Some(leaf), &old), (out.leaf, &out.old));
+                                assert_eq!(plan_reads + 1, s.accesses - at, "page accesses");
+                            }
+                            p => assert!(p.is_none() && out.leaf.is_none(), "{p:?}"),
+                        }
                         assert_eq!(out.old, model.insert(key.clone(), val.clone()));
                         if let Some(pid) = out.leaf {
                             assert_eq!(s.touched, BTreeSet::from([pid]));
@@ -179,8 +197,20 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
             }
             Op::Del(k) => {
                 let key = key_of(*k, key_max);
+                let (plan, plan_reads) = plan_plain(&mut s, root, &key, None);
+                let at = s.accesses;
                 let out = tree::delete(&mut s, root, &key).unwrap();
                 assert_eq!(out.old, model.remove(&key));
+                // A plain delete is a simple one with as many accesses; a simple delete that
+                // left its leaf under-full (and found no sibling to merge with) is not plain.
+                match plan.unwrap() {
+                    Some(Plan::Change { leaf, old }) => {
+                        assert_eq!((Some(leaf), &old), (out.leaf, &out.old));
+                        assert_eq!(plan_reads + 1, s.accesses - at, "page accesses");
+                    }
+                    Some(Plan::Nothing) => assert_eq!(out.old, None),
+                    None => assert!(out.old.is_some()),
+                }
                 if out.old.is_none() {
                     assert!(s.touched.is_empty());
                 }
@@ -250,6 +280,36 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
     let st = tree::check(&mut s, root).unwrap();
     assert_eq!((st.keys, st.leaves, st.internals, st.depth), (0, 1, 0, 1));
     assert_eq!(s.live(), 1, "pages leaked");
+}
+
+/// [`tree::plain::plan`] on `s`, checked to change nothing, with its page accesses; for a plain
+/// change, also checks that [`tree::plain::apply`] then [`tree::plain::undo`] on a copy of the
+/// leaf leave its contents as they were.
+fn plan_plain(
+    s: &mut MemStore,
+    root: PageId,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> (Result<Option<Plan>>, usize) {
+    let (at, pages) = (s.accesses, s.pages.clone());
+    let plan = tree::plain::plan(s, root, key, value);
+    assert!(
+        s.touched.is_empty() && s.pages == pages,
+        "a plan changed a page"
+    );
+    let reads = s.accesses - at;
+    if let Ok(Some(Plan::Change { leaf, old })) = &plan {
+        let mut copy = MemStore::new(s.page_size);
+        copy.pages.insert(*leaf, pages[leaf].clone());
+        tree::plain::apply(&mut copy, *leaf, key, value).unwrap();
+        tree::plain::undo(&mut copy, *leaf, key, old.as_deref()).unwrap();
+        assert_eq!(
+            node::leaf_entries(&copy.pages[leaf]).unwrap(),
+            node::leaf_entries(&pages[leaf]).unwrap(),
+            "undo"
+        );
+    }
+    (plan, reads)
 }
 
 proptest! {

@@ -442,12 +442,23 @@ impl Wal {
     /// (0 = none) to the log buffer and returns its LSN. Not durable until [`Wal::flush_to`].
     /// Fails with [`Error::LogFull`] if the log has no room before the start LSN.
     pub fn append(&mut self, txn: TxnId, prev_lsn: Lsn, body: impl Borrow<Body>) -> Result<Lsn> {
-        self.append_inner(txn, prev_lsn, body.borrow(), false)
+        self.append_inner(txn, prev_lsn, codec::BodyRef::Body(body.borrow()), false)
+    }
+
+    /// [`Wal::append`] of the [`Body::Update`] of one leaf record, from borrowed parts (see
+    /// [`codec::LeafUpdate`]): the same bytes, without building the body.
+    pub fn append_leaf_update(
+        &mut self,
+        txn: TxnId,
+        prev_lsn: Lsn,
+        update: codec::LeafUpdate<'_>,
+    ) -> Result<Lsn> {
+        self.append_inner(txn, prev_lsn, codec::BodyRef::LeafUpdate(update), false)
     }
 
     /// [`Wal::append`] that may also use the system reserve ([`Wal::set_system_reserve`]).
     pub fn append_system(&mut self, body: &Body) -> Result<Lsn> {
-        self.append_inner(0, 0, body, true)
+        self.append_inner(0, 0, codec::BodyRef::Body(body), true)
     }
 
     /// Keeps `bytes` of the log for [`Wal::append_system`]: other appends and
@@ -485,7 +496,7 @@ impl Wal {
         &mut self,
         txn: TxnId,
         prev_lsn: Lsn,
-        body: &Body,
+        body: codec::BodyRef<'_>,
         system: bool,
     ) -> Result<Lsn> {
         self.check_ok()?;
