@@ -229,8 +229,14 @@ impl Core {
             Err(e) => return Some(Err(e)),
         };
         if let Err(e) = bt::plain::apply(&mut w, leaf, key, value) {
-            // Refused before the write (the leaf is not guarded), or a corrupt leaf.
-            return (!w.refused()).then_some(Err(e));
+            // Refused before the write (the leaf is not guarded): run exclusive. Otherwise a
+            // leaf that the plan read whole could not take the change (corrupt): it may be
+            // half made and is not logged, so nothing more may be written.
+            if w.refused() {
+                return None;
+            }
+            self.health.poison(&e);
+            return Some(Err(e));
         }
         let need = update_log_need(self.cfg.page_size, key, value);
         let mut log = wal.lock();
@@ -263,7 +269,12 @@ impl Core {
             drop(log);
             return match bt::plain::undo(&mut w, leaf, key, old.as_deref()) {
                 Ok(()) => None,
-                Err(e) => Some(Err(e)),
+                Err(e) => {
+                    // The leaf holds a change that is not logged (only a page corrupted since
+                    // the change fits could get here): nothing more may be written.
+                    self.health.poison(&e);
+                    Some(Err(e))
+                }
             };
         };
         let record_bytes = log.next_lsn().saturating_sub(lsn);
