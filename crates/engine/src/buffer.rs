@@ -56,7 +56,7 @@ impl Arena {
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr = std::ptr::NonNull::new(raw).ok_or(())?;
-        crate::hugepages::advise(raw, len);
+        crate::memadvise::huge_pages(raw, len);
         Ok(Arena { ptr, layout })
     }
 }

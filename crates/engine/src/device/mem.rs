@@ -1,5 +1,6 @@
 //! An in-memory device: a byte vector. Writes are durable at once (flush is a no-op); wrap it in a
-//! `FaultDevice` to model volatile caches and power cuts. Trim zeroes; remap copies (a move also
+//! `FaultDevice` to model volatile caches and power cuts. Trim zeroes (and gives the memory of
+//! whole pages back to the kernel); remap copies (a move also
 //! zeroes the source), mapped in blocks; a copy command is a memcpy per operation (not counted
 //! as host I/O in the statistics).
 
@@ -62,7 +63,8 @@ impl BlockDevice for MemDevice {
     /// Trimmed blocks read as zeros.
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
         check_io(offset, len, self.capacity_bytes(), self.block)?;
-        self.data[offset as usize..(offset + len) as usize].fill(0);
+        // Trimmed memory is given back, as an SSD's trimmed blocks are.
+        crate::memadvise::zero(&mut self.data[offset as usize..(offset + len) as usize]);
         Ok(())
     }
     /// Copies each source range to its destination, in order; a move then zeroes the source.
@@ -72,7 +74,7 @@ impl BlockDevice for MemDevice {
             let (s, d, n) = (op.src as usize, op.dst as usize, op.len as usize);
             self.data.copy_within(s..s + n, d);
             if op.mode == RemapMode::Move {
-                self.data[s..s + n].fill(0);
+                crate::memadvise::zero(&mut self.data[s..s + n]);
             }
         }
         Ok(())
