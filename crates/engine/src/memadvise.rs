@@ -37,17 +37,33 @@ pub(crate) fn huge_pages(ptr: *mut u8, len: usize) {
 /// Below this many bytes [`zero`] just writes zeros.
 const RELEASE_MIN: usize = 64 << 10;
 
-/// The base page size the release aims at.
-const PAGE: usize = 4096;
+/// The kernel's page size (what `madvise` rounds a length up to), looked up once.
+fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        #[cfg(not(target_os = "linux"))]
+        let n = 4096;
+        usize::try_from(n)
+            .ok()
+            .filter(|n| n.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
 
 /// Sets `buf` to zeros. The whole pages inside a large `buf` are given back to the kernel
 /// (`madvise(MADV_DONTNEED)`: they read as zeros and take no memory until written again), as a
 /// trim frees an SSD's blocks; the partial pages at its ends are written. `buf` must lie in a
-/// private anonymous mapping (memory from the system allocator does), where that advice means
-/// zero-fill on the next touch; a region that does not read back as zeros is written instead.
+/// private anonymous mapping (memory from the system allocator, or any allocator that maps
+/// private anonymous memory, does), where that advice means zero-fill on the next touch; a
+/// region that does not read back as zeros is written instead. The release covers whole pages of
+/// the kernel's page size inside `buf`, never a byte outside it.
 pub(crate) fn zero(buf: &mut [u8]) {
-    let start = (buf.as_ptr() as usize).next_multiple_of(PAGE) - buf.as_ptr() as usize;
-    let whole = buf.len().saturating_sub(start) / PAGE * PAGE;
+    let page = page_size();
+    let start = (buf.as_ptr() as usize).next_multiple_of(page) - buf.as_ptr() as usize;
+    let whole = buf.len().saturating_sub(start) / page * page;
     if !cfg!(target_os = "linux") || buf.len() < RELEASE_MIN || whole == 0 {
         buf.fill(0);
         return;

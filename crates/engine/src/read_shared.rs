@@ -15,7 +15,7 @@
 //! leaf, with the latch shared. The B+tree's plain-change code runs over a store that latches
 //! the first guarded page it meets exclusive (the leaf: inner nodes are not guarded) and refuses
 //! anything beyond that page (another guarded page, a write elsewhere, an allocation). The
-//! change is found plain by reading before anything is written, so a refusal never leaves a
+//! change is found plain by reading and logged before it is made, so a refusal never leaves a
 //! change to take back; the operation then runs again exclusive.
 
 use crate::btree::PageStore;
@@ -169,6 +169,12 @@ impl<'a> SharedWriter<'a> {
     /// Whether the writer refused part of the operation (its result is void).
     pub fn refused(&self) -> bool {
         self.refused.is_some()
+    }
+
+    /// Whether `pid` is the guarded page this writer holds latched exclusive (the only page it
+    /// may write).
+    pub fn latches(&self, pid: PageId) -> bool {
+        matches!(&self.latched, Some((_, p, _)) if *p == pid)
     }
 
     /// Ends the operation: stamps `lsn` on the changed page (if `lsn` is not 0) and queues its

@@ -212,71 +212,61 @@ impl Core {
         value: Option<&[u8]>,
     ) -> Option<Result<Option<Vec<u8>>>> {
         let mut w = SharedWriter::new(&self.cache);
-        let (leaf, old) = match bt::plain::plan(&mut w, tree.root, key, value) {
-            Ok(Some(Plan::Change { leaf, old })) if !w.refused() => (leaf, old),
-            Ok(Some(Plan::Nothing)) if !w.refused() => {
-                // A delete of a missing key: nothing to change or log.
+        let plan = match bt::plain::plan(&mut w, tree.root, key, value) {
+            Ok(Some(plan)) if !w.refused() => plan,
+            // Not plain, refused (a page not in memory), or an error the exclusive run reports
+            // the same way: nothing was written.
+            _ => return None,
+        };
+        let need = update_log_need(self.cfg.page_size, key, value);
+        let (leaf, old) = match plan {
+            Plan::Change { leaf, old } if w.latches(leaf) => (leaf, old),
+            // A leaf that is not guarded changes only with the core latch exclusive.
+            Plan::Change { .. } => return None,
+            Plan::Nothing => {
+                // A delete of a missing key: nothing to change or log, but the same look at
+                // the log as `Core::write`, whose `ensure_log_space` may checkpoint.
+                if !self
+                    .checkpointer
+                    .log_space_ok(&wal.lock(), &self.txns, need)
+                {
+                    return None;
+                }
                 w.finish(0);
                 self.stats.ops.add(1);
                 return Some(Ok(None));
             }
-            // Not plain, refused (a page not in memory), or an error the exclusive run reports
-            // the same way: nothing was written.
-            _ => return None,
         };
         let (first, prev) = match self.txns.lsns(txn) {
             Ok(l) => l,
             Err(e) => return Some(Err(e)),
         };
-        if let Err(e) = bt::plain::apply(&mut w, leaf, key, value) {
-            // Refused before the write (the leaf is not guarded): run exclusive. Otherwise a
-            // leaf that the plan read whole could not take the change (corrupt): it may be
-            // half made and is not logged, so nothing more may be written.
-            if w.refused() {
-                return None;
-            }
-            self.health.poison(&e);
-            return Some(Err(e));
-        }
-        let need = update_log_need(self.cfg.page_size, key, value);
+        // Logged first, the change made after: a refusal (the log short of space or a
+        // checkpoint due, which the exclusive run then takes) leaves nothing to take back.
         let mut log = wal.lock();
-        let logged = if self.checkpointer.log_space_ok(&log, &self.txns, need) {
-            let own_first = if first == 0 {
-                txn_reserve(self.cfg.page_size)
-            } else {
-                0
-            };
-            log.set_update_keep(Some(crate::wal::UpdateKeep {
-                reserved: self.txns.log_reserved() + own_first,
-                undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
-            }));
-            let update = crate::wal::codec::LeafUpdate {
-                pid: leaf,
-                key,
-                value,
-                tree: tree.id,
-                old: old.as_deref(),
-            };
-            let r = log.append_leaf_update(txn, prev, update);
-            log.set_update_keep(None);
-            r.ok()
+        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
+            return None;
+        }
+        let own_first = if first == 0 {
+            txn_reserve(self.cfg.page_size)
         } else {
-            None
+            0
         };
-        let Some(lsn) = logged else {
-            // The log is short of space: the change is taken back and the exclusive run makes
-            // room (a checkpoint) or fails the same way.
-            drop(log);
-            return match bt::plain::undo(&mut w, leaf, key, old.as_deref()) {
-                Ok(()) => None,
-                Err(e) => {
-                    // The leaf holds a change that is not logged (only a page corrupted since
-                    // the change fits could get here): nothing more may be written.
-                    self.health.poison(&e);
-                    Some(Err(e))
-                }
-            };
+        log.set_update_keep(Some(crate::wal::UpdateKeep {
+            reserved: self.txns.log_reserved() + own_first,
+            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+        }));
+        let update = crate::wal::codec::LeafUpdate {
+            pid: leaf,
+            key,
+            value,
+            tree: tree.id,
+            old: old.as_deref(),
         };
+        let r = log.append_leaf_update(txn, prev, update);
+        log.set_update_keep(None);
+        // Refused (the log is full): the exclusive run fails the same way, or waits.
+        let lsn = r.ok()?;
         let record_bytes = log.next_lsn().saturating_sub(lsn);
         let grows = old
             .as_ref()
@@ -289,6 +279,13 @@ impl Core {
         // Reserved before the log is let go, so the next writer's space check counts it.
         self.txns.updated(txn, lsn, record_bytes, grows, undo);
         drop(log);
+        if let Err(e) = bt::plain::apply(&mut w, leaf, key, value) {
+            // The leaf the plan read under this latch could not take the change: it is
+            // corrupt, and the log holds a change the page does not: nothing more may be
+            // written (recovery redoes the record on the page as written).
+            self.health.poison(&e);
+            return Some(Err(e));
+        }
         w.finish(lsn);
         self.txns.push_page(txn, leaf);
         self.stats.ops.add(1);

@@ -665,6 +665,9 @@ pub fn leaf_put_fits(page: &[u8], key: &[u8], value_len: usize) -> Result<bool> 
 /// is, if `key` is not there).
 pub fn underfull_after_del(page: &[u8], key: &[u8]) -> Result<bool> {
     let h = hdr(page)?;
+    if h.kind != NodeKind::Leaf {
+        return Err(corrupt(page, "expected a leaf"));
+    }
     let freed = match search_h(page, &h, key)? {
         Search::Found(i) => {
             let (s, e) = cell_range(page, &h, i)?;
@@ -672,8 +675,11 @@ pub fn underfull_after_del(page: &[u8], key: &[u8]) -> Result<bool> {
         }
         Search::NotFound(_) => 0,
     };
-    let used = usable_bytes(page.len()) - (h.contiguous() + h.frag);
-    Ok(used - freed < usable_bytes(page.len()) / 4)
+    let used = usable_bytes(page.len())
+        .checked_sub(h.contiguous() + h.frag)
+        .and_then(|u| u.checked_sub(freed))
+        .ok_or_else(|| corrupt(page, "node space accounting is inconsistent"))?;
+    Ok(used < usable_bytes(page.len()) / 4)
 }
 
 /// [`leaf_put`] of an inline value: what `Redo::LeafPut` replays.

@@ -1,9 +1,9 @@
 //! Plain leaf changes: a put or delete that changes one leaf in place and no other page (no
 //! split, merge, root collapse or overflow chain). [`plan`] finds out by reading alone whether
 //! an operation is plain, before anything is written; [`apply`] then makes the change, which
-//! cannot fail for want of space; [`undo`] puts the leaf's contents back by the inverse change.
-//! The engine runs plain changes beside other writers with only the leaf latched (see
-//! `read_shared.rs`), and an operation that is not plain again with the tree to itself.
+//! cannot fail for want of space. The engine runs plain changes beside other writers with only
+//! the leaf latched (see `read_shared.rs`): it plans, logs the change, then applies it; an
+//! operation that is not plain runs again with the tree to itself.
 //!
 //! A plain change reads and writes the same pages, as many times, as [`super::put`] and
 //! [`super::delete`] do for the same change, so the buffer pool counts the same hits either
@@ -81,30 +81,14 @@ pub fn plan<S: PageStore>(
 }
 
 /// Makes the change [`plan`] found plain (`leaf` and the other pages on the way to it unchanged
-/// since). A failure here means a corrupt page.
+/// since): `key` set to `value` in `leaf`, or removed for None. A failure here means a corrupt
+/// page.
 pub fn apply<S: PageStore>(
     store: &mut S,
     leaf: PageId,
     key: &[u8],
     value: Option<&[u8]>,
 ) -> Result<()> {
-    set(store, leaf, key, value)
-}
-
-/// Puts `key` in `leaf` back to `old` (None: not there) after [`apply`]: the inverse change,
-/// which always fits (the value it restores was there before). The page's bytes may differ
-/// from before the change (a cell in another place), its contents do not.
-pub fn undo<S: PageStore>(
-    store: &mut S,
-    leaf: PageId,
-    key: &[u8],
-    old: Option<&[u8]>,
-) -> Result<()> {
-    set(store, leaf, key, old)
-}
-
-/// `key` in `leaf` set to `value` (None: removed), in place.
-fn set<S: PageStore>(store: &mut S, leaf: PageId, key: &[u8], value: Option<&[u8]>) -> Result<()> {
     let done = match value {
         Some(v) => store.write_page(leaf, |p| {
             PutError::no_space(node::leaf_put(p, key, LeafValue::Inline(v)))
