@@ -140,8 +140,12 @@ impl RedoSink for TableSink<'_> {
         let mut table = lock(self.table);
         // One live transaction per page: a system change, or another transaction's, must not
         // land on a page holding live changes (the meta page never holds any: its changes are
-        // logged at once or within the commit).
-        for pid in crate::redo::pages(&redo) {
+        // logged at once or within the commit). A page the operation took out of its tree
+        // (a merge, a root collapse; its free waits for the commit) counts as changed: its
+        // cells went into a page this transaction owns, and another's live changes among them
+        // would be committed with this transaction and survive their own abort.
+        let removed = self.freed.iter().copied();
+        for pid in crate::redo::pages(&redo).into_iter().chain(removed) {
             let shared_meta = pid == META_PID && self.phase == Phase::Op && txn != 0;
             match table.owner(pid) {
                 Some(o) if o != txn && !shared_meta => {

@@ -100,6 +100,64 @@ fn one_live_transaction_changes_a_page_at_a_time() {
     assert_eq!(r.get(&t, b"k2").unwrap().as_deref(), Some(&b"b"[..]));
 }
 
+/// A merge reads the page it takes out of the tree without changing it: if that page holds
+/// another live transaction's change, the merge is refused (the change would otherwise be
+/// committed with the merging transaction, and the page the aborted change replaced would leak).
+#[test]
+fn a_merge_never_absorbs_another_live_transactions_page() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config(64)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    let mut x = db.begin().unwrap();
+    // Two leaves: a sorted load fills the first and starts the second with the last keys.
+    for i in 0..30u64 {
+        let (k, v) = (key(i, 16), value(i, 150));
+        x.put(&t, &k, &v).unwrap();
+        oracle.put("t", &k, &v);
+    }
+    // The last key's value overflows: replacing it frees pages at the commit.
+    let big = vec![7u8; 9000];
+    x.put(&t, &key(29, 16), &big).unwrap();
+    oracle.put("t", &key(29, 16), &big);
+    x.commit().unwrap();
+    // `a` changes the second leaf (and defers the free of the old overflow pages).
+    let mut a = db.begin().unwrap();
+    a.put(&t, &key(29, 16), b"uncommitted").unwrap();
+    // `b` empties the first leaf: it would take the second one's cells and free it.
+    let mut b = db.begin().unwrap();
+    let mut refused = false;
+    let mut deleted = Vec::new();
+    for i in 0..29u64 {
+        match b.delete(&t, &key(i, 16)) {
+            Ok(_) => deleted.push(key(i, 16)),
+            Err(Error::Conflict { .. }) => {
+                refused = true;
+                break;
+            }
+            Err(e) => panic!("delete {i}: {e}"),
+        }
+    }
+    assert!(
+        refused,
+        "emptying the leaf next to a live transaction's leaf merged it"
+    );
+    b.abort().unwrap();
+    a.abort().unwrap();
+    db.verify().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    oracle.check(&db, "after the aborts");
+    // Once `a` is gone, the same deletes merge the leaves.
+    let mut b = db.begin().unwrap();
+    for k in &deleted {
+        b.delete(&t, k).unwrap();
+        oracle.delete("t", k);
+    }
+    b.commit().unwrap();
+    assert_eq!(db.check_pages().unwrap(), Vec::<String>::new());
+    oracle.check(&db, "after the merges");
+}
+
 /// Many updates through a small pool: dirty victims are dropped, never written; the pages come
 /// back by on-the-fly redo; checkpoints write each page once for many changes.
 #[test]
