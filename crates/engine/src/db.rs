@@ -320,6 +320,7 @@ impl Db {
                 min_batch_records: cfg.group_commit.min_batch,
             },
             buffer_bytes: cfg.log_buffer_bytes,
+            image_holes: cfg.log_image_holes,
         };
         let wp_cfg = cfg.write_path();
         let (wp, mut wal, master) = if create {

@@ -391,7 +391,8 @@ impl Core {
         *self.txns.pages_mut(txn).expect("active") = changed;
         let (old, lsn) = self.health.guard(r)?;
         if lsn != 0 {
-            let record_bytes = wal.next_lsn().saturating_sub(lsn);
+            // Measured with whole page images: the compensation's may have smaller holes.
+            let record_bytes = wal.last_whole_len();
             let undo = Undo {
                 tree: tree_id,
                 key: key.to_vec(),

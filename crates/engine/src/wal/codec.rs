@@ -38,7 +38,12 @@
 //! |---|---|---|
 //! | 1 | LeafPut | `pid` u64, `key` bytes, `value` bytes |
 //! | 2 | LeafDel | `pid` u64, `key` bytes |
-//! | 3 | Images | `count` u32, `count` x (`pid` u64, `image` bytes) |
+//! | 3 | Images | `count` u32, `count` x (`pid` u64, `image` bytes) (read; no longer written) |
+//! | 4 | Images with holes | `count` u32, `count` x (`pid` u64, `len` u32, `hole_at` u32, `hole_len` u32, the image's `len - hole_len` bytes outside the hole) |
+//!
+//! Tag 4 is tag 3 without the longest run of zero bytes of each image (a slotted page's free
+//! middle, most of a new page): the image is bytes `[0, hole_at)`, then `hole_len` zeros, then
+//! the rest. Both decode to the same [`Redo::Images`]; `len` is at most [`MAX_IMAGE`].
 //!
 //! `undo`: `tree` u32, `key` bytes, `has_old` u8 (0 or 1), then `old` bytes if `has_old` is 1.
 //!
@@ -90,6 +95,51 @@ const KIND_TABLE_CHECKPOINT: u8 = 11;
 const REDO_LEAF_PUT: u8 = 1;
 const REDO_LEAF_DEL: u8 = 2;
 const REDO_IMAGES: u8 = 3;
+const REDO_HOLED_IMAGES: u8 = 4;
+
+/// The largest page image a record may hold (the largest page size is 16 KiB): a bound that
+/// keeps a corrupt length from asking for an absurd allocation.
+pub const MAX_IMAGE: usize = 1 << 20;
+
+/// A hole shorter than this is not worth its two fields.
+const MIN_HOLE: usize = 16;
+
+/// The longest run of zero bytes in `image` that covers whole aligned 8-byte words, widened by
+/// the zero bytes on either side: (start, length); (0, 0) if it is shorter than [`MIN_HOLE`].
+pub fn zero_hole(image: &[u8]) -> (usize, usize) {
+    let (mut best, mut run_start, mut run) = ((0usize, 0usize), 0usize, 0usize);
+    for (i, w) in image.chunks_exact(8).enumerate() {
+        let word = u64::from_ne_bytes(w.try_into().expect("8 bytes"));
+        if word == 0 {
+            if run == 0 {
+                run_start = i;
+            }
+            run += 1;
+        } else {
+            if run > best.1 {
+                best = (run_start, run);
+            }
+            run = 0;
+        }
+    }
+    if run > best.1 {
+        best = (run_start, run);
+    }
+    let (mut start, mut end) = (best.0 * 8, (best.0 + best.1) * 8);
+    if start == end {
+        return (0, 0);
+    }
+    while start > 0 && image[start - 1] == 0 {
+        start -= 1;
+    }
+    while end < image.len() && image[end] == 0 {
+        end += 1;
+    }
+    if end - start < MIN_HOLE {
+        return (0, 0);
+    }
+    (start, end - start)
+}
 
 /// Why bytes are not a valid record (the low-level form of [`Error::CorruptLog`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,8 +184,21 @@ pub fn encode(rec: &LogRecord, out: &mut Vec<u8>) -> Result<usize> {
         rec.txn,
         rec.prev_lsn,
         BodyRef::Body(&rec.body),
+        true,
         out,
     )
+    .map(|e| e.len)
+}
+
+/// The size of an encoded record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// Bytes written.
+    pub len: usize,
+    /// Bytes it would take with whole page images (its holes put back): the measure of a
+    /// structure change that the space kept for its rollback is based on, since the
+    /// compensation's images may have smaller holes than the change's own.
+    pub whole_len: usize,
 }
 
 /// [`encode`] from the parts of a record, without building a [`LogRecord`].
@@ -144,15 +207,18 @@ pub fn encode_parts(
     txn: TxnId,
     prev_lsn: Lsn,
     body: BodyRef<'_>,
+    holes: bool,
     out: &mut Vec<u8>,
-) -> Result<usize> {
+) -> Result<Encoded> {
     let start = out.len();
     out.extend_from_slice(&[0u8; 8]);
     out.extend_from_slice(&lsn.to_le_bytes());
     out.extend_from_slice(&txn.to_le_bytes());
     out.extend_from_slice(&prev_lsn.to_le_bytes());
+    // None: page images whole (redo tag 3).
+    let mut elided = holes.then_some(0);
     let body = match body {
-        BodyRef::Body(b) => put_body(out, b),
+        BodyRef::Body(b) => put_body(out, b, &mut elided),
         BodyRef::LeafUpdate(u) => {
             out.push(KIND_UPDATE);
             put_leaf_redo(out, u.pid, u.key, u.value)
@@ -176,7 +242,10 @@ pub fn encode_parts(
     rec_bytes[0..4].copy_from_slice(&total.to_le_bytes());
     let crc = crc_of(rec_bytes);
     rec_bytes[4..8].copy_from_slice(&crc.to_le_bytes());
-    Ok(len)
+    Ok(Encoded {
+        len,
+        whole_len: len + elided.unwrap_or(0),
+    })
 }
 
 #[cfg(test)]
@@ -187,22 +256,27 @@ pub fn encode_to_vec(rec: &LogRecord) -> Result<Vec<u8>> {
     Ok(v)
 }
 
-/// The kind byte and body of `body`.
-fn put_body(out: &mut Vec<u8>, body: &Body) -> std::result::Result<(), ()> {
+/// The kind byte and body of `body`; with `elided` Some, page images are written without their
+/// holes, and the zero bytes left out are added to it.
+fn put_body(
+    out: &mut Vec<u8>,
+    body: &Body,
+    elided: &mut Option<usize>,
+) -> std::result::Result<(), ()> {
     match body {
         Body::Update { redo, undo } => {
             out.push(KIND_UPDATE);
-            put_redo(out, redo).and_then(|_| put_undo(out, undo))
+            put_redo(out, redo, elided).and_then(|_| put_undo(out, undo))
         }
         Body::Clr { redo, undo_next } => {
             out.push(KIND_CLR);
-            let r = put_redo(out, redo);
+            let r = put_redo(out, redo, elided);
             out.extend_from_slice(&undo_next.to_le_bytes());
             r
         }
         Body::System { redo } => {
             out.push(KIND_SYSTEM);
-            put_redo(out, redo)
+            put_redo(out, redo, elided)
         }
         Body::Commit => {
             out.push(KIND_COMMIT);
@@ -232,11 +306,11 @@ fn put_body(out: &mut Vec<u8>, body: &Body) -> std::result::Result<(), ()> {
         }
         Body::Redo { redo } => {
             out.push(KIND_REDO);
-            put_redo(out, redo)
+            put_redo(out, redo, elided)
         }
         Body::Space { redo, alloc, free } => {
             out.push(KIND_SPACE);
-            put_redo(out, redo)
+            put_redo(out, redo, elided)
                 .and_then(|_| put_pids(out, alloc))
                 .and_then(|_| put_pids(out, free))
         }
@@ -260,16 +334,40 @@ fn put_count(out: &mut Vec<u8>, n: usize) -> std::result::Result<(), ()> {
     Ok(())
 }
 
-fn put_redo(out: &mut Vec<u8>, redo: &Redo) -> std::result::Result<(), ()> {
+/// `redo`; with `elided` Some, page images without their holes (tag 4), whose bytes are added
+/// to it; with None, whole (tag 3).
+fn put_redo(
+    out: &mut Vec<u8>,
+    redo: &Redo,
+    elided: &mut Option<usize>,
+) -> std::result::Result<(), ()> {
     match redo {
         Redo::LeafPut { pid, key, value } => put_leaf_redo(out, *pid, key, Some(value)),
         Redo::LeafDel { pid, key } => put_leaf_redo(out, *pid, key, None),
         Redo::Images(images) => {
-            out.push(REDO_IMAGES);
+            let Some(elided) = elided else {
+                out.push(REDO_IMAGES);
+                put_count(out, images.len())?;
+                for (pid, image) in images {
+                    out.extend_from_slice(&pid.to_le_bytes());
+                    put_bytes(out, image)?;
+                }
+                return Ok(());
+            };
+            out.push(REDO_HOLED_IMAGES);
             put_count(out, images.len())?;
             for (pid, image) in images {
+                if image.len() > MAX_IMAGE {
+                    return Err(());
+                }
+                let (at, len) = zero_hole(image);
+                *elided += len;
                 out.extend_from_slice(&pid.to_le_bytes());
-                put_bytes(out, image)?;
+                for n in [image.len(), at, len] {
+                    out.extend_from_slice(&(n as u32).to_le_bytes());
+                }
+                out.extend_from_slice(&image[..at]);
+                out.extend_from_slice(&image[at + len..]);
             }
             Ok(())
         }
@@ -516,6 +614,27 @@ impl Cursor<'_> {
                 }
                 Redo::Images(images)
             }
+            REDO_HOLED_IMAGES => {
+                let n = self.count(20)?;
+                let mut images = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let pid = self.u64()?;
+                    let (len, at, hole) = (
+                        self.u32()? as usize,
+                        self.u32()? as usize,
+                        self.u32()? as usize,
+                    );
+                    if len > MAX_IMAGE || at.checked_add(hole).is_none_or(|end| end > len) {
+                        return Err(Fault::Malformed("page image hole outside the image"));
+                    }
+                    let mut image = Vec::with_capacity(len);
+                    image.extend_from_slice(self.take(at)?);
+                    image.resize(at + hole, 0);
+                    image.extend_from_slice(self.take(len - at - hole)?);
+                    images.push((pid, image));
+                }
+                Redo::Images(images)
+            }
             _ => return Err(Fault::Malformed("unknown redo tag")),
         })
     }
@@ -577,189 +696,5 @@ impl Cursor<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn bytes_s(max: usize) -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(any::<u8>(), 0..max)
-    }
-
-    fn redo_s() -> impl Strategy<Value = Redo> {
-        prop_oneof![
-            (any::<u64>(), bytes_s(40), bytes_s(200)).prop_map(|(pid, key, value)| Redo::LeafPut {
-                pid,
-                key,
-                value
-            }),
-            (any::<u64>(), bytes_s(40)).prop_map(|(pid, key)| Redo::LeafDel { pid, key }),
-            proptest::collection::vec((any::<u64>(), bytes_s(300)), 0..4).prop_map(Redo::Images),
-        ]
-    }
-
-    fn undo_s() -> impl Strategy<Value = Undo> {
-        (
-            any::<u32>(),
-            bytes_s(40),
-            proptest::option::of(bytes_s(100)),
-        )
-            .prop_map(|(tree, key, old)| Undo { tree, key, old })
-    }
-
-    fn body_s() -> impl Strategy<Value = Body> {
-        prop_oneof![
-            (redo_s(), undo_s()).prop_map(|(redo, undo)| Body::Update { redo, undo }),
-            (redo_s(), any::<u64>()).prop_map(|(redo, undo_next)| Body::Clr { redo, undo_next }),
-            redo_s().prop_map(|redo| Body::System { redo }),
-            Just(Body::Commit),
-            Just(Body::Abort),
-            Just(Body::End),
-            proptest::collection::vec(any::<(u64, u64, u32)>(), 0..8).prop_map(|v| Body::Map(
-                v.into_iter()
-                    .map(|(pid, offset, len)| MapChange { pid, offset, len })
-                    .collect()
-            )),
-            (
-                proptest::collection::vec(any::<(u64, u64)>(), 0..8),
-                proptest::collection::vec(any::<(u64, u64, u64)>(), 0..8),
-                any::<u64>()
-            )
-                .prop_map(|(dirty_pages, active_txns, next_txn)| Body::Checkpoint(
-                    CheckpointData {
-                        dirty_pages,
-                        active_txns,
-                        next_txn
-                    }
-                )),
-            redo_s().prop_map(|redo| Body::Redo { redo }),
-            (
-                redo_s(),
-                proptest::collection::vec(any::<u64>(), 0..5),
-                proptest::collection::vec(any::<u64>(), 0..5)
-            )
-                .prop_map(|(redo, alloc, free)| Body::Space { redo, alloc, free }),
-            (
-                proptest::collection::vec(any::<(u64, u64)>(), 0..8),
-                proptest::collection::vec(
-                    (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..4)),
-                    0..4
-                ),
-                any::<u64>()
-            )
-                .prop_map(
-                    |(dirty_pages, allocations, next_txn)| Body::TableCheckpoint(
-                        TableCheckpointData {
-                            dirty_pages,
-                            allocations,
-                            next_txn
-                        }
-                    )
-                ),
-        ]
-    }
-
-    pub(crate) fn record_s() -> impl Strategy<Value = LogRecord> {
-        (any::<u64>(), any::<u64>(), any::<u64>(), body_s()).prop_map(
-            |(lsn, txn, prev_lsn, body)| LogRecord {
-                lsn,
-                txn,
-                prev_lsn,
-                body,
-            },
-        )
-    }
-
-    proptest! {
-        #[test]
-        fn roundtrip(rec in record_s(), trailing in bytes_s(16)) {
-            let mut enc = encode_to_vec(&rec).unwrap();
-            let len = enc.len();
-            prop_assert_eq!(record_len(&enc), Some(len as u32));
-            enc.extend_from_slice(&trailing);
-            prop_assert_eq!(check(&enc), Ok(len));
-            prop_assert_eq!(decode(&enc, rec.lsn).unwrap(), rec);
-        }
-
-        #[test]
-        fn a_leaf_update_from_parts_encodes_as_its_body(
-            pid in any::<u64>(), key in bytes_s(40), value in proptest::option::of(bytes_s(200)),
-            tree in any::<u32>(), old in proptest::option::of(bytes_s(100)),
-        ) {
-            let redo = match &value {
-                Some(v) => Redo::LeafPut { pid, key: key.clone(), value: v.clone() },
-                None => Redo::LeafDel { pid, key: key.clone() },
-            };
-            let undo = Undo { tree, key: key.clone(), old: old.clone() };
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            encode_parts(9, 2, 3, BodyRef::Body(&Body::Update { redo, undo }), &mut a).unwrap();
-            let parts = LeafUpdate {
-                pid, key: &key, value: value.as_deref(), tree, old: old.as_deref(),
-            };
-            encode_parts(9, 2, 3, BodyRef::LeafUpdate(parts), &mut b).unwrap();
-            prop_assert_eq!(a, b);
-        }
-
-        #[test]
-        fn random_bytes_never_panic(b in bytes_s(600)) {
-            let _ = decode(&b, 1);
-        }
-
-        #[test]
-        fn random_body_with_valid_crc_never_panics(
-            kind in 0u8..10, body in bytes_s(300), head in any::<[u8; 24]>()
-        ) {
-            // Valid length and checksum around garbage: exercises the body parser.
-            let mut v = vec![0u8; 8];
-            v.extend_from_slice(&head);
-            v.push(kind);
-            v.extend_from_slice(&body);
-            let n = v.len() as u32;
-            v[0..4].copy_from_slice(&n.to_le_bytes());
-            let crc = crc32c::crc32c(&v[8..]);
-            v[4..8].copy_from_slice(&crc.to_le_bytes());
-            if let Ok(rec) = decode(&v, 1) {
-                // Anything accepted must re-encode to the same bytes.
-                prop_assert_eq!(encode_to_vec(&rec).unwrap(), v);
-            }
-        }
-
-        #[test]
-        fn truncations_are_detected(rec in record_s(), cut in any::<prop::sample::Index>()) {
-            let enc = encode_to_vec(&rec).unwrap();
-            let k = cut.index(enc.len());
-            prop_assert!(decode(&enc[..k], 1).is_err());
-        }
-
-        #[test]
-        fn bit_flips_are_detected(rec in record_s(), bit in any::<prop::sample::Index>()) {
-            let mut enc = encode_to_vec(&rec).unwrap();
-            let b = bit.index(enc.len() * 8);
-            enc[b / 8] ^= 1 << (b % 8);
-            prop_assert!(decode(&enc, 1).is_err(), "flip of bit {} undetected", b);
-        }
-    }
-
-    #[test]
-    fn zeroes_are_not_a_record() {
-        let z = [0u8; 64];
-        assert_eq!(decode_raw(&z), Err(Fault::BadLength(0)));
-        match decode(&z, 77) {
-            Err(Error::CorruptLog { lsn: 77, .. }) => {}
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn commit_record_is_header_only() {
-        let rec = LogRecord {
-            lsn: 4096,
-            txn: 3,
-            prev_lsn: 100,
-            body: Body::Commit,
-        };
-        let enc = encode_to_vec(&rec).unwrap();
-        assert_eq!(enc.len(), HEADER_BYTES);
-        assert_eq!(&enc[8..16], &4096u64.to_le_bytes());
-        assert_eq!(enc[32], KIND_COMMIT);
-    }
-}
+#[path = "codec_tests.rs"]
+mod tests;

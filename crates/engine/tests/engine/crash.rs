@@ -433,6 +433,22 @@ fn power_cut_at_many_points_recovers_committed_state() {
     }
 }
 
+/// Page images logged without their holes (`log_image_holes`): recovery rebuilds the same
+/// pages, with and without doublewrite and out of place.
+#[test]
+fn power_cut_with_holed_page_images_recovers_committed_state() {
+    for seed in 0..6u64 {
+        for cut in [37u64, 420, 2500] {
+            let holes = |c: DbConfig| DbConfig {
+                log_image_holes: true,
+                ..c
+            };
+            crash_once_with(seed * 5 + 3, cut + seed * 11, holes(config(seed % 2 == 0)));
+            crash_once_with(seed * 5 + 4, cut, holes(oop_config(OopConfig::default())));
+        }
+    }
+}
+
 /// The flushless mode (paper 001) under power cuts, on both write paths: dirty pages are
 /// dropped without a write, commits write only redo, aborts discard, and checkpoints compact the
 /// log table; after a cut the restart reloads the committed records (no undo, no page writes)

@@ -179,9 +179,14 @@ fn random_transactions_match_the_oracle_on_the_journal_path() {
     }
 }
 
+/// With page images logged without their holes (`log_image_holes`).
 #[test]
 fn random_transactions_match_the_oracle_small_pool() {
-    run(1, 600, 24, true);
+    let cfg = DbConfig {
+        log_image_holes: true,
+        ..config(24, true)
+    };
+    run_with(1, 600, cfg);
 }
 
 #[test]

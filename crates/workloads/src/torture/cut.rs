@@ -133,6 +133,7 @@ impl CutConfig {
         let mut db = db;
         flushless_mode(&mut db, seed ^ 0x0f1a_5c07);
         journal_mode(&mut db, dev, data_bytes, seed ^ 0x004c_4e4a);
+        image_holes(&mut db, seed ^ 0x401e_0b1e);
         CutConfig {
             dev,
             data_bytes,
@@ -173,7 +174,7 @@ impl CutConfig {
         };
         format!(
             "{} data {} KiB log {} KiB, {path}, {}, pool {}, log space {:?}, ckpt fill {:.2} batch \
-             {}, cleaner {:.2}, hot {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
+             {}, cleaner {:.2}, hot {}, holes {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
             self.dev.name(),
             self.data_bytes >> 10,
             self.log_bytes >> 10,
@@ -184,6 +185,7 @@ impl CutConfig {
             self.db.checkpoint_batch_pages,
             self.db.cleaner_clean_fraction,
             self.db.max_checkpoint_count,
+            self.db.log_image_holes,
             self.fault.torn_writes,
             self.fault.lose_unflushed,
             self.ops,
@@ -200,6 +202,12 @@ impl CutConfig {
             && !self.db.doublewrite
             && self.dev == DeviceKind::Mem { block: 512 }
     }
+}
+
+/// Half the trials log page images without their holes (`DbConfig::log_image_holes`), drawn
+/// from a stream of their own.
+pub fn image_holes(db: &mut DbConfig, stream: u64) {
+    db.log_image_holes = Pcg64Mcg::seed_from_u64(stream).random_bool(0.5);
 }
 
 /// Puts `db` in the flushless mode in one trial of three, by draws of its own from `stream` (a

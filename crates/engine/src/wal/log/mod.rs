@@ -73,6 +73,9 @@ pub struct WalConfig {
     /// The log buffer (None: 1/16 of the log space, at most 1 MiB); rounded down to a block, at
     /// least one, at most a quarter of the log space.
     pub buffer_bytes: Option<u64>,
+    /// Page images are logged without their longest run of zero bytes (redo tag 4; see
+    /// [`codec`]). Either form is read whatever this says.
+    pub image_holes: bool,
 }
 
 /// Largest log buffer: pending bytes beyond it are written out by `append`.
@@ -175,7 +178,8 @@ impl Tail {
 }
 
 /// What an update's record must leave free in the log ([`Wal::set_update_keep`]): `reserved`
-/// bytes, and for the record's own rollback as much again as the record plus `undo_extra`.
+/// bytes, and for the record's own rollback as much again as the record (with whole page images)
+/// plus `undo_extra`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UpdateKeep {
     pub reserved: u64,
@@ -197,6 +201,8 @@ pub struct Wal {
     unreserved: bool,
     /// A transaction's update is being logged: what its record must leave free.
     update_keep: Option<UpdateKeep>,
+    /// [`codec::Encoded::whole_len`] of the last record appended.
+    last_whole_len: u64,
     master: Master,
     sequence: u64,
     /// The database's id (in every master copy).
@@ -237,6 +243,7 @@ impl Wal {
             system_reserve: 0,
             unreserved: false,
             update_keep: None,
+            last_whole_len: 0,
             master: mb.master,
             sequence: mb.sequence,
             id: mb.id,
@@ -488,6 +495,12 @@ impl Wal {
     /// what live transactions reserved for their rollback plus what their own rollback will
     /// need: a record that would eat into it fails with [`Error::LogFull`] instead. (The
     /// engine's estimate before an operation cannot know the size of the value it replaces.)
+    /// The size the last record appended would have with whole page images: what the log
+    /// keeps for its rollback is based on it (see [`codec::Encoded::whole_len`]).
+    pub(crate) fn last_whole_len(&self) -> u64 {
+        self.last_whole_len
+    }
+
     pub(crate) fn set_update_keep(&mut self, keep: Option<UpdateKeep>) {
         self.update_keep = keep;
     }
@@ -513,11 +526,20 @@ impl Wal {
         let lsn = tail.next();
         debug_assert!(prev_lsn < lsn, "prev_lsn {prev_lsn} not before lsn {lsn}");
         let before = tail.buf.len();
-        let len = codec::encode_parts(lsn, txn, prev_lsn, body, &mut tail.buf)? as u64;
+        let encoded = codec::encode_parts(
+            lsn,
+            txn,
+            prev_lsn,
+            body,
+            self.cfg.image_holes,
+            &mut tail.buf,
+        )?;
+        let len = encoded.len as u64;
         let keep = match self.update_keep {
-            Some(k) if !system && !self.unreserved => {
-                k.reserved.saturating_add(len).saturating_add(k.undo_extra)
-            }
+            Some(k) if !system && !self.unreserved => k
+                .reserved
+                .saturating_add(encoded.whole_len as u64)
+                .saturating_add(k.undo_extra),
             _ => 0,
         };
         if len > capacity || lsn + len + keep > limit {
@@ -541,6 +563,7 @@ impl Wal {
             )));
         }
         let pending = tail.next() - tail.durable;
+        self.last_whole_len = encoded.whole_len as u64;
         self.stats.records += 1;
         self.stats.appended_bytes += len;
         if pending >= self.buffer_bytes {

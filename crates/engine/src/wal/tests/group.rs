@@ -32,6 +32,7 @@ fn shared(dev: &Held, gc: GroupCommit) -> SharedWal {
         space_bytes: 0,
         group_commit: gc,
         buffer_bytes: None,
+        image_holes: false,
     };
     SharedWal::new(Wal::create(dev.boxed(), cfg).unwrap())
 }
@@ -246,6 +247,7 @@ fn shared_on(dev: Box<dyn BlockDevice>, gc: GroupCommit) -> SharedWal {
         space_bytes: 0,
         group_commit: gc,
         buffer_bytes: None,
+        image_holes: false,
     };
     SharedWal::new(Wal::create(dev, cfg).unwrap())
 }

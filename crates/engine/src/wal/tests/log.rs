@@ -216,7 +216,7 @@ fn log_full_until_start_advances() {
     wal.append(0, 0, &big).unwrap();
     // A record larger than the whole log never fits.
     let huge = Body::System {
-        redo: crate::wal::Redo::Images(vec![(1, vec![0; 8192])]),
+        redo: crate::wal::Redo::Images(vec![(1, vec![7; 8192])]),
     };
     assert!(matches!(
         wal.append(0, 0, &huge),
