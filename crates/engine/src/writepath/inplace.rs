@@ -223,7 +223,8 @@ impl InPlace {
     }
 
     /// Startup repair: for every page with a valid copy in the doublewrite area, restore it if its
-    /// home is torn or older than the copy.
+    /// home is older than the copy, or fails its checks the way a torn write of that copy would
+    /// leave it ([`torn_from`]).
     fn repair_from_doublewrite(&mut self) -> Result<()> {
         let ps = self.layout.page_size as usize;
         let mut best: HashMap<PageId, (u64, Vec<u8>)> = HashMap::new();
@@ -249,7 +250,12 @@ impl InPlace {
             let (lsn, copy) = &best[&pid];
             self.dev.read_at(self.layout.home(pid), &mut buf)?;
             let home_ok = page::verify(&buf, Some(pid)).is_ok();
-            if !home_ok || page::page_lsn(&buf) < *lsn {
+            let restore = if home_ok {
+                page::page_lsn(&buf) < *lsn
+            } else {
+                torn_from(&buf, pid, copy)
+            };
+            if restore {
                 self.dev.write_at(self.layout.home(pid), copy)?;
                 repaired += 1;
             }
@@ -400,6 +406,25 @@ impl InPlace {
     }
 }
 
+/// Whether a home that fails its checks is what a torn write of `copy` (page `pid`) leaves:
+/// its header is the copy's own (same LSN) or the one the copy replaced (the LSN of the page's
+/// previous write, from the copy's write history; for a page's first write since it was
+/// allocated, any older LSN), or, for the first write ever, still blank. Anything else is damage
+/// that came after the home was written: restoring a copy then could bring back an older
+/// version (a smaller batch later leaves older batches' copies in the area's tail), so the page
+/// is left to fail as corrupt when it is read.
+fn torn_from(home: &[u8], pid: PageId, copy: &[u8]) -> bool {
+    let previous = page::write_history(copy)[1];
+    if home[..page::PAGE_HEADER_BYTES].iter().all(|&b| b == 0) {
+        return previous == 0;
+    }
+    if page::page_id(home) != pid {
+        return false;
+    }
+    let (lsn, copy_lsn) = (page::page_lsn(home), page::page_lsn(copy));
+    lsn == copy_lsn || lsn == previous || (previous == 0 && lsn < copy_lsn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +493,83 @@ mod tests {
         let mut buf = vec![0u8; 4096];
         wp.read_page(3, &mut buf).unwrap();
         assert_eq!(buf, a);
+    }
+
+    /// The next version of `prev` at `lsn`, sealed for a write as the cache does it (its write
+    /// history shifted).
+    fn next_version(prev: &[u8], lsn: u64, fill: u8) -> Vec<u8> {
+        let mut p = prev.to_vec();
+        p[48..].fill(fill);
+        page::set_page_lsn(&mut p, lsn);
+        page::note_write(&mut p);
+        page::seal(&mut p);
+        p
+    }
+
+    /// A smaller batch leaves older batches' copies in the tail of the area. A home damaged after
+    /// it was written must not get such an older copy back (that would silently lose what was
+    /// written since): it fails as corrupt. A home torn by a write of its newest copy, whose
+    /// header is still the previous version's, is repaired.
+    #[test]
+    fn a_damaged_home_gets_no_older_copy_back_and_a_torn_one_is_repaired() {
+        let dev = Box::new(MemDevice::new(1 << 20, 4096));
+        let mut wp = InPlace::create(dev, 4096, 8, true).unwrap();
+        wp.set_stamp(&Stamp::default()).unwrap();
+        let log = &mut durable_log();
+        let fresh = |pid| {
+            let mut p = vec![0u8; 4096];
+            page::init(&mut p, pid, PageType::Leaf);
+            p
+        };
+        let v1 = next_version(&fresh(3), 10, 1);
+        let others: Vec<Vec<u8>> = (4..7).map(|pid| next_version(&fresh(pid), 5, 9)).collect();
+        // Batch 1: page 3's first version lands in slot 3.
+        let batch: Vec<(PageId, &[u8])> =
+            vec![(4, &others[0]), (5, &others[1]), (6, &others[2]), (3, &v1)];
+        wp.write_pages(&batch, WriteReason::Checkpoint, log)
+            .unwrap();
+        // Batch 2: its second version in slot 0; batch 3 overwrites slot 0 with page 7.
+        let v2 = next_version(&v1, 20, 2);
+        wp.write_pages(&[(3, &v2)], WriteReason::Checkpoint, log)
+            .unwrap();
+        let p7 = next_version(&fresh(7), 21, 7);
+        wp.write_pages(&[(7, &p7)], WriteReason::Checkpoint, log)
+            .unwrap();
+        wp.sync(log).unwrap();
+        let home = wp.layout().home(3);
+        let mut dev = wp.dev;
+        // Damage: the home's first half overwritten (header included).
+        let mut bad = v2.clone();
+        bad[..2048]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i * 7 + 3) as u8);
+        dev.write_at(home, &bad).unwrap();
+        let mut wp = InPlace::open(dev, true).unwrap();
+        assert_eq!(
+            wp.counters().pages_repaired,
+            0,
+            "the older copy was not restored"
+        );
+        let mut buf = vec![0u8; 4096];
+        assert!(matches!(
+            wp.read_page(3, &mut buf),
+            Err(Error::CorruptPage { pid: 3, .. })
+        ));
+        // A third version whose home write tore: the header (first 512 bytes) is still the
+        // second version's, the rest is new.
+        let v3 = next_version(&v2, 30, 3);
+        wp.write_pages(&[(3, &v3)], WriteReason::Checkpoint, log)
+            .unwrap();
+        wp.sync(log).unwrap();
+        let mut dev = wp.dev;
+        let mut torn = v3.clone();
+        torn[..512].copy_from_slice(&v2[..512]);
+        dev.write_at(home, &torn).unwrap();
+        let mut wp = InPlace::open(dev, true).unwrap();
+        assert_eq!(wp.counters().pages_repaired, 1);
+        wp.read_page(3, &mut buf).unwrap();
+        assert_eq!(buf, v3);
     }
 
     #[test]
