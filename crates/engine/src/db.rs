@@ -137,7 +137,10 @@ impl Devices {
 
     /// Files `data.wafer` and `log.wafer` in `dir`, created with the given sizes if missing; an
     /// existing file must have exactly its size (a truncated file, or sizes that disagree with
-    /// the ones the database was made with, are refused with `DeviceError::WrongSize`).
+    /// the ones the database was made with, are refused with `DeviceError::WrongSize`). Both
+    /// files are locked (`flock`) while the database is open: a second open of the same files,
+    /// in this process or another, fails with `DeviceError::Locked` (a process that dies drops
+    /// its locks).
     pub fn files(dir: &std::path::Path, data_bytes: u64, log_bytes: u64) -> Result<Devices> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Config(format!("cannot create {}: {e}", dir.display())))?;
@@ -155,6 +158,9 @@ impl Devices {
         }
         let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
         let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
+        // One open database per pair of files: a second open would corrupt both.
+        data.lock_exclusive()?;
+        log.lock_exclusive()?;
         Ok(Devices::new(Box::new(data), Box::new(log)))
     }
 }

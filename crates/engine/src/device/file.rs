@@ -223,6 +223,26 @@ impl FileDevice {
         Self::open_with(path.as_ref(), capacity_bytes, create, false)
     }
 
+    /// Takes an exclusive advisory lock (`flock`) on the file for as long as this device is
+    /// open, or fails with [`DeviceError::Locked`] if another open file description holds it (a
+    /// database open on the same file, in this process or another). The kernel drops the lock
+    /// when the device is dropped or its process dies, so a killed process leaves no stale lock.
+    pub fn lock_exclusive(&self) -> Result<(), DeviceError> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file descriptor this device owns; it touches no memory.
+        let r = unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(DeviceError::Locked {
+                path: self.path.display().to_string(),
+            });
+        }
+        Err(io_err(&self.path, "lock", e))
+    }
+
     fn open_with(
         path: &Path,
         capacity_bytes: Option<u64>,

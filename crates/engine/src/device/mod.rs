@@ -64,6 +64,11 @@ pub enum DeviceError {
     Sim(String),
     #[error("remap operation {index}: source and destination ranges overlap")]
     RemapOverlap { index: usize },
+    #[error(
+        "{path} is in use: another open database holds its lock (in this process or another); \
+         close that one first"
+    )]
+    Locked { path: String },
 }
 
 impl From<std::io::Error> for DeviceError {

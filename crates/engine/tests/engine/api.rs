@@ -124,6 +124,18 @@ fn one_device_for_data_and_log_and_file_devices() {
     }
     let db = Db::open(Devices::files(dir.path(), 16 << 20, 4 << 20).unwrap(), cfg).unwrap();
     assert_eq!(db.verify().unwrap(), vec![("t".to_string(), 500)]);
+    // While it is open, the files are locked: a second open is refused, not run beside it.
+    let locked = Devices::files(dir.path(), 16 << 20, 4 << 20);
+    assert!(
+        matches!(
+            locked,
+            Err(Error::Device(
+                wafer_engine::device::DeviceError::Locked { .. }
+            ))
+        ),
+        "second open: {:?}",
+        locked.err()
+    );
     drop(db);
     // Other sizes on reopen, or a truncated file, are refused instead of zero-extended.
     let wrong_size = |r: Result<Devices, Error>| {

@@ -176,6 +176,7 @@ pub fn error_class(e: &Error) -> String {
                     DeviceError::Unsupported(_) => "Unsupported",
                     DeviceError::Sim(_) => "Sim",
                     DeviceError::RemapOverlap { .. } => "RemapOverlap",
+                    DeviceError::Locked { .. } => "Locked",
                 }
             )
         }
