@@ -227,6 +227,7 @@ impl FileDevice {
     /// open, or fails with [`DeviceError::Locked`] if another open file description holds it (a
     /// database open on the same file, in this process or another). The kernel drops the lock
     /// when the device is dropped or its process dies, so a killed process leaves no stale lock.
+    /// On a filesystem that has no locks (`ENOLCK`, `EOPNOTSUPP`) the file stays unlocked.
     pub fn lock_exclusive(&self) -> Result<(), DeviceError> {
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a file descriptor this device owns; it touches no memory.
@@ -235,12 +236,15 @@ impl FileDevice {
             return Ok(());
         }
         let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(DeviceError::Locked {
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => Err(DeviceError::Locked {
                 path: self.path.display().to_string(),
-            });
+            }),
+            // A filesystem without locks (NFS without its lock daemon, some FUSE ones): the
+            // file opens unlocked, as it did before there was a lock.
+            Some(libc::ENOLCK) | Some(libc::EOPNOTSUPP) => Ok(()),
+            _ => Err(io_err(&self.path, "lock", e)),
         }
-        Err(io_err(&self.path, "lock", e))
     }
 
     fn open_with(
@@ -367,10 +371,23 @@ impl FileDevice {
         &self.path
     }
 
-    /// Drops `O_DIRECT` (after the filesystem refused a direct I/O with EINVAL).
+    /// Drops `O_DIRECT` (after the filesystem refused a direct I/O with EINVAL), on the same
+    /// file descriptor: a lock taken by [`FileDevice::lock_exclusive`] stays held.
     fn reopen_buffered(&mut self) -> Result<(), DeviceError> {
-        self.file =
-            open_file(&self.path, false, false).map_err(|e| io_err(&self.path, "open", e))?;
+        use std::os::fd::AsRawFd;
+        let fd = self.file.as_raw_fd();
+        // SAFETY: fcntl on a file descriptor this device owns; it touches no memory.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0
+            // SAFETY: as above.
+            || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) } < 0
+        {
+            return Err(io_err(
+                &self.path,
+                "clear O_DIRECT",
+                io::Error::last_os_error(),
+            ));
+        }
         self.direct = false;
         self.bounce = None;
         Ok(())

@@ -38,12 +38,13 @@
 //! |---|---|---|
 //! | 1 | LeafPut | `pid` u64, `key` bytes, `value` bytes |
 //! | 2 | LeafDel | `pid` u64, `key` bytes |
-//! | 3 | Images | `count` u32, `count` x (`pid` u64, `image` bytes) (read; no longer written) |
+//! | 3 | Images | `count` u32, `count` x (`pid` u64, `image` bytes) (written unless `DbConfig::log_image_holes`) |
 //! | 4 | Images with holes | `count` u32, `count` x (`pid` u64, `len` u32, `hole_at` u32, `hole_len` u32, the image's `len - hole_len` bytes outside the hole) |
 //!
 //! Tag 4 is tag 3 without the longest run of zero bytes of each image (a slotted page's free
 //! middle, most of a new page): the image is bytes `[0, hole_at)`, then `hole_len` zeros, then
-//! the rest. Both decode to the same [`Redo::Images`]; `len` is at most [`MAX_IMAGE`].
+//! the rest. Both decode to the same [`Redo::Images`]; `len` is at most [`MAX_IMAGE`], and the
+//! images of one record at most 1024 times the record's length.
 //!
 //! `undo`: `tree` u32, `key` bytes, `has_old` u8 (0 or 1), then `old` bytes if `has_old` is 1.
 //!
@@ -99,7 +100,12 @@ const REDO_HOLED_IMAGES: u8 = 4;
 
 /// The largest page image a record may hold (the largest page size is 16 KiB): a bound that
 /// keeps a corrupt length from asking for an absurd allocation.
-pub const MAX_IMAGE: usize = 1 << 20;
+pub const MAX_IMAGE: usize = 64 << 10;
+
+/// At most this many bytes of page images decode from each byte of a record with holes (a
+/// 16 KiB free page, the emptiest image, takes about 80 bytes: a ratio near 200), so a corrupt
+/// record whose checksum happens to match cannot ask for gigabytes.
+const MAX_HOLE_RATIO: usize = 1024;
 
 /// A hole shorter than this is not worth its two fields.
 const MIN_HOLE: usize = 16;
@@ -195,9 +201,10 @@ pub fn encode(rec: &LogRecord, out: &mut Vec<u8>) -> Result<usize> {
 pub struct Encoded {
     /// Bytes written.
     pub len: usize,
-    /// Bytes it would take with whole page images (its holes put back): the measure of a
-    /// structure change that the space kept for its rollback is based on, since the
-    /// compensation's images may have smaller holes than the change's own.
+    /// Bytes it takes with its holes put back (with holes: 8 bytes an image more than the same
+    /// record with whole images would take): the measure of a structure change that the space
+    /// kept for its rollback is based on, since the compensation's images may have smaller
+    /// holes than the change's own.
     pub whole_len: usize,
 }
 
@@ -617,6 +624,7 @@ impl Cursor<'_> {
             REDO_HOLED_IMAGES => {
                 let n = self.count(20)?;
                 let mut images = Vec::with_capacity(n);
+                let mut budget = self.b.len().saturating_mul(MAX_HOLE_RATIO);
                 for _ in 0..n {
                     let pid = self.u64()?;
                     let (len, at, hole) = (
@@ -627,6 +635,9 @@ impl Cursor<'_> {
                     if len > MAX_IMAGE || at.checked_add(hole).is_none_or(|end| end > len) {
                         return Err(Fault::Malformed("page image hole outside the image"));
                     }
+                    budget = budget
+                        .checked_sub(len)
+                        .ok_or(Fault::Malformed("page images far larger than their record"))?;
                     let mut image = Vec::with_capacity(len);
                     image.extend_from_slice(self.take(at)?);
                     image.resize(at + hole, 0);

@@ -273,6 +273,18 @@ fn bad_holes_are_corrupt_records() {
     let good = encode_to_vec(&rec).unwrap();
     // Fields after header (33), tag (1), count (4), pid (8): len, hole_at, hole_len.
     let field = HEADER_BYTES + 1 + 4 + 8;
+    // A hole over a whole large image: 20 bytes that would decode to 64 KiB.
+    let mut big = good.clone();
+    big[field..field + 4].copy_from_slice(&(MAX_IMAGE as u32).to_le_bytes());
+    big[field + 4..field + 8].copy_from_slice(&0u32.to_le_bytes());
+    big[field + 8..field + 12].copy_from_slice(&(MAX_IMAGE as u32).to_le_bytes());
+    let stored = 64 - zero_hole(&[0u8; 64]).1;
+    big.drain(field + 12..field + 12 + stored);
+    let n = big.len() as u32;
+    big[0..4].copy_from_slice(&n.to_le_bytes());
+    let crc = crc32c::crc32c(&big[8..]);
+    big[4..8].copy_from_slice(&crc.to_le_bytes());
+    assert!(matches!(decode(&big, 5), Err(Error::CorruptLog { .. })));
     for (at, value) in [
         (field + 8, 65u32),
         (field, (MAX_IMAGE + 1) as u32),

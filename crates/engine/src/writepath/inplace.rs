@@ -406,23 +406,25 @@ impl InPlace {
     }
 }
 
-/// Whether a home that fails its checks is what a torn write of `copy` (page `pid`) leaves:
-/// its header is the copy's own (same LSN) or the one the copy replaced (the LSN of the page's
-/// previous write, from the copy's write history; for a page's first write since it was
-/// allocated, any older LSN), or, for the first write ever, still blank. Anything else is damage
-/// that came after the home was written: restoring a copy then could bring back an older
-/// version (a smaller batch later leaves older batches' copies in the area's tail), so the page
-/// is left to fail as corrupt when it is read.
+/// Whether a home that fails its checks is what a torn write of `copy` (page `pid`) leaves.
+/// A tear leaves each block either new (the copy's) or old (the home's before the write):
+/// * a header block naming the page with an LSN at most the copy's (the copy's own header, or
+///   the version the copy replaced). A home damaged after a newer version was written keeps
+///   that version's higher LSN and is refused, so an older batch's copy left in the area's
+///   tail is never restored over it;
+/// * a blank header (the page's first write): then every block must be blank or the copy's,
+///   so damage that blanked the header of a page written before is refused too.
+///
+/// Anything else is damage, left to fail as `CorruptPage` when the page is read.
 fn torn_from(home: &[u8], pid: PageId, copy: &[u8]) -> bool {
-    let previous = page::write_history(copy)[1];
+    const SECTOR: usize = 512;
     if home[..page::PAGE_HEADER_BYTES].iter().all(|&b| b == 0) {
-        return previous == 0;
+        return home
+            .chunks(SECTOR)
+            .zip(copy.chunks(SECTOR))
+            .all(|(h, c)| h == c || h.iter().all(|&b| b == 0));
     }
-    if page::page_id(home) != pid {
-        return false;
-    }
-    let (lsn, copy_lsn) = (page::page_lsn(home), page::page_lsn(copy));
-    lsn == copy_lsn || lsn == previous || (previous == 0 && lsn < copy_lsn)
+    page::page_id(home) == pid && page::page_lsn(home) <= page::page_lsn(copy)
 }
 
 #[cfg(test)]
@@ -556,6 +558,14 @@ mod tests {
             wp.read_page(3, &mut buf),
             Err(Error::CorruptPage { pid: 3, .. })
         ));
+        // Damage that blanks the header over the newer version's body: refused too.
+        let mut dev = wp.dev;
+        let mut blanked = v2.clone();
+        blanked[..512].fill(0);
+        dev.write_at(home, &blanked).unwrap();
+        let mut wp = InPlace::open(dev, true).unwrap();
+        assert_eq!(wp.counters().pages_repaired, 0);
+        assert!(wp.read_page(3, &mut buf).is_err());
         // A third version whose home write tore: the header (first 512 bytes) is still the
         // second version's, the rest is new.
         let v3 = next_version(&v2, 30, 3);

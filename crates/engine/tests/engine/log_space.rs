@@ -18,7 +18,11 @@ fn config() -> DbConfig {
 /// `budget` log bytes or gets `LogFull`. Returns the db, the committed state, the live txn and
 /// whether it hit LogFull.
 fn big_txn(pair: &MemPair, len: usize, budget: u64) -> (Db, Oracle, Txn, bool) {
-    let db = Db::open(pair.devices(), config()).unwrap();
+    big_txn_with(pair, len, budget, config())
+}
+
+fn big_txn_with(pair: &MemPair, len: usize, budget: u64, cfg: DbConfig) -> (Db, Oracle, Txn, bool) {
+    let db = Db::open(pair.devices(), cfg).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut base = Oracle::new(&["t"]);
     let mut x = db.begin().unwrap();
@@ -49,9 +53,13 @@ fn big_txn(pair: &MemPair, len: usize, budget: u64) -> (Db, Oracle, Txn, bool) {
 /// The transaction runs into LogFull; the caller aborts as told.
 #[test]
 fn a_transaction_that_got_log_full_can_abort() {
-    for len in [100usize, 3000] {
+    for (len, holes) in [(100usize, false), (3000, false), (100, true), (3000, true)] {
         let pair = MemPair::new();
-        let (db, base, x, hit) = big_txn(&pair, len, u64::MAX);
+        let cfg = DbConfig {
+            log_image_holes: holes,
+            ..config()
+        };
+        let (db, base, x, hit) = big_txn_with(&pair, len, u64::MAX, cfg);
         assert!(hit, "the transaction should have run into LogFull");
         let r = x.abort();
         assert!(

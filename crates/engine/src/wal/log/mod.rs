@@ -491,16 +491,16 @@ impl Wal {
         r
     }
 
-    /// While `Some(keep)`, ordinary appends are updates that must leave free after themselves
-    /// what live transactions reserved for their rollback plus what their own rollback will
-    /// need: a record that would eat into it fails with [`Error::LogFull`] instead. (The
-    /// engine's estimate before an operation cannot know the size of the value it replaces.)
-    /// The size the last record appended would have with whole page images: what the log
-    /// keeps for its rollback is based on it (see [`codec::Encoded::whole_len`]).
+    /// The size of the last record appended with its holes put back: what the log keeps for
+    /// its rollback is based on it (see [`codec::Encoded::whole_len`]).
     pub(crate) fn last_whole_len(&self) -> u64 {
         self.last_whole_len
     }
 
+    /// While `Some(keep)`, ordinary appends are updates that must leave free after themselves
+    /// what live transactions reserved for their rollback plus what their own rollback will
+    /// need: a record that would eat into it fails with [`Error::LogFull`] instead. (The
+    /// engine's estimate before an operation cannot know the size of the value it replaces.)
     pub(crate) fn set_update_keep(&mut self, keep: Option<UpdateKeep>) {
         self.update_keep = keep;
     }
