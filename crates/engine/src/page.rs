@@ -124,6 +124,11 @@ pub fn note_write(page: &mut [u8]) {
     put_u64(page, 24, lsn);
 }
 
+/// The CRC32C of `page` as [`seal`] computes it (its checksum field taken as zero).
+pub fn checksum(page: &[u8]) -> u32 {
+    crc(page)
+}
+
 fn crc(page: &[u8]) -> u32 {
     let c = crc32c::crc32c(&[0u8; 4]);
     crc32c::crc32c_append(c, &page[4..])

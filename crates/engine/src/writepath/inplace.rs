@@ -222,38 +222,62 @@ impl InPlace {
         &self.layout
     }
 
-    /// Startup repair: for every page with a valid copy in the doublewrite area, restore it if its
-    /// home is older than the copy, or fails its checks the way a torn write of that copy would
-    /// leave it ([`torn_from`]).
+    /// Startup repair from the doublewrite area. Only the last batch's copies are used: every
+    /// older batch's homes were made durable before the area was written again, so a home that
+    /// fails its checks and is not in the last batch was damaged after it was written, and a
+    /// copy from the area's tail would bring back an older version. The last batch is the one
+    /// slot 0 belongs to; each copy carries its batch's length and its slot in its checksum
+    /// field ([`batch_tag`]). A last-batch copy goes home if the home fails its checks or is
+    /// older (a lower page LSN). Copies an earlier build wrote (untagged) fall back to
+    /// [`torn_from`].
     fn repair_from_doublewrite(&mut self) -> Result<()> {
         let ps = self.layout.page_size as usize;
-        let mut best: HashMap<PageId, (u64, Vec<u8>)> = HashMap::new();
+        let dw_pages = self.layout.dw_pages;
+        // (page LSN, copy, from the last batch) of the newest usable copy of each page.
+        let mut best: HashMap<PageId, (u64, Vec<u8>, bool)> = HashMap::new();
         let mut buf = vec![0u8; ps];
-        for i in 0..self.layout.dw_pages {
+        let mut last_batch: Option<u32> = None;
+        for i in 0..dw_pages {
             self.dev.read_at(self.layout.dw_slot(i), &mut buf)?;
-            if page::is_zeroed(&buf) || page::verify(&buf, None).is_err() {
+            if page::is_zeroed(&buf) {
                 continue;
             }
+            let tag = match untag_copy(&mut buf, i, dw_pages) {
+                Some(t) => t,
+                None => continue,
+            };
+            if page::verify(&buf, None).is_err() {
+                continue;
+            }
+            if i == 0 {
+                last_batch = tag;
+            }
+            let current = match (tag, last_batch) {
+                (Some(n), Some(last)) => n == last && i < last,
+                // Slot 0 tagged and this copy not, or the reverse: an older batch.
+                (Some(_), None) | (None, Some(_)) => continue,
+                (None, None) => false,
+            };
             let pid = page::page_id(&buf);
             let lsn = page::page_lsn(&buf);
-            if pid >= self.page_capacity() {
+            if pid >= self.page_capacity() || (tag.is_some() && !current) {
                 continue;
             }
-            if best.get(&pid).is_none_or(|(l, _)| *l < lsn) {
-                best.insert(pid, (lsn, buf.clone()));
+            if best.get(&pid).is_none_or(|(l, _, _)| *l < lsn) {
+                best.insert(pid, (lsn, buf.clone(), current));
             }
         }
         let mut pids: Vec<PageId> = best.keys().copied().collect();
         pids.sort_unstable();
         let mut repaired = 0;
         for pid in pids {
-            let (lsn, copy) = &best[&pid];
+            let (lsn, copy, current) = &best[&pid];
             self.dev.read_at(self.layout.home(pid), &mut buf)?;
             let home_ok = page::verify(&buf, Some(pid)).is_ok();
             let restore = if home_ok {
                 page::page_lsn(&buf) < *lsn
             } else {
-                torn_from(&buf, pid, copy)
+                *current || torn_from(&buf, pid, copy)
             };
             if restore {
                 self.dev.write_at(self.layout.home(pid), copy)?;
@@ -393,8 +417,10 @@ impl InPlace {
                 self.homes_pending = false;
             }
             let mut area = Vec::with_capacity(chunk.len() * ps as usize);
-            for (_, data) in chunk {
+            for (i, (_, data)) in chunk.iter().enumerate() {
+                let at = area.len();
                 area.extend_from_slice(data);
+                tag_copy(&mut area[at..], chunk.len() as u32, i as u32);
             }
             self.dev.write_at(self.layout.dw_slot(0), &area)?;
             self.counters.db_write_bytes += area.len() as u64;
@@ -404,6 +430,35 @@ impl InPlace {
         }
         Ok(())
     }
+}
+
+/// A nonzero 32-bit value naming slot `slot` of a batch of `n` copies; a copy in the
+/// doublewrite area stores its page's checksum XOR this, so the repair can tell the last
+/// batch's copies from older ones left in the area's tail without writing more bytes.
+fn batch_tag(n: u32, slot: u32) -> u32 {
+    let x = ((n as u64) << 32 | slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((x >> 32) as u32) | 1
+}
+
+/// Marks a sealed page image as copy `slot` of a batch of `n`.
+fn tag_copy(copy: &mut [u8], n: u32, slot: u32) {
+    let c = page::get_u32(copy, 0) ^ batch_tag(n, slot);
+    page::put_u32(copy, 0, c);
+}
+
+/// Reads the batch length of the copy in slot `slot` and puts its page's own checksum back:
+/// Some(Some(n)) for a tagged copy, Some(None) for an untagged one (an earlier build's, or
+/// a valid page that is not a copy), None for a copy whose checksum matches neither (torn,
+/// damaged). `dw_pages` bounds the batch length.
+fn untag_copy(copy: &mut [u8], slot: u32, dw_pages: u32) -> Option<Option<u32>> {
+    let x = page::get_u32(copy, 0) ^ page::checksum(copy);
+    if x == 0 {
+        return Some(None);
+    }
+    let n = (slot + 1..=dw_pages).find(|&n| batch_tag(n, slot) == x)?;
+    let own = page::checksum(copy);
+    page::put_u32(copy, 0, own);
+    Some(Some(n))
 }
 
 /// Whether a home that fails its checks is what a torn write of `copy` (page `pid`) leaves.
@@ -558,14 +613,17 @@ mod tests {
             wp.read_page(3, &mut buf),
             Err(Error::CorruptPage { pid: 3, .. })
         ));
-        // Damage that blanks the header over the newer version's body: refused too.
-        let mut dev = wp.dev;
-        let mut blanked = v2.clone();
-        blanked[..512].fill(0);
-        dev.write_at(home, &blanked).unwrap();
-        let mut wp = InPlace::open(dev, true).unwrap();
-        assert_eq!(wp.counters().pages_repaired, 0);
-        assert!(wp.read_page(3, &mut buf).is_err());
+        // Damage that blanks the header over the newer version's body, or the whole home: the
+        // older copy (the page's first write, in batch 1's tail) is not restored either.
+        for blank in [512, 4096] {
+            let mut dev = wp.dev;
+            let mut blanked = v2.clone();
+            blanked[..blank].fill(0);
+            dev.write_at(home, &blanked).unwrap();
+            wp = InPlace::open(dev, true).unwrap();
+            assert_eq!(wp.counters().pages_repaired, 0, "blank {blank}");
+            assert!(wp.read_page(3, &mut buf).is_err() || page::is_zeroed(&buf));
+        }
         // A third version whose home write tore: the header (first 512 bytes) is still the
         // second version's, the rest is new.
         let v3 = next_version(&v2, 30, 3);
