@@ -91,6 +91,53 @@ impl<'a> LogReader<'a> {
         Ok(None)
     }
 
+    /// After a header that does not parse at `at` (a length or LSN field damaged, or a
+    /// record that could not be followed): the position of a valid record that starts beyond
+    /// the torn-write window, found by trying every position in the window's length after it.
+    /// Such a record was written after the damaged one, in an earlier write that had been
+    /// made durable. The search is cheap per position (an LSN field must equal its position
+    /// before a checksum is computed) and runs only at a suspicious end, never at the usual
+    /// ends (zeros, a record of an earlier lap).
+    fn valid_record_beyond(&mut self, at: Lsn) -> Result<Option<Lsn>> {
+        let window = self.wal.buffer_bytes() + self.wal.block_bytes();
+        let from = at + window;
+        let to = (from + window).min(self.limit);
+        let mut q = from;
+        while q + HEADER_BYTES as u64 <= to {
+            let head = self.get(q, HEADER_BYTES)?;
+            let lsn = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            if lsn == q {
+                let len = codec::record_len(head).unwrap_or(0) as u64;
+                if len >= HEADER_BYTES as u64
+                    && q + len <= self.limit
+                    && codec::check(self.get(q, len as usize)?).is_ok()
+                {
+                    return Ok(Some(q));
+                }
+            }
+            q += 1;
+        }
+        Ok(None)
+    }
+
+    /// Ends the scan for `why` at `at`, unless (when detecting damage) a valid record starts
+    /// beyond the torn-write window: then the log is corrupt.
+    fn end_or_damage(&mut self, at: Lsn, why: ScanStop) -> Result<Option<LogRecord>> {
+        if self.detect_damage {
+            if let Some(q) = self.valid_record_beyond(at)? {
+                self.failed = true;
+                return Err(Error::CorruptLog {
+                    lsn: at,
+                    reason: format!(
+                        "the scan stopped ({why:?}) but a valid record follows at LSN {q}, beyond \
+                         any torn write: the log was damaged after it was written"
+                    ),
+                });
+            }
+        }
+        self.end(why)
+    }
+
     /// The LSN after the last record returned (where the next one would start).
     pub fn position(&self) -> Lsn {
         self.pos
@@ -149,10 +196,15 @@ impl<'a> LogReader<'a> {
         found.copy_from_slice(&head[8..16]);
         let found = u64::from_le_bytes(found);
         if found != pos {
-            return self.end(ScanStop::LsnMismatch { found });
+            // A record of an earlier lap is the usual end; anything else may be damage.
+            let cap = self.wal.capacity_bytes().max(1);
+            if found < pos && (pos - found).is_multiple_of(cap) {
+                return self.end(ScanStop::LsnMismatch { found });
+            }
+            return self.end_or_damage(pos, ScanStop::LsnMismatch { found });
         }
         if (total as usize) < HEADER_BYTES || total as u64 > left {
-            return self.end(ScanStop::BadLength(total));
+            return self.end_or_damage(pos, ScanStop::BadLength(total));
         }
         let bytes = self.get(pos, total as usize)?;
         match codec::decode_raw(bytes) {
@@ -173,7 +225,8 @@ impl<'a> LogReader<'a> {
                         });
                     }
                 }
-                self.end(ScanStop::BadChecksum)
+                // Its length may be what was damaged: look past the window without it.
+                self.end_or_damage(pos, ScanStop::BadChecksum)
             }
             Err(f) => {
                 self.failed = true;
