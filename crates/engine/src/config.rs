@@ -100,12 +100,25 @@ pub struct DbConfig {
     /// Log each page image (splits, merges, overflow chains, allocations) without its longest
     /// run of zero bytes: the free middle of a slotted page, most of a new page; as PostgreSQL
     /// leaves the hole out of its full-page images. Fewer log bytes for the same redo, byte for
-    /// byte (docs/format.md, redo tag 4). Off by default for now: the virtual-time tables of
-    /// docs/results.md were measured with whole images, and turning it on changes their DB
-    /// WAF (results.md, "Page images without their holes"). A log may hold both forms; every
-    /// build since this option reads both.
-    #[serde(default)]
+    /// byte (docs/format.md, redo tag 4). A log may hold both forms; every build since this
+    /// option reads both. `false` logs whole images, as the tables of docs/results.md measured
+    /// before 2026-11-27 did.
+    #[serde(default = "on_by_default")]
     pub log_image_holes: bool,
+    /// Log a page that a structure change altered only in ways a page operation describes (a
+    /// leaf split's new link, the left half of a split, a separator added to a parent, the
+    /// meta page's allocation fields) as those operations instead of its image
+    /// (docs/format.md, redo tag 5): an append split logs a few hundred bytes, not three
+    /// pages. Operations need the page they were logged against, so they are used only where
+    /// no torn page can reach redo: with the doublewrite buffer, out of place, with the
+    /// journal, and not in the flushless mode (whose log table compacts by images). `false`
+    /// logs images, as the tables of docs/results.md measured before 2026-11-27 did.
+    #[serde(default = "on_by_default")]
+    pub log_page_ops: bool,
+}
+
+fn on_by_default() -> bool {
+    true
 }
 
 fn durable_by_default() -> bool {
@@ -135,7 +148,8 @@ impl Default for DbConfig {
             journal: None,
             flushless: None,
             durable_commits: true,
-            log_image_holes: false,
+            log_image_holes: true,
+            log_page_ops: true,
         }
     }
 }
@@ -256,6 +270,13 @@ impl DbConfig {
                 doublewrite_pages: self.doublewrite_pages,
             },
         }
+    }
+
+    /// Whether structure changes may log page operations: asked for, and no page the log's
+    /// redo meets can be torn (in place needs the doublewrite buffer), and not flushless.
+    pub fn page_ops(&self) -> bool {
+        let untorn = self.journal.is_some() || self.out_of_place.is_some() || self.doublewrite;
+        self.log_page_ops && untorn && self.flushless.is_none()
     }
 
     /// Bytes of the buffer pool (in the flushless mode: frames and log table together).

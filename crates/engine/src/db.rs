@@ -327,6 +327,7 @@ impl Db {
             },
             buffer_bytes: cfg.log_buffer_bytes,
             image_holes: cfg.log_image_holes,
+            page_ops: cfg.page_ops(),
         };
         let wp_cfg = cfg.write_path();
         let (wp, mut wal, master) = if create {

@@ -6,12 +6,13 @@
 //! The record goes to a [`RedoSink`]: today the log itself (every operation logged at once, ARIES
 //! style); a sink that keeps records until commit (paper 001's redo-only logging) plugs in here.
 
+use crate::btree::node::PutError;
 use crate::btree::PageStore;
 use crate::cache::PageCache;
 use crate::error::{Error, Result};
 use crate::meta::{self, META_PID};
 use crate::page::{self, Lsn, PageId, PageType};
-use crate::wal::record::{Body, Redo, TxnId};
+use crate::wal::record::{Body, PageOp, PageRedo, Redo, TxnId};
 use crate::wal::Wal;
 use crate::writepath::LogSink;
 
@@ -33,11 +34,19 @@ pub(crate) trait RedoSink: LogSink {
     fn stamp(&self, _pid: PageId, lsn: Lsn, txn: TxnId) -> (Lsn, TxnId) {
         (lsn, txn)
     }
+    /// Whether a page changed only by page operations may be logged as them (redo tag 5)
+    /// rather than as its image.
+    fn page_ops(&self) -> bool {
+        false
+    }
 }
 
 impl RedoSink for Wal {
     fn append_op(&mut self, txn: TxnId, prev_lsn: Lsn, body: Body) -> Result<Lsn> {
         self.append(txn, prev_lsn, body)
+    }
+    fn page_ops(&self) -> bool {
+        self.config().page_ops
     }
 }
 
@@ -47,9 +56,18 @@ pub(crate) struct Mtr<'a> {
     log: &'a mut dyn RedoSink,
     /// Pages written by this operation, with their frames (pinned).
     touched: Vec<(PageId, u32)>,
-    /// Contents of each touched page before the operation (None: created by it), so a failed
-    /// operation can be undone in memory instead of poisoning the database.
-    before: Vec<Option<Box<[u8]>>>,
+    /// What is kept of each touched page, in the order of `touched`.
+    before: Vec<Kept>,
+}
+
+/// What a mini-transaction keeps of a page it touched.
+struct Kept {
+    /// The page before the operation (None: created by it), so a failed operation can be
+    /// undone in memory instead of poisoning the database.
+    image: Option<Box<[u8]>>,
+    /// The page operations that changed the page, if nothing else did (None: created, changed
+    /// by a `write_page` closure, or a sink that takes no operations; then its image is logged).
+    ops: Option<Vec<PageOp>>,
 }
 
 impl<'a> Mtr<'a> {
@@ -69,16 +87,21 @@ impl<'a> Mtr<'a> {
     /// Pins a page the operation changes and keeps what a failure must put back: its contents
     /// before the operation (`before`: given for a page that is being created over a cached
     /// image; read from the frame otherwise), or None for a page created in a frame of its own.
-    fn touch(&mut self, pid: PageId, f: u32, created: bool, before: Option<Box<[u8]>>) {
-        if !self.touched.iter().any(|(p, _)| *p == pid) {
-            self.cache.pool.pin(f);
-            self.touched.push((pid, f));
-            self.before.push(if created {
-                before
-            } else {
-                Some(self.cache.pool.data(f).into())
-            });
+    /// Returns the page's index in `touched`.
+    fn touch(&mut self, pid: PageId, f: u32, created: bool, before: Option<Box<[u8]>>) -> usize {
+        if let Some(i) = self.touched.iter().position(|(p, _)| *p == pid) {
+            return i;
         }
+        self.cache.pool.pin(f);
+        self.touched.push((pid, f));
+        let image = if created {
+            before
+        } else {
+            Some(self.cache.pool.data(f).into())
+        };
+        let ops = (!created && self.log.page_ops()).then(Vec::new);
+        self.before.push(Kept { image, ops });
+        self.touched.len() - 1
     }
 
     /// The redo of what this operation did: physiological if `leaf` names the only page touched
@@ -92,10 +115,29 @@ impl<'a> Mtr<'a> {
                 return Some(ch.into_redo());
             }
         }
-        Some(Redo::Images(
+        let image = |f: u32| self.cache.pool.data(f).to_vec();
+        // An operation list longer than the page it describes is logged as the page.
+        let ps = self.cache.pool.page_size();
+        fn as_ops(ops: &Option<Vec<PageOp>>, ps: usize) -> Option<&Vec<PageOp>> {
+            ops.as_ref()
+                .filter(|v| v.iter().map(PageOp::bytes).sum::<usize>() < ps)
+        }
+        if self.before.iter().all(|k| as_ops(&k.ops, ps).is_none()) {
+            return Some(Redo::Images(
+                self.touched
+                    .iter()
+                    .map(|&(pid, f)| (pid, image(f)))
+                    .collect(),
+            ));
+        }
+        Some(Redo::Pages(
             self.touched
                 .iter()
-                .map(|&(pid, f)| (pid, self.cache.pool.data(f).to_vec()))
+                .zip(&self.before)
+                .map(|(&(pid, f), k)| match as_ops(&k.ops, ps) {
+                    Some(ops) => (pid, PageRedo::Ops(ops.clone())),
+                    None => (pid, PageRedo::Image(image(f))),
+                })
                 .collect(),
         ))
     }
@@ -149,9 +191,9 @@ impl<'a> Mtr<'a> {
     /// e.g. a free-list page the allocation had taken, comes from the device again).
     pub fn release(mut self) {
         let before = std::mem::take(&mut self.before);
-        for ((_, f), img) in std::mem::take(&mut self.touched).into_iter().zip(before) {
+        for ((_, f), kept) in std::mem::take(&mut self.touched).into_iter().zip(before) {
             self.cache.pool.unpin(f);
-            match img {
+            match kept.image {
                 Some(img) => self.cache.pool.data_mut(f).copy_from_slice(&img),
                 None => {
                     debug_assert!(!self.cache.pool.frames[f as usize].dirty);
@@ -215,8 +257,26 @@ impl PageStore for Mtr<'_> {
 
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let fr = self.frame(pid)?;
-        self.touch(pid, fr, false, None);
+        let i = self.touch(pid, fr, false, None);
+        self.before[i].ops = None;
         Ok(f(self.cache.pool.data_mut(fr)))
+    }
+
+    fn apply_op(&mut self, pid: PageId, op: PageOp) -> Result<std::result::Result<(), PutError>> {
+        let fr = self.frame(pid)?;
+        let i = self.touch(pid, fr, false, None);
+        let r = crate::redo::apply_op(self.cache.pool.data_mut(fr), &op);
+        match r {
+            Ok(()) => {
+                if let Some(ops) = &mut self.before[i].ops {
+                    ops.push(op);
+                }
+                Ok(Ok(()))
+            }
+            // Nothing changed (a full node); the page stays as it was, loggable as before.
+            Err(PutError::NoSpace) => Ok(Err(PutError::NoSpace)),
+            Err(PutError::Corrupt(e)) => Err(e),
+        }
     }
 
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId> {
@@ -254,18 +314,29 @@ impl PageStore for Mtr<'_> {
             page::init(p, pid, PageType::Free);
             meta::set_free_next(p, head);
         })?;
-        self.write_page(META_PID, |p| meta::set_free_head(p, pid))?;
+        self.meta_op(PageOp::MetaFreeHead(pid))?;
         Ok(())
     }
 }
 
 impl Mtr<'_> {
+    /// Changes an allocation field of the meta page.
+    fn meta_op(&mut self, op: PageOp) -> Result<()> {
+        match self.apply_op(META_PID, op)? {
+            Ok(()) => Ok(()),
+            Err(_) => Err(Error::CorruptPage {
+                pid: META_PID,
+                reason: "a meta page field did not fit",
+            }),
+        }
+    }
+
     /// A page id for a new page: the free list's head, or the next never-used page.
     fn take_page(&mut self, capacity: u64) -> Result<PageId> {
         let head = self.read_page(META_PID, meta::free_head)?;
         let pid = if head != 0 {
             let next = self.read_page(head, meta::free_next)?;
-            self.write_page(META_PID, |p| meta::set_free_head(p, next))?;
+            self.meta_op(PageOp::MetaFreeHead(next))?;
             head
         } else {
             let pid = self.read_page(META_PID, meta::next_pid)?;
@@ -276,7 +347,7 @@ impl Mtr<'_> {
                      rollback of live transactions ({reserve} kept)"
                 )));
             }
-            self.write_page(META_PID, |p| meta::set_next_pid(p, pid + 1))?;
+            self.meta_op(PageOp::MetaNextPid(pid + 1))?;
             pid
         };
         Ok(pid)

@@ -343,7 +343,7 @@ fn redo_record(
         let f = match cache.fetch(pid, wal) {
             Ok(f) => f,
             // A full image needs no valid old page: a torn page is simply replaced.
-            Err(Error::CorruptPage { .. }) if matches!(redo, Redo::Images(_)) => {
+            Err(Error::CorruptPage { .. }) if crate::redo::has_image(redo, pid) => {
                 cache.create(pid, wal)?
             }
             Err(e) => return Err(e),

@@ -8,8 +8,9 @@
 
 use crate::btree::node;
 use crate::error::{Error, Result};
+use crate::meta;
 use crate::page::{self, Lsn, PageId};
-use crate::wal::record::Redo;
+use crate::wal::record::{PageOp, PageRedo, Redo};
 
 /// What [`apply`] did to the page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +27,48 @@ pub fn pages(redo: &Redo) -> Vec<PageId> {
     match redo {
         Redo::LeafPut { pid, .. } | Redo::LeafDel { pid, .. } => vec![*pid],
         Redo::Images(v) => v.iter().map(|(p, _)| *p).collect(),
+        Redo::Pages(v) => v.iter().map(|(p, _)| *p).collect(),
     }
+}
+
+/// Whether `redo` holds a whole image of page `pid` (which then needs no valid old page).
+pub fn has_image(redo: &Redo, pid: PageId) -> bool {
+    match redo {
+        Redo::Images(v) => v.iter().any(|(p, _)| *p == pid),
+        Redo::Pages(v) => v
+            .iter()
+            .any(|(p, r)| *p == pid && matches!(r, PageRedo::Image(_))),
+        _ => false,
+    }
+}
+
+/// Applies one page operation to `page`: the one implementation, used by the operation that
+/// logs it and by redo, so both leave the same bytes behind from the same page.
+pub fn apply_op(page: &mut [u8], op: &PageOp) -> std::result::Result<(), node::PutError> {
+    match op {
+        PageOp::SetLink(link) => node::set_link(page, *link)?,
+        PageOp::InternalInsert { key, child } => node::internal_insert(page, key, *child)?,
+        PageOp::Truncate { keep, link } => node::truncate(page, *keep as usize, *link)?,
+        PageOp::MetaNextPid(pid) => meta::set_next_pid(page, *pid),
+        PageOp::MetaFreeHead(pid) => meta::set_free_head(page, *pid),
+    }
+    Ok(())
+}
+
+/// Replaces `data` with `image` if the page is older than `lsn` (or never written).
+fn apply_image(data: &mut [u8], lsn: Lsn, image: &[u8]) -> Result<Applied> {
+    if !(page::is_zeroed(data) || page::page_lsn(data) < lsn) {
+        return Ok(Applied::Skipped);
+    }
+    if image.len() != data.len() {
+        return Err(Error::CorruptLog {
+            lsn,
+            reason: format!("page image of {} bytes", image.len()),
+        });
+    }
+    data.copy_from_slice(image);
+    page::set_page_lsn(data, lsn);
+    Ok(Applied::Changed)
 }
 
 /// Applies the part of `redo` (logged at `lsn`) that concerns page `pid` to its image `data`.
@@ -37,17 +79,41 @@ pub fn apply(data: &mut [u8], pid: PageId, lsn: Lsn, redo: &Redo) -> Result<Appl
     match redo {
         Redo::Images(images) => {
             let mut applied = Applied::Skipped;
-            for (p, image) in images.iter().filter(|(p, _)| *p == pid) {
-                debug_assert_eq!(*p, pid);
-                if page::is_zeroed(data) || page::page_lsn(data) < lsn {
-                    if image.len() != data.len() {
-                        return Err(Error::CorruptLog {
+            for (_, image) in images.iter().filter(|(p, _)| *p == pid) {
+                if apply_image(data, lsn, image)? == Applied::Changed {
+                    applied = Applied::Changed;
+                }
+            }
+            Ok(applied)
+        }
+        Redo::Pages(pages) => {
+            let mut applied = Applied::Skipped;
+            for (_, r) in pages.iter().filter(|(p, _)| *p == pid) {
+                let done = match r {
+                    PageRedo::Image(image) => apply_image(data, lsn, image)?,
+                    PageRedo::Ops(ops) => {
+                        if !needs(
+                            data,
+                            pid,
                             lsn,
-                            reason: format!("page image of {} bytes", image.len()),
-                        });
+                            "redo of page operations found the page never written",
+                        )? {
+                            continue;
+                        }
+                        for op in ops {
+                            apply_op(data, op).map_err(|e| match e {
+                                node::PutError::Corrupt(e) => e,
+                                node::PutError::NoSpace => Error::CorruptLog {
+                                    lsn,
+                                    reason: format!("redo of {op:?} does not fit page {pid}"),
+                                },
+                            })?;
+                        }
+                        page::set_page_lsn(data, lsn);
+                        Applied::Changed
                     }
-                    data.copy_from_slice(image);
-                    page::set_page_lsn(data, lsn);
+                };
+                if done == Applied::Changed {
                     applied = Applied::Changed;
                 }
             }
@@ -82,11 +148,19 @@ pub fn apply(data: &mut [u8], pid: PageId, lsn: Lsn, redo: &Redo) -> Result<Appl
 /// Whether a leaf change logged at `lsn` is missing from the page (an error if the page was
 /// never written: a leaf change cannot be replayed onto nothing).
 fn leaf_needs(data: &[u8], pid: PageId, lsn: Lsn) -> Result<bool> {
+    needs(
+        data,
+        pid,
+        lsn,
+        "redo of a leaf change found the page never written",
+    )
+}
+
+/// Whether a change logged at `lsn` against the page's previous contents is missing from it
+/// (`what` names the error if the page was never written).
+fn needs(data: &[u8], pid: PageId, lsn: Lsn, what: &'static str) -> Result<bool> {
     if page::is_zeroed(data) {
-        return Err(Error::CorruptPage {
-            pid,
-            reason: "redo of a leaf change found the page never written",
-        });
+        return Err(Error::CorruptPage { pid, reason: what });
     }
     Ok(page::page_lsn(data) < lsn)
 }
@@ -132,6 +206,72 @@ mod tests {
             node::search(&p, b"k").unwrap(),
             Search::NotFound(_)
         ));
+    }
+
+    /// Page operations replay onto the page they were logged against, once (by page LSN); an
+    /// image in the same record replaces its page whatever it held; operations refuse a page
+    /// never written, as leaf changes do.
+    #[test]
+    fn page_operations_apply_once_and_need_their_page() {
+        let mut p = leaf(3, 10);
+        for k in [b"a", b"b", b"c"] {
+            node::leaf_put_inline(&mut p, k, b"v").unwrap();
+        }
+        let redo = Redo::Pages(vec![
+            (
+                3,
+                PageRedo::Ops(vec![
+                    PageOp::Truncate { keep: 2, link: 8 },
+                    PageOp::SetLink(9),
+                ]),
+            ),
+            (8, PageRedo::Image(leaf(8, 0))),
+        ]);
+        assert_eq!(apply(&mut p, 3, 20, &redo).unwrap(), Applied::Changed);
+        assert_eq!(node::cell_count(&p).unwrap(), 2);
+        assert_eq!(node::right_sibling(&p).unwrap(), 9);
+        assert_eq!(page::page_lsn(&p), 20);
+        let before = p.clone();
+        assert_eq!(apply(&mut p, 3, 20, &redo).unwrap(), Applied::Skipped);
+        assert_eq!(p, before);
+        let mut blank = vec![0u8; 4096];
+        assert_eq!(apply(&mut blank, 8, 20, &redo).unwrap(), Applied::Changed);
+        assert!(has_image(&redo, 8) && !has_image(&redo, 3));
+        assert!(matches!(
+            apply(&mut vec![0u8; 4096], 3, 20, &redo),
+            Err(Error::CorruptPage { pid: 3, .. })
+        ));
+        // A separator into an internal node; one that does not fit is a corrupt log, not a
+        // silently different page.
+        let mut n = vec![0u8; 4096];
+        page::init(&mut n, 4, PageType::Internal);
+        node::init(&mut n, NodeKind::Internal, 2);
+        page::set_page_lsn(&mut n, 1);
+        let ins = |i: u32| PageOp::InternalInsert {
+            key: format!("{i:0200}").into_bytes(),
+            child: 100 + i as u64,
+        };
+        let fill = Redo::Pages(vec![(4, PageRedo::Ops((0..40).map(ins).collect()))]);
+        assert!(matches!(
+            apply(&mut n, 4, 30, &fill),
+            Err(Error::CorruptLog { lsn: 30, .. })
+        ));
+        let mut n2 = vec![0u8; 4096];
+        page::init(&mut n2, 4, PageType::Internal);
+        node::init(&mut n2, NodeKind::Internal, 2);
+        page::set_page_lsn(&mut n2, 1);
+        let one = Redo::Pages(vec![(4, PageRedo::Ops(vec![ins(7)]))]);
+        assert_eq!(apply(&mut n2, 4, 30, &one).unwrap(), Applied::Changed);
+        assert_eq!(node::child_at(&n2, 1).unwrap(), 107);
+        // The meta page's allocation fields.
+        let mut m = vec![0u8; 4096];
+        meta::init(&mut m);
+        let alloc = Redo::Pages(vec![(
+            0,
+            PageRedo::Ops(vec![PageOp::MetaNextPid(12), PageOp::MetaFreeHead(5)]),
+        )]);
+        assert_eq!(apply(&mut m, 0, 40, &alloc).unwrap(), Applied::Changed);
+        assert_eq!((meta::next_pid(&m), meta::free_head(&m)), (12, 5));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::overflow;
 use super::PageStore;
 use crate::error::{Error, Result};
 use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
+use crate::wal::record::PageOp;
 use std::collections::HashSet;
 use std::ops::Bound;
 
@@ -246,12 +247,24 @@ pub fn put<S: PageStore>(store: &mut S, root: PageId, key: &[u8], value: &[u8]) 
     }
     let path = descend(store, root, Target::Le(key), false)?;
     let leaf = path.leaf();
-    let old = store.read_page(leaf, |p| find_stored(p, key))??;
+    let inline = value.len() <= node::max_inline_value(ps, key.len());
+    // Whether the new cell fits, found in the same look as the old value: a full leaf is then
+    // left untouched for the split, which may log it as an operation rather than its image.
+    let probe = if inline {
+        LeafValue::Inline(value)
+    } else {
+        LeafValue::Overflow {
+            total_len: 0,
+            first: NO_PAGE,
+        }
+    };
+    let (old, fits) = store.read_page(leaf, |p| -> Result<_> {
+        Ok((find_stored(p, key)?, node::leaf_value_fits(p, key, probe)?))
+    })??;
     let old_value = match &old {
         Some(s) => Some(s.clone().into_value(store)?),
         None => None,
     };
-    let inline = value.len() <= node::max_inline_value(ps, key.len());
     let val = if inline {
         LeafValue::Inline(value)
     } else {
@@ -261,12 +274,25 @@ pub fn put<S: PageStore>(store: &mut S, root: PageId, key: &[u8], value: &[u8]) 
         }
     };
     let mut simple = inline && !matches!(old, Some(Stored::Overflow { .. }));
-    if !PutError::no_space(store.write_page(leaf, |p| node::leaf_put(p, key, val))?)? {
+    if fits && !PutError::no_space(store.write_page(leaf, |p| node::leaf_put(p, key, val))?)? {
+        return Err(corrupt(leaf, "a leaf change that fits was refused"));
+    }
+    if !fits {
         simple = false;
         let mut buf = read_copy(store, leaf)?;
         node::leaf_del(&mut buf, key)?;
         let level = path.pids.len() - 1;
-        insert_with_split(store, &path, level, buf, Pending::Leaf { key, val })?;
+        // A new key: the leaf holds exactly `buf`, so its left half can be logged as an
+        // operation on it. A replaced key is still in the leaf (it is not in `buf`).
+        let in_sync = old.is_none();
+        insert_with_split(
+            store,
+            &path,
+            level,
+            buf,
+            Pending::Leaf { key, val },
+            in_sync,
+        )?;
     }
     if let Some(s) = &old {
         s.free(store)?;
@@ -300,13 +326,16 @@ impl Pending<'_> {
 
 /// Splits the full node `path.pids[level]` (its current contents in `buf`, without `pending`),
 /// inserts `pending` into the proper half and the new separator into the parent, splitting
-/// upward as needed. A root split keeps the root page id.
+/// upward as needed. A root split keeps the root page id. `in_sync`: the node's page holds
+/// exactly `buf` (true above the leaf level), so a left half that is `buf` cut short or
+/// relinked is made by a [`PageOp`] on the page, which the store may log instead of its image.
 fn insert_with_split<S: PageStore>(
     store: &mut S,
     path: &Path,
     mut level: usize,
     mut buf: Vec<u8>,
     mut pending: Pending<'_>,
+    mut in_sync: bool,
 ) -> Result<()> {
     let ps = store.page_size();
     loop {
@@ -332,7 +361,10 @@ fn insert_with_split<S: PageStore>(
             && n > 0
             && node::right_sibling(&left)? == NO_PAGE
             && node::search(&left, pending.key())? == Search::NotFound(n);
+        // The left half as an operation on the page, where one describes it.
+        let mut left_op = None;
         let sep = if append {
+            left_op = Some(PageOp::SetLink(right_pid));
             node::link_new_right_leaf(&mut left, &mut right)?;
             let sep = node::shortest_separator(node::key_at(&left, n - 1)?, pending.key());
             if !PutError::no_space(pending.insert_into(&mut right))? {
@@ -358,12 +390,19 @@ fn insert_with_split<S: PageStore>(
                     }
                     let (mut l, mut r) = fresh(&buf);
                     let sep = node::split(&mut l, &mut r, at)?;
-                    let half = if pending.key() < sep.as_slice() {
-                        &mut l
-                    } else {
-                        &mut r
-                    };
+                    let went_left = pending.key() < sep.as_slice();
+                    let half = if went_left { &mut l } else { &mut r };
                     if PutError::no_space(pending.insert_into(half))? {
+                        if !went_left {
+                            let link = match kind {
+                                NodeKind::Leaf => right_pid,
+                                NodeKind::Internal => node::link(&buf)?,
+                            };
+                            left_op = Some(PageOp::Truncate {
+                                keep: at as u32,
+                                link,
+                            });
+                        }
                         found = Some((l, r, sep));
                         break 'search;
                     }
@@ -376,7 +415,19 @@ fn insert_with_split<S: PageStore>(
             right = r;
             sep
         };
-        write_body(store, left_pid, &left)?;
+        match left_op.filter(|_| in_sync && !is_root) {
+            Some(op) => {
+                if !PutError::no_space(store.apply_op(left_pid, op)?)? {
+                    return Err(corrupt(pid, "a split's left half does not fit its page"));
+                }
+                debug_assert!(
+                    store.read_page(left_pid, |p| p[PAGE_HEADER_BYTES..]
+                        == left[PAGE_HEADER_BYTES..])?,
+                    "the left half made by an operation differs from the one built aside"
+                );
+            }
+            None => write_body(store, left_pid, &left)?,
+        }
         write_body(store, right_pid, &right)?;
         if is_root {
             let mut r = scratch(ps, pid, NodeKind::Internal, left_pid);
@@ -386,11 +437,15 @@ fn insert_with_split<S: PageStore>(
             return write_body(store, pid, &r);
         }
         let parent = path.pids[level - 1];
-        if PutError::no_space(
-            store.write_page(parent, |p| node::internal_insert(p, &sep, right_pid))?,
-        )? {
+        let insert = PageOp::InternalInsert {
+            key: sep.clone(),
+            child: right_pid,
+        };
+        if PutError::no_space(store.apply_op(parent, insert)?)? {
             return Ok(());
         }
+        // The parent is full and unchanged: it holds exactly what is copied here.
+        in_sync = true;
         buf = read_copy(store, parent)?;
         pending = Pending::Internal {
             key: sep,

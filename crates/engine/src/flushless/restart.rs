@@ -29,6 +29,10 @@ fn needed(redo: Redo, lsn: Lsn, ckpt_lsn: Lsn, dpt: &HashMap<PageId, Lsn>) -> Op
             let v: Vec<_> = images.into_iter().filter(|(p, _)| keep(*p)).collect();
             (!v.is_empty()).then_some(Redo::Images(v))
         }
+        Redo::Pages(pages) => {
+            let v: Vec<_> = pages.into_iter().filter(|(p, _)| keep(*p)).collect();
+            (!v.is_empty()).then_some(Redo::Pages(v))
+        }
         leaf => crate::redo::pages(&leaf)
             .into_iter()
             .all(keep)

@@ -171,6 +171,14 @@ impl RedoSink for TableSink<'_> {
                         (!own.is_empty()).then_some(Redo::Images(own)),
                     )
                 }
+                Redo::Pages(pages) => {
+                    let (meta, own): (Vec<_>, Vec<_>) =
+                        pages.into_iter().partition(|(p, _)| *p == META_PID);
+                    (
+                        (!meta.is_empty()).then_some(Redo::Pages(meta)),
+                        (!own.is_empty()).then_some(Redo::Pages(own)),
+                    )
+                }
                 leaf => (None, Some(leaf)),
             },
         };

@@ -17,7 +17,7 @@
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::redo::Applied;
-use crate::wal::record::{Redo, TxnId};
+use crate::wal::record::{PageRedo, Redo, TxnId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -109,6 +109,11 @@ fn share(redo: &Redo, pid: PageId) -> u64 {
                 .iter()
                 .filter(|(p, _)| *p == pid)
                 .map(|(_, img)| img.len() as u64)
+                .sum(),
+            Redo::Pages(v) => v
+                .iter()
+                .filter(|(p, _)| *p == pid)
+                .map(|(_, r)| r.bytes() as u64)
                 .sum(),
         }
 }
@@ -243,6 +248,11 @@ impl LogTable {
     fn imaged(redo: &Redo) -> Vec<PageId> {
         match redo {
             Redo::Images(v) => v.iter().map(|(p, _)| *p).collect(),
+            Redo::Pages(v) => v
+                .iter()
+                .filter(|(_, r)| matches!(r, PageRedo::Image(_)))
+                .map(|(p, _)| *p)
+                .collect(),
             _ => Vec::new(),
         }
     }

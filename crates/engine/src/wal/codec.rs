@@ -41,6 +41,13 @@
 //! | 3 | Images | `count` u32, `count` x (`pid` u64, `image` bytes) (written unless `DbConfig::log_image_holes`) |
 //! | 4 | Images with holes | `count` u32, `count` x (`pid` u64, `len` u32, `hole_at` u32, `hole_len` u32, the image's `len - hole_len` bytes outside the hole) |
 //!
+//! | 5 | Pages | `count` u32, `count` x (`pid` u64, `form` u8, then form 0: an image as in tag 4 (`len` u32, `hole_at` u32, `hole_len` u32, bytes; the hole is empty unless `DbConfig::log_image_holes`), form 1: `n` u32, `n` x page operation) |
+//!
+//! A page operation (tag 5, form 1) is an `op` byte and its fields: 1 SetLink `link` u64; 2
+//! InternalInsert `key` bytes, `child` u64; 3 Truncate `keep` u32, `link` u64; 4 MetaNextPid
+//! `pid` u64; 5 MetaFreeHead `pid` u64. Tag 5 is written for a structure change where some page
+//! changed only by such operations (`DbConfig::log_page_ops`), tag 3 or 4 otherwise.
+//!
 //! Tag 4 is tag 3 without the longest run of zero bytes of each image (a slotted page's free
 //! middle, most of a new page): the image is bytes `[0, hole_at)`, then `hole_len` zeros, then
 //! the rest. Both decode to the same [`Redo::Images`]; `len` is at most [`MAX_IMAGE`], and the
@@ -55,7 +62,8 @@ use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::page::PageId;
 use crate::wal::record::{
-    Body, CheckpointData, LogRecord, MapChange, Redo, TableCheckpointData, TreeId, TxnId, Undo,
+    Body, CheckpointData, LogRecord, MapChange, PageOp, PageRedo, Redo, TableCheckpointData,
+    TreeId, TxnId, Undo,
 };
 
 /// A record body to encode: a [`Body`], or the update of one leaf record given by borrowed
@@ -97,6 +105,16 @@ const REDO_LEAF_PUT: u8 = 1;
 const REDO_LEAF_DEL: u8 = 2;
 const REDO_IMAGES: u8 = 3;
 const REDO_HOLED_IMAGES: u8 = 4;
+const REDO_PAGES: u8 = 5;
+
+const FORM_IMAGE: u8 = 0;
+const FORM_OPS: u8 = 1;
+
+const OP_SET_LINK: u8 = 1;
+const OP_INTERNAL_INSERT: u8 = 2;
+const OP_TRUNCATE: u8 = 3;
+const OP_META_NEXT_PID: u8 = 4;
+const OP_META_FREE_HEAD: u8 = 5;
 
 /// The largest page image a record may hold (the largest page size is 16 KiB): a bound that
 /// keeps a corrupt length from asking for an absurd allocation.
@@ -364,21 +382,87 @@ fn put_redo(
             out.push(REDO_HOLED_IMAGES);
             put_count(out, images.len())?;
             for (pid, image) in images {
-                if image.len() > MAX_IMAGE {
-                    return Err(());
-                }
-                let (at, len) = zero_hole(image);
-                *elided += len;
                 out.extend_from_slice(&pid.to_le_bytes());
-                for n in [image.len(), at, len] {
-                    out.extend_from_slice(&(n as u32).to_le_bytes());
+                put_holed_image(out, image, Some(elided))?;
+            }
+            Ok(())
+        }
+        Redo::Pages(pages) => {
+            out.push(REDO_PAGES);
+            put_count(out, pages.len())?;
+            for (pid, page) in pages {
+                out.extend_from_slice(&pid.to_le_bytes());
+                match page {
+                    PageRedo::Image(image) => {
+                        out.push(FORM_IMAGE);
+                        put_holed_image(out, image, elided.as_mut())?;
+                    }
+                    PageRedo::Ops(ops) => {
+                        out.push(FORM_OPS);
+                        put_count(out, ops.len())?;
+                        for op in ops {
+                            put_op(out, op)?;
+                        }
+                    }
                 }
-                out.extend_from_slice(&image[..at]);
-                out.extend_from_slice(&image[at + len..]);
             }
             Ok(())
         }
     }
+}
+
+/// `image` as `len`, `hole_at`, `hole_len` and the bytes outside the hole; with `elided` None
+/// the hole is empty, else it is the longest run of zeros and its length is added to `elided`.
+fn put_holed_image(
+    out: &mut Vec<u8>,
+    image: &[u8],
+    elided: Option<&mut usize>,
+) -> std::result::Result<(), ()> {
+    if image.len() > MAX_IMAGE {
+        return Err(());
+    }
+    let (at, len) = match elided {
+        Some(e) => {
+            let (at, len) = zero_hole(image);
+            *e += len;
+            (at, len)
+        }
+        None => (0, 0),
+    };
+    for n in [image.len(), at, len] {
+        out.extend_from_slice(&(n as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&image[..at]);
+    out.extend_from_slice(&image[at + len..]);
+    Ok(())
+}
+
+fn put_op(out: &mut Vec<u8>, op: &PageOp) -> std::result::Result<(), ()> {
+    match op {
+        PageOp::SetLink(link) => {
+            out.push(OP_SET_LINK);
+            out.extend_from_slice(&link.to_le_bytes());
+        }
+        PageOp::InternalInsert { key, child } => {
+            out.push(OP_INTERNAL_INSERT);
+            put_bytes(out, key)?;
+            out.extend_from_slice(&child.to_le_bytes());
+        }
+        PageOp::Truncate { keep, link } => {
+            out.push(OP_TRUNCATE);
+            out.extend_from_slice(&keep.to_le_bytes());
+            out.extend_from_slice(&link.to_le_bytes());
+        }
+        PageOp::MetaNextPid(pid) => {
+            out.push(OP_META_NEXT_PID);
+            out.extend_from_slice(&pid.to_le_bytes());
+        }
+        PageOp::MetaFreeHead(pid) => {
+            out.push(OP_META_FREE_HEAD);
+            out.extend_from_slice(&pid.to_le_bytes());
+        }
+    }
+    Ok(())
 }
 
 /// [`Redo::LeafPut`] of `value`, or [`Redo::LeafDel`] for None.
@@ -627,26 +711,71 @@ impl Cursor<'_> {
                 let mut budget = self.b.len().saturating_mul(MAX_HOLE_RATIO);
                 for _ in 0..n {
                     let pid = self.u64()?;
-                    let (len, at, hole) = (
-                        self.u32()? as usize,
-                        self.u32()? as usize,
-                        self.u32()? as usize,
-                    );
-                    if len > MAX_IMAGE || at.checked_add(hole).is_none_or(|end| end > len) {
-                        return Err(Fault::Malformed("page image hole outside the image"));
-                    }
-                    budget = budget
-                        .checked_sub(len)
-                        .ok_or(Fault::Malformed("page images far larger than their record"))?;
-                    let mut image = Vec::with_capacity(len);
-                    image.extend_from_slice(self.take(at)?);
-                    image.resize(at + hole, 0);
-                    image.extend_from_slice(self.take(len - at - hole)?);
-                    images.push((pid, image));
+                    images.push((pid, self.holed_image(&mut budget)?));
                 }
                 Redo::Images(images)
             }
+            REDO_PAGES => {
+                let n = self.count(9)?;
+                let mut pages = Vec::with_capacity(n);
+                let mut budget = self.b.len().saturating_mul(MAX_HOLE_RATIO);
+                for _ in 0..n {
+                    let pid = self.u64()?;
+                    let page = match self.u8()? {
+                        FORM_IMAGE => PageRedo::Image(self.holed_image(&mut budget)?),
+                        FORM_OPS => {
+                            let k = self.count(9)?;
+                            let mut ops = Vec::with_capacity(k);
+                            for _ in 0..k {
+                                ops.push(self.op()?);
+                            }
+                            PageRedo::Ops(ops)
+                        }
+                        _ => return Err(Fault::Malformed("unknown page redo form")),
+                    };
+                    pages.push((pid, page));
+                }
+                Redo::Pages(pages)
+            }
             _ => return Err(Fault::Malformed("unknown redo tag")),
+        })
+    }
+    /// An image as [`put_holed_image`] writes it; its length is taken from `budget`.
+    fn holed_image(&mut self, budget: &mut usize) -> Parse<Vec<u8>> {
+        let (len, at, hole) = (
+            self.u32()? as usize,
+            self.u32()? as usize,
+            self.u32()? as usize,
+        );
+        if len > MAX_IMAGE || at.checked_add(hole).is_none_or(|end| end > len) {
+            return Err(Fault::Malformed("page image hole outside the image"));
+        }
+        *budget = budget
+            .checked_sub(len)
+            .ok_or(Fault::Malformed("page images far larger than their record"))?;
+        let mut image = Vec::with_capacity(len);
+        image.extend_from_slice(self.take(at)?);
+        image.resize(at + hole, 0);
+        image.extend_from_slice(self.take(len - at - hole)?);
+        Ok(image)
+    }
+    fn op(&mut self) -> Parse<PageOp> {
+        Ok(match self.u8()? {
+            OP_SET_LINK => PageOp::SetLink(self.u64()?),
+            OP_INTERNAL_INSERT => {
+                let key = self.bytes()?;
+                PageOp::InternalInsert {
+                    key,
+                    child: self.u64()?,
+                }
+            }
+            OP_TRUNCATE => PageOp::Truncate {
+                keep: self.u32()?,
+                link: self.u64()?,
+            },
+            OP_META_NEXT_PID => PageOp::MetaNextPid(self.u64()?),
+            OP_META_FREE_HEAD => PageOp::MetaFreeHead(self.u64()?),
+            _ => return Err(Fault::Malformed("unknown page operation")),
         })
     }
     fn undo(&mut self) -> Parse<Undo> {

@@ -21,6 +21,59 @@ pub enum Redo {
     /// After-images of every page a structure modification (split, merge, overflow chain, page
     /// allocation, new tree) touched; applied atomically, as one record.
     Images(Vec<(PageId, Vec<u8>)>),
+    /// A structure modification as [`Redo::Images`], except that a page changed only by
+    /// [`PageOp`]s is logged as those operations instead of its image (`DbConfig::log_page_ops`):
+    /// an append split logs the left leaf's new link, not its 4 KiB.
+    Pages(Vec<(PageId, PageRedo)>),
+}
+
+/// How one page of a [`Redo::Pages`] record is redone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageRedo {
+    /// The page's after-image (a new page, or one changed in a way no [`PageOp`] describes).
+    Image(Vec<u8>),
+    /// Operations applied in order to the page as it was before the record. Each is logical
+    /// within the page (cells by key or by rank, header fields), so it does not depend on
+    /// where the cells sit in the page.
+    Ops(Vec<PageOp>),
+}
+
+impl PageRedo {
+    /// Bytes of the page's redo (the image, or roughly the operations' encoding).
+    pub fn bytes(&self) -> usize {
+        match self {
+            PageRedo::Image(img) => img.len(),
+            PageRedo::Ops(ops) => ops.iter().map(PageOp::bytes).sum(),
+        }
+    }
+}
+
+/// A change to one page that the log can describe without the page's image; applied by
+/// `redo::apply_op`, in the operation itself and in redo alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageOp {
+    /// Sets a B+tree node's link (a leaf's right sibling, an internal node's leftmost child).
+    SetLink(PageId),
+    /// Inserts separator `key` with child `child` into an internal node.
+    InternalInsert { key: Vec<u8>, child: PageId },
+    /// Keeps a node's first `keep` cells (by key order) and sets its link: the left half of a
+    /// split whose new cell went right.
+    Truncate { keep: u32, link: PageId },
+    /// Sets the meta page's next never-used page id.
+    MetaNextPid(PageId),
+    /// Sets the meta page's free-list head.
+    MetaFreeHead(PageId),
+}
+
+impl PageOp {
+    /// Bytes of the operation's encoding.
+    pub fn bytes(&self) -> usize {
+        match self {
+            PageOp::InternalInsert { key, .. } => 1 + 4 + key.len() + 8,
+            PageOp::Truncate { .. } => 1 + 4 + 8,
+            PageOp::SetLink(_) | PageOp::MetaNextPid(_) | PageOp::MetaFreeHead(_) => 1 + 8,
+        }
+    }
 }
 
 /// How to undo a transaction's change, logically (through the tree, since pages may have split

@@ -53,10 +53,11 @@ fn big_txn_with(pair: &MemPair, len: usize, budget: u64, cfg: DbConfig) -> (Db, 
 /// The transaction runs into LogFull; the caller aborts as told.
 #[test]
 fn a_transaction_that_got_log_full_can_abort() {
-    for (len, holes) in [(100usize, false), (3000, false), (100, true), (3000, true)] {
+    for (len, compact) in [(100usize, false), (3000, false), (100, true), (3000, true)] {
         let pair = MemPair::new();
         let cfg = DbConfig {
-            log_image_holes: holes,
+            log_image_holes: compact,
+            log_page_ops: compact,
             ..config()
         };
         let (db, base, x, hit) = big_txn_with(&pair, len, u64::MAX, cfg);

@@ -174,7 +174,7 @@ impl CutConfig {
         };
         format!(
             "{} data {} KiB log {} KiB, {path}, {}, pool {}, log space {:?}, ckpt fill {:.2} batch \
-             {}, cleaner {:.2}, hot {}, holes {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
+             {}, cleaner {:.2}, hot {}, holes {}, page ops {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
             self.dev.name(),
             self.data_bytes >> 10,
             self.log_bytes >> 10,
@@ -186,6 +186,7 @@ impl CutConfig {
             self.db.cleaner_clean_fraction,
             self.db.max_checkpoint_count,
             self.db.log_image_holes,
+            self.db.log_page_ops,
             self.fault.torn_writes,
             self.fault.lose_unflushed,
             self.ops,
@@ -204,10 +205,13 @@ impl CutConfig {
     }
 }
 
-/// Half the trials log page images without their holes (`DbConfig::log_image_holes`), drawn
-/// from a stream of their own.
+/// The log format, drawn from a stream of its own: half the trials log page images without
+/// their holes (`DbConfig::log_image_holes`), and independently half log structure changes as
+/// page operations where they can (`DbConfig::log_page_ops`).
 pub fn image_holes(db: &mut DbConfig, stream: u64) {
-    db.log_image_holes = Pcg64Mcg::seed_from_u64(stream).random_bool(0.5);
+    let mut rng = Pcg64Mcg::seed_from_u64(stream);
+    db.log_image_holes = rng.random_bool(0.5);
+    db.log_page_ops = rng.random_bool(0.5);
 }
 
 /// Puts `db` in the flushless mode in one trial of three, by draws of its own from `stream` (a

@@ -646,11 +646,24 @@ pub fn leaf_put(
 /// Whether [`leaf_put`] of `key` with an inline value of `value_len` bytes succeeds on `page`
 /// (false: it fails with `NoSpace` and changes nothing), found without changing the page.
 pub fn leaf_put_fits(page: &[u8], key: &[u8], value_len: usize) -> Result<bool> {
+    fits_cell(page, key, LEAF_INLINE_OVERHEAD + key.len() + value_len)
+}
+
+/// Whether [`leaf_put`] of `key` with `val` succeeds on `page` (see [`leaf_put_fits`]).
+pub fn leaf_value_fits(page: &[u8], key: &[u8], val: LeafValue<'_>) -> Result<bool> {
+    let cell = match val {
+        LeafValue::Inline(v) => LEAF_INLINE_OVERHEAD + key.len() + v.len(),
+        LeafValue::Overflow { .. } => LEAF_OVERFLOW_OVERHEAD + key.len(),
+    };
+    fits_cell(page, key, cell)
+}
+
+/// Whether a leaf cell of `cell` bytes for `key` fits as [`leaf_put`] would place it.
+fn fits_cell(page: &[u8], key: &[u8], cell: usize) -> Result<bool> {
     let h = hdr(page)?;
     if h.kind != NodeKind::Leaf {
         return Err(corrupt(page, "expected a leaf"));
     }
-    let cell = LEAF_INLINE_OVERHEAD + key.len() + value_len;
     // The same tests as `leaf_put`: in place, or after removing the old cell, or a new slot.
     Ok(match search_h(page, &h, key)? {
         Search::Found(i) => {

@@ -77,6 +77,31 @@ pub fn split(left: &mut [u8], right: &mut [u8], at: usize) -> Result<Vec<u8>> {
     }
 }
 
+/// Keeps the first `keep` cells of the node (of any kind) and sets its link: what [`split`] makes
+/// of its left half, applied to the node in place (`PageOp::Truncate`).
+pub fn truncate(page: &mut [u8], keep: usize, link: PageId) -> Result<()> {
+    let h = hdr(page)?;
+    if keep > h.n {
+        return Err(corrupt(page, "truncating a node to more cells than it has"));
+    }
+    let mut cells = raw_cells(page, &h)?;
+    cells.truncate(keep);
+    rebuild(page, h.kind, link, &cells)
+}
+
+/// Sets the node's link: a leaf's right sibling, an internal node's leftmost child.
+pub fn set_link(page: &mut [u8], link: PageId) -> Result<()> {
+    let mut h = hdr(page)?;
+    h.link = link;
+    put_hdr(page, &h);
+    Ok(())
+}
+
+/// The link of a node (see [`set_link`]).
+pub fn link(page: &[u8]) -> Result<PageId> {
+    Ok(hdr(page)?.link)
+}
+
 /// Makes the empty leaf `right` (page header set) the right sibling of leaf `left`.
 pub fn link_new_right_leaf(left: &mut [u8], right: &mut [u8]) -> Result<()> {
     let old = right_sibling(left)?;

@@ -76,6 +76,10 @@ pub struct WalConfig {
     /// Page images are logged without their longest run of zero bytes (redo tag 4; see
     /// [`codec`]). Either form is read whatever this says.
     pub image_holes: bool,
+    /// Structure changes log the pages they change only by page operations as those operations
+    /// (redo tag 5) instead of images. Only for write paths that never leave a torn page for
+    /// redo to find: operations need the page as it was. Either form is read whatever this says.
+    pub page_ops: bool,
 }
 
 /// Largest log buffer: pending bytes beyond it are written out by `append`.

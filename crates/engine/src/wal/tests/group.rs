@@ -33,6 +33,7 @@ fn shared(dev: &Held, gc: GroupCommit) -> SharedWal {
         group_commit: gc,
         buffer_bytes: None,
         image_holes: false,
+        page_ops: false,
     };
     SharedWal::new(Wal::create(dev.boxed(), cfg).unwrap())
 }
@@ -248,6 +249,7 @@ fn shared_on(dev: Box<dyn BlockDevice>, gc: GroupCommit) -> SharedWal {
         group_commit: gc,
         buffer_bytes: None,
         image_holes: false,
+        page_ops: false,
     };
     SharedWal::new(Wal::create(dev, cfg).unwrap())
 }
