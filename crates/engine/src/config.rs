@@ -273,7 +273,8 @@ impl DbConfig {
     }
 
     /// Whether structure changes may log page operations: asked for, and no page the log's
-    /// redo meets can be torn (in place needs the doublewrite buffer), and not flushless.
+    /// redo meets can be torn (in place needs the doublewrite buffer), and not flushless. (The
+    /// database also asks the write path as opened: `WritePath::pages_untorn`.)
     pub fn page_ops(&self) -> bool {
         let untorn = self.journal.is_some() || self.out_of_place.is_some() || self.doublewrite;
         self.log_page_ops && untorn && self.flushless.is_none()

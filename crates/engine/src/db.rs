@@ -342,6 +342,9 @@ impl Db {
             let agreement = crate::identity::check(&wp.stamp(), wal.db_id(), &master)?;
             (wp, wal, Some((master, agreement)))
         };
+        // Page operations only where the write path as opened (not as configured: an in-place
+        // device formatted without a doublewrite area has none) leaves no torn page for redo.
+        wal.set_page_ops(cfg.page_ops() && wp.pages_untorn());
         let health = Health::new();
         let mut wp = wp;
         wp.share_health(health.clone());

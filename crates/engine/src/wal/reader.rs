@@ -60,18 +60,28 @@ impl<'a> LogReader<'a> {
 
     /// Makes the scan tell a torn tail from damage in the middle of the log: a record whose
     /// checksum fails but whose length is plausible is followed, record by record; if valid
-    /// records continue past the largest write the log ever makes at once (its buffer, plus a
-    /// block), the bad record was in an earlier write that had been made durable, so it was
-    /// damaged afterwards: the scan fails with `CorruptLog` instead of ending there.
+    /// records continue past the largest write the log may have made at once (a quarter of
+    /// the log space, the largest buffer any configuration may use, plus a block), the bad
+    /// record was in an earlier write that had been made durable, so it was damaged
+    /// afterwards: the scan fails with `CorruptLog` instead of ending there. A header that
+    /// cannot be followed (a damaged length or LSN field) is looked past by searching for a
+    /// valid record beyond that window.
     pub fn detecting_damage(mut self) -> Self {
         self.detect_damage = true;
         self
     }
 
+    /// Bytes past the start of a torn record that the write which tore it may have reached:
+    /// the largest log buffer any configuration of this log may have used before the crash (a
+    /// quarter of the log space; the buffer size is not recorded in the log), plus a block.
+    fn torn_window(&self) -> u64 {
+        self.wal.capacity_bytes() / 4 + self.wal.block_bytes()
+    }
+
     /// After a bad checksum at `at` for a record of `total` bytes: whether valid records follow
     /// it beyond the torn-write window.
     fn valid_records_follow(&mut self, at: Lsn, total: u64) -> Result<Option<Lsn>> {
-        let window = self.wal.buffer_bytes() + self.wal.block_bytes();
+        let window = self.torn_window();
         let mut q = at + total;
         while q + HEADER_BYTES as u64 <= self.limit {
             let head = self.get(q, HEADER_BYTES)?;
@@ -93,15 +103,14 @@ impl<'a> LogReader<'a> {
 
     /// After a header that does not parse at `at` (a length or LSN field damaged, or a
     /// record that could not be followed): the position of a valid record that starts beyond
-    /// the torn-write window, found by trying every position in the window's length after it.
+    /// the torn-write window, found by trying every position in one log buffer's length after it.
     /// Such a record was written after the damaged one, in an earlier write that had been
     /// made durable. The search is cheap per position (an LSN field must equal its position
     /// before a checksum is computed) and runs only at a suspicious end, never at the usual
     /// ends (zeros, a record of an earlier lap).
     fn valid_record_beyond(&mut self, at: Lsn) -> Result<Option<Lsn>> {
-        let window = self.wal.buffer_bytes() + self.wal.block_bytes();
-        let from = at + window;
-        let to = (from + window).min(self.limit);
+        let from = at + self.torn_window();
+        let to = (from + self.wal.buffer_bytes() + self.wal.block_bytes()).min(self.limit);
         let mut q = from;
         while q + HEADER_BYTES as u64 <= to {
             let head = self.get(q, HEADER_BYTES)?;

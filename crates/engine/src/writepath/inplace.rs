@@ -352,6 +352,11 @@ impl WritePath for InPlace {
         self.note(r)
     }
 
+    fn pages_untorn(&self) -> bool {
+        // What `write_pages` does: through the doublewrite area only if it is on and exists.
+        self.doublewrite && self.layout.dw_pages > 0
+    }
+
     fn kind(&self) -> &'static str {
         "in-place"
     }

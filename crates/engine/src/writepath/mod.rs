@@ -233,6 +233,11 @@ pub trait WritePath: Send + Sync {
     fn share_health(&mut self, health: crate::health::Health);
     /// A short name of the strategy ("in-place", "out-of-place").
     fn kind(&self) -> &'static str;
+    /// Whether no page the log's redo meets can be torn: every page write is atomic, or a torn
+    /// one is repaired before redo (the doublewrite buffer). Page operations in the log need it.
+    fn pages_untorn(&self) -> bool {
+        true
+    }
     /// Whether [`WritePath::checkpoint`] is cheap enough to run after every compaction of the
     /// flushless mode (in place it saves nothing; out of place it writes the page map).
     fn cheap_checkpoint(&self) -> bool {

@@ -730,6 +730,12 @@ impl Wal {
         self.tail.as_ref().map_or(0, |t| t.durable)
     }
 
+    /// Whether structure changes may log page operations ([`WalConfig::page_ops`]); set once
+    /// the write path is open and known to leave no torn page.
+    pub(crate) fn set_page_ops(&mut self, on: bool) {
+        self.cfg.page_ops = on;
+    }
+
     /// Bytes of the circular data area.
     pub fn capacity_bytes(&self) -> u64 {
         self.area.capacity
