@@ -101,13 +101,8 @@ pub fn apply(data: &mut [u8], pid: PageId, lsn: Lsn, redo: &Redo) -> Result<Appl
                             continue;
                         }
                         for op in ops {
-                            apply_op(data, op).map_err(|e| match e {
-                                node::PutError::Corrupt(e) => e,
-                                node::PutError::NoSpace => Error::CorruptLog {
-                                    lsn,
-                                    reason: format!("redo of {op:?} does not fit page {pid}"),
-                                },
-                            })?;
+                            apply_op(data, op)
+                                .map_err(|e| no_room(e, lsn, || format!("redo of {op:?}"), pid))?;
                         }
                         page::set_page_lsn(data, lsn);
                         Applied::Changed
@@ -123,13 +118,8 @@ pub fn apply(data: &mut [u8], pid: PageId, lsn: Lsn, redo: &Redo) -> Result<Appl
             if !leaf_needs(data, pid, lsn)? {
                 return Ok(Applied::Skipped);
             }
-            node::leaf_put_inline(data, key, value).map_err(|e| match e {
-                node::PutError::Corrupt(e) => e,
-                node::PutError::NoSpace => Error::CorruptLog {
-                    lsn,
-                    reason: format!("redo of a leaf put does not fit page {pid}"),
-                },
-            })?;
+            node::leaf_put_inline(data, key, value)
+                .map_err(|e| no_room(e, lsn, || "redo of a leaf put".into(), pid))?;
             page::set_page_lsn(data, lsn);
             Ok(Applied::Changed)
         }
@@ -142,6 +132,18 @@ pub fn apply(data: &mut [u8], pid: PageId, lsn: Lsn, redo: &Redo) -> Result<Appl
             Ok(Applied::Changed)
         }
         _ => Ok(Applied::Skipped),
+    }
+}
+
+/// The error of a redo step that failed: a change that does not fit its page is a corrupt log
+/// (it fitted when it was logged).
+fn no_room(e: node::PutError, lsn: Lsn, what: impl FnOnce() -> String, pid: PageId) -> Error {
+    match e {
+        node::PutError::Corrupt(e) => e,
+        node::PutError::NoSpace => Error::CorruptLog {
+            lsn,
+            reason: format!("{} does not fit page {pid}", what()),
+        },
     }
 }
 
