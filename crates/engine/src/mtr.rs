@@ -294,7 +294,9 @@ impl PageStore for Mtr<'_> {
             .filter(|_| !self.touched.iter().any(|(p, _)| *p == pid))
             .map(|f| self.cache.pool.data(f).into());
         let fr = self.cache.create(pid, &mut *self.log)?;
-        self.touch(pid, fr, true, cached);
+        let i = self.touch(pid, fr, true, cached);
+        // A new page is logged as its image, even one this operation touched before (freed).
+        self.before[i].ops = None;
         page::init(self.cache.pool.data_mut(fr), pid, kind);
         self.log.note_alloc(pid);
         Ok(pid)

@@ -49,7 +49,8 @@ impl PageRedo {
 }
 
 /// A change to one page that the log can describe without the page's image; applied by
-/// `redo::apply_op`, in the operation itself and in redo alike.
+/// `redo::apply_op`, in the operation itself and in redo alike. An operation that does not fit
+/// (`NoSpace`) must leave the page unchanged: the mini-transaction then logs nothing for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PageOp {
     /// Sets a B+tree node's link (a leaf's right sibling, an internal node's leftmost child).
