@@ -481,6 +481,51 @@ fn power_cut_during_a_sequential_load_recovers_committed_state() {
     );
 }
 
+/// A data device formatted without a doublewrite area writes pages straight home even when it is
+/// reopened with `doublewrite: true`: the log must not use page operations there (redo could not
+/// replay them onto a torn page), so a sequential load logs as much as with them off.
+#[test]
+fn page_operations_follow_the_write_path_as_opened() {
+    let per_row = |create: DbConfig, reopen: DbConfig| -> f64 {
+        let pair = MemPair::new();
+        drop(Db::open(pair.devices(), create).unwrap());
+        let db = Db::open(pair.devices(), reopen).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let before = db.stats().wal.appended_bytes;
+        for b in 0..50u64 {
+            let mut x = db.begin().unwrap();
+            for i in 0..40 {
+                x.put(&t, &key(b * 40 + i, 16), &value(b, 100)).unwrap();
+            }
+            x.commit().unwrap();
+        }
+        (db.stats().wal.appended_bytes - before) as f64 / 2000.0
+    };
+    let base = DbConfig {
+        log_space_bytes: Some(4 << 20),
+        ..DbConfig::default()
+    };
+    let without_area = DbConfig {
+        doublewrite: false,
+        doublewrite_pages: 0,
+        ..base.clone()
+    };
+    let ops_off = DbConfig {
+        log_page_ops: false,
+        ..base.clone()
+    };
+    let with_ops = per_row(base.clone(), base.clone());
+    let no_ops = per_row(base.clone(), ops_off);
+    let formatted_without = per_row(without_area, base);
+    eprintln!("log bytes a row: {with_ops:.0} with operations, {no_ops:.0} without, {formatted_without:.0} on a device without a doublewrite area");
+    assert!(with_ops < 0.7 * no_ops, "{with_ops} vs {no_ops}");
+    assert!(
+        (formatted_without - no_ops).abs() < 0.02 * no_ops,
+        "a device without a doublewrite area logged {formatted_without:.0} bytes a row, as if \
+         it used page operations ({with_ops:.0}; without them {no_ops:.0})"
+    );
+}
+
 /// Loads increasing keys, 40 a transaction, until the power cut after `cut` device commands;
 /// reopens and checks the rows. Returns the log bytes appended before the cut and the rows
 /// inserted.
