@@ -81,6 +81,7 @@ mod mtr;
 mod mvcc;
 mod ops;
 mod page;
+mod page_op;
 mod page_table;
 mod read_shared;
 mod recovery;

@@ -12,7 +12,8 @@ use crate::cache::PageCache;
 use crate::error::{Error, Result};
 use crate::meta::{self, META_PID};
 use crate::page::{self, Lsn, PageId, PageType};
-use crate::wal::record::{Body, PageOp, PageRedo, Redo, TxnId};
+use crate::page_op::PageOp;
+use crate::wal::record::{Body, PageRedo, Redo, TxnId};
 use crate::wal::Wal;
 use crate::writepath::LogSink;
 
@@ -265,7 +266,7 @@ impl PageStore for Mtr<'_> {
     fn apply_op(&mut self, pid: PageId, op: PageOp) -> Result<std::result::Result<(), PutError>> {
         let fr = self.frame(pid)?;
         let i = self.touch(pid, fr, false, None);
-        let r = crate::redo::apply_op(self.cache.pool.data_mut(fr), &op);
+        let r = crate::page_op::apply_op(self.cache.pool.data_mut(fr), &op);
         match r {
             Ok(()) => {
                 if let Some(ops) = &mut self.before[i].ops {

@@ -8,9 +8,9 @@
 
 use crate::btree::node;
 use crate::error::{Error, Result};
-use crate::meta;
 use crate::page::{self, Lsn, PageId};
-use crate::wal::record::{PageOp, PageRedo, Redo};
+use crate::page_op::apply_op;
+use crate::wal::record::{PageRedo, Redo};
 
 /// What [`apply`] did to the page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,19 +40,6 @@ pub fn has_image(redo: &Redo, pid: PageId) -> bool {
             .any(|(p, r)| *p == pid && matches!(r, PageRedo::Image(_))),
         _ => false,
     }
-}
-
-/// Applies one page operation to `page`: the one implementation, used by the operation that
-/// logs it and by redo, so both leave the same bytes behind from the same page.
-pub fn apply_op(page: &mut [u8], op: &PageOp) -> std::result::Result<(), node::PutError> {
-    match op {
-        PageOp::SetLink(link) => node::set_link(page, *link)?,
-        PageOp::InternalInsert { key, child } => node::internal_insert(page, key, *child)?,
-        PageOp::Truncate { keep, link } => node::truncate(page, *keep as usize, *link)?,
-        PageOp::MetaNextPid(pid) => meta::set_next_pid(page, *pid),
-        PageOp::MetaFreeHead(pid) => meta::set_free_head(page, *pid),
-    }
-    Ok(())
 }
 
 /// Replaces `data` with `image` if the page is older than `lsn` (or never written).
@@ -171,7 +158,9 @@ fn needs(data: &[u8], pid: PageId, lsn: Lsn, what: &'static str) -> Result<bool>
 mod tests {
     use super::*;
     use crate::btree::node::{self, NodeKind, Search};
+    use crate::meta;
     use crate::page::{PageType, NO_PAGE};
+    use crate::page_op::PageOp;
 
     fn leaf(pid: PageId, lsn: Lsn) -> Vec<u8> {
         let mut p = vec![0u8; 4096];

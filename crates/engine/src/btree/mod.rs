@@ -16,7 +16,7 @@ pub mod tree;
 
 use crate::error::Result;
 use crate::page::{PageId, PageType};
-use crate::wal::record::PageOp;
+use crate::page_op::PageOp;
 
 /// What the tree needs from the buffer pool. Page accesses pin the page for the closure's
 /// duration; a mutable access marks it dirty and part of the current operation.
@@ -28,14 +28,14 @@ pub trait PageStore {
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId>;
     /// Returns a page to the free list.
     fn free_page(&mut self, pid: PageId) -> Result<()>;
-    /// Changes page `pid` by `op` (`redo::apply_op`); `Ok(Err(NoSpace))` if it does not fit,
+    /// Changes page `pid` by `op` (`page_op::apply_op`); `Ok(Err(NoSpace))` if it does not fit,
     /// the page unchanged. A store that logs may log the operation instead of the page.
     fn apply_op(
         &mut self,
         pid: PageId,
         op: PageOp,
     ) -> Result<std::result::Result<(), node::PutError>> {
-        match self.write_page(pid, |p| crate::redo::apply_op(p, &op))? {
+        match self.write_page(pid, |p| crate::page_op::apply_op(p, &op))? {
             Err(node::PutError::Corrupt(e)) => Err(e),
             r => Ok(r),
         }

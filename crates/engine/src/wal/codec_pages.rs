@@ -5,7 +5,7 @@ use super::{
     put_bytes, zero_hole, Cursor, Fault, Parse, MAX_IMAGE, OP_INTERNAL_INSERT, OP_META_FREE_HEAD,
     OP_META_NEXT_PID, OP_SET_LINK, OP_TRUNCATE,
 };
-use crate::wal::record::PageOp;
+use crate::page_op::PageOp;
 
 /// `image` as `len`, `hole_at`, `hole_len` and the bytes outside the hole; with `elided` None
 /// the hole is empty, else it is the longest run of zeros and its length is added to `elided`.

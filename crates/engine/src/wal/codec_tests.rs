@@ -1,7 +1,7 @@
 //! Tests of the log record codec.
 
 use super::*;
-use crate::wal::record::PageOp;
+use crate::page_op::PageOp;
 use proptest::prelude::*;
 
 fn bytes_s(max: usize) -> impl Strategy<Value = Vec<u8>> {

@@ -2,6 +2,7 @@
 //! `wal/codec.rs`; its layout is documented in docs/format.md.
 
 use crate::page::{Lsn, PageId};
+pub use crate::page_op::PageOp;
 
 pub type TxnId = u64;
 pub type TreeId = u32;
@@ -44,35 +45,6 @@ impl PageRedo {
         match self {
             PageRedo::Image(img) => img.len(),
             PageRedo::Ops(ops) => ops.iter().map(PageOp::bytes).sum(),
-        }
-    }
-}
-
-/// A change to one page that the log can describe without the page's image; applied by
-/// `redo::apply_op`, in the operation itself and in redo alike. An operation that does not fit
-/// (`NoSpace`) must leave the page unchanged: the mini-transaction then logs nothing for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PageOp {
-    /// Sets a B+tree node's link (a leaf's right sibling, an internal node's leftmost child).
-    SetLink(PageId),
-    /// Inserts separator `key` with child `child` into an internal node.
-    InternalInsert { key: Vec<u8>, child: PageId },
-    /// Keeps a node's first `keep` cells (by key order) and sets its link: the left half of a
-    /// split whose new cell went right.
-    Truncate { keep: u32, link: PageId },
-    /// Sets the meta page's next never-used page id.
-    MetaNextPid(PageId),
-    /// Sets the meta page's free-list head.
-    MetaFreeHead(PageId),
-}
-
-impl PageOp {
-    /// Bytes of the operation's encoding.
-    pub fn bytes(&self) -> usize {
-        match self {
-            PageOp::InternalInsert { key, .. } => 1 + 4 + key.len() + 8,
-            PageOp::Truncate { .. } => 1 + 4 + 8,
-            PageOp::SetLink(_) | PageOp::MetaNextPid(_) | PageOp::MetaFreeHead(_) => 1 + 8,
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::btree::node::{self, LeafValue, NodeKind, PutError, Search};
 use crate::btree::PageStore;
 use crate::error::Result;
 use crate::page::{PageId, NO_PAGE, PAGE_HEADER_BYTES};
-use crate::wal::record::PageOp;
+use crate::page_op::PageOp;
 
 /// A cell waiting to be inserted into a full node.
 pub(super) enum Pending<'a> {
