@@ -101,8 +101,8 @@ pub struct DbConfig {
     /// run of zero bytes: the free middle of a slotted page, most of a new page; as PostgreSQL
     /// leaves the hole out of its full-page images. Fewer log bytes for the same redo, byte for
     /// byte (docs/format.md, redo tag 4). A log may hold both forms; every build since this
-    /// option reads both. `false` logs whole images, as the tables of docs/results.md measured
-    /// before 2026-11-27 did.
+    /// option reads both. `false` logs whole images, as builds before commit a16a298 did (the
+    /// tables of docs/results.md before "The log format of 2026-11-26").
     #[serde(default = "on_by_default")]
     pub log_image_holes: bool,
     /// Log a page that a structure change altered only in ways a page operation describes (a
@@ -112,7 +112,7 @@ pub struct DbConfig {
     /// pages. Operations need the page they were logged against, so they are used only where
     /// no torn page can reach redo: with the doublewrite buffer, out of place, with the
     /// journal, and not in the flushless mode (whose log table compacts by images). `false`
-    /// logs images, as the tables of docs/results.md measured before 2026-11-27 did.
+    /// logs images, as builds before commit a16a298 did.
     #[serde(default = "on_by_default")]
     pub log_page_ops: bool,
 }
