@@ -89,6 +89,11 @@ struct Cli {
     #[arg(long)]
     json: bool,
 
+    /// Print each run's engine statistics (for engines that keep them: wafer) as one JSON
+    /// line on stderr after the run, prefixed with `stats:`.
+    #[arg(long)]
+    engine_stats: bool,
+
     /// Internal: run exactly one measurement (one engine, one workload, one thread count) in
     /// this process, in --dir, and print its result as one JSON line. The parent runs itself
     /// with this flag once per measurement.
@@ -217,6 +222,11 @@ fn one(cli: &Cli) -> Res<()> {
         )?
     };
     m.load_seconds = load_seconds;
+    if cli.engine_stats {
+        if let Some(s) = kv.stats_json() {
+            eprintln!("stats: {s}");
+        }
+    }
     let result = RunResult {
         engine: engine.name().into(),
         workload: workload.name().into(),
@@ -334,7 +344,11 @@ fn child(
     dir: &Path,
 ) -> Res<RunResult> {
     let mode = mode_name(cli.mode);
-    let out = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if cli.engine_stats {
+        cmd.arg("--engine-stats");
+    }
+    let out = cmd
         .arg("--one")
         .args(["--engines", e.name(), "--workloads", w.name()])
         .args(["--threads", &threads.to_string()])

@@ -100,6 +100,10 @@ pub trait Kv: Send + Sync {
     /// Reads up to `len` records from `start` on, in key order; returns how many it read and
     /// the retries after conflicts.
     fn scan(&self, start: &[u8], len: usize) -> Res<(usize, u64)>;
+    /// The engine's own statistics as JSON, for engines that keep them (wafer).
+    fn stats_json(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Opens a fresh, empty store of `kind` under `dir` (a directory of its own).

@@ -78,6 +78,10 @@ impl super::Kv for WaferKv {
         Ok(self.txn(|t, tree| t.put(tree, key, value).map(|_| ()))?.1)
     }
 
+    fn stats_json(&self) -> Option<String> {
+        serde_json::to_string(&self.db.stats()).ok()
+    }
+
     fn scan(&self, start: &[u8], len: usize) -> Res<(usize, u64)> {
         self.txn(|t, tree| {
             t.scan(tree, (Bound::Included(start), Bound::Unbounded), false, len)
