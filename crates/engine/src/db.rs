@@ -393,6 +393,7 @@ impl Db {
             },
             flushless,
             cfg,
+            exclusive_epoch: 0,
         };
         let db = Db {
             shared: Arc::new(Shared::new(core, SharedWal::new(wal))),

@@ -3,6 +3,7 @@
 //! compensation records.
 
 use crate::catalog::Tree;
+use crate::engine::LeafHint;
 use crate::engine::{Core, Shared};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
@@ -17,6 +18,8 @@ pub struct Txn {
     shared: Arc<Shared>,
     id: TxnId,
     done: bool,
+    /// The leaf of this transaction's last plain change and the keys that lead to it.
+    leaf_hint: LeafHint,
 }
 
 impl Txn {
@@ -25,6 +28,7 @@ impl Txn {
             shared,
             id,
             done: false,
+            leaf_hint: LeafHint::default(),
         }
     }
 
@@ -93,10 +97,14 @@ impl Txn {
 
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         // A plain leaf change beside other threads' operations; anything more, alone.
-        let shared =
-            self.shared
-                .core_read()
-                .write_shared(&self.shared.wal, self.id, tree, key, value);
+        let shared = self.shared.core_read().write_shared(
+            &self.shared.wal,
+            self.id,
+            tree,
+            key,
+            value,
+            &mut self.leaf_hint,
+        );
         if let Some(r) = shared {
             return r;
         }

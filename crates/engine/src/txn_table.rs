@@ -224,6 +224,8 @@ impl TxnTable {
 
     /// Concurrency control before `id` accesses `key` of `tree` (`None`: the whole tree).
     /// `checks` runs once `id` is known to be live, before the protocol.
+    /// Returns the transaction's first and last LSN (0: none yet), as [`TxnTable::lsns`] does:
+    /// only the transaction's own operations change them.
     pub fn before_access(
         &self,
         id: TxnId,
@@ -231,7 +233,7 @@ impl TxnTable {
         key: Option<&[u8]>,
         access: Access,
         checks: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<(Lsn, Lsn)> {
         // The shard stays locked while the protocol runs (it changes the transaction's
         // state); lock order: a table shard, then lock-table shards (never the other way).
         let mut shard = self.txns.lock(shard(id));
@@ -241,7 +243,8 @@ impl TxnTable {
             st.thread = Some(me);
         }
         checks()?;
-        self.cc.before_access(id, &mut st.cc, tree, key, access)
+        self.cc.before_access(id, &mut st.cc, tree, key, access)?;
+        Ok((st.first_lsn, st.last_lsn))
     }
 
     /// The live transaction whose first record is the oldest the log must keep (it holds the
@@ -285,22 +288,6 @@ impl TxnTable {
         self.pages_reserved.add(pages as i64);
         self.log_reserved.add(add as i64);
         self.undo.lock(shard(id)).0.push(id, lsn, undo);
-    }
-
-    /// `id` changed page `pid` (with the core latch shared; see [`TxnTable::pages_mut`]).
-    pub fn push_page(&self, id: TxnId, pid: PageId) {
-        if let Some(st) = self.txns.lock(shard(id)).get_mut(&id) {
-            st.pages.push(pid);
-        }
-    }
-
-    /// `id`'s first and last LSN (0: none yet); fails unless `id` is live.
-    pub fn lsns(&self, id: TxnId) -> Result<(Lsn, Lsn)> {
-        let shard = self.txns.lock(shard(id));
-        shard
-            .get(&id)
-            .map(|s| (s.first_lsn, s.last_lsn))
-            .ok_or(Error::TxnNotActive)
     }
 
     /// Pages `id` changed in its last operation.

@@ -20,6 +20,7 @@ use super::overflow;
 use super::PageStore;
 use crate::error::{Error, Result};
 use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
+use smallvec::SmallVec;
 use std::collections::HashSet;
 use std::ops::Bound;
 
@@ -107,7 +108,12 @@ fn scratch(page_size: usize, pid: PageId, kind: NodeKind, link: PageId) -> Vec<u
 }
 
 fn find_stored(page: &[u8], key: &[u8]) -> Result<Option<Stored>> {
-    match node::search(page, key)? {
+    find_stored_at(page, node::search(page, key)?)
+}
+
+/// [`find_stored`] where the page was searched for the key already (`at`).
+fn find_stored_at(page: &[u8], at: Search) -> Result<Option<Stored>> {
+    match at {
         Search::Found(i) => Ok(Some(Stored::from(node::leaf_cell_at(page, i)?.1))),
         Search::NotFound(_) => Ok(None),
     }
@@ -125,10 +131,11 @@ enum Target<'a> {
 
 /// A root-to-leaf path.
 struct Path {
-    /// Root first, leaf last.
-    pids: Vec<PageId>,
+    /// Root first, leaf last. Inline up to `PATH_CAPACITY` levels: a descent per operation
+    /// would otherwise allocate twice.
+    pids: SmallVec<[PageId; PATH_CAPACITY]>,
     /// `idx[i]`: index of the child of `pids[i]` that is `pids[i + 1]`.
-    idx: Vec<usize>,
+    idx: SmallVec<[usize; PATH_CAPACITY]>,
     /// The leaf's lower bound (the deepest separator left of the path), if tracked and any.
     lower: Option<Vec<u8>>,
 }
@@ -151,11 +158,26 @@ fn descend<S: PageStore>(
     target: Target<'_>,
     track_lower: bool,
 ) -> Result<Path> {
-    let mut pids = Vec::with_capacity(PATH_CAPACITY);
+    descend_fenced(store, root, target, track_lower, None)
+}
+
+/// [`descend`], also noting in `fences` (if given) the leaf reached and the key range that leads
+/// to it: the deepest separators left and right of the path.
+fn descend_fenced<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    target: Target<'_>,
+    track_lower: bool,
+    mut fences: Option<&mut LeafRange>,
+) -> Result<Path> {
+    if let Some(f) = fences.as_deref_mut() {
+        f.clear();
+    }
+    let mut pids = SmallVec::new();
     pids.push(root);
     let mut path = Path {
         pids,
-        idx: Vec::with_capacity(PATH_CAPACITY),
+        idx: SmallVec::new(),
         lower: None,
     };
     let mut pid = root;
@@ -175,9 +197,26 @@ fn descend<S: PageStore>(
             } else {
                 None
             };
+            if let Some(f) = fences.as_deref_mut() {
+                // Child `c` holds the keys from separator `c - 1` (inclusive) up to separator
+                // `c` (exclusive); a deeper level narrows what a shallower one set.
+                if c > 0 {
+                    f.lo.clear();
+                    f.lo.extend_from_slice(node::key_at(p, c - 1)?);
+                    f.has_lo = true;
+                }
+                if c < node::cell_count(p)? {
+                    f.hi.clear();
+                    f.hi.extend_from_slice(node::key_at(p, c)?);
+                    f.has_hi = true;
+                }
+            }
             Ok(Some((c, node::child_at(p, c)?, lower)))
         })??;
         let Some((c, child, lower)) = step else {
+            if let Some(f) = fences {
+                f.leaf = pid;
+            }
             return Ok(path);
         };
         if path.pids.len() >= MAX_DEPTH || child == NO_PAGE {
@@ -189,6 +228,38 @@ fn descend<S: PageStore>(
         path.idx.push(c);
         path.pids.push(child);
         pid = child;
+    }
+}
+
+/// A leaf and the keys that lead to it from the root: separators `lo` (inclusive) to `hi`
+/// (exclusive), either side open if absent. It stays true for as long as no node of the tree
+/// splits, merges or is freed; the caller knows when that may have happened (the engine: not
+/// while it holds its core latch shared), and may then go straight to the leaf for a key in the
+/// range (see `plain::plan`). Its buffers are kept between uses, so noting a range allocates
+/// nothing once they are large enough.
+#[derive(Debug, Default)]
+pub struct LeafRange {
+    /// The leaf; 0 when none is known.
+    leaf: PageId,
+    lo: Vec<u8>,
+    has_lo: bool,
+    hi: Vec<u8>,
+    has_hi: bool,
+}
+
+impl LeafRange {
+    /// Forgets the leaf.
+    pub fn clear(&mut self) {
+        self.leaf = 0;
+        self.has_lo = false;
+        self.has_hi = false;
+    }
+
+    /// The leaf that `key` leads to, if this range holds it.
+    pub fn leaf_for(&self, key: &[u8]) -> Option<PageId> {
+        let above_lo = !self.has_lo || node::cmp_key(&self.lo, key).is_le();
+        let below_hi = !self.has_hi || node::cmp_key(key, &self.hi).is_lt();
+        (self.leaf != 0 && above_lo && below_hi).then_some(self.leaf)
     }
 }
 

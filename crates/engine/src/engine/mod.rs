@@ -22,6 +22,7 @@
 
 mod scan;
 mod shared_ops;
+pub(crate) use shared_ops::LeafHint;
 
 use crate::btree::{self, tree as bt};
 use crate::cache::PageCache;
@@ -88,6 +89,10 @@ pub(crate) struct Core {
     pub flushless: Option<crate::flushless::Flushless>,
     /// The version store on the undo device (snapshot isolation), when there is one.
     pub versions: Option<crate::mvcc::VersionStore>,
+    /// Times the core latch was taken exclusive. B+tree nodes split, merge and are freed only
+    /// with it exclusive (a change made with it shared touches one leaf), so a leaf's key range
+    /// noted at one value still holds while the value is the same (see `LeafHint`).
+    pub exclusive_epoch: u64,
 }
 
 /// What `Db` and `Txn` handles share.
@@ -177,6 +182,7 @@ impl Shared {
         };
         // Changes made with the latch shared are marked dirty before anyone looks.
         g.cache.pool.apply_dirty();
+        g.exclusive_epoch += 1;
         g
     }
 
@@ -252,7 +258,18 @@ impl Core {
 
     /// Concurrency control before `txn` touches `key` of `tree` (`None`: the whole tree).
     fn access(&self, txn: TxnId, tree: &Tree, key: Option<&[u8]>, access: Access) -> Result<()> {
-        // The checks of `checked`, in its order, with one look at the transaction table.
+        self.access_lsns(txn, tree, key, access).map(|_| ())
+    }
+
+    /// [`Core::access`], returning the transaction's first and last LSN (0: none yet). The
+    /// checks of `checked`, in its order, with one look at the transaction table.
+    pub fn access_lsns(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        key: Option<&[u8]>,
+        access: Access,
+    ) -> Result<(Lsn, Lsn)> {
         self.check()?;
         self.txns.before_access(txn, tree.id, key, access, || {
             self.catalog.check_handle(tree)

@@ -181,6 +181,7 @@ impl Core {
         tree: &Tree,
         key: &[u8],
         value: Option<&[u8]>,
+        hint: &mut LeafHint,
     ) -> Option<Result<Option<Vec<u8>>>> {
         if !self.commits_shared() {
             return None;
@@ -189,12 +190,13 @@ impl Core {
             self.check()?;
             self.check_sizes(key, value)?;
             // `access` fails with `TxnNotActive` for a transaction that is not live.
-            self.access(txn, tree, Some(key), Access::Write)
+            self.access_lsns(txn, tree, Some(key), Access::Write)
         })();
-        if let Err(e) = pre {
-            return Some(Err(e));
-        }
-        let r = self.write_plain(wal, txn, tree, key, value);
+        let lsns = match pre {
+            Ok(lsns) => lsns,
+            Err(e) => return Some(Err(e)),
+        };
+        let r = self.write_plain(wal, (txn, lsns), tree, key, value, hint);
         match &r {
             None => self.stats.shared_retries.add(1),
             Some(_) => self.stats.shared.add(1),
@@ -202,25 +204,34 @@ impl Core {
         r
     }
 
-    /// The leaf change of [`Core::write_shared`], once the transaction may write `key`.
+    /// The leaf change of [`Core::write_shared`], once the transaction may write `key`: `txn`
+    /// with its first and last LSN (0: none yet).
     fn write_plain(
         &self,
         wal: &SharedWal,
-        txn: TxnId,
+        (txn, (first, prev)): (TxnId, (Lsn, Lsn)),
         tree: &Tree,
         key: &[u8],
         value: Option<&[u8]>,
+        hint: &mut LeafHint,
     ) -> Option<Result<Option<Vec<u8>>>> {
         let mut w = SharedWriter::new(&self.cache);
-        let plan = match bt::plain::plan(&mut w, tree.root, key, value) {
+        // The leaf range noted by the transaction's last plain change still holds if it was
+        // noted in this tree and the core latch has not been exclusive since: only then do
+        // nodes split, merge or get freed.
+        let now = (tree.id, tree.root, self.exclusive_epoch);
+        let reuse = (hint.tree, hint.root, hint.epoch) == now;
+        (hint.tree, hint.root, hint.epoch) = now;
+        let planned = bt::plain::plan(&mut w, tree.root, key, value, &mut hint.range, reuse);
+        let plan = match planned {
             Ok(Some(plan)) if !w.refused() => plan,
             // Not plain, refused (a page not in memory), or an error the exclusive run reports
             // the same way: nothing was written.
             _ => return None,
         };
         let need = update_log_need(self.cfg.page_size, key, value);
-        let (leaf, old) = match plan {
-            Plan::Change { leaf, old } if w.latches(leaf) => (leaf, old),
+        let (leaf, old, at) = match plan {
+            Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
             // A leaf that is not guarded changes only with the core latch exclusive.
             Plan::Change { .. } => return None,
             Plan::Nothing => {
@@ -236,10 +247,6 @@ impl Core {
                 self.stats.ops.add(1);
                 return Some(Ok(None));
             }
-        };
-        let (first, prev) = match self.txns.lsns(txn) {
-            Ok(l) => l,
-            Err(e) => return Some(Err(e)),
         };
         // Logged first, the change made after: a refusal (the log short of space or a
         // checkpoint due, which the exclusive run then takes) leaves nothing to take back.
@@ -279,7 +286,7 @@ impl Core {
         // Reserved before the log is let go, so the next writer's space check counts it.
         self.txns.updated(txn, lsn, record_bytes, grows, undo);
         drop(log);
-        if let Err(e) = bt::plain::apply(&mut w, leaf, key, value) {
+        if let Err(e) = bt::plain::apply(&mut w, leaf, key, value, at) {
             // The leaf the plan read under this latch could not take the change: it is
             // corrupt, and the log holds a change the page does not: nothing more may be
             // written (recovery redoes the record on the page as written).
@@ -287,8 +294,20 @@ impl Core {
             return Some(Err(e));
         }
         w.finish(lsn);
-        self.txns.push_page(txn, leaf);
+        // The transaction's list of changed pages serves only the per-frame lists of
+        // uncommitted changes, which a mode that writes with the latch shared does not keep.
+        debug_assert!(!self.cache.pool.track_uncommitted);
         self.stats.ops.add(1);
         Some(Ok(old))
     }
+}
+
+/// A transaction's note of the leaf its last plain change went to (see
+/// [`bt::LeafRange`]), and when: the tree, its root, and [`Core::exclusive_epoch`] then.
+#[derive(Debug, Default)]
+pub(crate) struct LeafHint {
+    tree: crate::wal::record::TreeId,
+    root: crate::page::PageId,
+    epoch: u64,
+    range: bt::LeafRange,
 }

@@ -270,17 +270,58 @@ fn raw_cells(page: &[u8], h: &Hdr) -> Result<Vec<Vec<u8>>> {
         .collect()
 }
 
-fn leaf_cell(key: &[u8], val: LeafValue<'_>) -> Result<Vec<u8>> {
+/// Cells up to this many bytes are built on the stack (a YCSB record of a 24-byte key and a
+/// 100-byte value is 131): a put would otherwise allocate, and grow, a vector per cell.
+const CELL_STACK_BYTES: usize = 256;
+
+/// A cell built from parts: on the stack when short, else on the heap.
+struct CellBuf {
+    stack: [u8; CELL_STACK_BYTES],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl CellBuf {
+    fn of(parts: &[&[u8]]) -> CellBuf {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let mut c = CellBuf {
+            stack: [0; CELL_STACK_BYTES],
+            len,
+            heap: Vec::new(),
+        };
+        if len <= CELL_STACK_BYTES {
+            let mut at = 0;
+            for p in parts {
+                c.stack[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+        } else {
+            c.heap = parts.concat();
+        }
+        c
+    }
+}
+
+impl std::ops::Deref for CellBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.len <= CELL_STACK_BYTES {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
+fn leaf_cell(key: &[u8], val: LeafValue<'_>) -> Result<CellBuf> {
     if key.len() > u16::MAX as usize {
         return Err(Error::KeyTooLong {
             len: key.len(),
             max: u16::MAX as usize,
         });
     }
-    let mut c = Vec::with_capacity(LEAF_OVERFLOW_OVERHEAD + key.len());
-    c.extend_from_slice(&(key.len() as u16).to_le_bytes());
-    c.extend_from_slice(key);
-    match val {
+    let klen = (key.len() as u16).to_le_bytes();
+    Ok(match val {
         LeafValue::Inline(v) => {
             if v.len() > u32::MAX as usize {
                 return Err(Error::ValueTooLong {
@@ -288,17 +329,17 @@ fn leaf_cell(key: &[u8], val: LeafValue<'_>) -> Result<Vec<u8>> {
                     max: u32::MAX as usize,
                 });
             }
-            c.push(TAG_INLINE);
-            c.extend_from_slice(&(v.len() as u32).to_le_bytes());
-            c.extend_from_slice(v);
+            let vlen = (v.len() as u32).to_le_bytes();
+            CellBuf::of(&[&klen, key, &[TAG_INLINE], &vlen, v])
         }
-        LeafValue::Overflow { total_len, first } => {
-            c.push(TAG_OVERFLOW);
-            c.extend_from_slice(&total_len.to_le_bytes());
-            c.extend_from_slice(&first.to_le_bytes());
-        }
-    }
-    Ok(c)
+        LeafValue::Overflow { total_len, first } => CellBuf::of(&[
+            &klen,
+            key,
+            &[TAG_OVERFLOW],
+            &total_len.to_le_bytes(),
+            &first.to_le_bytes(),
+        ]),
+    })
 }
 
 fn internal_cell(key: &[u8], child: PageId) -> Result<Vec<u8>> {
@@ -608,14 +649,28 @@ pub fn leaf_put(
     key: &[u8],
     val: LeafValue<'_>,
 ) -> std::result::Result<(), PutError> {
+    let at = search(page, key)?;
+    leaf_put_at(page, key, val, at)
+}
+
+/// [`leaf_put`] where the caller already searched the page for `key` (`at`, from [`search`]
+/// on this page as it is now): a plain change searches its leaf once, not once to plan and
+/// again to apply.
+pub fn leaf_put_at(
+    page: &mut [u8],
+    key: &[u8],
+    val: LeafValue<'_>,
+    at: Search,
+) -> std::result::Result<(), PutError> {
     debug_validate(page)?;
     let mut h = hdr(page)?;
     if h.kind != NodeKind::Leaf {
         return Err(corrupt(page, "expected a leaf").into());
     }
+    debug_assert_eq!(Ok(at), search_h(page, &h, key), "a stale search result");
     let cell = leaf_cell(key, val)?;
-    let fits = match search_h(page, &h, key)? {
-        Search::Found(i) => {
+    let fits = match at {
+        Search::Found(i) if i < h.n => {
             let (s, e) = cell_range(page, &h, i)?;
             let old = e - s;
             if cell.len() <= old {
@@ -634,7 +689,8 @@ pub fn leaf_put(
                 true
             }
         }
-        Search::NotFound(i) => insert_raw(page, &mut h, i, &cell)?,
+        Search::NotFound(i) if i <= h.n => insert_raw(page, &mut h, i, &cell)?,
+        _ => return Err(corrupt(page, "a search result outside the node").into()),
     };
     if fits {
         Ok(())
@@ -643,13 +699,8 @@ pub fn leaf_put(
     }
 }
 
-/// Whether [`leaf_put`] of `key` with an inline value of `value_len` bytes succeeds on `page`
-/// (false: it fails with `NoSpace` and changes nothing), found without changing the page.
-pub fn leaf_put_fits(page: &[u8], key: &[u8], value_len: usize) -> Result<bool> {
-    fits_cell(page, key, LEAF_INLINE_OVERHEAD + key.len() + value_len)
-}
-
-/// Whether [`leaf_put`] of `key` with `val` succeeds on `page` (see [`leaf_put_fits`]).
+/// Whether [`leaf_put`] of `key` with `val` succeeds on `page` (false: it fails with `NoSpace`
+/// and changes nothing), found without changing the page.
 pub fn leaf_value_fits(page: &[u8], key: &[u8], val: LeafValue<'_>) -> Result<bool> {
     let cell = match val {
         LeafValue::Inline(v) => LEAF_INLINE_OVERHEAD + key.len() + v.len(),
@@ -660,12 +711,23 @@ pub fn leaf_value_fits(page: &[u8], key: &[u8], val: LeafValue<'_>) -> Result<bo
 
 /// Whether a leaf cell of `cell` bytes for `key` fits as [`leaf_put`] would place it.
 fn fits_cell(page: &[u8], key: &[u8], cell: usize) -> Result<bool> {
+    fits_cell_at(page, cell, search(page, key)?)
+}
+
+/// Whether [`leaf_put_at`] of `key` with an inline value of `value_len` bytes at `at` (the
+/// caller's search of the page for `key`) succeeds, found without changing the page.
+pub fn leaf_put_fits_at(page: &[u8], key: &[u8], value_len: usize, at: Search) -> Result<bool> {
+    fits_cell_at(page, LEAF_INLINE_OVERHEAD + key.len() + value_len, at)
+}
+
+/// Whether a leaf cell of `cell` bytes fits as [`leaf_put_at`] would place it at `at`.
+fn fits_cell_at(page: &[u8], cell: usize, at: Search) -> Result<bool> {
     let h = hdr(page)?;
     if h.kind != NodeKind::Leaf {
         return Err(corrupt(page, "expected a leaf"));
     }
     // The same tests as `leaf_put`: in place, or after removing the old cell, or a new slot.
-    Ok(match search_h(page, &h, key)? {
+    Ok(match at {
         Search::Found(i) => {
             let (s, e) = cell_range(page, &h, i)?;
             cell <= e - s || h.contiguous() + h.frag + (e - s) >= cell

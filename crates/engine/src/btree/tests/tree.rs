@@ -22,6 +22,10 @@ struct MemStore {
     accesses: usize,
     /// The leaf after the last plain change planned, made on a copy.
     applied: Option<Vec<u8>>,
+    /// The leaf range noted by the plans so far (cleared after a change that is not plain).
+    range: tree::LeafRange,
+    /// Plans that went straight to the leaf through `range`.
+    reused: usize,
 }
 
 impl MemStore {
@@ -35,6 +39,8 @@ impl MemStore {
             before: HashMap::new(),
             accesses: 0,
             applied: None,
+            range: tree::LeafRange::default(),
+            reused: 0,
         }
     }
     fn reset_touched(&mut self) {
@@ -182,12 +188,15 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
                         // A put is plain exactly when it is a simple leaf change, and then it
                         // reads and writes as often.
                         match plan.unwrap() {
-                            Some(Plan::Change { leaf, old }) => {
+                            Some(Plan::Change { leaf, old, .. }) => {
                                 assert_eq!((Some(leaf), &old), (out.leaf, &out.old));
                                 assert_eq!(plan_reads + 1, s.accesses - at, "page accesses");
                                 assert_eq!(s.applied.take().as_ref(), Some(&s.pages[&leaf]));
                             }
-                            p => assert!(p.is_none() && out.leaf.is_none(), "{p:?}"),
+                            p => {
+                                assert!(p.is_none() && out.leaf.is_none(), "{p:?}");
+                                s.range.clear();
+                            }
                         }
                         assert_eq!(out.old, model.insert(key.clone(), val.clone()));
                         if let Some(pid) = out.leaf {
@@ -208,13 +217,16 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
                 // A plain delete is a simple one with as many accesses; a simple delete that
                 // left its leaf under-full (and found no sibling to merge with) is not plain.
                 match plan.unwrap() {
-                    Some(Plan::Change { leaf, old }) => {
+                    Some(Plan::Change { leaf, old, .. }) => {
                         assert_eq!((Some(leaf), &old), (out.leaf, &out.old));
                         assert_eq!(plan_reads + 1, s.accesses - at, "page accesses");
                         assert_eq!(s.applied.take().as_ref(), Some(&s.pages[&leaf]));
                     }
                     Some(Plan::Nothing) => assert_eq!(out.old, None),
-                    None => assert!(out.old.is_some()),
+                    None => {
+                        assert!(out.old.is_some());
+                        s.range.clear();
+                    }
                 }
                 if out.old.is_none() {
                     assert!(s.touched.is_empty());
@@ -296,18 +308,32 @@ fn plan_plain(
     value: Option<&[u8]>,
 ) -> (Result<Option<Plan>>, usize) {
     let (at, pages) = (s.accesses, s.pages.clone());
-    let plan = tree::plain::plan(s, root, key, value);
+    let plan = tree::plain::plan(s, root, key, value, &mut tree::LeafRange::default(), false);
     assert!(
         s.touched.is_empty() && s.pages == pages,
         "a plan changed a page"
     );
     let reads = s.accesses - at;
-    if let Ok(Some(Plan::Change { leaf, .. })) = &plan {
+    // The same plan through the range the last plans noted (no node has split, merged or been
+    // freed since: the caller clears it after a change that is not plain).
+    let mut range = std::mem::take(&mut s.range);
+    let before = s.accesses;
+    let again = tree::plain::plan(s, root, key, value, &mut range, true);
+    if s.accesses - before < reads {
+        s.reused += 1;
+    }
+    s.range = range;
+    match (&plan, &again) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "a plan through the leaf range differs"),
+        (a, b) => assert_eq!(a.is_err(), b.is_err(), "{a:?} against {b:?}"),
+    }
+    assert!(s.touched.is_empty() && s.pages == pages);
+    if let Ok(Some(Plan::Change { leaf, at, .. })) = &plan {
         // The change made on a copy of the leaf is the general operation's: checked by the
         // caller against the page the general operation wrote.
         let mut copy = MemStore::new(s.page_size);
         copy.pages.insert(*leaf, pages[leaf].clone());
-        tree::plain::apply(&mut copy, *leaf, key, value).unwrap();
+        tree::plain::apply(&mut copy, *leaf, key, value, *at).unwrap();
         s.applied = Some(copy.pages.remove(leaf).unwrap());
     }
     (plan, reads)
@@ -403,6 +429,43 @@ fn sequential_inserts_fill_leaves() {
     // (4 + 7 + 100 + 2 slot) bytes per key, 4032 usable bytes: 35 keys per full leaf.
     let full = 20_000 / ((4096 - 64) / 113);
     assert!(st.leaves as usize <= full + 2, "{st:?}");
+}
+
+/// Sequential puts planned through the leaf range of the last one descend once per leaf, and
+/// make the same tree as puts that descend every time.
+#[test]
+fn a_leaf_range_spares_sequential_puts_the_descent() {
+    // Small pages: a deep tree from few keys.
+    let (mut s, mut plain) = (MemStore::new(512), 0);
+    let root = tree::create(&mut s).unwrap();
+    let mut oracle = MemStore::new(512);
+    let oracle_root = tree::create(&mut oracle).unwrap();
+    for i in 0..3_000u32 {
+        let (key, val) = (i.to_be_bytes(), [i as u8; 20]);
+        s.reset_touched();
+        let (plan, _) = plan_plain(&mut s, root, &key, Some(&val));
+        match plan.unwrap() {
+            Some(Plan::Change { leaf, .. }) => {
+                plain += 1;
+                let applied = s.applied.take().unwrap();
+                s.pages.insert(leaf, applied);
+            }
+            _ => {
+                tree::put(&mut s, root, &key, &val).unwrap();
+                s.range.clear();
+            }
+        }
+        tree::put(&mut oracle, oracle_root, &key, &val).unwrap();
+    }
+    assert_eq!(s.pages, oracle.pages, "the trees differ");
+    let st = tree::check(&mut s, root).unwrap();
+    assert!(st.depth >= 3, "{st:?}");
+    // All but the first put into each leaf (and the one after each split) skip the descent.
+    assert!(
+        plain > 2_500 && s.reused > plain - 2 * st.leaves as usize,
+        "{} of {plain} ({st:?})",
+        s.reused
+    );
 }
 
 #[test]

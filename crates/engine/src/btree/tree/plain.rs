@@ -7,10 +7,11 @@
 //!
 //! A plain change reads and writes the same pages, as many times, as [`super::put`] and
 //! [`super::delete`] do for the same change, so the buffer pool counts the same hits either
-//! way.
+//! way; except a put that [`plan`] sends straight to its leaf through a [`super::LeafRange`]
+//! noted before, which reads only the leaf.
 
-use super::{check_key, corrupt, descend, find_stored, Stored, Target};
-use crate::btree::node::{self, LeafValue, NodeKind, PutError};
+use super::{check_key, corrupt, descend_fenced, find_stored_at, LeafRange, Stored, Target};
+use crate::btree::node::{self, LeafValue, NodeKind, PutError, Search};
 use crate::btree::PageStore;
 use crate::error::Result;
 use crate::page::PageId;
@@ -20,18 +21,31 @@ use crate::page::PageId;
 pub enum Plan {
     /// Nothing (the delete of a key that is not there).
     Nothing,
-    /// Changes `key` in `leaf`, whose value was `old`.
-    Change { leaf: PageId, old: Option<Vec<u8>> },
+    /// Changes `key` in `leaf`, whose value was `old`; `at` is where the search of the leaf
+    /// found the key (or its place), for [`apply`] while the leaf stays as it was.
+    Change {
+        leaf: PageId,
+        old: Option<Vec<u8>>,
+        at: Search,
+    },
 }
 
 /// The plain change that sets `key` to `value` (a put) or, for `None`, deletes it; `Ok(None)`
 /// if the operation is not plain. Changes nothing. Errors are those of [`super::put`] and
 /// [`super::delete`] for the same key and value.
+///
+/// `range` is noted as the leaf the descent reached and its key range. With `reuse`, a put of a
+/// key in `range` as given goes to its leaf without descending (the caller vouches that no node
+/// of the tree split, merged or was freed since the range was noted): a run of puts into one
+/// leaf, as a sequential load makes, descends once per leaf rather than once per key. The
+/// pages above the leaf are then not read (nor counted as hits).
 pub fn plan<S: PageStore>(
     store: &mut S,
     root: PageId,
     key: &[u8],
     value: Option<&[u8]>,
+    range: &mut LeafRange,
+    reuse: bool,
 ) -> Result<Option<Plan>> {
     let ps = store.page_size();
     match value {
@@ -44,21 +58,34 @@ pub fn plan<S: PageStore>(
         // An overflow chain.
         return Ok(None);
     }
-    let path = descend(store, root, Target::Le(key), false)?;
-    let leaf = path.leaf();
-    // The leaf is looked at once here, as `put` and `delete` look for the old value.
-    let found = store.read_page(leaf, |p| -> Result<Option<Option<Vec<u8>>>> {
-        let old = match find_stored(p, key)? {
+    let known = match value {
+        Some(_) if reuse => range.leaf_for(key),
+        _ => None,
+    };
+    let (leaf, depth) = match known {
+        // A put does not need the path above the leaf.
+        Some(leaf) => (leaf, None),
+        None => {
+            let path = descend_fenced(store, root, Target::Le(key), false, Some(range))?;
+            (path.leaf(), Some(path.pids.len()))
+        }
+    };
+    // The leaf is looked at once here, as `put` and `delete` look for the old value: one
+    // search finds the old value, tells whether the new one fits, and is where `apply` makes
+    // the change.
+    let found = store.read_page(leaf, |p| -> Result<Option<(Option<Vec<u8>>, Search)>> {
+        let at = node::search(p, key)?;
+        let old = match find_stored_at(p, at)? {
             Some(Stored::Overflow { .. }) => return Ok(None),
             Some(Stored::Inline(v)) => Some(v),
             None => None,
         };
         match value {
-            Some(v) if !node::leaf_put_fits(p, key, v.len())? => Ok(None),
-            _ => Ok(Some(old)),
+            Some(v) if !node::leaf_put_fits_at(p, key, v.len(), at)? => Ok(None),
+            _ => Ok(Some((old, at))),
         }
     })??;
-    let Some(old) = found else {
+    let Some((old, at)) = found else {
         return Ok(None);
     };
     if value.is_none() {
@@ -67,7 +94,8 @@ pub fn plan<S: PageStore>(
         }
         // What `delete` looks at after the change, looked at before it: a leaf below the root
         // left under-full would be merged, an internal root without keys collapsed.
-        if path.pids.len() > 1 && store.read_page(leaf, |p| node::underfull_after_del(p, key))?? {
+        let below_root = depth.expect("a delete descends") > 1;
+        if below_root && store.read_page(leaf, |p| node::underfull_after_del(p, key))?? {
             return Ok(None);
         }
         let collapses = store.read_page(root, |p| -> Result<bool> {
@@ -77,21 +105,22 @@ pub fn plan<S: PageStore>(
             return Ok(None);
         }
     }
-    Ok(Some(Plan::Change { leaf, old }))
+    Ok(Some(Plan::Change { leaf, old, at }))
 }
 
 /// Makes the change [`plan`] found plain (`leaf` and the other pages on the way to it unchanged
-/// since): `key` set to `value` in `leaf`, or removed for None. A failure here means a corrupt
-/// page.
+/// since; `at` the plan's search of the leaf): `key` set to `value` in `leaf`, or removed for
+/// None. A failure here means a corrupt page.
 pub fn apply<S: PageStore>(
     store: &mut S,
     leaf: PageId,
     key: &[u8],
     value: Option<&[u8]>,
+    at: Search,
 ) -> Result<()> {
     let done = match value {
         Some(v) => store.write_page(leaf, |p| {
-            PutError::no_space(node::leaf_put(p, key, LeafValue::Inline(v)))
+            PutError::no_space(node::leaf_put_at(p, key, LeafValue::Inline(v), at))
         })??,
         None => store.write_page(leaf, |p| node::leaf_del(p, key))??,
     };
