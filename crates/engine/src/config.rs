@@ -38,8 +38,13 @@ pub struct DbConfig {
     /// Buffer pool size in pages.
     pub buffer_pages: usize,
     /// Write every page through a doublewrite buffer first (repairs torn pages after a crash).
+    /// Opening a database formatted without a doublewrite area (`doublewrite_pages = 0`) with
+    /// this on is refused with a `Config` error; turning it off on a database that has the area
+    /// is allowed (pages then go straight home).
     pub doublewrite: bool,
-    /// Pages in the doublewrite area (its batch size).
+    /// Pages in the doublewrite area (its batch size). Part of the format: it applies when the
+    /// database is created, and an existing database keeps the area it was formatted with
+    /// (`Db::open` reads it from the data device's header).
     pub doublewrite_pages: u32,
     /// Log space the engine may use before it must checkpoint; default (None): the buffer pool
     /// size, as in paper 002. Bounded by the log device.

@@ -201,6 +201,15 @@ impl InPlace {
                 layout.page_size
             )));
         }
+        if doublewrite && layout.dw_pages == 0 {
+            // The area is part of the format: writing pages straight home while the
+            // configuration says they go through a doublewrite buffer would leave torn pages
+            // unrepairable without anyone having asked for that.
+            return Err(Error::Config(
+                "the database was formatted without a doublewrite area (doublewrite_pages = 0),                  so its pages are written straight to their homes, and the configuration asks                  for doublewrite: set doublewrite = false to open it"
+                    .into(),
+            ));
+        }
         let mut id = [0u8; 16];
         id.copy_from_slice(&first[20..36]);
         let mut wp = InPlace::with(dev, layout, doublewrite);
