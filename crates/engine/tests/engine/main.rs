@@ -6,6 +6,7 @@ mod api;
 mod checkpoint_policy;
 mod crash;
 mod crash_points;
+mod crash_sequential;
 mod devices;
 mod durability;
 mod file_remap;

@@ -151,7 +151,9 @@ pub fn check_page_size(page_size: usize) -> Result<()> {
     }
 }
 
+mod cell;
 mod restructure;
+use cell::{internal_cell, leaf_cell};
 pub use restructure::*;
 
 fn corrupt(page: &[u8], reason: &'static str) -> Error {
@@ -268,92 +270,6 @@ fn raw_cells(page: &[u8], h: &Hdr) -> Result<Vec<Vec<u8>>> {
     (0..h.n)
         .map(|i| cell_range(page, h, i).map(|(s, e)| page[s..e].to_vec()))
         .collect()
-}
-
-/// Cells up to this many bytes are built on the stack (a YCSB record of a 24-byte key and a
-/// 100-byte value is 131): a put would otherwise allocate, and grow, a vector per cell.
-const CELL_STACK_BYTES: usize = 256;
-
-/// A cell built from parts: on the stack when short, else on the heap.
-struct CellBuf {
-    stack: [u8; CELL_STACK_BYTES],
-    len: usize,
-    heap: Vec<u8>,
-}
-
-impl CellBuf {
-    fn of(parts: &[&[u8]]) -> CellBuf {
-        let len = parts.iter().map(|p| p.len()).sum();
-        let mut c = CellBuf {
-            stack: [0; CELL_STACK_BYTES],
-            len,
-            heap: Vec::new(),
-        };
-        if len <= CELL_STACK_BYTES {
-            let mut at = 0;
-            for p in parts {
-                c.stack[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
-            }
-        } else {
-            c.heap = parts.concat();
-        }
-        c
-    }
-}
-
-impl std::ops::Deref for CellBuf {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        if self.len <= CELL_STACK_BYTES {
-            &self.stack[..self.len]
-        } else {
-            &self.heap
-        }
-    }
-}
-
-fn leaf_cell(key: &[u8], val: LeafValue<'_>) -> Result<CellBuf> {
-    if key.len() > u16::MAX as usize {
-        return Err(Error::KeyTooLong {
-            len: key.len(),
-            max: u16::MAX as usize,
-        });
-    }
-    let klen = (key.len() as u16).to_le_bytes();
-    Ok(match val {
-        LeafValue::Inline(v) => {
-            if v.len() > u32::MAX as usize {
-                return Err(Error::ValueTooLong {
-                    len: v.len(),
-                    max: u32::MAX as usize,
-                });
-            }
-            let vlen = (v.len() as u32).to_le_bytes();
-            CellBuf::of(&[&klen, key, &[TAG_INLINE], &vlen, v])
-        }
-        LeafValue::Overflow { total_len, first } => CellBuf::of(&[
-            &klen,
-            key,
-            &[TAG_OVERFLOW],
-            &total_len.to_le_bytes(),
-            &first.to_le_bytes(),
-        ]),
-    })
-}
-
-fn internal_cell(key: &[u8], child: PageId) -> Result<Vec<u8>> {
-    if key.len() > u16::MAX as usize {
-        return Err(Error::KeyTooLong {
-            len: key.len(),
-            max: u16::MAX as usize,
-        });
-    }
-    let mut c = Vec::with_capacity(INTERNAL_OVERHEAD + key.len());
-    c.extend_from_slice(&(key.len() as u16).to_le_bytes());
-    c.extend_from_slice(key);
-    c.extend_from_slice(&child.to_le_bytes());
-    Ok(c)
 }
 
 /// Formats the body of `page` as an empty node of `kind` (sets the page type; keeps the rest of
