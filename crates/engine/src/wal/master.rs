@@ -15,19 +15,24 @@
 //! | 48 | 8 | log start LSN: the oldest LSN still needed; space before it is reusable |
 //! | 56 | 16 | database id (u128): random at creation, the same in the data device's stamp |
 //! | 72 | 8 | checkpoint generation: completed checkpoints since creation (0 = none yet) |
-//! | 80 | 4 | CRC32C of bytes `[0, 80)` |
+//! | 80 | 8 | largest log write: the most bytes any run wrote between two device flushes, recorded before a run writes that many (version 3) |
+//! | 88 | 4 | CRC32C of bytes `[0, 88)` |
 //!
-//! The magic and the version stay at offsets 0 and 8 in every future version. Version 1 (no id
-//! or generation, CRC32C at 56) is recognised and refused as an unknown version.
+//! The magic and the version stay at offsets 0 and 8 in every future version. Version 2 (no
+//! largest write, CRC32C at 80) is read, its largest write unknown (0); the next master write
+//! is version 3. Version 1 (no id or generation, CRC32C at 56) is recognised and refused as an
+//! unknown version.
 
 use crate::device::BlockDevice;
 use crate::error::Result;
 use crate::page::Lsn;
 
 pub const MAGIC: &[u8; 8] = b"WAFERLOG";
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Offset of the CRC32C (of the bytes before it).
-const CRC_AT: usize = 80;
+const CRC_AT: usize = 88;
+/// Where version 2 had its CRC32C.
+const V2_CRC_AT: usize = 80;
 /// Where version 1 had its CRC32C (to tell an old master from a damaged one).
 const V1_CRC_AT: usize = 56;
 /// Bytes of a master copy that carry data (the CRC included).
@@ -55,6 +60,10 @@ pub(crate) struct MasterBlock {
     /// The database's id (the same in every copy, from creation on).
     pub id: crate::identity::DbId,
     pub master: Master,
+    /// The most bytes any run wrote between two device flushes (its log buffer), recorded
+    /// before a run may write that many; 0 = unknown (a version-2 master). A torn write reaches
+    /// at most this far past the last complete flush.
+    pub max_write: u64,
 }
 
 /// What a block holding a master copy turned out to be.
@@ -90,6 +99,7 @@ impl MasterBlock {
         block[48..56].copy_from_slice(&self.master.start_lsn.to_le_bytes());
         block[56..72].copy_from_slice(&self.id.to_le_bytes());
         block[72..80].copy_from_slice(&self.master.generation.to_le_bytes());
+        block[80..88].copy_from_slice(&self.max_write.to_le_bytes());
         let crc = crc32c::crc32c(&block[0..CRC_AT]);
         block[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
     }
@@ -100,7 +110,12 @@ impl MasterBlock {
             return MasterCopy::NoMagic;
         }
         let version = u32_at(block, 8);
-        if version != FORMAT_VERSION {
+        let crc_at = match version {
+            FORMAT_VERSION => CRC_AT,
+            2 => V2_CRC_AT,
+            _ => 0,
+        };
+        if crc_at == 0 {
             // Another version is reported only if it checks out as version 1 did (CRC32C of the
             // bytes before offset 56); anything else is a damaged copy.
             let v1_ok = u32_at(block, V1_CRC_AT) == crc32c::crc32c(&block[0..V1_CRC_AT]);
@@ -110,7 +125,7 @@ impl MasterBlock {
                 MasterCopy::Corrupt
             };
         }
-        if u32_at(block, CRC_AT) != crc32c::crc32c(&block[0..CRC_AT]) {
+        if u32_at(block, crc_at) != crc32c::crc32c(&block[0..crc_at]) {
             return MasterCopy::Corrupt;
         }
         let mut id = [0u8; 16];
@@ -126,6 +141,7 @@ impl MasterBlock {
                 start_lsn: u64_at(block, 48),
                 generation: u64_at(block, 72),
             },
+            max_write: if version == 2 { 0 } else { u64_at(block, 80) },
         })
     }
 }
@@ -147,6 +163,7 @@ mod tests {
                 start_lsn: 600,
                 generation: 12,
             },
+            max_write: 1 << 20,
         };
         let mut b = vec![0u8; 512];
         m.encode(&mut b);
@@ -159,6 +176,36 @@ mod tests {
         b[0] = b'X';
         assert_eq!(MasterBlock::decode(&b), MasterCopy::NoMagic);
         assert_eq!(MasterBlock::decode(&[0u8; 512]), MasterCopy::NoMagic);
+    }
+
+    #[test]
+    fn a_version_2_master_reads_with_its_largest_write_unknown() {
+        let m = MasterBlock {
+            block_bytes: 512,
+            data_start: 1024,
+            data_capacity: 8192,
+            sequence: 5,
+            id: 77,
+            master: Master {
+                checkpoint_lsn: 900,
+                start_lsn: 600,
+                generation: 12,
+            },
+            max_write: 4096,
+        };
+        // Version 2: the same fields up to offset 80, its CRC32C there.
+        let mut b = vec![0u8; 512];
+        m.encode(&mut b);
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        b[80..92].fill(0);
+        let crc = crc32c::crc32c(&b[0..80]);
+        b[80..84].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            MasterBlock::decode(&b),
+            MasterCopy::Valid(MasterBlock { max_write: 0, ..m })
+        );
+        b[20] ^= 1;
+        assert_eq!(MasterBlock::decode(&b), MasterCopy::Corrupt);
     }
 
     #[test]

@@ -72,10 +72,11 @@ impl<'a> LogReader<'a> {
     }
 
     /// Bytes past the start of a torn record that the write which tore it may have reached:
-    /// the largest log buffer any configuration of this log may have used before the crash (a
-    /// quarter of the log space; the buffer size is not recorded in the log), plus a block.
+    /// the largest write between two device flushes that any run of this log made, as its
+    /// master records it ([`Wal::torn_span`]; a quarter of the log space for a master that
+    /// predates the record), plus a block.
     fn torn_window(&self) -> u64 {
-        self.wal.capacity_bytes() / 4 + self.wal.block_bytes()
+        self.wal.torn_span() + self.wal.block_bytes()
     }
 
     /// After a bad checksum at `at` for a record of `total` bytes: whether valid records follow

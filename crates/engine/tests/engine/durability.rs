@@ -467,6 +467,55 @@ fn a_bit_flip_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
     );
 }
 
+/// One flipped bit in the last megabyte of the log, past any torn write of the crash (the
+/// log's master records the largest write between two device flushes, half a megabyte
+/// here) but inside the last quarter of the log space, which was all a scan could rule out
+/// before the master recorded it: reopening is a typed error, not a log cut short at the
+/// damage.
+#[test]
+fn a_bit_flip_near_the_end_of_the_log_is_corruption_too() {
+    let cfg = DbConfig {
+        log_space_bytes: Some(LOG_BYTES),
+        checkpoint_log_fill: 0.9,
+        ..DbConfig::default()
+    };
+    let pair = MemPair::new();
+    let (flip_lsn, end) = {
+        let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let start = db.stats().checkpoint_lsn;
+        for i in 0..8000u32 {
+            let mut x = db.begin().unwrap();
+            x.put(&t, &i.to_be_bytes(), &[i as u8; 300]).unwrap();
+            x.commit().unwrap();
+        }
+        let s = db.stats();
+        assert_eq!(s.checkpoint_lsn, start, "no checkpoint during the run");
+        let end = start + s.wal.appended_bytes;
+        // A crash: no close.
+        (end - (1 << 20), end)
+    };
+    let cap = LOG_BYTES - 8192;
+    assert!(
+        end - flip_lsn < cap / 4,
+        "the flip is in the last quarter of the log space"
+    );
+    let at = 8192 + (flip_lsn % cap) / 4096 * 4096;
+    let mut log = pair.devices().log;
+    let mut block = vec![0u8; 4096];
+    log.read_at(at, &mut block).unwrap();
+    block[1234] ^= 0x10;
+    log.write_at(at, &block).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let r = Db::open(pair.devices(), cfg);
+    assert!(
+        matches!(r, Err(Error::CorruptLog { .. })),
+        "got {:?}",
+        r.map(|db| db.stats().recovery)
+    );
+}
+
 /// Commits that do not wait for the log (`durable_commits: false`): a power cut loses at most
 /// the commits since the last log write, never one before another that survived, never part of
 /// a transaction; `flush_log` and the close make them durable.

@@ -157,6 +157,10 @@ pub struct Wal {
     sequence: u64,
     /// The database's id (in every master copy).
     id: crate::identity::DbId,
+    /// The largest write between two device flushes that any run may have made (0: unknown, a
+    /// log whose master predates the field); kept in every master copy and raised there
+    /// before this run writes more (see [`Wal::torn_span`]).
+    max_write: u64,
     /// None after `open` until `set_end`.
     tail: Option<Tail>,
     /// The poison signal, shared with the rest of the database once it is open.
@@ -177,14 +181,19 @@ impl std::fmt::Debug for Wal {
     }
 }
 
+/// The log buffer: 1/16 of the log space, at least a block, at most 1 MiB (or as asked, at
+/// most a quarter of the log space).
+fn buffer_bytes_for(cfg: &WalConfig, area: &Area) -> u64 {
+    let want = cfg
+        .buffer_bytes
+        .unwrap_or((area.capacity / 16).min(MAX_BUFFER_BYTES))
+        .min(area.capacity / 4);
+    align_down(want, area.block).max(area.block)
+}
+
 impl Wal {
     fn new(dev: Box<dyn BlockDevice>, cfg: WalConfig, area: Area, mb: MasterBlock) -> Wal {
-        // The log buffer: 1/16 of the log space, at least a block, at most 1 MiB (or as asked).
-        let want = cfg
-            .buffer_bytes
-            .unwrap_or((area.capacity / 16).min(MAX_BUFFER_BYTES))
-            .min(area.capacity / 4);
-        let buffer_bytes = align_down(want, area.block).max(area.block);
+        let buffer_bytes = buffer_bytes_for(&cfg, &area);
         Wal {
             io: Arc::new(Mutex::new(Io { dev, durable: 0 })),
             cfg,
@@ -197,6 +206,7 @@ impl Wal {
             master: mb.master,
             sequence: mb.sequence,
             id: mb.id,
+            max_write: mb.max_write,
             tail: None,
             health: Health::new(),
             stats: WalStats::default(),
@@ -259,6 +269,8 @@ impl Wal {
                 start_lsn: first,
                 generation: 0,
             },
+            // Recorded before the first write of this size.
+            max_write: buffer_bytes_for(&cfg, &area),
         };
         let mut img = vec![0u8; 2 * block as usize];
         MasterBlock { sequence: 0, ..mb }.encode(&mut img[..block as usize]);
@@ -378,8 +390,11 @@ impl Wal {
                 torn_end = end + claimed.min(limit - end);
             }
         }
-        let zero_end = (a + self.buffer_bytes + block)
-            .max(align_up(torn_end, block) + self.buffer_bytes)
+        // The window an earlier run's unflushed write may have reached: its largest write,
+        // which may exceed this run's buffer (a log of an older build: this run's).
+        let span = self.max_write.max(self.buffer_bytes);
+        let zero_end = (a + span + block)
+            .max(align_up(torn_end, block) + span)
             .min(limit);
         if zero_end > a {
             let mut img = vec![0u8; (zero_end - a) as usize];
@@ -392,7 +407,25 @@ impl Wal {
             durable: end,
         });
         self.io().durable = end;
+        if self.max_write < self.buffer_bytes {
+            // Recorded before this run writes that much: a torn write of this run is then
+            // known to reach no further (the scan's damage detection and the next `set_end`
+            // rely on it).
+            self.max_write = self.buffer_bytes;
+            self.write_master(self.master)?;
+        }
         Ok(())
+    }
+
+    /// How far past the last complete flush a torn write may reach: the largest write between
+    /// two device flushes any run made, as the master records it; for a log whose master does
+    /// not record it, a quarter of the log space (the largest buffer any configuration gets).
+    pub fn torn_span(&self) -> u64 {
+        if self.max_write > 0 {
+            self.max_write
+        } else {
+            self.area.capacity / 4
+        }
     }
 
     /// Appends a record of transaction `txn` (0 = none) whose previous record is `prev_lsn`
@@ -560,6 +593,12 @@ impl Wal {
             )));
         }
         self.flush()?;
+        self.write_master(m)
+    }
+
+    /// Writes `m` as the next master copy (with the log's id, area and largest write) and
+    /// flushes it.
+    fn write_master(&mut self, m: Master) -> Result<()> {
         let sequence = self.sequence + 1;
         let block = self.area.block;
         let mut img = vec![0u8; block as usize];
@@ -570,6 +609,7 @@ impl Wal {
             sequence,
             id: self.id,
             master: m,
+            max_write: self.max_write,
         }
         .encode(&mut img);
         let r = {

@@ -352,17 +352,17 @@ fn foreign_device_and_mismatches_are_clear_errors() {
         Err(Error::Config(_))
     ));
     // A newer format version (checksum recomputed, so only the version is wrong).
-    let v2 = Held::new(64 * 1024, BLOCK);
-    v2.with_bytes(|b| {
+    let newer = Held::new(64 * 1024, BLOCK);
+    newer.with_bytes(|b| {
         b.copy_from_slice(&img);
         for copy in [0usize, 512] {
-            b[copy + 8..copy + 12].copy_from_slice(&3u32.to_le_bytes());
+            b[copy + 8..copy + 12].copy_from_slice(&4u32.to_le_bytes());
             let crc = crc32c::crc32c(&b[copy..copy + 56]);
             b[copy + 56..copy + 60].copy_from_slice(&crc.to_le_bytes());
         }
     });
-    match Wal::open(v2.boxed(), cfg(0)) {
-        Err(Error::NotADatabase(m)) => assert!(m.contains("version 3"), "{m}"),
+    match Wal::open(newer.boxed(), cfg(0)) {
+        Err(Error::NotADatabase(m)) => assert!(m.contains("version 4"), "{m}"),
         other => panic!("{other:?}"),
     }
     // Too small to format.
@@ -446,4 +446,56 @@ fn a_full_buffer_is_written_out() {
         assert!(wal.next_lsn() - wal.durable_lsn() <= buf + 300);
     }
     assert_eq!(wal.stats().buffer_full_flushes, 1);
+}
+
+/// The master records the largest write between two device flushes before a run makes one
+/// that large, and a reopen with a smaller buffer still zeroes the larger window past the end:
+/// an unflushed write of the earlier run may have reached that far, and its records (of this
+/// lap, so valid-looking) must not resurface behind new ones.
+#[test]
+fn the_largest_write_is_recorded_and_a_smaller_buffer_zeroes_as_far() {
+    let with_buffer = |bytes: u64| WalConfig {
+        buffer_bytes: Some(bytes),
+        ..cfg(0)
+    };
+    let dev = Held::new(1 << 20, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), with_buffer(64 * 1024)).unwrap();
+    assert_eq!(wal.torn_span(), 64 * 1024);
+    let mut g = rng(3);
+    let mut prev = 0;
+    for _ in 0..100 {
+        prev = wal.append(1, prev, body(&mut g, 200)).unwrap();
+    }
+    wal.flush().unwrap();
+    let end = wal.next_lsn();
+    drop(wal);
+    // What an unflushed write of that run could have left: bytes in the 64 KiB past the end.
+    let at = (2 * BLOCK as u64 + end % (1 << 20)) as usize;
+    let tail_block = at / BLOCK as usize * BLOCK as usize + BLOCK as usize;
+    dev.with_bytes(|b| b[tail_block..tail_block + 60 * 1024].fill(0xA5));
+    let (mut wal, master) = Wal::open(dev.boxed(), with_buffer(8 * 1024)).unwrap();
+    assert_eq!(
+        wal.torn_span(),
+        64 * 1024,
+        "the master keeps the larger write"
+    );
+    let (_, found_end, _) = scan(&mut wal, master.start_lsn);
+    assert_eq!(found_end, end);
+    wal.set_end(end).unwrap();
+    dev.with_bytes(|b| {
+        assert!(
+            b[tail_block..tail_block + 60 * 1024]
+                .iter()
+                .all(|&x| x == 0),
+            "the window of the earlier run's largest write is zeroed"
+        )
+    });
+    drop(wal);
+    // A larger buffer is recorded at open, before anything is written with it.
+    let (mut wal, master) = Wal::open(dev.boxed(), with_buffer(128 * 1024)).unwrap();
+    let (_, e, _) = scan(&mut wal, master.start_lsn);
+    wal.set_end(e).unwrap();
+    drop(wal);
+    let (wal, _) = Wal::open(dev.boxed(), cfg(0)).unwrap();
+    assert_eq!(wal.torn_span(), 128 * 1024);
 }
