@@ -467,20 +467,38 @@ fn a_bit_flip_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
     );
 }
 
-/// One flipped bit in the last megabyte of the log, past any torn write of the crash (the
-/// log's master records the largest write between two device flushes, half a megabyte
-/// here) but inside the last quarter of the log space, which was all a scan could rule out
-/// before the master recorded it: reopening is a typed error, not a log cut short at the
-/// damage.
+/// A flipped bit, or a zeroed block, in the last megabyte of the log, past any torn write of the
+/// crash (the log's master records the largest write between two device flushes, half a
+/// megabyte here) but inside the last quarter of the log space, which was all a scan could rule
+/// out before the master recorded it (and zeros it took for the end): reopening is a typed
+/// error, not a log cut short at the damage.
 #[test]
-fn a_bit_flip_near_the_end_of_the_log_is_corruption_too() {
+fn damage_near_the_end_of_the_log_is_corruption_too() {
+    let flip = |b: &mut [u8], _: usize| b[1234] ^= 0x10;
+    // Lost writes, or a trim of live log, from a record's start on: zeros there look like the
+    // end of a log that has not wrapped yet.
+    let zero = |b: &mut [u8], record: usize| b[record..].fill(0);
+    type Damage<'a> = &'a dyn Fn(&mut [u8], usize);
+    for (what, damage) in [("a flipped bit", &flip as Damage), ("zeros", &zero)] {
+        let r = open_damaged_near_the_end(damage);
+        assert!(
+            matches!(r, Err(Error::CorruptLog { .. })),
+            "{what}: got {:?}",
+            r.map(|db| db.stats().recovery)
+        );
+    }
+}
+
+/// Runs 8,000 transactions, crashes, applies `damage` to 8 KiB of the log from 1 MiB before the
+/// end (given the offset in them of the first record that starts there) and reopens.
+fn open_damaged_near_the_end(damage: &dyn Fn(&mut [u8], usize)) -> wafer_engine::Result<Db> {
     let cfg = DbConfig {
         log_space_bytes: Some(LOG_BYTES),
         checkpoint_log_fill: 0.9,
         ..DbConfig::default()
     };
     let pair = MemPair::new();
-    let (flip_lsn, end) = {
+    let (at_lsn, end) = {
         let db = Db::open(pair.devices(), cfg.clone()).unwrap();
         let t = db.create_tree("t").unwrap();
         let start = db.stats().checkpoint_lsn;
@@ -497,23 +515,23 @@ fn a_bit_flip_near_the_end_of_the_log_is_corruption_too() {
     };
     let cap = LOG_BYTES - 8192;
     assert!(
-        end - flip_lsn < cap / 4,
-        "the flip is in the last quarter of the log space"
+        end - at_lsn < cap / 4,
+        "in the last quarter of the log space"
     );
-    let at = 8192 + (flip_lsn % cap) / 4096 * 4096;
+    let at = 8192 + (at_lsn % cap) / 4096 * 4096;
+    let lsn_at = at_lsn / 4096 * 4096;
     let mut log = pair.devices().log;
-    let mut block = vec![0u8; 4096];
+    let mut block = vec![0u8; 8192];
     log.read_at(at, &mut block).unwrap();
-    block[1234] ^= 0x10;
+    // A record starts where its header's LSN field (bytes 8..16) holds its position.
+    let record = (0..4096)
+        .find(|&i| block[i + 8..i + 16] == (lsn_at + i as u64).to_le_bytes())
+        .expect("a record starts in the block");
+    damage(&mut block, record);
     log.write_at(at, &block).unwrap();
     log.flush().unwrap();
     drop(log);
-    let r = Db::open(pair.devices(), cfg);
-    assert!(
-        matches!(r, Err(Error::CorruptLog { .. })),
-        "got {:?}",
-        r.map(|db| db.stats().recovery)
-    );
+    Db::open(pair.devices(), cfg)
 }
 
 /// Commits that do not wait for the log (`durable_commits: false`): a power cut loses at most
