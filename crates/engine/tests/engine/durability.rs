@@ -426,40 +426,7 @@ fn a_checkpoint_record_missing_behind_the_master_is_corruption() {
 /// fail with a typed error instead of silently dropping every commit after the damage.
 #[test]
 fn a_bit_flip_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
-    // A log with room for the whole run: no checkpoint after the one at open, so recovery scans
-    // every record written.
-    let cfg = DbConfig {
-        log_space_bytes: Some(LOG_BYTES),
-        checkpoint_log_fill: 0.9,
-        ..DbConfig::default()
-    };
-    let pair = MemPair::new();
-    let flip_lsn = {
-        let db = Db::open(pair.devices(), cfg.clone()).unwrap();
-        let t = db.create_tree("t").unwrap();
-        let start = db.stats().checkpoint_lsn;
-        for i in 0..8000u32 {
-            let mut x = db.begin().unwrap();
-            x.put(&t, &i.to_be_bytes(), &[i as u8; 300]).unwrap();
-            x.commit().unwrap();
-        }
-        let s = db.stats();
-        assert_eq!(s.checkpoint_lsn, start, "no checkpoint during the run");
-        assert!(s.wal.appended_bytes > 3 << 20);
-        // A crash: no close.
-        start + 100 * 1024
-    };
-    // The log's data area starts after its two 4 KiB master blocks and wraps at its capacity.
-    let cap = LOG_BYTES - 8192;
-    let at = 8192 + (flip_lsn % cap) / 4096 * 4096;
-    let mut log = pair.devices().log;
-    let mut block = vec![0u8; 4096];
-    log.read_at(at, &mut block).unwrap();
-    block[1234] ^= 0x10;
-    log.write_at(at, &block).unwrap();
-    log.flush().unwrap();
-    drop(log);
-    let r = Db::open(pair.devices(), cfg);
+    let r = open_damaged(|start, _| start + 100 * 1024, &|b, _| b[1234] ^= 0x10);
     assert!(
         matches!(r, Err(Error::CorruptLog { .. })),
         "got {:?}",
@@ -480,7 +447,17 @@ fn damage_near_the_end_of_the_log_is_corruption_too() {
     let zero = |b: &mut [u8], record: usize| b[record..].fill(0);
     type Damage<'a> = &'a dyn Fn(&mut [u8], usize);
     for (what, damage) in [("a flipped bit", &flip as Damage), ("zeros", &zero)] {
-        let r = open_damaged_near_the_end(damage);
+        let r = open_damaged(
+            |_, end| {
+                let at = end - (1 << 20);
+                assert!(
+                    end - at < (LOG_BYTES - 8192) / 4,
+                    "in the last quarter of the log"
+                );
+                at
+            },
+            damage,
+        );
         assert!(
             matches!(r, Err(Error::CorruptLog { .. })),
             "{what}: got {:?}",
@@ -489,16 +466,22 @@ fn damage_near_the_end_of_the_log_is_corruption_too() {
     }
 }
 
-/// Runs 8,000 transactions, crashes, applies `damage` to 8 KiB of the log from 1 MiB before the
-/// end (given the offset in them of the first record that starts there) and reopens.
-fn open_damaged_near_the_end(damage: &dyn Fn(&mut [u8], usize)) -> wafer_engine::Result<Db> {
+/// Runs 8,000 transactions (more than 3 MiB of log), crashes, applies `damage` to 8 KiB of the
+/// log from the block of `at(start, end)` (the LSNs of the run's first record and of its end;
+/// `damage` is given the offset in the 8 KiB of the first record that starts there) and reopens.
+fn open_damaged(
+    at: impl Fn(u64, u64) -> u64,
+    damage: &dyn Fn(&mut [u8], usize),
+) -> wafer_engine::Result<Db> {
+    // A log with room for the whole run: no checkpoint after the one at open, so recovery scans
+    // every record written.
     let cfg = DbConfig {
         log_space_bytes: Some(LOG_BYTES),
         checkpoint_log_fill: 0.9,
         ..DbConfig::default()
     };
     let pair = MemPair::new();
-    let (at_lsn, end) = {
+    let at_lsn = {
         let db = Db::open(pair.devices(), cfg.clone()).unwrap();
         let t = db.create_tree("t").unwrap();
         let start = db.stats().checkpoint_lsn;
@@ -509,15 +492,12 @@ fn open_damaged_near_the_end(damage: &dyn Fn(&mut [u8], usize)) -> wafer_engine:
         }
         let s = db.stats();
         assert_eq!(s.checkpoint_lsn, start, "no checkpoint during the run");
-        let end = start + s.wal.appended_bytes;
+        assert!(s.wal.appended_bytes > 3 << 20);
         // A crash: no close.
-        (end - (1 << 20), end)
+        at(start, start + s.wal.appended_bytes)
     };
+    // The log's data area starts after its two 4 KiB master blocks and wraps at its capacity.
     let cap = LOG_BYTES - 8192;
-    assert!(
-        end - at_lsn < cap / 4,
-        "in the last quarter of the log space"
-    );
     let at = 8192 + (at_lsn % cap) / 4096 * 4096;
     let lsn_at = at_lsn / 4096 * 4096;
     let mut log = pair.devices().log;
