@@ -392,7 +392,7 @@ impl Wal {
         }
         // The window an earlier run's unflushed write may have reached: its largest write,
         // which may exceed this run's buffer (a log of an older build: this run's).
-        let span = self.max_write.max(self.buffer_bytes);
+        let span = align_up(self.max_write.max(self.buffer_bytes), block);
         let zero_end = (a + span + block)
             .max(align_up(torn_end, block) + span)
             .min(limit);
@@ -407,11 +407,14 @@ impl Wal {
             durable: end,
         });
         self.io().durable = end;
-        if self.max_write < self.buffer_bytes {
-            // Recorded before this run writes that much: a torn write of this run is then
-            // known to reach no further (the scan's damage detection and the next `set_end`
-            // rely on it).
-            self.max_write = self.buffer_bytes;
+        // Recorded before this run writes that much: a torn write of this run is then known to
+        // reach no further (the scan's damage detection and the next `set_end` rely on it). A
+        // log whose master did not record it keeps the widest window (a quarter of the space):
+        // an older build's run may have left unflushed bytes that far, which this `set_end`
+        // did not zero.
+        let want = self.buffer_bytes.max(self.torn_span());
+        if self.max_write < want {
+            self.max_write = want;
             self.write_master(self.master)?;
         }
         Ok(())
@@ -424,7 +427,8 @@ impl Wal {
         if self.max_write > 0 {
             self.max_write
         } else {
-            self.area.capacity / 4
+            // Whole blocks: `set_end` zeroes this far past the end.
+            align_up(self.area.capacity / 4, self.area.block)
         }
     }
 

@@ -499,3 +499,41 @@ fn the_largest_write_is_recorded_and_a_smaller_buffer_zeroes_as_far() {
     let (wal, _) = Wal::open(dev.boxed(), cfg(0)).unwrap();
     assert_eq!(wal.torn_span(), 128 * 1024);
 }
+
+/// A log whose master predates the largest-write field (version 2) keeps the widest window
+/// once upgraded: an older build's run may have left unflushed bytes up to a quarter of the
+/// log space past the end, which a narrower recorded window would later take for damage.
+#[test]
+fn a_version_2_log_keeps_the_widest_window_after_its_upgrade() {
+    let dev = Held::new(256 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let mut g = rng(5);
+    let mut prev = 0;
+    for _ in 0..20 {
+        prev = wal.append(1, prev, body(&mut g, 100)).unwrap();
+    }
+    wal.flush().unwrap();
+    // A quarter of the log space, in whole blocks.
+    let widest = (wal.capacity_bytes() / 4).next_multiple_of(BLOCK as u64);
+    drop(wal);
+    // Both master copies rewritten as version 2: no largest write, the CRC32C at 80.
+    dev.with_bytes(|b| {
+        for copy in [0usize, BLOCK as usize] {
+            b[copy + 8..copy + 12].copy_from_slice(&2u32.to_le_bytes());
+            b[copy + 80..copy + 92].fill(0);
+            let crc = crc32c::crc32c(&b[copy..copy + 80]);
+            b[copy + 80..copy + 84].copy_from_slice(&crc.to_le_bytes());
+        }
+    });
+    let (wal, _, recs, _) = reopen(&dev);
+    assert_eq!(recs.len(), 20);
+    assert_eq!(wal.torn_span(), widest);
+    drop(wal);
+    let (wal, _, recs, _) = reopen(&dev);
+    assert_eq!(recs.len(), 20);
+    assert_eq!(
+        wal.torn_span(),
+        widest,
+        "the upgraded master keeps the widest window"
+    );
+}
