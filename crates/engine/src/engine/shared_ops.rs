@@ -221,6 +221,11 @@ impl Core {
         // nodes split, merge or get freed.
         let now = (tree.id, tree.root, self.exclusive_epoch);
         let reuse = (hint.tree, hint.root, hint.epoch) == now;
+        if !reuse {
+            // Noted before a structure change, or in another tree: never to be used again,
+            // whether or not this operation descends and notes a new one.
+            hint.range.clear();
+        }
         (hint.tree, hint.root, hint.epoch) = now;
         let planned = bt::plain::plan(&mut w, tree.root, key, value, &mut hint.range, reuse);
         let plan = match planned {

@@ -228,3 +228,41 @@ fn reads_outside_a_transaction_never_see_a_change_rolled_back() {
     });
     assert!(reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
 }
+
+/// A transaction's noted leaf range must not outlive a structure change it did not see. Here
+/// another transaction splits the leaf the first one noted and writes into it again (so the
+/// leaf is changed in place with the latch shared once more); then the first one deletes a key
+/// that is not there (with the latch shared) and puts keys that were in the old range but now
+/// belong to the new right leaf. Each must land where a descent finds it.
+#[test]
+fn a_leaf_range_noted_before_a_split_is_not_used_after_it() {
+    let key = |i: u64| format!("key{i:012}").into_bytes();
+    let (db, t) = loaded((0..3000u64).map(|i| (key(i * 100), vec![1u8; 100])));
+    let mut t1 = db.begin().unwrap();
+    t1.put(&t, &key(50_001), b"first").unwrap();
+    // Another transaction splits that leaf (and its neighbours), then changes it again.
+    let mut t2 = db.begin().unwrap();
+    for i in 0..400u64 {
+        t2.put(&t, &key(50_100 + i * 7), &[2u8; 100]).unwrap();
+    }
+    t2.commit().unwrap();
+    let mut t3 = db.begin().unwrap();
+    t3.put(&t, &key(50_002), b"again").unwrap();
+    t3.commit().unwrap();
+    // Nothing to delete: done with the latch shared.
+    assert_eq!(t1.delete(&t, &key(50_003)).unwrap(), None);
+    let mine: Vec<Vec<u8>> = (0..400u64).map(|i| key(50_103 + i * 7)).collect();
+    for k in &mine {
+        t1.put(&t, k, b"mine").unwrap();
+    }
+    t1.commit().unwrap();
+    for k in &mine {
+        assert_eq!(
+            db.get(&t, k).unwrap().as_deref(),
+            Some(&b"mine"[..]),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    db.verify().unwrap();
+}
