@@ -375,7 +375,12 @@ impl Db {
         // The undo device holds the version store (rollback segments), rebuilt empty at every
         // open; the flushless mode keeps no before-images, so there it stays a plain device.
         let (undo, versions) = match undo {
-            Some(dev) if flushless.is_none() => (None, Some(crate::mvcc::VersionStore::new(dev)?)),
+            Some(dev) if flushless.is_none() => (
+                None,
+                Some(crate::mvcc::Versions::new(crate::mvcc::VersionStore::new(
+                    dev,
+                )?)),
+            ),
             other => (other, None),
         };
         let core = Core {
@@ -558,7 +563,7 @@ impl Db {
     /// reader.commit().unwrap();
     /// ```
     pub fn begin_snapshot(&self) -> Result<Txn> {
-        let id = self.shared.core().begin_snapshot()?;
+        let id = self.shared.core_read().begin_snapshot()?;
         Ok(Txn::new(self.shared.clone(), id))
     }
 
@@ -666,10 +671,10 @@ impl Db {
             data_device: core.cache.wp.device_stats(),
             log_device: wal.device_stats(),
             undo_device: match &core.versions {
-                Some(vs) => Some(vs.device().stats()),
+                Some(vs) => Some(vs.read().device_stats()),
                 None => core.roles.undo.as_ref().map(|d| d.stats()),
             },
-            versions: core.versions.as_ref().map(|vs| vs.snapshot_stats()),
+            versions: core.versions.as_ref().map(|vs| vs.read().snapshot_stats()),
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),

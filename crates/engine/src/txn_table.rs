@@ -125,7 +125,7 @@ type IdBlock = CachePadded<Mutex<(TxnId, TxnId)>>;
 const ID_BLOCK: u64 = 64;
 
 /// The shard key of transaction `id`: its block, so one thread's transactions share a shard.
-fn shard(id: TxnId) -> u64 {
+pub(crate) fn shard(id: TxnId) -> u64 {
     id / ID_BLOCK
 }
 
@@ -204,6 +204,15 @@ impl TxnTable {
 
     pub fn state(&mut self, id: TxnId) -> Result<&TxnState> {
         self.get_mut(id).map(|s| &*s).ok_or(Error::TxnNotActive)
+    }
+
+    /// The LSN of `id`'s last record (0: it logged nothing), with the table shared.
+    pub fn last_lsn(&self, id: TxnId) -> Result<Lsn> {
+        self.txns
+            .lock(shard(id))
+            .get(&id)
+            .map(|st| st.last_lsn)
+            .ok_or(Error::TxnNotActive)
     }
 
     /// Fails unless `id` is live.

@@ -88,7 +88,7 @@ pub(crate) struct Core {
     /// The flushless buffer mode's state (paper 001); None in the ARIES mode.
     pub flushless: Option<crate::flushless::Flushless>,
     /// The version store on the undo device (snapshot isolation), when there is one.
-    pub versions: Option<crate::mvcc::VersionStore>,
+    pub versions: Option<crate::mvcc::Versions>,
     /// Times the core latch was taken exclusive. B+tree nodes split, merge and are freed only
     /// with it exclusive (a change made with it shared touches one leaf), so a leaf's key range
     /// noted at one value still holds while the value is the same (see `LeafHint`).
@@ -296,6 +296,7 @@ impl Core {
         let current = self.health.guard(r)?;
         match (snapshot, self.versions.as_mut()) {
             (true, Some(vs)) => {
+                let vs = vs.get_mut();
                 let r = vs.visible(txn, tree.id, key, current);
                 self.health.guard(r)
             }
@@ -310,21 +311,20 @@ impl Core {
             .is_some_and(|vs| vs.snapshot_of(txn).is_some())
     }
 
-    /// Starts a snapshot-isolation transaction (needs the version store: an undo device).
-    pub fn begin_snapshot(&mut self) -> Result<TxnId> {
+    /// Starts a snapshot-isolation transaction (needs the version store: an undo device). Runs
+    /// with the core latch shared: its snapshot is the newest commit, and commits that change
+    /// what snapshots see run exclusive.
+    pub fn begin_snapshot(&self) -> Result<TxnId> {
         self.check()?;
-        if self.versions.is_none() {
+        let Some(vs) = self.versions.as_ref() else {
             return Err(Error::InvalidArgument(
                 "snapshot isolation needs an undo device (Devices::with_undo) and the ARIES \
                  mode (not flushless)"
                     .into(),
             ));
-        }
+        };
         let id = self.txns.begin();
-        self.versions
-            .as_mut()
-            .expect("checked above")
-            .begin_snapshot(id);
+        vs.begin_snapshot(id);
         Ok(id)
     }
 
@@ -337,10 +337,11 @@ impl Core {
         self.versions
             .as_mut()
             .expect("checked above")
+            .get_mut()
             .check_write(txn, tree.id, key)?;
         let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
         let old = self.health.guard(r)?;
-        let vs = self.versions.as_mut().expect("checked above");
+        let vs = self.versions.as_mut().expect("checked above").get_mut();
         let r = vs.before_write(txn, tree.id, key, old.as_deref());
         match r {
             Err(Error::Device(_)) => self.health.guard(r),
@@ -570,7 +571,7 @@ impl Core {
     pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
         if let Some(vs) = self.versions.as_mut() {
             // Its versions become visible to snapshots that begin from now on.
-            let r = vs.commit(txn);
+            let r = vs.get_mut().commit(txn);
             self.health.guard(r)?;
         }
         let st = self.txns.remove(txn)?;
@@ -619,7 +620,7 @@ impl Core {
             r
         };
         if let Some(vs) = self.versions.as_mut() {
-            vs.abort(txn);
+            vs.get_mut().abort(txn);
         }
         self.txns.end(txn, &st);
         self.sync_page_reserve();

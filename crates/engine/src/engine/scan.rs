@@ -1,11 +1,16 @@
-//! Range scans under the core latch held exclusive: the plain one, and a snapshot reader's,
-//! which merges the tree with the version store's heads a window at a time.
+//! Range scans under the core latch held exclusive (the plain one), and a snapshot reader's,
+//! which merges the tree with the version store's heads a window at a time: exclusive, or
+//! shared beside other readers while every page it needs is in memory.
 
-use super::Core;
+use super::{Core, Pairs};
 use crate::btree::tree as bt;
+use crate::cache::PageCache;
 use crate::catalog::Tree;
 use crate::cc::Access;
 use crate::error::Result;
+use crate::health::Health;
+use crate::mvcc::VersionStore;
+use crate::read_shared::SharedReader;
 use crate::wal::record::TxnId;
 use crate::wal::Wal;
 use std::ops::Bound;
@@ -38,7 +43,20 @@ impl Core {
             return Ok(Vec::new());
         }
         if snapshot {
-            return self.scan_snapshot(wal, txn, tree, range, reverse, limit);
+            let mut view = Exclusive {
+                cache: &mut self.cache,
+                wal,
+                store: self
+                    .versions
+                    .as_mut()
+                    .expect("a snapshot transaction has a store")
+                    .get_mut(),
+                health: &self.health,
+                txn,
+                tree,
+            };
+            return snapshot_scan(&mut view, range, reverse, limit)
+                .expect("an exclusive view reads every page");
         }
         let mut out = Vec::new();
         let r = crate::ops::read(&mut self.cache, wal, |m| {
@@ -51,94 +69,215 @@ impl Core {
         Ok(out)
     }
 
-    /// [`Core::scan`] for a snapshot reader: the tree's pairs merged with the records whose
-    /// version it may see differently (those with a head), each resolved to its version, a
-    /// window at a time. A window takes up to `limit` heads and `limit` + that many tree pairs
-    /// and resolves everything up to the nearer of their ends (past it, either may hold keys
-    /// not yet read): at most as many tree keys as heads can be invisible, so windows continue
-    /// until `limit` pairs are visible or the range is done.
-    fn scan_snapshot(
-        &mut self,
-        wal: &mut Wal,
+    /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
+    /// needs is not in memory (the caller runs `scan` exclusive; nothing was changed). A
+    /// snapshot reader takes no lock.
+    pub(super) fn scan_snapshot_shared(
+        &self,
         txn: TxnId,
         tree: &Tree,
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let window = limit.clamp(1, 1024);
-        let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
-            (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
-        let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
-        let mut out = Vec::new();
-        loop {
-            let r = (
-                bounds.0.as_ref().map(|k| k.as_slice()),
-                bounds.1.as_ref().map(|k| k.as_slice()),
-            );
-            let vs = self
-                .versions
-                .as_ref()
-                .expect("a snapshot transaction has a store");
-            let heads = vs.head_keys(tree.id, r, reverse, window);
-            let heads_done = heads.len() < window;
-            let want = window + heads.len();
-            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            let res = crate::ops::read(&mut self.cache, wal, |m| {
-                bt::scan(m, tree.root, r.0, r.1, reverse, |k, v| {
-                    pairs.push((k.to_vec(), v.to_vec()));
-                    pairs.len() < want
-                })
+    ) -> Option<Result<Pairs>> {
+        if limit == 0 {
+            return Some(Ok(Vec::new()));
+        }
+        let mut view = SharedView {
+            core: self,
+            txn,
+            tree,
+        };
+        snapshot_scan(&mut view, range, reverse, limit)
+    }
+}
+
+/// What a snapshot scan reads: the tree a window at a time, the keys with a head in the version
+/// store, and the version the snapshot sees of one record.
+trait SnapshotView {
+    /// Up to `want` pairs of the tree in `range`; `None` when refused (a page not in memory,
+    /// for a view that does not read the device).
+    fn tree_window(
+        &mut self,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        want: usize,
+    ) -> Option<Result<Pairs>>;
+    /// Up to `limit` keys with a head in `range`, in scan order.
+    fn heads(
+        &mut self,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Vec<Vec<u8>>;
+    /// The version of `key` the snapshot sees, whose version in the tree is `current`.
+    fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>>;
+}
+
+/// The view of a scan holding the core latch exclusive: reads pages from the device too.
+struct Exclusive<'a> {
+    cache: &'a mut PageCache,
+    wal: &'a mut Wal,
+    store: &'a mut VersionStore,
+    health: &'a Health,
+    txn: TxnId,
+    tree: &'a Tree,
+}
+
+impl SnapshotView for Exclusive<'_> {
+    fn tree_window(
+        &mut self,
+        r: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        want: usize,
+    ) -> Option<Result<Pairs>> {
+        let mut pairs = Vec::new();
+        let res = crate::ops::read(self.cache, self.wal, |m| {
+            bt::scan(m, self.tree.root, r.0, r.1, reverse, |k, v| {
+                pairs.push((k.to_vec(), v.to_vec()));
+                pairs.len() < want
+            })
+        });
+        Some(self.health.guard(res).map(|()| pairs))
+    }
+    fn heads(
+        &mut self,
+        r: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Vec<Vec<u8>> {
+        self.store.head_keys(self.tree.id, r, reverse, limit)
+    }
+    fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+        let r = self.store.visible(self.txn, self.tree.id, key, current);
+        self.health.guard(r)
+    }
+}
+
+/// The view of a scan holding the core latch shared: pages only from memory, the version store
+/// latched for each look (no writer runs meanwhile: see [`crate::mvcc::Versions`]).
+struct SharedView<'a> {
+    core: &'a Core,
+    txn: TxnId,
+    tree: &'a Tree,
+}
+
+impl SharedView<'_> {
+    fn versions(&self) -> &crate::mvcc::Versions {
+        self.core
+            .versions
+            .as_ref()
+            .expect("a snapshot transaction has a store")
+    }
+}
+
+impl SnapshotView for SharedView<'_> {
+    fn tree_window(
+        &mut self,
+        r: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        want: usize,
+    ) -> Option<Result<Pairs>> {
+        let mut pairs = Vec::new();
+        let res = SharedReader::run(&self.core.cache, |m| {
+            bt::scan(m, self.tree.root, r.0, r.1, reverse, |k, v| {
+                pairs.push((k.to_vec(), v.to_vec()));
+                pairs.len() < want
+            })
+        })?;
+        Some(self.core.health.guard(res).map(|()| pairs))
+    }
+    fn heads(
+        &mut self,
+        r: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+    ) -> Vec<Vec<u8>> {
+        self.versions()
+            .read()
+            .head_keys(self.tree.id, r, reverse, limit)
+    }
+    fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+        let r = self
+            .versions()
+            .visible(self.txn, self.tree.id, key, current);
+        self.core.health.guard(r)
+    }
+}
+
+/// A snapshot reader's scan: the tree's pairs merged with the records whose version it may see
+/// differently (those with a head), each resolved to its version, a window at a time. A window
+/// takes up to `limit` heads and `limit` + that many tree pairs and resolves everything up to
+/// the nearer of their ends (past it, either may hold keys not yet read): at most as many tree
+/// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
+/// range is done. `None` when the view refused a window.
+fn snapshot_scan(
+    view: &mut impl SnapshotView,
+    range: (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+    limit: usize,
+) -> Option<Result<Pairs>> {
+    let window = limit.clamp(1, 1024);
+    let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
+        (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
+    let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
+    let mut out = Vec::new();
+    loop {
+        let r = (
+            bounds.0.as_ref().map(|k| k.as_slice()),
+            bounds.1.as_ref().map(|k| k.as_slice()),
+        );
+        let heads = view.heads(r, reverse, window);
+        let heads_done = heads.len() < window;
+        let want = window + heads.len();
+        let pairs = match view.tree_window(r, reverse, want)? {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        let tree_done = pairs.len() < want;
+        // The window ends at the nearer of the two last keys read (when more may follow).
+        let mut end: Option<Vec<u8>> = None;
+        if !tree_done {
+            end = pairs.last().map(|p| p.0.clone());
+        }
+        if !heads_done {
+            let h = heads.last().expect("a full window").clone();
+            end = Some(match end {
+                Some(e) if before(&e, &h) => e,
+                _ => h,
             });
-            self.health.guard(res)?;
-            let tree_done = pairs.len() < want;
-            // The window ends at the nearer of the two last keys read (when more may follow).
-            let mut end: Option<Vec<u8>> = None;
-            if !tree_done {
-                end = pairs.last().map(|p| p.0.clone());
+        }
+        let inside = |k: &[u8]| end.as_deref().is_none_or(|e| !before(e, k));
+        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
+        for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
+            while let Some(h) = hs.next_if(|h| before(h, &k)) {
+                merged.push((h, None));
             }
-            if !heads_done {
-                let h = heads.last().expect("a full window").clone();
-                end = Some(match end {
-                    Some(e) if before(&e, &h) => e,
-                    _ => h,
-                });
+            hs.next_if(|h| *h == k);
+            merged.push((k, Some(v)));
+        }
+        merged.extend(hs.map(|h| (h, None)));
+        for (k, current) in merged {
+            if out.len() >= limit {
+                return Some(Ok(out));
             }
-            let inside = |k: &[u8]| end.as_deref().is_none_or(|e| !before(e, k));
-            let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
-            let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
-            for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
-                while let Some(h) = hs.next_if(|h| before(h, &k)) {
-                    merged.push((h, None));
-                }
-                hs.next_if(|h| *h == k);
-                merged.push((k, Some(v)));
+            // A head key missing from the tree was deleted (or is being written).
+            match view.visible(&k, current) {
+                Ok(Some(v)) => out.push((k, v)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
             }
-            merged.extend(hs.map(|h| (h, None)));
-            let vs = self
-                .versions
-                .as_mut()
-                .expect("a snapshot transaction has a store");
-            for (k, current) in merged {
-                if out.len() >= limit {
-                    return Ok(out);
-                }
-                // A head key missing from the tree was deleted (or is being written).
-                let r = vs.visible(txn, tree.id, &k, current);
-                if let Some(v) = self.health.guard(r)? {
-                    out.push((k, v));
+        }
+        match end {
+            Some(e) if out.len() < limit => {
+                if reverse {
+                    bounds.1 = Bound::Excluded(e);
+                } else {
+                    bounds.0 = Bound::Excluded(e);
                 }
             }
-            match end {
-                Some(e) if out.len() < limit => {
-                    if reverse {
-                        bounds.1 = Bound::Excluded(e);
-                    } else {
-                        bounds.0 = Bound::Excluded(e);
-                    }
-                }
-                _ => return Ok(out),
-            }
+            _ => return Some(Ok(out)),
         }
     }
 }

@@ -17,18 +17,22 @@ use bt::plain::Plan;
 use std::ops::Bound;
 
 impl Core {
-    /// [`Core::get`] with the core latch shared: `None` if a page it needs is not cached (or
-    /// `txn` reads a snapshot); then the caller runs `get` with the latch exclusive.
+    /// [`Core::get`] with the core latch shared: `None` if a page it needs is not cached; then
+    /// the caller runs `get` with the latch exclusive. A snapshot reader takes no lock and
+    /// resolves the version it sees in the version store (see [`crate::mvcc::Versions`]).
     pub fn get_shared(
         &self,
         txn: TxnId,
         tree: &Tree,
         key: &[u8],
     ) -> Option<Result<Option<Vec<u8>>>> {
-        if self.is_snapshot(txn) {
-            return None;
-        }
-        if let Err(e) = self.access(txn, tree, Some(key), Access::Read) {
+        let snapshot = self.is_snapshot(txn);
+        let pre = if snapshot {
+            self.checked(txn, tree)
+        } else {
+            self.access(txn, tree, Some(key), Access::Read)
+        };
+        if let Err(e) = pre {
             return Some(Err(e));
         }
         let Some(r) = SharedReader::run(&self.cache, |m| bt::get(m, tree.root, key)) else {
@@ -37,7 +41,17 @@ impl Core {
         };
         self.stats.ops.add(1);
         self.stats.shared.add(1);
-        Some(r)
+        if !snapshot {
+            return Some(r);
+        }
+        Some(r.and_then(|current| {
+            let vs = self
+                .versions
+                .as_ref()
+                .expect("a snapshot transaction has a store");
+            let r = vs.visible(txn, tree.id, key, current);
+            self.health.guard(r)
+        }))
     }
 
     /// A point read outside any transaction, with the core latch shared: the latest committed
@@ -70,9 +84,8 @@ impl Core {
         Some(r)
     }
 
-    /// [`Core::scan`] with the core latch shared, for a transaction that does not read a
-    /// snapshot: `None` if a page it needs is not cached; then the caller runs `scan` with the
-    /// latch exclusive.
+    /// [`Core::scan`] with the core latch shared: `None` if a page it needs is not cached; then
+    /// the caller runs `scan` with the latch exclusive.
     #[allow(clippy::too_many_arguments)]
     pub fn scan_shared(
         &self,
@@ -84,7 +97,18 @@ impl Core {
         locked: bool,
     ) -> Option<Result<Pairs>> {
         if self.is_snapshot(txn) {
-            return None;
+            if let Err(e) = self.checked(txn, tree) {
+                return Some(Err(e));
+            }
+            let Some(r) = self.scan_snapshot_shared(txn, tree, range, reverse, limit) else {
+                self.stats.shared_retries.add(1);
+                return None;
+            };
+            if !locked {
+                self.stats.ops.add(1);
+            }
+            self.stats.shared.add(1);
+            return Some(r);
         }
         let pre = if locked {
             self.checked(txn, tree)
@@ -119,23 +143,41 @@ impl Core {
         Some(Ok(out))
     }
 
-    /// Whether a commit may be logged and ended with the core latch shared: not in the modes
-    /// that keep more per transaction (a version store, the flushless tables, per-frame lists
-    /// of uncommitted writers for a no-steal policy).
+    /// Whether the plain reads outside transactions ([`Core::get_committed`]) may run shared:
+    /// not in the modes that keep more per transaction than the lock probe covers (a version
+    /// store, the flushless tables, per-frame lists of uncommitted writers for a no-steal
+    /// policy).
     fn commits_shared(&self) -> bool {
-        self.versions.is_none() && self.flushless.is_none() && !self.cache.pool.track_uncommitted
+        self.versions.is_none() && self.writes_shared()
+    }
+
+    /// Whether plain writes and commits may run with the core latch shared: not in the modes
+    /// that keep per-transaction state only an exclusive operation may change (the flushless
+    /// tables, per-frame lists of uncommitted writers for a no-steal policy). With a version
+    /// store they may: the before-image is kept under the leaf's latch (see
+    /// [`crate::mvcc::Versions`]); a rollback stays exclusive.
+    fn writes_shared(&self) -> bool {
+        self.flushless.is_none() && !self.cache.pool.track_uncommitted
     }
 
     /// [`Core::commit_record`] with the core latch shared (the log has its own latch): `None`
     /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
     pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
-        if !self.commits_shared() {
+        if !self.writes_shared() {
             return None;
         }
         if let Err(e) = self.check() {
             return Some(Err(e));
         }
         let r = (|| {
+            if let Some(vs) = &self.versions {
+                if self.txns.last_lsn(txn)? == 0 {
+                    // Logged nothing: its snapshot ends, and a before-image a refused write
+                    // left becomes a commit of the unchanged value, before its locks go.
+                    let r = vs.end_unlogged(txn);
+                    self.health.guard(r)?;
+                }
+            }
             let prev = self.txns.commit_point(txn)?;
             if prev == 0 {
                 self.stats.commits.add(1);
@@ -159,7 +201,13 @@ impl Core {
     /// [`Core::end_commit`] with the core latch shared, for a commit [`Core::commit_shared`]
     /// logged.
     pub fn end_commit_shared(&self, txn: TxnId) -> Result<()> {
-        debug_assert!(self.commits_shared());
+        debug_assert!(self.writes_shared());
+        if let Some(vs) = &self.versions {
+            // Its versions become visible to snapshots that begin from now on, before its
+            // locks go.
+            let r = vs.commit(txn);
+            self.health.guard(r)?;
+        }
         let st = self.txns.remove(txn)?;
         self.txns.end(txn, &st);
         // The page reserve is brought up to date by the next exclusive write (it only shrinks
@@ -183,7 +231,7 @@ impl Core {
         value: Option<&[u8]>,
         hint: &mut LeafHint,
     ) -> Option<Result<Option<Vec<u8>>>> {
-        if !self.commits_shared() {
+        if !self.writes_shared() {
             return None;
         }
         let pre = (|| {
@@ -239,6 +287,8 @@ impl Core {
             Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
             // A leaf that is not guarded changes only with the core latch exclusive.
             Plan::Change { .. } => return None,
+            // With a version store, the exclusive run keeps the (absent) version.
+            Plan::Nothing if self.versions.is_some() => return None,
             Plan::Nothing => {
                 // A delete of a missing key: nothing to change or log, but the same look at
                 // the log as `Core::write`, whose `ensure_log_space` may checkpoint.
@@ -253,6 +303,14 @@ impl Core {
                 return Some(Ok(None));
             }
         };
+        if let Some(vs) = &self.versions {
+            // The version this change replaces, kept under the leaf's latch (a snapshot
+            // writer's lost update refused). A refusal below leaves it kept: the exclusive
+            // run finds it kept already.
+            if let Err(e) = vs.before_write(txn, tree.id, key, old.as_deref()) {
+                return Some(self.health.guard(Err(e)));
+            }
+        }
         // Logged first, the change made after: a refusal (the log short of space or a
         // checkpoint due, which the exclusive run then takes) leaves nothing to take back.
         let mut log = wal.lock();

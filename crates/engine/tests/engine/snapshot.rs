@@ -457,3 +457,83 @@ fn snapshot_auditors_see_a_constant_total_under_concurrent_transfers() {
     let v = db.stats().versions.unwrap();
     assert_eq!(v.heads, 0, "{v:?}");
 }
+
+/// A snapshot reader's begin, reads (get, scan, cursor) and commit, and a plain write and its
+/// commit, run with the core latch shared, beside other operations: the engine counts them as
+/// shared operations, none is given up for the exclusive path while its pages are in memory,
+/// and each read still returns the version of its snapshot, older than the tree's, through the
+/// version store. The readers' commits end their snapshots, so the versions they held are
+/// purged.
+#[test]
+fn snapshot_readers_run_beside_each_other() {
+    let pair = MemPair::new();
+    let db = open(&pair, 4 << 20);
+    let t = db.create_tree("t").unwrap();
+    for i in 0..300 {
+        put(&db, &t, &key(i, 8), b"old");
+    }
+    let mut r1 = db.begin_snapshot().unwrap();
+    let mut r2 = db.begin_snapshot().unwrap();
+    for i in (0..300).step_by(3) {
+        put(&db, &t, &key(i, 8), b"new");
+    }
+    let before = db.stats().engine;
+    assert_eq!(
+        r1.get(&t, &key(3, 8)).unwrap().as_deref(),
+        Some(&b"old"[..])
+    );
+    assert_eq!(
+        r2.get(&t, &key(4, 8)).unwrap().as_deref(),
+        Some(&b"old"[..])
+    );
+    let rows = all(&mut r1, &t);
+    assert_eq!(rows.len(), 300);
+    assert!(rows.iter().all(|(_, v)| v == b"old"));
+    let n = r2
+        .cursor(&t, ALL, true)
+        .unwrap()
+        .map(|kv| {
+            assert_eq!(kv.unwrap().1, b"old");
+        })
+        .count();
+    assert_eq!(n, 300);
+    let mut r3 = db.begin_snapshot().unwrap();
+    assert_eq!(
+        r3.get(&t, &key(3, 8)).unwrap().as_deref(),
+        Some(&b"new"[..])
+    );
+    let after = db.stats().engine;
+    assert_eq!(after.shared_retries, before.shared_retries, "{after:?}");
+    // Two gets, a scan, the cursor's batches (at least one) and the third reader's get.
+    assert!(after.shared_ops >= before.shared_ops + 5, "{after:?}");
+    assert!(db.stats().versions.unwrap().heads > 0);
+    // A snapshot writer's put and commit run shared too; the readers still see their snapshot.
+    // (The first write into a leaf may run exclusive, to guard the leaf for shared writers.)
+    let mut w = db.begin_snapshot().unwrap();
+    w.put(&t, &key(3, 8), b"newer").unwrap();
+    let first = db.stats().engine;
+    w.put(&t, &key(6, 8), b"newer").unwrap();
+    w.commit().unwrap();
+    assert_eq!(
+        r1.get(&t, &key(3, 8)).unwrap().as_deref(),
+        Some(&b"old"[..])
+    );
+    assert_eq!(
+        r1.get(&t, &key(6, 8)).unwrap().as_deref(),
+        Some(&b"old"[..])
+    );
+    assert_eq!(
+        r3.get(&t, &key(3, 8)).unwrap().as_deref(),
+        Some(&b"new"[..])
+    );
+    let written = db.stats().engine;
+    assert_eq!(written.shared_retries, first.shared_retries, "{written:?}");
+    assert!(written.shared_ops >= first.shared_ops + 4, "{written:?}");
+    assert_eq!(written.commits, first.commits + 1);
+    for r in [r1, r2, r3] {
+        r.commit().unwrap();
+    }
+    let v = db.stats().versions.unwrap();
+    assert_eq!(v.heads, 0, "{v:?}");
+    assert_eq!(db.stats().engine.commits, written.commits + 3);
+}

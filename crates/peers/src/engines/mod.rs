@@ -35,6 +35,11 @@ pub enum EngineKind {
     #[value(name = "wafer-txn")]
     #[serde(rename = "wafer-txn")]
     WaferTxn,
+    /// wafer with a version store (an undo device in memory) and every operation a
+    /// snapshot-isolation transaction: reads take no lock and see the snapshot of their begin.
+    #[value(name = "wafer-si")]
+    #[serde(rename = "wafer-si")]
+    WaferSi,
     /// redb 2.x.
     Redb,
     /// LMDB through heed.
@@ -51,6 +56,7 @@ impl EngineKind {
         match self {
             EngineKind::Wafer => "wafer",
             EngineKind::WaferTxn => "wafer-txn",
+            EngineKind::WaferSi => "wafer-si",
             EngineKind::Redb => "redb",
             EngineKind::Lmdb => "lmdb",
             EngineKind::Fjall => "fjall",
@@ -109,8 +115,9 @@ pub trait Kv: Send + Sync {
 /// Opens a fresh, empty store of `kind` under `dir` (a directory of its own).
 pub fn open(kind: EngineKind, mode: Mode, dir: &Path, sizing: Sizing) -> Res<Box<dyn Kv>> {
     Ok(match kind {
-        EngineKind::Wafer => Box::new(wafer::WaferKv::open(mode, dir, sizing, false)?),
-        EngineKind::WaferTxn => Box::new(wafer::WaferKv::open(mode, dir, sizing, true)?),
+        EngineKind::Wafer => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Get)?),
+        EngineKind::WaferTxn => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Txn)?),
+        EngineKind::WaferSi => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Snapshot)?),
         EngineKind::Redb => Box::new(redb_kv::RedbKv::open(mode, dir, sizing)?),
         EngineKind::Lmdb => Box::new(lmdb::LmdbKv::open(mode, dir, sizing)?),
         EngineKind::Fjall => Box::new(fjall_kv::FjallKv::open(mode, dir, sizing)?),

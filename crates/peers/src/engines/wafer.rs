@@ -3,17 +3,32 @@
 use super::{Mode, Res, Sizing};
 use std::ops::Bound;
 use std::path::Path;
+use wafer_engine::device::MemDevice;
 use wafer_engine::{Db, DbConfig, Devices, Error, OpenMode, Tree, Txn};
+
+/// How the driver's operations use transactions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// A read is `Db::get`; writes and scans are serializable transactions.
+    Get,
+    /// A read is a one-read serializable transaction (begin, get, commit).
+    Txn,
+    /// Every operation is a snapshot-isolation transaction, on a database with a version store.
+    Snapshot,
+}
 
 pub struct WaferKv {
     db: Db,
     tree: Tree,
-    /// Reads as one-read transactions rather than `Db::get`.
-    read_txn: bool,
+    reads: Reads,
 }
 
+/// The undo device of [`Reads::Snapshot`] (the version store; rebuilt empty at every open, so
+/// memory serves in both modes).
+const UNDO_BYTES: u64 = 256 << 20;
+
 impl WaferKv {
-    pub fn open(mode: Mode, dir: &Path, s: Sizing, read_txn: bool) -> Res<WaferKv> {
+    pub fn open(mode: Mode, dir: &Path, s: Sizing, reads: Reads) -> Res<WaferKv> {
         // As bench/wall.rs: the data device three times the records (16 bytes of overhead a
         // record), a buffer pool as large, a log the size of the pool plus 8 MiB, up to 1 GiB.
         let per_record = (s.key_bytes + s.value_bytes) as u64 + 16;
@@ -28,20 +43,27 @@ impl WaferKv {
             ..DbConfig::default()
         };
         let log_bytes = (cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
-        let devices = match mode {
+        let mut devices = match mode {
             Mode::Memory => Devices::memory(data_bytes, log_bytes),
             Mode::Durable => Devices::files(dir, data_bytes, log_bytes)?,
         };
+        if reads == Reads::Snapshot {
+            devices = devices.with_undo(Box::new(MemDevice::new(UNDO_BYTES, 4096)));
+        }
         let db = Db::open(devices, cfg)?;
         let tree = db.create_tree("usertable")?;
-        Ok(WaferKv { db, tree, read_txn })
+        Ok(WaferKv { db, tree, reads })
     }
 
     /// Runs `f` in a transaction and commits; a conflict aborts the attempt and retries it.
     fn txn<R>(&self, mut f: impl FnMut(&mut Txn, &Tree) -> Result<R, Error>) -> Res<(R, u64)> {
         let mut retries = 0;
         loop {
-            let mut t = self.db.begin()?;
+            let mut t = if self.reads == Reads::Snapshot {
+                self.db.begin_snapshot()?
+            } else {
+                self.db.begin()?
+            };
             match f(&mut t, &self.tree).and_then(|r| t.commit().map(|()| r)) {
                 Ok(r) => return Ok((r, retries)),
                 Err(Error::Conflict { .. }) => {
@@ -67,8 +89,9 @@ impl super::Kv for WaferKv {
 
     fn read(&self, key: &[u8]) -> Res<bool> {
         // One record: `Db::get`, a read outside any transaction (serializable as a one-read
-        // transaction, without its lock); or, as `wafer-txn`, begin, get, commit.
-        if self.read_txn {
+        // transaction, without its lock); or, as `wafer-txn` and `wafer-si`, begin (a snapshot
+        // for `wafer-si`), get, commit.
+        if self.reads != Reads::Get {
             return Ok(self.txn(|t, tree| t.get(tree, key).map(|v| v.is_some()))?.0);
         }
         Ok(self.db.get(&self.tree, key)?.is_some())

@@ -32,6 +32,11 @@ use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::wal::record::{TreeId, TxnId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+mod shared;
+pub(crate) use shared::{Snapshots, Versions};
 
 /// A commit timestamp: commits are numbered 1, 2, ...; 0 is "before every snapshot".
 pub(crate) type Ts = u64;
@@ -91,8 +96,6 @@ struct TxnVersions {
     touched: Vec<(usize, u32)>,
     /// Heads it replaced, in order: (tree, key, the previous head).
     replaced: Vec<(TreeId, Vec<u8>, Option<Head>)>,
-    /// Its snapshot, when it is a snapshot-isolation transaction.
-    snapshot: Option<Ts>,
 }
 
 /// Counters of the version store.
@@ -125,23 +128,39 @@ pub struct VersionStats {
 
 /// The version store (see the module's documentation).
 pub(crate) struct VersionStore {
-    dev: Box<dyn BlockDevice>,
+    /// The undo device and the blocks recently read from it: snapshot readers follow chains
+    /// with the store latched shared (see `shared.rs`), each read under this mutex.
+    io: std::sync::Mutex<UndoIo>,
     block: u64,
     extent_bytes: u64,
     free: BTreeSet<u32>,
-    /// Commits so far (the newest timestamp).
-    last_ts: Ts,
     heads: HashMap<TreeId, BTreeMap<Vec<u8>, Head>>,
     live: HashMap<TxnId, TxnVersions>,
     segments: Vec<Segment>,
-    /// Active snapshots: timestamp -> how many transactions hold it.
-    snapshots: BTreeMap<Ts, u32>,
+    /// Active snapshots and the newest commit timestamp (shared with snapshot readers, which
+    /// begin and end beside each other).
+    snaps: Arc<Snapshots>,
     /// Heads of commits waiting for the oldest snapshot to pass their commit.
     retired: BTreeMap<Ts, Vec<(TreeId, Vec<u8>)>>,
+    /// The counters a snapshot reader moves (with the store latched shared).
+    reads: ReadCounts,
+    pub stats: VersionStats,
+}
+
+/// The undo device and its cache of read blocks.
+struct UndoIo {
+    dev: Box<dyn BlockDevice>,
     /// Recently read undo blocks: device offset -> contents, with a use stamp.
     cache: HashMap<u64, (u64, Vec<u8>)>,
     stamp: u64,
-    pub stats: VersionStats,
+}
+
+/// [`VersionStats`] counters of the readers' side.
+#[derive(Default)]
+struct ReadCounts {
+    chain_reads: AtomicU64,
+    blocks_read: AtomicU64,
+    old_versions_read: AtomicU64,
 }
 
 /// A before-image as stored: its version's commit timestamp, the one before it, the value.
@@ -236,18 +255,20 @@ impl VersionStore {
             )));
         }
         Ok(VersionStore {
-            dev,
+            io: std::sync::Mutex::new(UndoIo {
+                dev,
+                cache: HashMap::new(),
+                stamp: 0,
+            }),
             block,
             extent_bytes,
             free: (0..n as u32).collect(),
-            last_ts: 0,
             heads: HashMap::new(),
             live: HashMap::new(),
             segments: Vec::new(),
-            snapshots: BTreeMap::new(),
+            snaps: Arc::new(Snapshots::new()),
             retired: BTreeMap::new(),
-            cache: HashMap::new(),
-            stamp: 0,
+            reads: ReadCounts::default(),
             stats: VersionStats {
                 extents_total: n,
                 extent_bytes,
@@ -256,22 +277,35 @@ impl VersionStore {
         })
     }
 
-    /// The undo device (for its statistics).
-    pub fn device(&self) -> &dyn BlockDevice {
-        self.dev.as_ref()
+    /// The undo device's statistics.
+    pub fn device_stats(&self) -> crate::device::DeviceStats {
+        self.io_lock().dev.stats()
     }
 
-    /// `txn` starts as a snapshot-isolation transaction: it sees every commit so far.
-    pub fn begin_snapshot(&mut self, txn: TxnId) -> Ts {
-        let s = self.last_ts;
-        *self.snapshots.entry(s).or_default() += 1;
-        self.live.entry(txn).or_default().snapshot = Some(s);
-        s
+    fn io_lock(&self) -> std::sync::MutexGuard<'_, UndoIo> {
+        crate::sync::lock(&self.io)
+    }
+
+    fn io_mut(&mut self) -> &mut UndoIo {
+        self.io.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The snapshot registry (begins and ends of snapshot transactions).
+    pub fn snapshots(&self) -> &Arc<Snapshots> {
+        &self.snaps
     }
 
     /// `txn`'s snapshot, if it is a snapshot transaction.
     pub fn snapshot_of(&self, txn: TxnId) -> Option<Ts> {
-        self.live.get(&txn).and_then(|t| t.snapshot)
+        self.snaps.of(txn)
+    }
+
+    /// Whether `txn` has left nothing in the store but, perhaps, its snapshot (no before-image,
+    /// no segment): its commit changes no version any snapshot sees.
+    pub fn wrote_nothing(&self, txn: TxnId) -> bool {
+        self.live
+            .get(&txn)
+            .is_none_or(|t| t.replaced.is_empty() && t.touched.is_empty() && t.segment.is_none())
     }
 
     /// Before a snapshot transaction writes `key`: refuses (first updater wins) when another
@@ -378,6 +412,11 @@ impl VersionStore {
             self.extent_bytes - seg.used
         };
         if room < rec.len() as u64 {
+            if self.free.is_empty() {
+                // Snapshot readers end without purging unless heads are due (`purge_due`):
+                // extents they alone held may be free to take.
+                self.purge();
+            }
             let Some(&e) = self.free.iter().next() else {
                 let oldest = self.oldest();
                 return Err(Error::VersionStoreFull(format!(
@@ -387,7 +426,7 @@ impl VersionStore {
                      more space",
                     self.stats.extents_total,
                     self.extent_bytes,
-                    self.last_ts - oldest
+                    self.snaps.last_ts() - oldest
                 )));
             };
             self.free.remove(&e);
@@ -431,7 +470,7 @@ impl VersionStore {
             let at = ext_id as u64 * extent_bytes + seg.tail_from;
             seg.tail_from += whole;
             self.forget_blocks(at, whole);
-            self.dev.write_at(at, &out)?;
+            self.io_mut().dev.write_at(at, &out)?;
         }
         Ok(Ptr {
             offset,
@@ -447,7 +486,7 @@ impl VersionStore {
         let len = (data.len() as u64).div_ceil(self.block) * self.block;
         data.resize(len as usize, 0);
         self.forget_blocks(at, len);
-        self.dev.write_at(at, &data)?;
+        self.io_mut().dev.write_at(at, &data)?;
         Ok(())
     }
 
@@ -467,17 +506,22 @@ impl VersionStore {
 
     /// `txn` committed: its versions get the next timestamp; what it replaced waits for purge.
     pub fn commit(&mut self, txn: TxnId) -> Result<()> {
+        let was_snapshot = self.snaps.end(txn).is_some();
         let Some(t) = self.live.remove(&txn) else {
+            // Its end may let the oldest snapshot move on.
+            if was_snapshot {
+                self.purge();
+            }
             return Ok(());
         };
-        self.end_snapshot(t.snapshot);
         if t.replaced.is_empty() {
             self.release(&t, 0);
             self.purge();
             return Ok(());
         }
-        self.last_ts += 1;
-        let ts = self.last_ts;
+        // Every head gets the timestamp before snapshots may take it: a snapshot that begins
+        // beside this commit (with the core latch shared) sees all of it or none.
+        let ts = self.snaps.last_ts() + 1;
         let mut keys = Vec::with_capacity(t.replaced.len());
         for (tree, key, _) in &t.replaced {
             if let Some(h) = self.heads.get_mut(tree).and_then(|m| m.get_mut(key)) {
@@ -486,6 +530,7 @@ impl VersionStore {
             }
             keys.push((*tree, key.clone()));
         }
+        self.snaps.publish(ts);
         self.release(&t, ts);
         self.retired.insert(ts, keys);
         self.purge();
@@ -494,10 +539,13 @@ impl VersionStore {
 
     /// `txn` rolled back: the heads it replaced come back.
     pub fn abort(&mut self, txn: TxnId) {
+        let was_snapshot = self.snaps.end(txn).is_some();
         let Some(t) = self.live.remove(&txn) else {
+            if was_snapshot {
+                self.purge();
+            }
             return;
         };
-        self.end_snapshot(t.snapshot);
         let oldest = self.oldest();
         for (tree, key, prev) in t.replaced.iter().rev() {
             let m = self.heads.entry(*tree).or_default();
@@ -520,28 +568,21 @@ impl VersionStore {
 
     /// The oldest active snapshot, or the newest commit when there is none.
     fn oldest(&self) -> Ts {
-        self.snapshots
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(self.last_ts)
+        self.snaps.oldest()
     }
 
-    fn end_snapshot(&mut self, snap: Option<Ts>) {
-        if let Some(s) = snap {
-            if let Some(n) = self.snapshots.get_mut(&s) {
-                *n -= 1;
-                if *n == 0 {
-                    self.snapshots.remove(&s);
-                }
-            }
-        }
+    /// Whether [`VersionStore::purge`] would free something now (a commit retired at or before
+    /// the oldest snapshot): a snapshot reader's end looks, and purges only then.
+    pub fn purge_due(&self) -> bool {
+        self.retired
+            .first_key_value()
+            .is_some_and(|(&ts, _)| ts <= self.oldest())
     }
 
     /// Frees what no active snapshot can read: heads of commits at or before the oldest
     /// snapshot (every commit when there is none), and extents that only such commits (and
     /// aborted transactions) wrote into; the extent a segment appends to stays.
-    fn purge(&mut self) {
+    pub fn purge(&mut self) {
         let oldest = self.oldest();
         while let Some(entry) = self.retired.first_entry() {
             let ts = *entry.key();
@@ -574,9 +615,11 @@ impl VersionStore {
         for id in freed {
             self.forget_blocks(id as u64 * self.extent_bytes, self.extent_bytes);
             // The extent's old contents are dead: the device may reclaim them.
+            let extent_bytes = self.extent_bytes;
             let _ = self
+                .io_mut()
                 .dev
-                .trim(id as u64 * self.extent_bytes, self.extent_bytes);
+                .trim(id as u64 * extent_bytes, extent_bytes);
             self.free.insert(id);
             self.stats.extents_in_use -= 1;
             self.stats.extents_freed += 1;
@@ -585,8 +628,8 @@ impl VersionStore {
     }
 
     /// Reads a before-image (from the unwritten tail of a live segment, or the device).
-    fn read_image(&mut self, p: Ptr) -> Result<Image> {
-        self.stats.chain_reads += 1;
+    fn read_image(&self, p: Ptr) -> Result<Image> {
+        self.reads.chain_reads.fetch_add(1, Ordering::Relaxed);
         let mut buf = vec![0u8; p.len as usize];
         // The record may still sit (in part) in a live segment's tail.
         let ext = (p.offset / self.extent_bytes) as u32;
@@ -623,39 +666,44 @@ impl VersionStore {
     }
 
     /// The undo block at `at`, from the cache or read from the device (and cached).
-    fn block_at(&mut self, at: u64) -> Result<Vec<u8>> {
-        self.stamp += 1;
-        if let Some((used, b)) = self.cache.get_mut(&at) {
-            *used = self.stamp;
+    fn block_at(&self, at: u64) -> Result<Vec<u8>> {
+        let mut io = self.io_lock();
+        let io = &mut *io;
+        io.stamp += 1;
+        if let Some((used, b)) = io.cache.get_mut(&at) {
+            *used = io.stamp;
             return Ok(b.clone());
         }
         let mut b = vec![0u8; self.block as usize];
-        self.dev.read_at(at, &mut b)?;
-        self.stats.blocks_read += 1;
-        if self.cache.len() >= CACHED_BLOCKS {
-            if let Some(&victim) = self
+        io.dev.read_at(at, &mut b)?;
+        self.reads.blocks_read.fetch_add(1, Ordering::Relaxed);
+        if io.cache.len() >= CACHED_BLOCKS {
+            if let Some(&victim) = io
                 .cache
                 .iter()
                 .min_by_key(|(_, (used, _))| *used)
                 .map(|(k, _)| k)
             {
-                self.cache.remove(&victim);
+                io.cache.remove(&victim);
             }
         }
-        self.cache.insert(at, (self.stamp, b.clone()));
+        io.cache.insert(at, (io.stamp, b.clone()));
         Ok(b)
     }
 
     /// Drops cached blocks in `[at, at + len)` (rewritten or freed).
     fn forget_blocks(&mut self, at: u64, len: u64) {
-        if !self.cache.is_empty() {
-            self.cache.retain(|&k, _| k < at || k >= at + len);
+        let io = self.io_mut();
+        if !io.cache.is_empty() {
+            io.cache.retain(|&k, _| k < at || k >= at + len);
         }
     }
 
-    /// What `txn` sees of `key`, whose version in the tree is `current`.
+    /// What `txn` sees of `key`, whose version in the tree is `current`. Takes the store
+    /// shared: what it changes (the undo block cache, the readers' counters) has its own
+    /// latch.
     pub fn visible(
-        &mut self,
+        &self,
         txn: TxnId,
         tree: TreeId,
         key: &[u8],
@@ -670,7 +718,7 @@ impl VersionStore {
         if h.writer == txn || h.ts.is_some_and(|ts| ts <= snap) {
             return Ok(current);
         }
-        self.stats.old_versions_read += 1;
+        self.reads.old_versions_read.fetch_add(1, Ordering::Relaxed);
         let mut p = h.prev;
         loop {
             let img = self.read_image(p)?;
@@ -709,6 +757,12 @@ impl VersionStore {
 
     /// A snapshot of the counters.
     pub fn snapshot_stats(&self) -> VersionStats {
-        self.stats.clone()
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        VersionStats {
+            chain_reads: n(&self.reads.chain_reads),
+            blocks_read: n(&self.reads.blocks_read),
+            old_versions_read: n(&self.reads.old_versions_read),
+            ..self.stats.clone()
+        }
     }
 }

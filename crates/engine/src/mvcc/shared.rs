@@ -1,0 +1,225 @@
+//! The version store as the core's operations share it: the registry of active snapshots,
+//! striped so that snapshot transactions begin and end beside each other, and the store behind
+//! a reader-writer latch.
+//!
+//! Who changes what, and why a snapshot reader with the core latch shared sees a consistent
+//! state:
+//!
+//! - A plain write (core latch shared) holds the record's exclusive lock and the latch of its
+//!   leaf; before it changes the leaf it keeps the version it replaces, with the store latched
+//!   exclusive, and makes itself the record's head, uncommitted.
+//! - A commit gives its heads their timestamp and only then publishes that timestamp as the
+//!   newest (store exclusive), before its locks go. A snapshot begins at the newest published
+//!   timestamp, so it sees all of a commit or none of it.
+//! - A snapshot reader reads the record from the tree (under the leaf's latch), then its head
+//!   (store shared). Whatever it read from the tree, a version its snapshot may not see has a
+//!   head by then that is uncommitted or newer than the snapshot (the head is set before the
+//!   leaf changes), and the reader follows the chain of before-images to the version it sees.
+//!   Chains are append-only, and purge frees only what no registered snapshot reads.
+//! - A rollback takes a leaf change and its head back: it runs with the core latch exclusive,
+//!   so no reader is between its two reads then. So does everything else that reaches the
+//!   store through [`Versions::get_mut`], without locking.
+//!
+//! Following a chain reads the undo device and its block cache, under the store's own small
+//! mutex, with the store latched shared.
+
+use super::{Ts, VersionStore};
+use crate::error::Result;
+use crate::sync::Shards;
+use crate::wal::record::{TreeId, TxnId};
+use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, TryLockError};
+
+/// Tries at the store's latch before a thread sleeps for it: its holders keep it for about a
+/// microsecond, a sleep and wake-up costs several.
+const SPINS: u32 = 200;
+
+/// Stripes of the snapshot registry.
+const SNAPSHOT_STRIPES: usize = 16;
+
+/// One stripe of [`Snapshots`]: the snapshot of each of its transactions, and how many hold
+/// each timestamp.
+#[derive(Default)]
+struct Stripe {
+    of: HashMap<TxnId, Ts>,
+    held: BTreeMap<Ts, u32>,
+}
+
+/// The active snapshots, striped by transaction id, and the newest commit timestamp.
+pub(crate) struct Snapshots {
+    stripes: Shards<Stripe>,
+    /// Commits so far that changed versions (the newest timestamp). Moved by a commit holding
+    /// the store exclusively, after its heads carry the new value; read by snapshots that
+    /// begin beside it.
+    last_ts: AtomicU64,
+}
+
+impl Snapshots {
+    pub fn new() -> Snapshots {
+        Snapshots {
+            stripes: Shards::new(SNAPSHOT_STRIPES),
+            last_ts: AtomicU64::new(0),
+        }
+    }
+
+    /// `txn` starts as a snapshot-isolation transaction: it sees every commit so far.
+    pub fn begin(&self, txn: TxnId) -> Ts {
+        let mut st = self.stripes.lock(crate::txn_table::shard(txn));
+        // Read under the stripe's lock (see `oldest`).
+        let s = self.last_ts();
+        let prev = st.of.insert(txn, s);
+        debug_assert!(prev.is_none(), "transaction {txn} began a second snapshot");
+        *st.held.entry(s).or_default() += 1;
+        s
+    }
+
+    /// `txn`'s snapshot, if it is a snapshot transaction.
+    pub fn of(&self, txn: TxnId) -> Option<Ts> {
+        self.stripes
+            .lock(crate::txn_table::shard(txn))
+            .of
+            .get(&txn)
+            .copied()
+    }
+
+    /// `txn` ended: its snapshot, if it had one, is no longer held.
+    pub fn end(&self, txn: TxnId) -> Option<Ts> {
+        let mut st = self.stripes.lock(crate::txn_table::shard(txn));
+        let s = st.of.remove(&txn)?;
+        if let Some(n) = st.held.get_mut(&s) {
+            *n -= 1;
+            if *n == 0 {
+                st.held.remove(&s);
+            }
+        }
+        Some(s)
+    }
+
+    /// The oldest active snapshot, or the newest commit when there is none.
+    ///
+    /// A snapshot that begins meanwhile is no older than the result: the newest timestamp is
+    /// read first, then each stripe under its lock. A begin that takes its stripe's lock after
+    /// that stripe was looked at reads the timestamp after this did, so no older one; a begin
+    /// that took it before is seen.
+    pub fn oldest(&self) -> Ts {
+        let newest = self.last_ts();
+        let mut oldest = newest;
+        self.stripes.each(|st| {
+            if let Some((&s, _)) = st.held.first_key_value() {
+                oldest = oldest.min(s);
+            }
+        });
+        oldest
+    }
+
+    pub fn last_ts(&self) -> Ts {
+        self.last_ts.load(Ordering::SeqCst)
+    }
+
+    /// Makes `ts`, the next timestamp, the newest commit: once its heads carry it (commits
+    /// are serialized by the store's latch, or the core latch exclusive).
+    pub fn publish(&self, ts: Ts) {
+        debug_assert_eq!(ts, self.last_ts() + 1);
+        self.last_ts.store(ts, Ordering::SeqCst);
+    }
+}
+
+/// The version store with its snapshot registry, shared by the core (see the module notes).
+pub(crate) struct Versions {
+    store: ShardedLock<VersionStore>,
+    snaps: Arc<Snapshots>,
+}
+
+impl Versions {
+    pub fn new(store: VersionStore) -> Versions {
+        let snaps = store.snapshots().clone();
+        Versions {
+            store: ShardedLock::new(store),
+            snaps,
+        }
+    }
+
+    /// The store, for an operation holding the core latch exclusive.
+    pub fn get_mut(&mut self) -> &mut VersionStore {
+        self.store.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The store to look at (heads, counters), the core latch held either way.
+    pub fn read(&self) -> ShardedLockReadGuard<'_, VersionStore> {
+        for _ in 0..SPINS {
+            match self.store.try_read() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
+            }
+        }
+        self.store.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `txn`'s snapshot, if it is a snapshot transaction.
+    pub fn snapshot_of(&self, txn: TxnId) -> Option<Ts> {
+        self.snaps.of(txn)
+    }
+
+    /// Starts `txn`'s snapshot (the core latch held either way).
+    pub fn begin_snapshot(&self, txn: TxnId) -> Ts {
+        self.snaps.begin(txn)
+    }
+
+    /// [`VersionStore::visible`] with the core latch shared (the store latched shared).
+    pub fn visible(
+        &self,
+        txn: TxnId,
+        tree: TreeId,
+        key: &[u8],
+        current: Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.read().visible(txn, tree, key, current)
+    }
+
+    fn write(&self) -> ShardedLockWriteGuard<'_, VersionStore> {
+        for _ in 0..SPINS {
+            match self.store.try_write() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
+            }
+        }
+        self.store.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`VersionStore::check_write`] and [`VersionStore::before_write`] with the core latch
+    /// shared: the caller holds the latch of the leaf that has `key` (so `old` is its version
+    /// and no other writer of the leaf runs) and `key`'s exclusive lock.
+    pub fn before_write(
+        &self,
+        txn: TxnId,
+        tree: TreeId,
+        key: &[u8],
+        old: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut store = self.write();
+        store.check_write(txn, tree, key)?;
+        store.before_write(txn, tree, key, old)
+    }
+
+    /// [`VersionStore::commit`] with the core latch shared.
+    pub fn commit(&self, txn: TxnId) -> Result<()> {
+        self.write().commit(txn)
+    }
+
+    /// The end of a transaction that logged nothing, with the core latch shared: a snapshot
+    /// reader's snapshot is released (the store purged only if that lets heads go); a
+    /// before-image that a refused write left is committed, as the exclusive commit would.
+    pub fn end_unlogged(&self, txn: TxnId) -> Result<()> {
+        if !self.read().wrote_nothing(txn) {
+            return self.commit(txn);
+        }
+        if self.snaps.end(txn).is_some() && self.read().purge_due() {
+            self.write().purge();
+        }
+        Ok(())
+    }
+}
