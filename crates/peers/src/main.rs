@@ -26,8 +26,8 @@ use workload::{ValuePool, Workload};
 #[derive(Parser, Debug, Clone)]
 #[command(name = "wafer-peers", version, about, long_about)]
 struct Cli {
-    /// Engines to run, comma-separated: wafer, redb, lmdb, fjall, rocksdb (rocksdb only in a
-    /// build with `--features rocksdb`).
+    /// Engines to run, comma-separated: wafer, wafer-txn, wafer-si, redb, lmdb, fjall, rocksdb
+    /// (rocksdb only in a build with `--features rocksdb`).
     #[arg(long, value_delimiter = ',', default_value = "wafer,redb,lmdb,fjall")]
     engines: Vec<EngineKind>,
 

@@ -116,8 +116,15 @@ pub trait Kv: Send + Sync {
 pub fn open(kind: EngineKind, mode: Mode, dir: &Path, sizing: Sizing) -> Res<Box<dyn Kv>> {
     Ok(match kind {
         EngineKind::Wafer => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Get)?),
-        EngineKind::WaferTxn => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Txn)?),
-        EngineKind::WaferSi => Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Snapshot)?),
+        EngineKind::WaferTxn => {
+            Box::new(wafer::WaferKv::open(mode, dir, sizing, wafer::Reads::Txn)?)
+        }
+        EngineKind::WaferSi => Box::new(wafer::WaferKv::open(
+            mode,
+            dir,
+            sizing,
+            wafer::Reads::Snapshot,
+        )?),
         EngineKind::Redb => Box::new(redb_kv::RedbKv::open(mode, dir, sizing)?),
         EngineKind::Lmdb => Box::new(lmdb::LmdbKv::open(mode, dir, sizing)?),
         EngineKind::Fjall => Box::new(fjall_kv::FjallKv::open(mode, dir, sizing)?),
