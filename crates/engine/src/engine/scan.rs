@@ -210,7 +210,8 @@ impl SnapshotView for SharedView<'_> {
 /// takes up to `limit` heads and `limit` + that many tree pairs and resolves everything up to
 /// the nearer of their ends (past it, either may hold keys not yet read): at most as many tree
 /// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
-/// range is done. `None` when the view refused a window.
+/// range is done. `None` when the view refused a window. The heads are looked at again after
+/// the tree is read (see the loop).
 fn snapshot_scan(
     view: &mut impl SnapshotView,
     range: (Bound<&[u8]>, Bound<&[u8]>),
@@ -248,6 +249,15 @@ fn snapshot_scan(
             });
         }
         let inside = |k: &[u8]| end.as_deref().is_none_or(|e| !before(e, k));
+        // The heads again, now that the tree is read, as far as the window goes: with the
+        // core latch shared a writer may have changed the window meanwhile, and a writer's head
+        // comes before its leaf change, so these cover every key the tree read shows changed
+        // (or no longer shows, deleted). The first look only sized the window.
+        let heads = match end.as_deref() {
+            Some(e) if reverse => view.heads((Bound::Included(e), r.1), reverse, usize::MAX),
+            Some(e) => view.heads((r.0, Bound::Included(e)), reverse, usize::MAX),
+            None => view.heads(r, reverse, usize::MAX),
+        };
         let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
         let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
         for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
