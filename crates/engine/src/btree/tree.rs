@@ -22,10 +22,12 @@ use crate::error::{Error, Result};
 use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
 use smallvec::SmallVec;
 use std::collections::HashSet;
-use std::ops::Bound;
 
 pub mod plain;
+mod scan;
 mod split;
+
+pub use scan::scan;
 
 use split::{insert_with_split, Pending};
 
@@ -483,115 +485,6 @@ fn collapse_root<S: PageStore>(store: &mut S, root: PageId) -> Result<bool> {
         store.free_page(child)?;
     }
     Err(corrupt(root, "tree too deep"))
-}
-
-/// The entries of a leaf within the bounds, with whether keys below `start` / above `end` exist
-/// in it, and its right sibling.
-type LeafSlice = (Vec<(Vec<u8>, Stored)>, bool, bool, PageId);
-
-fn leaf_slice(p: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<LeafSlice> {
-    let n = node::cell_count(p)?;
-    let first = match start {
-        Bound::Unbounded => 0,
-        Bound::Included(s) => match node::search(p, s)? {
-            Search::Found(i) | Search::NotFound(i) => i,
-        },
-        Bound::Excluded(s) => match node::search(p, s)? {
-            Search::Found(i) => i + 1,
-            Search::NotFound(i) => i,
-        },
-    };
-    let mut out = Vec::new();
-    let mut above = false;
-    for i in first..n {
-        let (k, v) = node::leaf_cell_at(p, i)?;
-        let beyond = match end {
-            Bound::Unbounded => false,
-            Bound::Included(e) => k > e,
-            Bound::Excluded(e) => k >= e,
-        };
-        if beyond {
-            above = true;
-            break;
-        }
-        out.push((k.to_vec(), Stored::from(v)));
-    }
-    Ok((out, first > 0, above, node::right_sibling(p)?))
-}
-
-/// Calls `f(key, value)` for the keys within `start..end` in ascending order (descending if
-/// `reverse`) until it returns false.
-pub fn scan<S, F>(
-    store: &mut S,
-    root: PageId,
-    start: Bound<&[u8]>,
-    end: Bound<&[u8]>,
-    reverse: bool,
-    mut f: F,
-) -> Result<()>
-where
-    S: PageStore,
-    F: FnMut(&[u8], &[u8]) -> bool,
-{
-    if reverse {
-        let target = match end {
-            Bound::Unbounded => Target::Last,
-            Bound::Included(k) => Target::Le(k),
-            Bound::Excluded(k) => Target::Lt(k),
-        };
-        let mut path = descend(store, root, target, true)?;
-        loop {
-            let (entries, below, _, _) =
-                store.read_page(path.leaf(), |p| leaf_slice(p, start, end))??;
-            for (k, s) in entries.into_iter().rev() {
-                let v = s.into_value(store)?;
-                if !f(&k, &v) {
-                    return Ok(());
-                }
-            }
-            let Some(lower) = path.lower.take() else {
-                return Ok(());
-            };
-            let done = match start {
-                Bound::Included(s) | Bound::Excluded(s) => below || lower.as_slice() <= s,
-                Bound::Unbounded => false,
-            };
-            if done {
-                return Ok(());
-            }
-            path = descend(store, root, Target::Lt(&lower), true)?;
-            if path.lower.as_ref().is_some_and(|l| *l >= lower) {
-                return Err(corrupt(path.leaf(), "separators out of order"));
-            }
-        }
-    }
-    let target = match start {
-        Bound::Unbounded => Target::First,
-        Bound::Included(k) | Bound::Excluded(k) => Target::Le(k),
-    };
-    let mut pid = descend(store, root, target, false)?.leaf();
-    let mut last: Option<Vec<u8>> = None;
-    loop {
-        let (entries, _, above, next) = store.read_page(pid, |p| leaf_slice(p, start, end))??;
-        if let (Some(l), Some((k, _))) = (&last, entries.first()) {
-            if k <= l {
-                return Err(corrupt(pid, "leaf sibling chain out of key order"));
-            }
-        }
-        if let Some((k, _)) = entries.last() {
-            last = Some(k.clone());
-        }
-        for (k, s) in entries {
-            let v = s.into_value(store)?;
-            if !f(&k, &v) {
-                return Ok(());
-            }
-        }
-        if above || next == NO_PAGE {
-            return Ok(());
-        }
-        pid = next;
-    }
 }
 
 struct Checker {

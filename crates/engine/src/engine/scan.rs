@@ -258,19 +258,25 @@ fn snapshot_scan(
             Some(e) => view.heads((r.0, Bound::Included(e)), reverse, usize::MAX),
             None => view.heads(r, reverse, usize::MAX),
         };
-        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        // (key, the tree's version, whether it has a head): a key without one, looked at
+        // after the tree was read, is seen as the tree has it (what `visible` would say).
+        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>, bool)> = Vec::new();
         let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
         for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
             while let Some(h) = hs.next_if(|h| before(h, &k)) {
-                merged.push((h, None));
+                merged.push((h, None, true));
             }
-            hs.next_if(|h| *h == k);
-            merged.push((k, Some(v)));
+            let headed = hs.next_if(|h| *h == k).is_some();
+            merged.push((k, Some(v), headed));
         }
-        merged.extend(hs.map(|h| (h, None)));
-        for (k, current) in merged {
+        merged.extend(hs.map(|h| (h, None, true)));
+        for (k, current, headed) in merged {
             if out.len() >= limit {
                 return Some(Ok(out));
+            }
+            if !headed {
+                out.push((k, current.expect("a key without a head came from the tree")));
+                continue;
             }
             // A head key missing from the tree was deleted (or is being written).
             match view.visible(&k, current) {
