@@ -92,6 +92,22 @@ impl Core {
     }
 }
 
+/// Up to `want` pairs of the tree at `root` in `r`, in scan order.
+fn window<S: crate::btree::PageStore>(
+    m: &mut S,
+    root: crate::page::PageId,
+    r: (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+    want: usize,
+) -> Result<Pairs> {
+    let mut pairs = Vec::with_capacity(want.min(1024));
+    bt::scan(m, root, r.0, r.1, reverse, |k, v| {
+        pairs.push((k.to_vec(), v.to_vec()));
+        pairs.len() < want
+    })?;
+    Ok(pairs)
+}
+
 /// What a snapshot scan reads: the tree a window at a time, the keys with a head in the version
 /// store, and the version the snapshot sees of one record.
 trait SnapshotView {
@@ -131,14 +147,10 @@ impl SnapshotView for Exclusive<'_> {
         reverse: bool,
         want: usize,
     ) -> Option<Result<Pairs>> {
-        let mut pairs = Vec::new();
         let res = crate::ops::read(self.cache, self.wal, |m| {
-            bt::scan(m, self.tree.root, r.0, r.1, reverse, |k, v| {
-                pairs.push((k.to_vec(), v.to_vec()));
-                pairs.len() < want
-            })
+            window(m, self.tree.root, r, reverse, want)
         });
-        Some(self.health.guard(res).map(|()| pairs))
+        Some(self.health.guard(res))
     }
     fn heads(
         &mut self,
@@ -178,14 +190,10 @@ impl SnapshotView for SharedView<'_> {
         reverse: bool,
         want: usize,
     ) -> Option<Result<Pairs>> {
-        let mut pairs = Vec::new();
         let res = SharedReader::run(&self.core.cache, |m| {
-            bt::scan(m, self.tree.root, r.0, r.1, reverse, |k, v| {
-                pairs.push((k.to_vec(), v.to_vec()));
-                pairs.len() < want
-            })
+            window(m, self.tree.root, r, reverse, want)
         })?;
-        Some(self.core.health.guard(res).map(|()| pairs))
+        Some(self.core.health.guard(res))
     }
     fn heads(
         &mut self,

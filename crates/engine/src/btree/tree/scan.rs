@@ -69,6 +69,7 @@ where
                 total_len,
                 first,
             } => {
+                // The value, read with the leaf let go; the visit goes on after its key.
                 let v = overflow::read_chain(store, first, total_len)?;
                 if !f(&key, &v) {
                     return Ok(());
@@ -122,36 +123,16 @@ fn visit_up<F: FnMut(&[u8], &[u8]) -> bool>(
             Bound::Excluded(e) => k >= e,
         };
         if beyond {
-            return Ok(Visit::Done {
-                last: visited.map(<[u8]>::to_vec),
-                ends: true,
-                next: NO_PAGE,
-            });
+            return Ok(done(visited, true, NO_PAGE));
         }
         if i == first && after.is_some_and(|a| k <= a) {
             return Err(corrupt(pid, "leaf sibling chain out of key order"));
         }
-        match v {
-            LeafValue::Inline(b) => {
-                if !f(k, b) {
-                    return Ok(Visit::Stopped);
-                }
-                visited = Some(k);
-            }
-            LeafValue::Overflow { total_len, first } => {
-                return Ok(Visit::Overflow {
-                    key: k.to_vec(),
-                    total_len,
-                    first,
-                })
-            }
+        if let Some(end) = give(k, v, f, &mut visited) {
+            return Ok(end);
         }
     }
-    Ok(Visit::Done {
-        last: visited.map(<[u8]>::to_vec),
-        ends: false,
-        next: node::right_sibling(p)?,
-    })
+    Ok(done(visited, false, node::right_sibling(p)?))
 }
 
 /// [`scan`] in descending order: leaf by leaf to the left, each found by a descent to the keys
@@ -248,34 +229,47 @@ fn visit_down<F: FnMut(&[u8], &[u8]) -> bool>(
             Bound::Excluded(s) => k <= s,
         };
         if below {
-            return Ok(Visit::Done {
-                last: visited.map(<[u8]>::to_vec),
-                ends: true,
-                next: NO_PAGE,
-            });
+            return Ok(done(visited, true, NO_PAGE));
         }
         if i + 1 == top && before.is_some_and(|b| k >= b) {
             return Err(corrupt(pid, "leaves out of key order"));
         }
-        match v {
-            LeafValue::Inline(b) => {
-                if !f(k, b) {
-                    return Ok(Visit::Stopped);
-                }
-                visited = Some(k);
-            }
-            LeafValue::Overflow { total_len, first } => {
-                return Ok(Visit::Overflow {
-                    key: k.to_vec(),
-                    total_len,
-                    first,
-                })
-            }
+        if let Some(end) = give(k, v, f, &mut visited) {
+            return Ok(end);
         }
     }
-    Ok(Visit::Done {
+    Ok(done(visited, false, NO_PAGE))
+}
+
+/// Gives the cell (`k`, `v`) to `f`: `None` to go on (`visited` is then `k`), or how the visit
+/// of the leaf ends (`f` said stop, or the value is in an overflow chain).
+fn give<'p, F: FnMut(&[u8], &[u8]) -> bool>(
+    k: &'p [u8],
+    v: LeafValue<'p>,
+    f: &mut F,
+    visited: &mut Option<&'p [u8]>,
+) -> Option<Visit> {
+    match v {
+        LeafValue::Inline(b) => {
+            if !f(k, b) {
+                return Some(Visit::Stopped);
+            }
+            *visited = Some(k);
+            None
+        }
+        LeafValue::Overflow { total_len, first } => Some(Visit::Overflow {
+            key: k.to_vec(),
+            total_len,
+            first,
+        }),
+    }
+}
+
+/// The end of a leaf's visit with every cell in range given out.
+fn done(visited: Option<&[u8]>, ends: bool, next: PageId) -> Visit {
+    Visit::Done {
         last: visited.map(<[u8]>::to_vec),
-        ends: false,
-        next: NO_PAGE,
-    })
+        ends,
+        next,
+    }
 }
