@@ -69,12 +69,28 @@ impl<'a> SharedReader<'a> {
         cache: &'a PageCache,
         f: impl FnOnce(&mut SharedReader<'a>) -> Result<R>,
     ) -> Option<Result<R>> {
+        let mut hits = 0;
+        let out = SharedReader::run_tallied(cache, &mut hits, f);
+        if out.is_some() {
+            cache.pool.shared_hits.add(hits);
+        }
+        out
+    }
+
+    /// [`SharedReader::run`] for one part of an operation made of several: the page hits are
+    /// added to `hits`, not counted, so an operation that misses in a later part and runs again
+    /// exclusive does not count its earlier parts twice.
+    pub fn run_tallied<R>(
+        cache: &'a PageCache,
+        hits: &mut u64,
+        f: impl FnOnce(&mut SharedReader<'a>) -> Result<R>,
+    ) -> Option<Result<R>> {
         let mut r = SharedReader::new(cache);
         let out = f(&mut r);
         if r.missed {
             return None;
         }
-        cache.pool.shared_hits.add(r.hits);
+        *hits += r.hits;
         Some(out)
     }
 

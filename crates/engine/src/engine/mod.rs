@@ -297,7 +297,9 @@ impl Core {
         match (snapshot, self.versions.as_mut()) {
             (true, Some(vs)) => {
                 let vs = vs.get_mut();
-                let r = vs.visible(txn, tree.id, key, current);
+                let mut tally = crate::mvcc::ReadTally::default();
+                let r = vs.visible(txn, tree.id, key, current, &mut tally);
+                vs.count(&tally);
                 self.health.guard(r)
             }
             _ => Ok(current),

@@ -9,7 +9,7 @@ use crate::catalog::Tree;
 use crate::cc::Access;
 use crate::error::Result;
 use crate::health::Health;
-use crate::mvcc::VersionStore;
+use crate::mvcc::{ReadTally, VersionStore};
 use crate::read_shared::SharedReader;
 use crate::wal::record::TxnId;
 use crate::wal::Wal;
@@ -87,8 +87,13 @@ impl Core {
             core: self,
             txn,
             tree,
+            hits: 0,
+            tally: ReadTally::default(),
         };
-        snapshot_scan(&mut view, range, reverse, limit)
+        let r = snapshot_scan(&mut view, range, reverse, limit)?;
+        self.cache.pool.shared_hits.add(view.hits);
+        view.versions().count(&view.tally);
+        Some(r)
     }
 }
 
@@ -161,17 +166,26 @@ impl SnapshotView for Exclusive<'_> {
         self.store.head_keys(self.tree.id, r, reverse, limit)
     }
     fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
-        let r = self.store.visible(self.txn, self.tree.id, key, current);
+        let mut tally = ReadTally::default();
+        let r = self
+            .store
+            .visible(self.txn, self.tree.id, key, current, &mut tally);
+        self.store.count(&tally);
         self.health.guard(r)
     }
 }
 
 /// The view of a scan holding the core latch shared: pages only from memory, the version store
-/// latched for each look (no writer runs meanwhile: see [`crate::mvcc::Versions`]).
+/// latched for each look (see [`crate::mvcc::Versions`]). What it read is counted once the
+/// whole scan ran shared: one that gives up for the exclusive path counts nothing.
 struct SharedView<'a> {
     core: &'a Core,
     txn: TxnId,
     tree: &'a Tree,
+    /// Page hits of the windows read so far.
+    hits: u64,
+    /// What the version store's chains gave so far.
+    tally: ReadTally,
 }
 
 impl SharedView<'_> {
@@ -190,7 +204,7 @@ impl SnapshotView for SharedView<'_> {
         reverse: bool,
         want: usize,
     ) -> Option<Result<Pairs>> {
-        let res = SharedReader::run(&self.core.cache, |m| {
+        let res = SharedReader::run_tallied(&self.core.cache, &mut self.hits, |m| {
             window(m, self.tree.root, r, reverse, want)
         })?;
         Some(self.core.health.guard(res))
@@ -206,9 +220,13 @@ impl SnapshotView for SharedView<'_> {
             .head_keys(self.tree.id, r, reverse, limit)
     }
     fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+        let (txn, tree) = (self.txn, self.tree.id);
         let r = self
-            .versions()
-            .visible(self.txn, self.tree.id, key, current);
+            .core
+            .versions
+            .as_ref()
+            .expect("a snapshot transaction has a store")
+            .visible(txn, tree, key, current, &mut self.tally);
         self.core.health.guard(r)
     }
 }

@@ -49,7 +49,9 @@ impl Core {
                 .versions
                 .as_ref()
                 .expect("a snapshot transaction has a store");
-            let r = vs.visible(txn, tree.id, key, current);
+            let mut tally = crate::mvcc::ReadTally::default();
+            let r = vs.visible(txn, tree.id, key, current, &mut tally);
+            vs.count(&tally);
             self.health.guard(r)
         }))
     }

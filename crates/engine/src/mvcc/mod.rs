@@ -155,6 +155,15 @@ struct UndoIo {
     stamp: u64,
 }
 
+/// What snapshot reads did, counted by the reader and then added to the store's counters
+/// ([`VersionStore::count`]): a read that gives up for the exclusive path adds nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReadTally {
+    chain_reads: u64,
+    blocks_read: u64,
+    old_versions_read: u64,
+}
+
 /// [`VersionStats`] counters of the readers' side.
 #[derive(Default)]
 struct ReadCounts {
@@ -628,8 +637,8 @@ impl VersionStore {
     }
 
     /// Reads a before-image (from the unwritten tail of a live segment, or the device).
-    fn read_image(&self, p: Ptr) -> Result<Image> {
-        self.reads.chain_reads.fetch_add(1, Ordering::Relaxed);
+    fn read_image(&self, p: Ptr, tally: &mut ReadTally) -> Result<Image> {
+        tally.chain_reads += 1;
         let mut buf = vec![0u8; p.len as usize];
         // The record may still sit (in part) in a live segment's tail.
         let ext = (p.offset / self.extent_bytes) as u32;
@@ -649,7 +658,7 @@ impl VersionStore {
             let hi = (p.offset + dev_len as u64).div_ceil(self.block) * self.block;
             let mut at = lo;
             while at < hi {
-                let block = self.block_at(at)?;
+                let block = self.block_at(at, tally)?;
                 let b_lo = at.max(p.offset);
                 let b_hi = (at + self.block).min(p.offset + dev_len as u64);
                 buf[(b_lo - p.offset) as usize..(b_hi - p.offset) as usize]
@@ -666,7 +675,7 @@ impl VersionStore {
     }
 
     /// The undo block at `at`, from the cache or read from the device (and cached).
-    fn block_at(&self, at: u64) -> Result<Vec<u8>> {
+    fn block_at(&self, at: u64, tally: &mut ReadTally) -> Result<Vec<u8>> {
         let mut io = self.io_lock();
         let io = &mut *io;
         io.stamp += 1;
@@ -676,7 +685,7 @@ impl VersionStore {
         }
         let mut b = vec![0u8; self.block as usize];
         io.dev.read_at(at, &mut b)?;
-        self.reads.blocks_read.fetch_add(1, Ordering::Relaxed);
+        tally.blocks_read += 1;
         if io.cache.len() >= CACHED_BLOCKS {
             if let Some(&victim) = io
                 .cache
@@ -708,6 +717,7 @@ impl VersionStore {
         tree: TreeId,
         key: &[u8],
         current: Option<Vec<u8>>,
+        tally: &mut ReadTally,
     ) -> Result<Option<Vec<u8>>> {
         let Some(snap) = self.snapshot_of(txn) else {
             return Ok(current);
@@ -718,10 +728,10 @@ impl VersionStore {
         if h.writer == txn || h.ts.is_some_and(|ts| ts <= snap) {
             return Ok(current);
         }
-        self.reads.old_versions_read.fetch_add(1, Ordering::Relaxed);
+        tally.old_versions_read += 1;
         let mut p = h.prev;
         loop {
-            let img = self.read_image(p)?;
+            let img = self.read_image(p, tally)?;
             if img.ts <= snap {
                 return Ok(img.value);
             }
@@ -753,6 +763,18 @@ impl VersionStore {
         } else {
             r.take(limit).collect()
         }
+    }
+
+    /// Adds what snapshot reads did to the counters.
+    pub fn count(&self, t: &ReadTally) {
+        let add = |c: &AtomicU64, n: u64| {
+            if n > 0 {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&self.reads.chain_reads, t.chain_reads);
+        add(&self.reads.blocks_read, t.blocks_read);
+        add(&self.reads.old_versions_read, t.old_versions_read);
     }
 
     /// A snapshot of the counters.

@@ -23,7 +23,7 @@
 //! Following a chain reads the undo device and its block cache, under the store's own small
 //! mutex, with the store latched shared.
 
-use super::{Ts, VersionStore};
+use super::{ReadTally, Ts, VersionStore};
 use crate::error::Result;
 use crate::sync::Shards;
 use crate::wal::record::{TreeId, TxnId};
@@ -168,15 +168,22 @@ impl Versions {
         self.snaps.begin(txn)
     }
 
-    /// [`VersionStore::visible`] with the core latch shared (the store latched shared).
+    /// [`VersionStore::visible`] with the core latch shared (the store latched shared); what
+    /// it read goes to `tally`, for [`Versions::count`] once the operation is done.
     pub fn visible(
         &self,
         txn: TxnId,
         tree: TreeId,
         key: &[u8],
         current: Option<Vec<u8>>,
+        tally: &mut ReadTally,
     ) -> Result<Option<Vec<u8>>> {
-        self.read().visible(txn, tree, key, current)
+        self.read().visible(txn, tree, key, current, tally)
+    }
+
+    /// Adds what snapshot reads did to the counters.
+    pub fn count(&self, tally: &ReadTally) {
+        self.read().count(tally);
     }
 
     fn write(&self) -> ShardedLockWriteGuard<'_, VersionStore> {

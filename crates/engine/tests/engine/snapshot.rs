@@ -629,3 +629,52 @@ fn snapshot_scans_count_exactly_among_moving_deletes_and_inserts() {
     r.commit().unwrap();
     assert_eq!(db.stats().versions.unwrap().heads, 0);
 }
+
+/// A snapshot scan that runs shared over cached leaves, then meets a leaf that is not in memory,
+/// runs again exclusive: its counters (old versions read, the pool's hits) count the scan once,
+/// not its shared windows twice.
+#[test]
+fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
+    const KEYS: u64 = 20_000;
+    const UPDATED: u64 = 3_000;
+    let pair = MemPair::new();
+    let devs = pair
+        .devices()
+        .with_undo(Box::new(MemDevice::new(16 << 20, 4096)));
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let db = Db::open(devs, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let write = |ids: std::ops::Range<u64>, v: &[u8]| {
+        for chunk in ids.collect::<Vec<_>>().chunks(200) {
+            let mut w = db.begin().unwrap();
+            for &i in chunk {
+                w.put(&t, &key(i, 8), v).unwrap();
+            }
+            w.commit().unwrap();
+        }
+    };
+    write(0..KEYS, b"old");
+    let mut r = db.begin_snapshot().unwrap();
+    write(0..UPDATED, b"new");
+    let before = (db.stats().engine, db.stats().versions.unwrap());
+    let rows = all(&mut r, &t);
+    assert_eq!(rows.len() as u64, KEYS);
+    assert!(rows.iter().all(|(_, v)| v == b"old"));
+    let after = (db.stats().engine, db.stats().versions.unwrap());
+    assert_eq!(
+        after.0.shared_retries,
+        before.0.shared_retries + 1,
+        "the scan should have met a leaf not in memory: {:?}",
+        after.0
+    );
+    assert_eq!(
+        after.1.old_versions_read - before.1.old_versions_read,
+        UPDATED,
+        "{:?}",
+        after.1
+    );
+    r.commit().unwrap();
+}
