@@ -45,6 +45,10 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()>;
+    /// Before `txn` bulk loads `tree` (see `Core::load`): after this, until it ends, it may
+    /// change the tree's records without taking their locks, and no other transaction reads or
+    /// writes the tree. An error (a conflict) leaves the transaction active.
+    fn before_load(&self, txn: TxnId, state: &mut CcState, tree: TreeId) -> Result<()>;
     /// `txn`'s scan of `tree` was refused: may it wait for the tree (see `locks.rs`)? If so,
     /// new writers of the tree are turned away until `txn` gets it, ends or calls
     /// [`ConcurrencyControl::stop_waiting`].
@@ -107,6 +111,14 @@ impl ConcurrencyControl for TwoPhaseLocking {
                         state.trees.push(ik);
                     }
                 }
+                if !write && !has_ix && self.locks.loading(tree) {
+                    // A loader changes records without their locks: a reader other than the
+                    // loader itself (or a writer of the tree, which the loader excludes) is
+                    // refused as by the loader's X on the tree, which records do not check.
+                    if !state.trees.contains(&LockKey::TreeLoad(tree)) {
+                        return Err(self.locks.refuse(tree));
+                    }
+                }
                 let rm = if write { LockMode::X } else { LockMode::S };
                 let rk = LockKey::Record(tree, self.locks.record_name(tree, k));
                 if self.locks.acquire(txn, &rk, rm)? {
@@ -126,6 +138,19 @@ impl ConcurrencyControl for TwoPhaseLocking {
                 Ok(())
             }
         }
+    }
+
+    fn before_load(&self, txn: TxnId, state: &mut CcState, tree: TreeId) -> Result<()> {
+        let load = LockKey::TreeLoad(tree);
+        if state.trees.contains(&load) {
+            return Ok(());
+        }
+        let has_ix = state.trees.contains(&LockKey::TreeIx(tree));
+        if self.locks.acquire_load(txn, tree, has_ix)? {
+            state.trees.push(LockKey::Tree(tree));
+        }
+        state.trees.push(load);
+        Ok(())
     }
 
     fn wait_for_scan(

@@ -64,6 +64,9 @@ pub enum LockKey {
     /// IX on a tree, counted in the tree's striped writer gate rather than held in the table
     /// (see [`LockManager::acquire_ix`]).
     TreeIx(TreeId),
+    /// A bulk load of a tree, held with [`LockKey::Tree`] in X and counted in the tree's gate
+    /// (see [`LockManager::acquire_load`]).
+    TreeLoad(TreeId),
 }
 
 /// Writers (IX holders) of one tree, counted per stripe so that writers on different cores do
@@ -74,6 +77,9 @@ pub enum LockKey {
 struct TreeGate {
     writers: Box<[CachePadded<AtomicI64>]>,
     strong: AtomicU64,
+    /// Transactions loading the tree ([`LockKey::TreeLoad`]): they change records without
+    /// record locks, so record readers look here (a line written only by loads).
+    loading: CachePadded<AtomicU64>,
 }
 
 impl TreeGate {
@@ -83,6 +89,7 @@ impl TreeGate {
                 .map(|_| CachePadded::new(AtomicI64::new(0)))
                 .collect(),
             strong: AtomicU64::new(0),
+            loading: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
@@ -175,7 +182,29 @@ impl LockManager {
     /// under the latch that guards its page, and probes while it still holds that latch, read
     /// committed data if the probe says no writer. Conservative: other keys share the stripe.
     pub fn write_probe(&self, tree: TreeId, key: &[u8]) -> WriteProbe<'_> {
-        WriteProbe(self.write_stripe(self.record_name(tree, key)))
+        let gate = match self.gates.get(tree as usize) {
+            Some(slot) => GateRef::Slot(slot.get_or_init(TreeGate::new)),
+            None => GateRef::More(self.with_more_gate(tree)),
+        };
+        WriteProbe(self.write_stripe(self.record_name(tree, key)), gate)
+    }
+
+    /// Takes `tree` whole in X for a bulk load by `txn` (which may hold IX on it already:
+    /// `own_ix`), refused while any other transaction holds a lock on the tree, and counts the
+    /// load in the tree's gate, where readers of its records look: from here until
+    /// [`LockManager::release_all`] releases the returned key, `txn` may change the tree's
+    /// records without record locks. The caller remembers [`LockKey::Tree`] (when this returns
+    /// a new lock, as [`LockManager::acquire_with`]) and [`LockKey::TreeLoad`].
+    pub fn acquire_load(&self, txn: TxnId, tree: TreeId, own_ix: bool) -> Result<bool> {
+        let new = self.acquire_with(txn, &LockKey::Tree(tree), LockMode::X, own_ix)?;
+        self.with_gate(tree, |gate| gate.loading.fetch_add(1, Ordering::SeqCst));
+        Ok(new)
+    }
+
+    /// Whether a transaction other than one holding [`LockKey::TreeLoad`] may not read records
+    /// of `tree`: one loads it.
+    pub fn loading(&self, tree: TreeId) -> bool {
+        self.with_gate(tree, |gate| gate.loading.load(Ordering::SeqCst) > 0)
     }
 
     /// Whether a new writer of `tree` stands back for another transaction's waiting scan.
@@ -191,19 +220,28 @@ impl LockManager {
         if let Some(slot) = self.gates.get(tree as usize) {
             return f(slot.get_or_init(TreeGate::new));
         }
+        f(&self.with_more_gate(tree))
+    }
+
+    /// The writer gate of a tree whose id has no fixed slot.
+    fn with_more_gate(&self, tree: TreeId) -> Arc<TreeGate> {
         let found = self
             .more
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&tree)
             .cloned();
-        let gate = found.unwrap_or_else(|| {
+        found.unwrap_or_else(|| {
             let mut w = self.more.write().unwrap_or_else(|p| p.into_inner());
             w.entry(tree)
                 .or_insert_with(|| Arc::new(TreeGate::new()))
                 .clone()
-        });
-        f(&gate)
+        })
+    }
+
+    /// The conflict a reader of `tree`'s records meets while another transaction loads it.
+    pub fn refuse(&self, tree: TreeId) -> Error {
+        self.conflict(format!("tree {tree} (being loaded)"))
     }
 
     fn conflict(&self, what: String) -> Error {
@@ -298,7 +336,9 @@ impl LockManager {
             }
             return Err(Error::Conflict {
                 what: match key {
-                    LockKey::Tree(t) | LockKey::TreeIx(t) => format!("tree {t}"),
+                    LockKey::Tree(t) | LockKey::TreeIx(t) | LockKey::TreeLoad(t) => {
+                        format!("tree {t}")
+                    }
                     LockKey::Record(t, _) => format!("a record of tree {t}"),
                 },
             });
@@ -357,7 +397,7 @@ impl LockManager {
     /// Whether `txn` holds `key` in a write mode (IX or X); a [`LockKey::TreeIx`] it holds is
     /// one.
     pub fn holds_write(&self, txn: TxnId, key: &LockKey) -> bool {
-        if let LockKey::TreeIx(_) = key {
+        if let LockKey::TreeIx(_) | LockKey::TreeLoad(_) = key {
             return true;
         }
         self.held
@@ -387,6 +427,10 @@ impl LockManager {
                 self.release_ix(*t);
                 continue;
             }
+            if let LockKey::TreeLoad(t) = k {
+                self.with_gate(*t, |gate| gate.loading.fetch_sub(1, Ordering::SeqCst));
+                continue;
+            }
             let mut shard = self.held.lock(self.shard_hash(k));
             if let Some(h) = shard.get_mut(k) {
                 let before = h.len();
@@ -410,13 +454,24 @@ impl LockManager {
     }
 }
 
+/// A tree's gate, borrowed from its fixed slot or shared from the map of the others.
+enum GateRef<'a> {
+    Slot(&'a TreeGate),
+    More(Arc<TreeGate>),
+}
+
 /// See [`LockManager::write_probe`].
-pub struct WriteProbe<'a>(&'a AtomicU32);
+pub struct WriteProbe<'a>(&'a AtomicU32, GateRef<'a>);
 
 impl WriteProbe<'_> {
-    /// Whether no transaction holds the probed record (or a record sharing its stripe) in X.
+    /// Whether no transaction holds the probed record (or a record sharing its stripe) in X,
+    /// and none loads its tree.
     pub fn clear(&self) -> bool {
-        self.0.load(Ordering::SeqCst) == 0
+        let gate = match &self.1 {
+            GateRef::Slot(g) => g,
+            GateRef::More(g) => &**g,
+        };
+        self.0.load(Ordering::SeqCst) == 0 && gate.loading.load(Ordering::SeqCst) == 0
     }
 }
 

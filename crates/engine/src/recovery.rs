@@ -94,7 +94,10 @@ pub(crate) fn load_catalog(
 
 fn redo_of(body: &Body) -> Option<&Redo> {
     match body {
-        Body::Update { redo, .. } | Body::Clr { redo, .. } | Body::System { redo } => Some(redo),
+        Body::Update { redo, .. }
+        | Body::Load { redo, .. }
+        | Body::Clr { redo, .. }
+        | Body::System { redo } => Some(redo),
         _ => None,
     }
 }
@@ -210,7 +213,7 @@ fn recover_inner(
                     if rec.txn != 0 {
                         let undo_next = match body {
                             Body::Clr { undo_next, .. } => *undo_next,
-                            Body::Update { .. } => rec.lsn,
+                            Body::Update { .. } | Body::Load { .. } => rec.lsn,
                             _ => att.get(&rec.txn).map_or(0, |e| e.undo_next),
                         };
                         let e = att.entry(rec.txn).or_insert(TxnEntry {
@@ -305,6 +308,19 @@ fn recover_inner(
                         prev,
                         &undo,
                         rec.prev_lsn,
+                    )?;
+                    next = rec.prev_lsn;
+                }
+                Body::Load { undo, .. } => {
+                    rep.undo_records += 1;
+                    prev = crate::undo::undo_load(
+                        cache,
+                        wal,
+                        catalog,
+                        &mut changed,
+                        (txn, prev),
+                        &undo,
+                        (next, rec.prev_lsn),
                     )?;
                     next = rec.prev_lsn;
                 }

@@ -57,6 +57,54 @@ impl Txn {
         self.write(tree, key, None)
     }
 
+    /// Bulk load: appends `pairs` to `tree`. Their keys must be strictly ascending, the first
+    /// above every key the tree holds; otherwise the error is `InvalidArgument` and nothing is
+    /// changed.
+    ///
+    /// The transaction takes the whole tree exclusively until it ends: other transactions can
+    /// neither read nor write it meanwhile (they get `Conflict`), and reads outside any
+    /// transaction wait. In return the records are written a leaf at a time: each full leaf is
+    /// one log record of its page, with no record lock, before-image or log record per key.
+    /// Aborting (or a crash before the commit) deletes them again.
+    ///
+    /// In the flushless mode, with a version store, or for a value too long to be stored
+    /// inline, the records are put one by one instead: the same result, with the record locks
+    /// and log records of [`Txn::put`] (and a shared lock on the tree, as a scan's).
+    ///
+    /// Another error may come after some records were appended: abort the transaction then.
+    pub fn load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        tree: &Tree,
+        pairs: &[(K, V)],
+    ) -> Result<()> {
+        let pairs: Vec<(&[u8], &[u8])> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .collect();
+        let mut done = 0;
+        let mut core = self.shared.core();
+        let started = std::time::Instant::now();
+        loop {
+            let r = {
+                let mut wal = self.shared.wal.lock();
+                core.load(&mut wal, self.id, tree, &pairs[done..], &mut done)
+            };
+            // As `write`: wait for other threads' transactions to free the log, then go on
+            // with the records not appended yet.
+            match r {
+                Err(Error::LogFull(_))
+                    if started.elapsed() < Self::LOG_WAIT
+                        && core.log_pinned_by_another_thread(self.id) =>
+                {
+                    core = self
+                        .shared
+                        .wait_for_an_end(core, std::time::Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// How long a write waits, in all, for other threads' transactions to free the log.
     const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 

@@ -11,8 +11,8 @@ use crate::cc::{Access, CcState, ConcurrencyControl, TwoPhaseLocking};
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::sync::{lock, Shards, StripedSum};
-use crate::undo::{MemUndo, UndoStore};
-use crate::wal::record::{TreeId, TxnId, Undo};
+use crate::undo::{MemUndo, Rollback, UndoStore};
+use crate::wal::record::{LoadUndo, TreeId, TxnId, Undo};
 use crossbeam_utils::CachePadded;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +55,10 @@ pub(crate) fn undo_reserve(record_bytes: u64) -> u64 {
 
 /// What a compensation record may take beyond the record it undoes.
 pub(crate) const UNDO_EXTRA_BYTES: u64 = 128;
+
+/// Log bytes of the compensation record that deletes one bulk-loaded key, beyond the key: the
+/// record header and a leaf delete's redo (the page and the key's length), rounded up.
+pub(crate) const LOAD_UNDO_RECORD_BYTES: u64 = 64;
 
 /// Log bytes a transaction reserves once, from its first update on: its Abort and End records
 /// and room for a few structure changes its rollback may cause by itself (a re-inserted key
@@ -256,6 +260,14 @@ impl TxnTable {
         Ok((st.first_lsn, st.last_lsn))
     }
 
+    /// Concurrency control before `id` bulk loads `tree` (see [`crate::cc::ConcurrencyControl::
+    /// before_load`]).
+    pub fn before_load(&self, id: TxnId, tree: TreeId) -> Result<()> {
+        let mut shard = self.txns.lock(shard(id));
+        let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
+        self.cc.before_load(id, &mut st.cc, tree)
+    }
+
     /// The live transaction whose first record is the oldest the log must keep (it holds the
     /// log's start where it is), with the thread of its latest operation.
     pub fn pinning(&self) -> Option<(TxnId, Option<std::thread::ThreadId>)> {
@@ -274,9 +286,26 @@ impl TxnTable {
     /// and reserve the log space its rollback needs.
     /// `grows`: undoing it re-inserts bytes into a leaf (see [`undo_pages`]).
     pub fn updated(&self, id: TxnId, lsn: Lsn, record_bytes: u64, grows: bool, undo: Undo) {
+        let pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
+        self.logged(
+            id,
+            lsn,
+            undo_reserve(record_bytes),
+            pages,
+            Rollback::Key(undo),
+        );
+    }
+
+    /// `id` logged a bulk load step at `lsn` whose rollback deletes keys taking `key_bytes`
+    /// in all, `keys` of them: remember its range and reserve the log space of those deletes
+    /// (a compensation record each; a rollback's deletes need no page).
+    pub fn loaded(&self, id: TxnId, lsn: Lsn, (keys, key_bytes): (u64, u64), undo: LoadUndo) {
+        let add = keys * LOAD_UNDO_RECORD_BYTES + key_bytes + UNDO_EXTRA_BYTES;
+        self.logged(id, lsn, add, 0, Rollback::Load(undo));
+    }
+
+    fn logged(&self, id: TxnId, lsn: Lsn, mut add: u64, mut pages: u64, undo: Rollback) {
         debug_assert!(lsn != 0);
-        let mut add = undo_reserve(record_bytes);
-        let mut pages = undo_pages(self.page_size, undo.key.len(), undo.old.as_deref(), grows);
         let txn_reserve = txn_reserve(self.page_size);
         {
             let mut shard = self.txns.lock(shard(id));
@@ -349,7 +378,7 @@ impl TxnTable {
     }
 
     /// The undo entries of `id`, oldest first (taken out of the store).
-    pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Undo)> {
+    pub fn take_undo(&mut self, id: TxnId) -> Vec<(Lsn, Rollback)> {
         self.undo.get_mut(shard(id)).0.take(id)
     }
 

@@ -27,7 +27,8 @@ pub const MAX_SCAN: usize = 100;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
-    /// Bulk load of all records, sequential keys, `--batch` records a transaction.
+    /// Bulk load of all records, sequential keys, `--batch` records a transaction (wafer:
+    /// `Txn::load`; the other engines: a put per record).
     Load,
     /// YCSB C: 100% reads.
     C,

@@ -23,10 +23,12 @@ use crate::page::{self, PageId, NO_PAGE, PAGE_HEADER_BYTES};
 use smallvec::SmallVec;
 use std::collections::HashSet;
 
+mod append;
 pub mod plain;
 mod scan;
 mod split;
 
+pub use append::{append, appendable};
 pub use scan::scan;
 
 use split::{insert_with_split, Pending};

@@ -20,6 +20,7 @@
 //! (`Shared::wal`), always taken after the core latch, never before. docs/engine.md
 //! ("Latching") has the whole protocol and the lock order.
 
+mod load;
 mod scan;
 mod shared_ops;
 pub(crate) use shared_ops::LeafHint;

@@ -62,8 +62,8 @@ use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::page::PageId;
 use crate::wal::record::{
-    Body, CheckpointData, LogRecord, MapChange, PageRedo, Redo, TableCheckpointData, TreeId, TxnId,
-    Undo,
+    Body, CheckpointData, LoadUndo, LogRecord, MapChange, PageRedo, Redo, TableCheckpointData,
+    TreeId, TxnId, Undo,
 };
 
 /// A record body to encode: a [`Body`], or the update of one leaf record given by borrowed
@@ -100,6 +100,7 @@ const KIND_MAP: u8 = 8;
 const KIND_REDO: u8 = 9;
 const KIND_SPACE: u8 = 10;
 const KIND_TABLE_CHECKPOINT: u8 = 11;
+const KIND_LOAD: u8 = 12;
 
 const REDO_LEAF_PUT: u8 = 1;
 const REDO_LEAF_DEL: u8 = 2;
@@ -302,6 +303,14 @@ fn put_body(
         Body::System { redo } => {
             out.push(KIND_SYSTEM);
             put_redo(out, redo, elided)
+        }
+        Body::Load { redo, undo } => {
+            out.push(KIND_LOAD);
+            put_redo(out, redo, elided).and_then(|_| {
+                out.extend_from_slice(&undo.tree.to_le_bytes());
+                put_bytes(out, &undo.first)?;
+                put_bytes(out, &undo.last)
+            })
         }
         Body::Commit => {
             out.push(KIND_COMMIT);
@@ -534,6 +543,15 @@ pub fn decode_raw(bytes: &[u8]) -> std::result::Result<LogRecord, Fault> {
             Body::Clr { redo, undo_next }
         }
         KIND_SYSTEM => Body::System { redo: c.redo()? },
+        KIND_LOAD => {
+            let redo = c.redo()?;
+            let undo = LoadUndo {
+                tree: c.u32()?,
+                first: c.bytes()?,
+                last: c.bytes()?,
+            };
+            Body::Load { redo, undo }
+        }
         KIND_COMMIT => Body::Commit,
         KIND_ABORT => Body::Abort,
         KIND_END => Body::End,

@@ -64,6 +64,12 @@ fn body_s() -> impl Strategy<Value = Body> {
         (redo_s(), undo_s()).prop_map(|(redo, undo)| Body::Update { redo, undo }),
         (redo_s(), any::<u64>()).prop_map(|(redo, undo_next)| Body::Clr { redo, undo_next }),
         redo_s().prop_map(|redo| Body::System { redo }),
+        (redo_s(), any::<u32>(), bytes_s(40), bytes_s(40)).prop_map(|(redo, tree, first, last)| {
+            Body::Load {
+                redo,
+                undo: LoadUndo { tree, first, last },
+            }
+        }),
         Just(Body::Commit),
         Just(Body::Abort),
         Just(Body::End),

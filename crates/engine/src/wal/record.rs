@@ -58,6 +58,16 @@ pub struct Undo {
     pub old: Option<Vec<u8>>,
 }
 
+/// How to undo a bulk load's record ([`Body::Load`]): delete every key of `tree` from `first`
+/// to `last` (both included). The loading transaction held the whole tree exclusively and every
+/// key it loaded was above the tree's last key, so no key in the range is another's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadUndo {
+    pub tree: TreeId,
+    pub first: Vec<u8>,
+    pub last: Vec<u8>,
+}
+
 /// A fuzzy checkpoint: the dirty page table and the active transaction table at its time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckpointData {
@@ -100,6 +110,13 @@ pub enum Body {
     /// transaction: structure changes are never undone).
     System {
         redo: Redo,
+    },
+    /// A bulk load's step: records appended past the last key of a tree the transaction holds
+    /// whole, logged as the pages they filled (`redo`, images and page operations) rather than
+    /// one record per key; undone by deleting the keys in `undo`'s range.
+    Load {
+        redo: Redo,
+        undo: LoadUndo,
     },
     Commit,
     Abort,

@@ -16,6 +16,7 @@ mod input;
 mod isolation;
 mod journal;
 mod latching;
+mod load;
 mod log_space;
 mod model;
 mod out_of_place;
