@@ -62,8 +62,8 @@ impl Txn {
     /// changed.
     ///
     /// The transaction takes the whole tree exclusively until it ends: other transactions can
-    /// neither read nor write it meanwhile (they get `Conflict`), and reads outside any
-    /// transaction wait. In return the records are written a leaf at a time: each full leaf is
+    /// neither read nor write it meanwhile (they get `Conflict`), and `Db::get` waits for it
+    /// (up to two seconds, then `Conflict`). In return the records are written a leaf at a time: each full leaf is
     /// one log record of its page, with no record lock, before-image or log record per key.
     /// Aborting (or a crash before the commit) deletes them again.
     ///
@@ -81,16 +81,26 @@ impl Txn {
             .iter()
             .map(|(k, v)| (k.as_ref(), v.as_ref()))
             .collect();
+        // A retry after the log filled goes on with the records not appended yet.
         let mut done = 0;
+        let id = self.id;
+        self.with_log_wait(|core, wal| core.load(wal, id, tree, &pairs[done..], &mut done))
+    }
+
+    /// Runs `f` with the core latch exclusive. If the log is full because another thread's
+    /// transaction holds its start, waits for transactions to end (the core latch released
+    /// meanwhile, up to [`Txn::LOG_WAIT`] in all) and runs `f` again, rather than fail.
+    fn with_log_wait<R>(
+        &mut self,
+        mut f: impl FnMut(&mut Core, &mut Wal) -> Result<R>,
+    ) -> Result<R> {
         let mut core = self.shared.core();
         let started = std::time::Instant::now();
         loop {
             let r = {
                 let mut wal = self.shared.wal.lock();
-                core.load(&mut wal, self.id, tree, &pairs[done..], &mut done)
+                f(&mut core, &mut wal)
             };
-            // As `write`: wait for other threads' transactions to free the log, then go on
-            // with the records not appended yet.
             match r {
                 Err(Error::LogFull(_))
                     if started.elapsed() < Self::LOG_WAIT
@@ -156,27 +166,8 @@ impl Txn {
         if let Some(r) = shared {
             return r;
         }
-        let mut core = self.shared.core();
-        let started = std::time::Instant::now();
-        loop {
-            let r = {
-                let mut wal = self.shared.wal.lock();
-                core.write(&mut wal, self.id, tree, key, value)
-            };
-            // The log is full because another thread's transaction holds its start: wait for
-            // transactions to end (the core latch is released meanwhile) rather than fail.
-            match r {
-                Err(Error::LogFull(_))
-                    if started.elapsed() < Self::LOG_WAIT
-                        && core.log_pinned_by_another_thread(self.id) =>
-                {
-                    core = self
-                        .shared
-                        .wait_for_an_end(core, std::time::Duration::from_millis(10));
-                }
-                r => return r,
-            }
-        }
+        let id = self.id;
+        self.with_log_wait(|core, wal| core.write(wal, id, tree, key, value))
     }
 
     /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most
