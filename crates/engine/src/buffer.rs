@@ -487,6 +487,20 @@ impl BufferPool {
         fr.ckpt_count = 0;
     }
 
+    /// Dirty frame `f`'s changes up to `lsn` are on the device: its recovery LSN becomes `lsn`
+    /// if it was older (the record at `lsn` is the first redo may need for it).
+    pub fn raise_rec_lsn(&mut self, f: u32, lsn: Lsn) {
+        let fr = &mut self.frames[f as usize];
+        debug_assert!(fr.dirty);
+        if fr.rec_lsn >= lsn {
+            return;
+        }
+        let pid = fr.pid.expect("frame holds a page");
+        self.flush_list.remove(&(fr.rec_lsn, pid));
+        fr.rec_lsn = lsn;
+        self.flush_list.insert((lsn, pid));
+    }
+
     /// Transaction `txn` ended (committed or rolled back): its changes on `pages` are no longer
     /// uncommitted.
     pub fn txn_ended(&mut self, txn: TxnId, pages: &[PageId]) {

@@ -54,10 +54,36 @@ pub trait AfterRead: Send + Sync {
     fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool>;
 }
 
+/// Copies of dirty pages to be written with the core latch released (a checkpoint's batch in
+/// the background, see `Db::maintenance`): what the write saw, to be told to the pool after.
+pub(crate) struct Detached {
+    /// (frame, page, page LSN, sealed image).
+    pages: Vec<(u32, PageId, crate::page::Lsn, Vec<u8>)>,
+    max_lsn: crate::page::Lsn,
+    reason: WriteReason,
+}
+
+impl Detached {
+    /// Forces the log up to the newest copy's LSN (the write-ahead rule) and writes the
+    /// copies through `wp`. The caller holds the log's latch and not the core latch: readers
+    /// of cached pages go on meanwhile; writers, which must log first, wait.
+    pub fn write(&self, wp: &SharedWritePath, log: &mut dyn LogSink) -> Result<()> {
+        log.force(self.max_lsn)?;
+        let batch: Vec<(PageId, &[u8])> = self.pages.iter().map(|p| (p.1, &p.3[..])).collect();
+        crate::sync::lock(wp).write_pages(&batch, self.reason, log)
+    }
+}
+
+/// The write path as the page cache holds it.
+pub(crate) type SharedWritePath = std::sync::Arc<std::sync::Mutex<Box<dyn WritePath>>>;
+
 /// Buffer pool + write path.
 pub(crate) struct PageCache {
     pub pool: BufferPool,
-    pub wp: Box<dyn WritePath>,
+    /// The write path, under its own mutex: a checkpoint's batch is written with the core
+    /// latch released (see [`PageCache::detach_batch`]); every other use holds the core latch
+    /// exclusive and finds the mutex free, or waits for that batch's writes.
+    pub wp: SharedWritePath,
     /// Never-used pages an allocation must leave untouched once the free list is empty: the
     /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while
     /// a rollback or recovery runs: they may take them.
@@ -70,7 +96,7 @@ impl PageCache {
     pub fn new(pool: BufferPool, wp: Box<dyn WritePath>) -> PageCache {
         PageCache {
             pool,
-            wp,
+            wp: std::sync::Arc::new(std::sync::Mutex::new(wp)),
             page_reserve: 0,
             eviction: Box::new(WriteBack),
             after_read: None,
@@ -102,7 +128,7 @@ impl PageCache {
         self.pool.stats.misses += 1;
         let f = self.victim(log)?;
         let fr = &mut self.pool.frames[f as usize];
-        self.wp.read_page(pid, &mut fr.data)?;
+        crate::sync::lock(&self.wp).read_page(pid, &mut fr.data)?;
         let dirty = match self.after_read.as_mut() {
             Some(h) => h.after_read(pid, &mut fr.data, evicted_dirty)?,
             None => evicted_dirty,
@@ -207,15 +233,61 @@ impl PageCache {
             page::seal(data);
         }
         let batch: Vec<(PageId, &[u8])> = images.iter().map(|(p, d)| (*p, &d[..])).collect();
-        self.wp.write_pages(&batch, reason, log)
+        crate::sync::lock(&self.wp).write_pages(&batch, reason, log)
     }
 
     /// Reads page `pid` as the device holds it (not through the pool): a zeroed buffer if it was
     /// never written.
     pub fn read_stored(&mut self, pid: PageId) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; self.pool.page_size()];
-        self.wp.read_page(pid, &mut buf)?;
+        crate::sync::lock(&self.wp).read_page(pid, &mut buf)?;
         Ok(buf)
+    }
+
+    /// Takes copies of the dirty pages among `pids` (sealed, as a write seals them) for a write
+    /// with the core latch released ([`Detached::write`]); the frames stay dirty until
+    /// [`PageCache::attach`]. `None` when none is cached and dirty.
+    pub fn detach(&mut self, pids: &[PageId], reason: WriteReason) -> Option<Detached> {
+        let mut pages = Vec::new();
+        for &pid in pids {
+            let Some(f) = self
+                .pool
+                .lookup(pid)
+                .filter(|&f| self.pool.frames[f as usize].dirty)
+            else {
+                continue;
+            };
+            let data = self.pool.data_mut(f);
+            page::note_write(data);
+            page::seal(data);
+            pages.push((f, pid, page::page_lsn(data), data.to_vec()));
+        }
+        let max_lsn = pages.iter().map(|p| p.2).max()?;
+        Some(Detached {
+            pages,
+            max_lsn,
+            reason,
+        })
+    }
+
+    /// A detached write is done (`written`: it succeeded): each frame that still holds its
+    /// page as copied is clean; one changed since stays dirty, its recovery LSN raised to the
+    /// copy's (the device holds every change up to it). A frame evicted or written again
+    /// meanwhile is left as it is.
+    pub fn attach(&mut self, d: &Detached, written: bool) {
+        if !written {
+            return;
+        }
+        for &(f, pid, lsn, _) in &d.pages {
+            if self.pool.lookup(pid) != Some(f) || !self.pool.frames[f as usize].dirty {
+                continue;
+            }
+            if page::page_lsn(self.pool.data(f)) == lsn {
+                self.pool.mark_clean(f);
+            } else {
+                self.pool.raise_rec_lsn(f, lsn);
+            }
+        }
     }
 
     /// Writes dirty frames through the write path, after forcing the log up to their newest page
@@ -250,7 +322,7 @@ impl PageCache {
                 (fr.pid.expect("page"), &fr.data[..])
             })
             .collect();
-        self.wp.write_pages(&batch, reason, log)?;
+        crate::sync::lock(&self.wp).write_pages(&batch, reason, log)?;
         for &f in frames {
             self.pool.mark_clean(f);
         }
@@ -319,7 +391,11 @@ mod tests {
         // Once it ended, a dirty victim is dropped without a write.
         c.pool.txn_ended(7, &pages);
         c.fetch(9, &mut log).unwrap();
-        assert_eq!(c.wp.counters().user_write_bytes, 0, "nothing written");
+        assert_eq!(
+            crate::sync::lock(&c.wp).counters().user_write_bytes,
+            0,
+            "nothing written"
+        );
         let dropped: Vec<PageId> = pages
             .iter()
             .copied()
@@ -346,7 +422,7 @@ mod tests {
             c.pool.mark_dirty(f, 40 + pid, 3);
         }
         c.fetch(9, &mut log).unwrap();
-        assert_eq!(c.wp.counters().eviction_writes, 1);
+        assert_eq!(crate::sync::lock(&c.wp).counters().eviction_writes, 1);
         assert!(log.durable > 41, "the log was forced before the page write");
         c.pool.check_invariants();
     }

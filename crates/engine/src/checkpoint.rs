@@ -12,7 +12,7 @@
 //! operation that finds less than [`LOG_RESERVE_PAGES`] pages of log space left first runs a whole
 //! checkpoint; if that frees nothing (a transaction holds the log), it fails with `LogFull`.
 
-use crate::cache::PageCache;
+use crate::cache::{Detached, PageCache};
 use crate::clock::Clock;
 use crate::config::DbConfig;
 use crate::error::{Error, Result};
@@ -143,19 +143,17 @@ pub(crate) fn log_checkpoint(
     floor: Option<Lsn>,
     body: impl FnOnce(&PageCache) -> Body,
 ) -> Result<Lsn> {
-    cache.wp.sync(wal)?;
+    crate::sync::lock(&cache.wp).sync(wal)?;
     // This checkpoint's generation: the data device is stamped with it before the master names
     // it (identity.rs).
     let generation = wal.master().generation + 1;
     // The write path's own snapshot (out of place: the page map) is tagged with the LSN the
     // checkpoint record gets; recovery replays location records logged after it.
-    cache
-        .wp
-        .checkpoint(wal.next_lsn(), generation, wal.durable_lsn())?;
+    crate::sync::lock(&cache.wp).checkpoint(wal.next_lsn(), generation, wal.durable_lsn())?;
     let lsn = wal.append_system(&body(cache))?;
     wal.flush_to(lsn)?;
     let start = floor.map_or(lsn, |f| f.min(lsn));
-    cache.wp.set_stamp(&crate::identity::Stamp {
+    crate::sync::lock(&cache.wp).set_stamp(&crate::identity::Stamp {
         id: wal.db_id(),
         generation,
         checkpoint_lsn: lsn,
@@ -165,7 +163,7 @@ pub(crate) fn log_checkpoint(
         start_lsn: start,
         generation,
     })?;
-    cache.wp.checkpoint_done();
+    crate::sync::lock(&cache.wp).checkpoint_done();
     Ok(lsn)
 }
 
@@ -381,30 +379,78 @@ impl Checkpointer {
     /// One step of background work: continue or start a checkpoint (started when the log has
     /// grown by 3/4 of a checkpoint interval since the last one began, so it usually completes
     /// before an operation would run one itself, or when the time interval has passed), and
-    /// clean frames.
-    pub fn maintenance(
+    /// clean frames. In two halves around the checkpoint batch's writes, which the caller
+    /// makes with the core latch released ([`crate::cache::Detached::write`]): this half takes
+    /// the batch (copies of its pages) and returns it; if there is none, it does the rest of
+    /// the step too and returns `None`.
+    pub fn maintenance_detach(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
         txns: &TxnTable,
-    ) -> Result<()> {
+    ) -> Result<Option<Detached>> {
         let interval_ns = self.settings.interval_ns;
         let interval_due = interval_ns > 0 && self.clock.now_ns() >= self.last_ns + interval_ns;
         let growth_due = self.log_growth(wal) * 4 >= self.cadence(wal) * 3;
-        let mut ck = match self.in_progress.take() {
+        let ck = match self.in_progress.take() {
             Some(ck) => Some(ck),
             None if interval_due || growth_due || log_fill(wal) > FORCE_ALL_FILL => {
                 Some(self.begin(cache, wal, txns, false))
             }
             None => None,
         };
-        if let Some(c) = ck.as_mut() {
-            if self.step(cache, wal, c)? {
-                self.finish(cache, wal, txns)?;
-                ck = None;
+        let Some(mut ck) = ck else {
+            self.after_checkpoint_step(cache, wal)?;
+            return Ok(None);
+        };
+        let n = self.settings.batch_pages.min(ck.pending.len());
+        let batch: Vec<PageId> = ck.pending.drain(..n).collect();
+        self.in_progress = Some(ck);
+        match cache.detach(&batch, WriteReason::Checkpoint) {
+            Some(d) => Ok(Some(d)),
+            None => {
+                self.maintenance_attach_inner(cache, wal, txns)?;
+                Ok(None)
             }
         }
-        self.in_progress = ck;
+    }
+
+    /// The other half of [`Checkpointer::maintenance_detach`], with the core latch again: `written`
+    /// is how the batch's write went.
+    pub fn maintenance_attach(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+        d: &Detached,
+        written: Result<()>,
+    ) -> Result<()> {
+        cache.attach(d, written.is_ok());
+        written?;
+        self.maintenance_attach_inner(cache, wal, txns)
+    }
+
+    /// Finishes the checkpoint if its last batch was written, then the page cleaner and the
+    /// write path's background work.
+    fn maintenance_attach_inner(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> Result<()> {
+        if self
+            .in_progress
+            .as_ref()
+            .is_some_and(|c| c.pending.is_empty())
+        {
+            self.in_progress = None;
+            self.finish(cache, wal, txns)?;
+        }
+        self.after_checkpoint_step(cache, wal)
+    }
+
+    /// The page cleaner and the write path's background work, after a checkpoint step.
+    fn after_checkpoint_step(&mut self, cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
         let want =
             (self.settings.cleaner_clean_fraction * cache.pool.frame_count() as f64) as usize;
         if want > 0 && cache.pool.clean_frames() < want {
@@ -413,7 +459,7 @@ impl Checkpointer {
             self.stats.cleaner_writes += n as u64;
         }
         // Background work of the write path (out of place: garbage collection).
-        cache.wp.maintain(wal)?;
+        crate::sync::lock(&cache.wp).maintain(wal)?;
         Ok(())
     }
 }

@@ -580,12 +580,10 @@ impl Db {
     /// and after an operation to tell which operations ran a checkpoint.
     pub fn checkpoints_done(&self) -> u64 {
         let core = self.shared.core();
-        core.checkpointer.stats.checkpoints
-            + core
-                .cache
-                .wp
-                .journal_stats()
-                .map_or(0, |j| j.journal_checkpoints)
+        let journal = crate::sync::lock(&core.cache.wp)
+            .journal_stats()
+            .map_or(0, |j| j.journal_checkpoints);
+        core.checkpointer.stats.checkpoints + journal
     }
 
     /// Background work, one step: a checkpoint when the log is filling up, the page cleaner when
@@ -594,7 +592,19 @@ impl Db {
     pub fn maintenance(&self) -> Result<()> {
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
-        core.maintenance(&mut wal)
+        let Some(batch) = core.maintenance_detach(&mut wal)? else {
+            return Ok(());
+        };
+        // The checkpoint batch's device writes run with the core latch released: readers of
+        // cached pages go on; writers wait for the log latch, held until the pages are written
+        // (the copies are what the frames hold: nothing can change them without logging).
+        let wp = core.cache.wp.clone();
+        drop(core);
+        let written = batch.write(&wp, &mut *wal);
+        drop(wal);
+        let mut core = self.shared.core();
+        let mut wal = self.shared.wal.lock();
+        core.maintenance_attach(&mut wal, &batch, written)
     }
 
     /// Makes the whole log durable (one log write for every commit record appended since the
@@ -651,6 +661,7 @@ impl Db {
         let core = self.shared.core();
         let wal = self.shared.wal.lock();
         let ck = &core.checkpointer.stats;
+        let wp = crate::sync::lock(&core.cache.wp);
         DbStats {
             engine: EngineStats {
                 commits: core.stats.commits.get(),
@@ -666,9 +677,9 @@ impl Db {
                 shared_retries: core.stats.shared_retries.get(),
             },
             pool: core.cache.pool.stats(),
-            writes: core.cache.wp.counters().clone(),
+            writes: wp.counters().clone(),
             wal: wal.stats(),
-            data_device: core.cache.wp.device_stats(),
+            data_device: wp.device_stats(),
             log_device: wal.device_stats(),
             undo_device: match &core.versions {
                 Some(vs) => Some(vs.read().device_stats()),
@@ -678,7 +689,7 @@ impl Db {
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),
-            journal: core.cache.wp.journal_stats(),
+            journal: wp.journal_stats(),
             pool_frames: core.cache.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,

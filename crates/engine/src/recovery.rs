@@ -158,7 +158,7 @@ fn recover_inner(
     };
     let mut saw_ahead = false;
     // The write path reloads what it saved at that checkpoint (out of place: the page map).
-    cache.wp.recover_begin(master.checkpoint_lsn)?;
+    crate::sync::lock(&cache.wp).recover_begin(master.checkpoint_lsn)?;
     {
         let mut reader = wal.scan_from(scan_start)?.detecting_damage();
         while let Some(rec) = reader.next_record()? {
@@ -184,7 +184,7 @@ fn recover_inner(
                 }
                 Body::Checkpoint(_) => saw_ahead |= rec.lsn == ahead_lsn,
                 Body::TableCheckpoint(_) => return Err(crate::flushless::wrong_mode(true)),
-                Body::Map(changes) => cache.wp.redo_map(rec.lsn, changes)?,
+                Body::Map(changes) => crate::sync::lock(&cache.wp).redo_map(rec.lsn, changes)?,
                 Body::Commit => {
                     att.entry(rec.txn).or_insert(TxnEntry {
                         last_lsn: rec.lsn,
@@ -239,10 +239,10 @@ fn recover_inner(
     }
     // Before anything is written: the data device's stamp must be confirmed by the log.
     if crate::identity::settle(agreement, saw_ahead, end)? {
-        cache.wp.discard_unfinished_checkpoint()?;
+        crate::sync::lock(&cache.wp).discard_unfinished_checkpoint()?;
     }
     wal.set_end(end)?;
-    cache.wp.recover_end()?;
+    crate::sync::lock(&cache.wp).recover_end()?;
     rep.log_end_lsn = end;
     rep.analysis_us = clock.now_ns().saturating_sub(t) / 1000;
 

@@ -26,7 +26,7 @@ mod shared_ops;
 pub(crate) use shared_ops::LeafHint;
 
 use crate::btree::{self, tree as bt};
-use crate::cache::PageCache;
+use crate::cache::{Detached, PageCache};
 use crate::catalog::{Catalog, Tree};
 use crate::cc::Access;
 use crate::checkpoint::Checkpointer;
@@ -701,19 +701,35 @@ impl Core {
         r
     }
 
-    /// One step of background work; an error poisons.
-    pub fn maintenance(&mut self, wal: &mut Wal) -> Result<()> {
+    /// Background work, one step (`Db::maintenance`), up to its checkpoint batch's writes,
+    /// which the caller makes with the core latch released ([`Detached::write`]): the batch,
+    /// or `None` when the step is done (no batch, or the flushless mode, whose checkpoints run
+    /// whole).
+    pub fn maintenance_detach(&mut self, wal: &mut Wal) -> Result<Option<Detached>> {
         self.check()?;
         let r = match self.flushless.as_mut() {
-            Some(fl) => fl.maintenance(&mut self.cache, wal, &self.txns),
+            Some(fl) => fl
+                .maintenance(&mut self.cache, wal, &self.txns)
+                .map(|()| None),
             None => self
                 .checkpointer
-                .maintenance(&mut self.cache, wal, &self.txns),
+                .maintenance_detach(&mut self.cache, wal, &self.txns),
         };
-        if let Err(e) = &r {
-            self.health.poison(e);
-        }
-        r
+        self.health.guard(r)
+    }
+
+    /// The rest of the step once the batch of [`Core::maintenance_detach`] was
+    /// written (`written`: how that went).
+    pub fn maintenance_attach(
+        &mut self,
+        wal: &mut Wal,
+        d: &Detached,
+        written: Result<()>,
+    ) -> Result<()> {
+        let r = self
+            .checkpointer
+            .maintenance_attach(&mut self.cache, wal, &self.txns, d, written);
+        self.health.guard(r)
     }
 
     /// Verifies every tree; keys per tree, sorted by name.
@@ -765,7 +781,7 @@ impl Core {
     /// Pages ever allocated and the data device's page capacity.
     pub fn page_usage(&mut self, wal: &mut Wal) -> Result<(u64, u64)> {
         self.check()?;
-        let cap = self.cache.wp.page_capacity();
+        let cap = crate::sync::lock(&self.cache.wp).page_capacity();
         let used = crate::ops::read(&mut self.cache, wal, |m| {
             btree::PageStore::read_page(m, META_PID, meta::next_pid)
         })?;

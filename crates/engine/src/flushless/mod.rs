@@ -353,7 +353,7 @@ impl Flushless {
     ) -> Result<()> {
         let before = self.stats.compactions;
         checkpoint::compact(self, cache, wal, how)?;
-        if self.stats.compactions > before && cache.wp.cheap_checkpoint() {
+        if self.stats.compactions > before && crate::sync::lock(&cache.wp).cheap_checkpoint() {
             checkpoint::run(
                 self,
                 cache,
@@ -405,7 +405,7 @@ impl Flushless {
                 self.compact(cache, wal, txns, checkpoint::Compact::Free(target))?;
             }
         }
-        cache.wp.maintain(wal)?;
+        crate::sync::lock(&cache.wp).maintain(wal)?;
         Ok(())
     }
 

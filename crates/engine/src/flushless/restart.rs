@@ -108,7 +108,7 @@ fn restart_inner(
     let mut saw_checkpoint = ckpt_lsn == 0;
     let scan_start = master.start_lsn;
     rep.redo_start_lsn = scan_start;
-    cache.wp.recover_begin(ckpt_lsn)?;
+    crate::sync::lock(&cache.wp).recover_begin(ckpt_lsn)?;
     // Records of transactions whose `Commit` has not been read yet.
     let mut pending: HashMap<TxnId, Vec<(Lsn, Redo)>> = HashMap::new();
     let mut reload: Vec<(Lsn, Redo)> = Vec::new();
@@ -127,7 +127,9 @@ fn restart_inner(
                 Body::TableCheckpoint(_) if rec.lsn == ckpt_lsn => saw_checkpoint = true,
                 Body::TableCheckpoint(_) => saw_ahead |= rec.lsn == ahead_lsn,
                 Body::Checkpoint(_) => return Err(super::wrong_mode(false)),
-                Body::Map(changes) if after => cache.wp.redo_map(rec.lsn, &changes)?,
+                Body::Map(changes) if after => {
+                    crate::sync::lock(&cache.wp).redo_map(rec.lsn, &changes)?
+                }
                 Body::System { redo } => {
                     reload.extend(needed(redo, rec.lsn, ckpt_lsn, &dpt).map(|r| (rec.lsn, r)))
                 }
@@ -160,10 +162,10 @@ fn restart_inner(
         });
     }
     if crate::identity::settle(agreement, saw_ahead, end)? {
-        cache.wp.discard_unfinished_checkpoint()?;
+        crate::sync::lock(&cache.wp).discard_unfinished_checkpoint()?;
     }
     wal.set_end(end)?;
-    cache.wp.recover_end()?;
+    crate::sync::lock(&cache.wp).recover_end()?;
     rep.log_end_lsn = end;
     let now = fl.clock.now_ns();
     {

@@ -266,3 +266,136 @@ fn a_leaf_range_noted_before_a_split_is_not_used_after_it() {
     }
     db.verify().unwrap();
 }
+
+/// A data device whose writes wait, while the gate is shut, until it opens.
+struct GatedWrites {
+    inner: Box<dyn wafer_engine::device::BlockDevice>,
+    gate: std::sync::Arc<Gate>,
+}
+
+#[derive(Default)]
+struct Gate {
+    shut: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+    waiting: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    fn set(&self, shut: bool) {
+        *self.shut.lock().unwrap() = shut;
+        self.opened.notify_all();
+    }
+}
+
+impl wafer_engine::device::BlockDevice for GatedWrites {
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.inner.block_bytes()
+    }
+    fn read_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), wafer_engine::device::DeviceError> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), wafer_engine::device::DeviceError> {
+        let mut shut = self.gate.shut.lock().unwrap();
+        while *shut {
+            self.gate
+                .waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            shut = self.gate.opened.wait(shut).unwrap();
+        }
+        drop(shut);
+        self.inner.write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), wafer_engine::device::DeviceError> {
+        self.inner.flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), wafer_engine::device::DeviceError> {
+        self.inner.trim(offset, len)
+    }
+    fn capabilities(&self) -> wafer_engine::device::Capabilities {
+        self.inner.capabilities()
+    }
+    fn stats(&self) -> wafer_engine::device::DeviceStats {
+        self.inner.stats()
+    }
+}
+
+/// A background checkpoint writes its batch of pages with the core latch released: while the
+/// data device holds those writes back, other threads still read cached records, in and
+/// outside transactions, and scan; the pages are clean once the writes went through.
+#[test]
+fn readers_run_while_a_background_checkpoint_writes_its_pages() {
+    use std::sync::atomic::Ordering;
+    use wafer_engine::device::MemDevice;
+    let gate = std::sync::Arc::new(Gate::default());
+    let devices = wafer_engine::Devices::new(
+        Box::new(GatedWrites {
+            inner: Box::new(MemDevice::new(32 << 20, 4096)),
+            gate: gate.clone(),
+        }),
+        Box::new(MemDevice::new(8 << 20, 4096)),
+    );
+    let cfg = DbConfig {
+        // Every maintenance step finds a checkpoint due.
+        checkpoint_interval_ms: 1,
+        ..DbConfig::default()
+    };
+    let db = Db::open(devices, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 0..3_000u32 {
+        x.put(&t, format!("k{i:06}").as_bytes(), &[7u8; 100])
+            .unwrap();
+    }
+    x.commit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let before = db.stats().writes.checkpoint_writes;
+    gate.set(true);
+    let bg = {
+        let db = db.clone();
+        std::thread::spawn(move || db.maintenance())
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // The checkpoint's first page write is held at the device: readers must not wait for it.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in (0..3_000u32).step_by(7) {
+                let k = format!("k{i:06}");
+                assert_eq!(db.get(&t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
+            }
+            let mut r = db.begin().unwrap();
+            assert!(r.get(&t, b"k000042").unwrap().is_some());
+            let all = r
+                .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, 10_000)
+                .unwrap();
+            assert_eq!(all.len(), 3_000);
+            r.commit().unwrap();
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    reader.join().unwrap();
+    bg.join().unwrap().unwrap();
+    assert!(
+        ran.is_ok(),
+        "readers waited for the checkpoint's page writes"
+    );
+    let written = db.stats().writes.checkpoint_writes - before;
+    assert!(written > 0, "the maintenance step wrote no checkpoint page");
+    db.verify().unwrap();
+}
