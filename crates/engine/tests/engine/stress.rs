@@ -417,7 +417,7 @@ fn checkpointer(db: &Db, done: &AtomicBool, stop: &Stop) -> Result<u64, String> 
     while !done.load(Ordering::Relaxed) && !stop.flag.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(2));
         step += 1;
-        let r = if step % 10 == 0 {
+        let r = if step.is_multiple_of(10) {
             db.checkpoint().map(|()| n += 1)
         } else {
             db.maintenance()
