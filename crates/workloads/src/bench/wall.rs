@@ -27,6 +27,13 @@ pub struct WallConfig {
     /// ([`DbConfig::durable_commits`] off).
     #[serde(default)]
     pub buffered_commits: bool,
+    /// Run `Db::start_background` with this interval (ms) during the measured run: checkpoints
+    /// a batch at a time beside the clients instead of inside their operations.
+    #[serde(default)]
+    pub background_ms: Option<u64>,
+    /// The engine's `checkpoint_interval_ms` (0: checkpoints by log volume only, the default).
+    #[serde(default)]
+    pub checkpoint_interval_ms: u64,
 }
 
 /// Result of a wall-clock run.
@@ -122,6 +129,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         // A fresh database every run, also when the files exist.
         open_mode: wafer_engine::OpenMode::Create,
         durable_commits: !cfg.buffered_commits,
+        checkpoint_interval_ms: cfg.checkpoint_interval_ms,
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
@@ -142,6 +150,9 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         t.commit()?;
     }
     db.checkpoint()?;
+    let background = cfg
+        .background_ms
+        .map(|ms| db.start_background(Duration::from_millis(ms)));
     let before = db.stats();
     let deadline = Instant::now() + Duration::from_millis(cfg.duration_ms);
     let started = Instant::now();
@@ -187,6 +198,9 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     }
     let seconds = started.elapsed().as_secs_f64();
     let after = db.stats();
+    if let Some(bg) = background {
+        bg.stop()?;
+    }
     let hits = after.pool.hits - before.pool.hits;
     let misses = after.pool.misses - before.pool.misses;
     Ok(WallResult {
