@@ -449,7 +449,9 @@ impl Checkpointer {
         self.after_checkpoint_step(cache, wal)
     }
 
-    /// The page cleaner and the write path's background work, after a checkpoint step.
+    /// The page cleaner, after a checkpoint step. (The write path's background work, out of
+    /// place its garbage collection, comes next, run by the caller without the core latch:
+    /// `Db::maintenance`.)
     fn after_checkpoint_step(&mut self, cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
         let want =
             (self.settings.cleaner_clean_fraction * cache.pool.frame_count() as f64) as usize;
@@ -458,8 +460,6 @@ impl Checkpointer {
             let n = cache.write_batch(&picks, wal, WriteReason::Eviction)?;
             self.stats.cleaner_writes += n as u64;
         }
-        // Background work of the write path (out of place: garbage collection).
-        crate::sync::lock(&cache.wp).maintain(wal)?;
         Ok(())
     }
 }

@@ -592,19 +592,30 @@ impl Db {
     pub fn maintenance(&self) -> Result<()> {
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
-        let Some(batch) = core.maintenance_detach(&mut wal)? else {
-            return Ok(());
-        };
-        // The checkpoint batch's device writes run with the core latch released: readers of
-        // cached pages go on; writers wait for the log latch, held until the pages are written
-        // (the copies are what the frames hold: nothing can change them without logging).
+        let step = core.maintenance_detach(&mut wal)?;
+        // The step's device writes run with the core latch released: readers of cached pages
+        // go on; writers wait for the log latch, held while the pages are written (the batch
+        // is copies of what the frames held, which nothing changes without logging first).
         let wp = core.cache.wp.clone();
         drop(core);
-        let written = batch.write(&wp, &mut *wal);
-        drop(wal);
-        let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        core.maintenance_attach(&mut wal, &batch, written)
+        if let Some(batch) = &step.batch {
+            let written = batch.write(&wp, &mut *wal);
+            drop(wal);
+            let mut core = self.shared.core();
+            wal = self.shared.wal.lock();
+            core.maintenance_attach(&mut wal, batch, written)?;
+        }
+        if step.write_path_work {
+            // The write path's own background work (out of place: garbage collection), which
+            // needs the write path and the log only.
+            let r = crate::sync::lock(&wp).maintain(&mut *wal).map(|_| ());
+            if let Err(e) = &r {
+                drop(wal);
+                self.shared.core().health.poison(e);
+            }
+            return r;
+        }
+        Ok(())
     }
 
     /// Makes the whole log durable (one log write for every commit record appended since the

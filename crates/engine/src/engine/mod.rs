@@ -216,6 +216,14 @@ pub(crate) fn min_log_space(page_size: u32) -> u64 {
     3 * update_log_need(page_size, &[], None)
 }
 
+/// What [`Core::maintenance_detach`] leaves to its caller.
+pub(crate) struct MaintenanceStep {
+    /// A checkpoint batch to write, then to give to [`Core::maintenance_attach`].
+    pub batch: Option<Detached>,
+    /// The write path's background work is to be run (after the batch).
+    pub write_path_work: bool,
+}
+
 /// Never-used data pages ordinary allocations leave, besides what live transactions reserved:
 /// for structure changes rollbacks and recovery may cause beyond their reservations.
 const ROLLBACK_SPARE_PAGES: u64 = 8;
@@ -703,17 +711,26 @@ impl Core {
 
     /// Background work, one step (`Db::maintenance`), up to its checkpoint batch's writes,
     /// which the caller makes with the core latch released ([`Detached::write`]): the batch,
-    /// or `None` when the step is done (no batch, or the flushless mode, whose checkpoints run
-    /// whole).
-    pub fn maintenance_detach(&mut self, wal: &mut Wal) -> Result<Option<Detached>> {
+    /// if any (none in the flushless mode, whose checkpoints run whole), and whether the
+    /// write path's background work (`WritePath::maintain`) is left for the caller to run,
+    /// also without the core latch, after the batch.
+    pub fn maintenance_detach(&mut self, wal: &mut Wal) -> Result<MaintenanceStep> {
         self.check()?;
         let r = match self.flushless.as_mut() {
-            Some(fl) => fl
-                .maintenance(&mut self.cache, wal, &self.txns)
-                .map(|()| None),
+            Some(fl) => {
+                fl.maintenance(&mut self.cache, wal, &self.txns)
+                    .map(|()| MaintenanceStep {
+                        batch: None,
+                        write_path_work: false,
+                    })
+            }
             None => self
                 .checkpointer
-                .maintenance_detach(&mut self.cache, wal, &self.txns),
+                .maintenance_detach(&mut self.cache, wal, &self.txns)
+                .map(|batch| MaintenanceStep {
+                    batch,
+                    write_path_work: true,
+                }),
         };
         self.health.guard(r)
     }
