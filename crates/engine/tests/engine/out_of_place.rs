@@ -108,3 +108,106 @@ fn fdp_database_separates_zones_by_placement_id_and_reopens() {
     );
     assert!(waf <= 1.02, "SSD WAF {waf}");
 }
+
+/// Background maintenance (checkpoint batches and DB GC, their device I/O without the core
+/// latch) beside writer and reader threads on a ZNS SSD filling up: GC must reclaim zones, no
+/// reader may see a value that was never written, and the reopened database must hold exactly
+/// what the writers committed.
+#[test]
+fn background_gc_beside_writers_and_readers_keeps_every_commit() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mode = Mode::Zns(ZnsConfig {
+        zone_eus: 1,
+        max_open_zones: 6,
+        max_active_zones: 6,
+    });
+    let data = sim(ssd(24 << 20, mode));
+    let log = Held::new(MemDevice::new(8 << 20, 4096));
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        doublewrite: false,
+        log_space_bytes: Some(2 << 20),
+        out_of_place: Some(OopConfig {
+            codec: Codec::None,
+            ..OopConfig::default()
+        }),
+        ..DbConfig::default()
+    };
+    let devices = || Devices::new(Box::new(data.clone()), Box::new(log.clone()));
+    let db = Db::open(devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let stop = AtomicBool::new(false);
+    let oracles: Vec<Oracle> = std::thread::scope(|s| {
+        let bg = s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                db.maintenance().unwrap();
+                std::thread::yield_now();
+            }
+        });
+        let reader = s.spawn(|| {
+            let mut rng = Pcg64Mcg::seed_from_u64(99);
+            while !stop.load(Ordering::Relaxed) {
+                let n = rng.random_range(0..2000u64);
+                if let Ok(Some(v)) = db.get(&t, &key(n, 16)) {
+                    // Every value written is `value(i, len)` for the key's own writer: its
+                    // length says it is one of them.
+                    assert!((100..600).contains(&v.len()), "a value never written");
+                }
+            }
+        });
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    let mut oracle = Oracle::new(&["t"]);
+                    let mut rng = Pcg64Mcg::seed_from_u64(w);
+                    let mut done = 0;
+                    while done < 5000u64 {
+                        let mut x = db.begin().unwrap();
+                        let mut staged = oracle.clone();
+                        let mut ok = true;
+                        for _ in 0..4 {
+                            // Each writer has its own keys: w, w + 2, w + 4, ...
+                            let k = key(rng.random_range(0..1000) * 2 + w, 16);
+                            let v = value(done, rng.random_range(100..600));
+                            staged.put("t", &k, &v);
+                            if x.put(t, &k, &v).is_err() {
+                                ok = false;
+                                break;
+                            }
+                        }
+                        if ok && x.commit().is_ok() {
+                            oracle = staged;
+                            done += 1;
+                        }
+                    }
+                    oracle
+                })
+            })
+            .collect();
+        let oracles: Vec<Oracle> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::Relaxed);
+        bg.join().unwrap();
+        reader.join().unwrap();
+        oracles
+    });
+    let stats = db.stats();
+    assert!(stats.writes.zones_reclaimed > 0, "{:?}", stats.writes);
+    db.verify().unwrap();
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(devices(), cfg).unwrap();
+    let got = Oracle::read(&db, &["t"]);
+    let mut want = Oracle::new(&["t"]);
+    for o in &oracles {
+        for (k, v) in o.scan(
+            "t",
+            (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+            false,
+            usize::MAX,
+        ) {
+            want.put("t", &k, &v);
+        }
+    }
+    want.assert_same(&got, "the reopened database");
+}
