@@ -64,13 +64,18 @@ pub(crate) struct Detached {
 }
 
 impl Detached {
-    /// Forces the log up to the newest copy's LSN (the write-ahead rule) and writes the
-    /// copies through `wp`. The caller holds the log's latch and not the core latch: readers
-    /// of cached pages go on meanwhile; writers, which must log first, wait.
-    pub fn write(&self, wp: &SharedWritePath, log: &mut dyn LogSink) -> Result<()> {
-        log.force(self.max_lsn)?;
+    /// Forces the log up to the newest copy's LSN (the write-ahead rule).
+    pub fn force(&self, log: &mut dyn LogSink) -> Result<()> {
+        log.force(self.max_lsn)
+    }
+
+    /// Writes the copies through `wp` (the log forced past them already). The caller holds
+    /// the write path's mutex, and the log's latch unless the write path does not log
+    /// ([`WritePath::writes_log`]), and not the core latch.
+    pub fn write_pages(&self, wp: &mut dyn WritePath, log: &mut dyn LogSink) -> Result<()> {
+        debug_assert!(self.max_lsn < log.durable_lsn(), "write-ahead rule");
         let batch: Vec<(PageId, &[u8])> = self.pages.iter().map(|p| (p.1, &p.3[..])).collect();
-        crate::sync::lock(wp).write_pages(&batch, self.reason, log)
+        wp.write_pages(&batch, self.reason, log)
     }
 }
 

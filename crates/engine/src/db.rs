@@ -594,12 +594,32 @@ impl Db {
         let mut wal = self.shared.wal.lock();
         let step = core.maintenance_detach(&mut wal)?;
         // The step's device writes run with the core latch released: readers of cached pages
-        // go on; writers wait for the log latch, held while the pages are written (the batch
-        // is copies of what the frames held, which nothing changes without logging first).
+        // go on. The batch is copies of what the frames held; the log latch is held from the
+        // copies until the write path's mutex is, so no other page write comes between them
+        // and theirs (eviction and checkpoints need both).
         let wp = core.cache.wp.clone();
         drop(core);
         if let Some(batch) = &step.batch {
-            let written = batch.write(&wp, &mut *wal);
+            let written = match batch.force(&mut *wal) {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    let mut w = crate::sync::lock(&wp);
+                    if w.writes_log() {
+                        // Out of place or journaled, page writes log locations: the log latch
+                        // stays held (writers wait for it meanwhile).
+                        batch.write_pages(&mut **w, &mut *wal)
+                    } else {
+                        // In place, writing pages logs nothing: the log is let go and
+                        // writers log meanwhile.
+                        let mut durable = crate::writepath::DurableLog::of(&*wal);
+                        drop(wal);
+                        let r = batch.write_pages(&mut **w, &mut durable);
+                        drop(w);
+                        wal = self.shared.wal.lock();
+                        r
+                    }
+                }
+            };
             drop(wal);
             let mut core = self.shared.core();
             wal = self.shared.wal.lock();

@@ -312,6 +312,11 @@ impl InPlace {
 }
 
 impl WritePath for InPlace {
+    fn writes_log(&self) -> bool {
+        // Homes are fixed: writing a page logs nothing.
+        false
+    }
+
     fn share_health(&mut self, health: Health) {
         self.health.join(health);
     }

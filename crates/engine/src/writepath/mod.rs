@@ -51,6 +51,46 @@ impl LogSink for crate::wal::Wal {
     }
 }
 
+/// The log as seen by a write path that writes pages while another thread may append to it
+/// ([`WritePath::writes_log`] false): the durable and next LSNs as they were when the caller
+/// let the log go. Forcing below the durable end is a no-op; anything else is refused.
+pub(crate) struct DurableLog {
+    durable: Lsn,
+    next: Lsn,
+}
+
+impl DurableLog {
+    pub fn of(log: &dyn LogSink) -> DurableLog {
+        DurableLog {
+            durable: log.durable_lsn(),
+            next: log.next_lsn(),
+        }
+    }
+}
+
+impl LogSink for DurableLog {
+    fn force(&mut self, lsn: Lsn) -> Result<()> {
+        if lsn < self.durable {
+            return Ok(());
+        }
+        Err(crate::error::Error::Poisoned(format!(
+            "a page write asked for log record {lsn} without the log (durable below {})",
+            self.durable
+        )))
+    }
+    fn next_lsn(&self) -> Lsn {
+        self.next
+    }
+    fn durable_lsn(&self) -> Lsn {
+        self.durable
+    }
+    fn log_map(&mut self, _changes: &[MapChange]) -> Result<Lsn> {
+        Err(crate::error::Error::Poisoned(
+            "a page write asked to log page locations without the log".into(),
+        ))
+    }
+}
+
 #[cfg(test)]
 /// A log kept in memory, for exercising a write path without a database: location records are
 /// kept with their LSNs; `durable` is what `force` reached.
@@ -252,6 +292,12 @@ pub trait WritePath: Send + Sync {
     /// Counters of the journal path (None for the others).
     fn journal_stats(&self) -> Option<JournalStats> {
         None
+    }
+    /// Whether [`WritePath::write_pages`] may append to or force the log (page locations,
+    /// deathtime clocks). If not, a caller may let the log go once the log is durable past the
+    /// pages, and hand it a [`DurableLog`] (in place: background checkpoint batches).
+    fn writes_log(&self) -> bool {
+        true
     }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;
