@@ -214,7 +214,6 @@ fn u64_of(v: &[u8], what: &str) -> Result<u64, Fail> {
     Ok(u64::from_le_bytes(b))
 }
 
-/// Bank transfers: accounts with u64 balances, threads moving money between two of them.
 mod bank;
 
 /// Small pool and log: eviction, checkpoints the log asks for, and group commit are all busy.
@@ -594,7 +593,6 @@ fn snapshot_audits_among_transfers_are_exact() {
     eprintln!("{summary}");
 }
 
-/// Inserts and deletes of distinct keys by several threads among cursor scans.
 mod mixed;
 
 #[test]
