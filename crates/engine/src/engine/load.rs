@@ -35,6 +35,9 @@ impl Core {
     ) -> Result<()> {
         self.check()?;
         self.txns.state(txn)?;
+        // Before the tree's root is used: a handle from before a reopen, or from another
+        // database, names pages that are not this tree's.
+        self.catalog.check_handle(tree)?;
         for &(k, v) in pairs {
             self.check_sizes(k, Some(v))?;
         }

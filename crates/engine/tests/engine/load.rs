@@ -238,3 +238,36 @@ fn power_cuts_during_loads_keep_exactly_the_committed_records() {
         );
     }
 }
+
+/// A tree handle from before a reopen, or from another database, is refused before anything
+/// is read or written through it (its root may name any page here).
+#[test]
+fn a_load_through_a_foreign_or_stale_handle_is_refused() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    x.load(&t, &pairs(0, 100, 50)).unwrap();
+    x.commit().unwrap();
+    drop(db);
+    let db = Db::open(pair.devices(), config()).unwrap();
+    let other = Db::open(Devices::memory(64 << 20, 8 << 20), config()).unwrap();
+    let u = other.create_tree("t").unwrap();
+    for (what, handle) in [("stale", &t), ("foreign", &u)] {
+        let mut x = db.begin().unwrap();
+        let r = x.load(handle, &pairs(1_000, 500, 50));
+        assert!(
+            matches!(r, Err(Error::InvalidArgument(_))),
+            "{what} handle: {r:?}"
+        );
+        x.abort().unwrap();
+    }
+    let t = db.open_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    for (k, v) in pairs(0, 100, 50) {
+        oracle.put("t", &k, &v);
+    }
+    oracle.check(&db, "after the refused loads");
+    db.verify().unwrap();
+    drop(t);
+}
