@@ -14,6 +14,18 @@ fn config() -> DbConfig {
     }
 }
 
+/// Commits 50 base rows into `t` and returns them.
+fn base_rows(db: &Db, t: &wafer_engine::Tree) -> Oracle {
+    let mut base = Oracle::new(&["t"]);
+    let mut x = db.begin().unwrap();
+    for i in 0..50u64 {
+        x.put(t, &key(i, 16), &value(i, 60)).unwrap();
+        base.put("t", &key(i, 16), &value(i, 60));
+    }
+    x.commit().unwrap();
+    base
+}
+
 /// Committed base rows, then one transaction of `len`-byte values until it has appended
 /// `budget` log bytes or gets `LogFull`. Returns the db, the committed state, the live txn and
 /// whether it hit LogFull.
@@ -24,13 +36,7 @@ fn big_txn(pair: &MemPair, len: usize, budget: u64) -> (Db, Oracle, Txn, bool) {
 fn big_txn_with(pair: &MemPair, len: usize, budget: u64, cfg: DbConfig) -> (Db, Oracle, Txn, bool) {
     let db = Db::open(pair.devices(), cfg).unwrap();
     let t = db.create_tree("t").unwrap();
-    let mut base = Oracle::new(&["t"]);
-    let mut x = db.begin().unwrap();
-    for i in 0..50u64 {
-        x.put(&t, &key(i, 16), &value(i, 60)).unwrap();
-        base.put("t", &key(i, 16), &value(i, 60));
-    }
-    x.commit().unwrap();
+    let base = base_rows(&db, &t);
     let start = db.stats().wal.appended_bytes;
     let mut x = db.begin().unwrap();
     let mut hit = false;
@@ -369,13 +375,7 @@ fn a_load_that_fills_the_log_aborts_and_recovers() {
         let pair = MemPair::new();
         let db = Db::open(pair.devices(), config()).unwrap();
         let t = db.create_tree("t").unwrap();
-        let mut base = Oracle::new(&["t"]);
-        let mut x = db.begin().unwrap();
-        for i in 0..50u64 {
-            x.put(&t, &key(i, 16), &value(i, 60)).unwrap();
-            base.put("t", &key(i, 16), &value(i, 60));
-        }
-        x.commit().unwrap();
+        let base = base_rows(&db, &t);
         let mut x = db.begin().unwrap();
         let mut hit = false;
         for batch in 0..1_000u64 {
