@@ -271,3 +271,79 @@ fn a_load_through_a_foreign_or_stale_handle_is_refused() {
     db.verify().unwrap();
     drop(t);
 }
+
+/// A load that fills the data device gets `Full`; the abort it is told to make leaves the
+/// committed rows, and the database reopens and verifies.
+#[test]
+fn a_load_that_fills_the_data_device_aborts_cleanly() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        log_space_bytes: Some(7 << 20),
+        ..DbConfig::default()
+    };
+    let small = || {
+        let d = pair.devices();
+        Devices::new(Box::new(Capped(d.data, 1 << 20)), d.log)
+    };
+    let db = Db::open(small(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Oracle::new(&["t"]);
+    let mut x = db.begin().unwrap();
+    let base = pairs(0, 200, 100);
+    x.load(&t, &base).unwrap();
+    x.commit().unwrap();
+    for (k, v) in &base {
+        oracle.put("t", k, v);
+    }
+    let mut x = db.begin().unwrap();
+    let mut full = false;
+    for batch in 0..200u64 {
+        match x.load(&t, &pairs(1_000 + batch * 500, 500, 100)) {
+            Ok(()) => {}
+            Err(Error::Full(_)) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    assert!(full, "the load should have filled the data device");
+    x.abort().unwrap();
+    oracle.check(&db, "after the aborted load");
+    db.verify().unwrap();
+    drop(db);
+    let db = Db::open(small(), cfg).unwrap();
+    oracle.check(&db, "after reopen");
+    db.verify().unwrap();
+}
+
+/// A data device that reports only its first `.1` bytes.
+struct Capped(Box<dyn wafer_engine::device::BlockDevice>, u64);
+
+impl wafer_engine::device::BlockDevice for Capped {
+    fn capacity_bytes(&self) -> u64 {
+        self.1
+    }
+    fn block_bytes(&self) -> u32 {
+        self.0.block_bytes()
+    }
+    fn read_at(&mut self, o: u64, b: &mut [u8]) -> Result<(), wafer_engine::device::DeviceError> {
+        self.0.read_at(o, b)
+    }
+    fn write_at(&mut self, o: u64, d: &[u8]) -> Result<(), wafer_engine::device::DeviceError> {
+        self.0.write_at(o, d)
+    }
+    fn flush(&mut self) -> Result<(), wafer_engine::device::DeviceError> {
+        self.0.flush()
+    }
+    fn trim(&mut self, o: u64, l: u64) -> Result<(), wafer_engine::device::DeviceError> {
+        self.0.trim(o, l)
+    }
+    fn capabilities(&self) -> wafer_engine::device::Capabilities {
+        self.0.capabilities()
+    }
+    fn stats(&self) -> wafer_engine::device::DeviceStats {
+        self.0.stats()
+    }
+}
