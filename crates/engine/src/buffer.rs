@@ -21,7 +21,13 @@
 //!   read). Guard bits change only under the exclusive latch, so readers and writers that share
 //!   it agree on them;
 //! - dirty marks of those writes, queued ([`BufferPool::queue_dirty`]) and applied when the
-//!   latch is next taken exclusive, before anyone looks at dirty state.
+//!   latch is next taken exclusive, before anyone looks at dirty state;
+//! - a frame *loading* a page ([`LoadSlot`]): reserved for the page under the exclusive latch
+//!   (in the page table, but marked [`LOADING`]), then filled by its loader with no core latch
+//!   held and published with one atomic store of its bits. Until then nobody else touches its
+//!   bytes: a lookup of the page waits for the store (with either latch: the loader needs
+//!   neither), the CLOCK sweep passes the frame by, and it is never dirty. A load that fails
+//!   publishes [`FAILED`]: the page reads as not cached, and the exclusive latch frees the frame.
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
@@ -33,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// The frames' bytes, one zeroed allocation: the system hands it out as untouched zero pages,
 /// so a pool costs memory only for the frames it has used (and a frame's bytes are at a fixed
@@ -65,6 +71,38 @@ impl Drop for Arena {
     fn drop(&mut self) {
         // SAFETY: allocated in `zeroed` with this layout, freed once.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// The frames' bytes and bits, shared with the loaders that fill a frame with no core latch
+/// held ([`LoadSlot`]).
+struct FrameMem {
+    arena: Arena,
+    /// Per frame, the [`REFERENCED`], [`GUARDED`], [`LOADING`] and [`FAILED`] bits: apart from
+    /// the frames' bookkeeping, a byte each, so the hit path of a read touches a dense array
+    /// (mostly cached) rather than a line of its own per frame.
+    flags: Box<[AtomicU8]>,
+    page_size: usize,
+}
+
+impl FrameMem {
+    /// Frame `f`'s bytes, read under the protocol of the module notes.
+    fn bytes(&self, f: u32) -> &[u8] {
+        let f = f as usize;
+        assert!(f < self.flags.len(), "frame {f} out of range");
+        // SAFETY: in bounds (one page per frame); who may read which bytes when is the
+        // latching protocol of the module notes.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.arena.ptr.as_ptr().add(f * self.page_size),
+                self.page_size,
+            )
+        }
+    }
+
+    /// Frame `f`'s bits.
+    fn bits(&self, f: u32) -> &AtomicU8 {
+        &self.flags[f as usize]
     }
 }
 
@@ -155,8 +193,14 @@ pub(crate) struct Frame {
 /// not written by every read) and cleared by the sweep under the exclusive latch.
 const REFERENCED: u8 = 1;
 /// May be written with the core latch shared (see the module notes); changed only with it
-/// exclusive.
+/// exclusive, or by the store that publishes a loaded frame.
 const GUARDED: u8 = 2;
+/// Reserved for a page whose bytes its loader is reading from the device (see the module
+/// notes); cleared by one release store once they are in.
+pub(crate) const LOADING: u8 = 4;
+/// Its load failed: the page is not cached, and the frame is free for the exclusive latch to
+/// take back (see [`BufferPool::pick_victim`]).
+pub(crate) const FAILED: u8 = 8;
 
 /// Where a page of the page table is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,6 +219,10 @@ pub struct PoolStats {
     pub misses: u64,
     pub evictions: u64,
     pub dirty_evictions: u64,
+    /// Of the misses, those read from the device with the core latch released (the frame
+    /// reserved under it, see [`LoadSlot`]).
+    #[serde(default)]
+    pub unlatched_reads: u64,
 }
 
 impl PoolStats {
@@ -191,12 +239,8 @@ impl PoolStats {
 pub(crate) struct BufferPool {
     page_size: usize,
     pub frames: Vec<Frame>,
-    /// The frames' bytes (`Frame::data` views into it).
-    arena: Arena,
-    /// Per frame, the [`REFERENCED`] and [`GUARDED`] bits: apart from the frames' bookkeeping,
-    /// a byte each, so the hit path of a read touches a dense array (mostly cached) rather
-    /// than a line of its own per frame.
-    flags: Box<[AtomicU8]>,
+    /// The frames' bytes (`Frame::data` views into them) and bits.
+    mem: Arc<FrameMem>,
     /// Page id -> where the page is (a two-level array, see `page_table.rs`).
     table: PageTable,
     hand: usize,
@@ -205,6 +249,10 @@ pub(crate) struct BufferPool {
     pub stats: PoolStats,
     /// Hits of readers sharing the core latch.
     pub shared_hits: Striped,
+    /// Pages read for an operation that then tries again ([`BufferPool::rehits_ahead`]):
+    /// its access to the page it read counts as a hit, which this takes back (a miss once,
+    /// as an operation that read the page itself counts it).
+    rehits: u64,
     /// Whether frames keep lists of the transactions with uncommitted changes on them: only a
     /// no-steal eviction policy needs them (set by `PageCache::set_eviction`).
     pub track_uncommitted: bool,
@@ -246,13 +294,17 @@ impl BufferPool {
         Ok(BufferPool {
             page_size,
             frames: all,
-            arena,
-            flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            mem: Arc::new(FrameMem {
+                arena,
+                flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
+                page_size,
+            }),
             table: PageTable::default(),
             hand: 0,
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
             shared_hits: Striped::default(),
+            rehits: 0,
             track_uncommitted: false,
             latches: (0..FRAME_LATCHES)
                 .map(|_| CachePadded::new(RwLock::new(())))
@@ -275,16 +327,7 @@ impl BufferPool {
     /// under its stripe latch (see the module notes).
     pub fn data(&self, f: u32) -> &[u8] {
         // From the arena, not through the frame: a hit does not touch the frame's bookkeeping.
-        let f = f as usize;
-        assert!(f < self.flags.len(), "frame {f} out of range");
-        // SAFETY: in bounds (one page per frame); the bytes are frame `f`'s, read under the
-        // protocol of the module notes, as `Frame::data` would read them.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.arena.ptr.as_ptr().add(f * self.page_size),
-                self.page_size,
-            )
-        }
+        self.mem.bytes(f)
     }
 
     pub fn data_mut(&mut self, f: u32) -> &mut [u8] {
@@ -293,17 +336,19 @@ impl BufferPool {
 
     /// Whether frame `f` is guarded (see the module notes).
     pub fn guarded(&self, f: u32) -> bool {
-        self.flags[f as usize].load(Ordering::Relaxed) & GUARDED != 0
+        self.mem.bits(f).load(Ordering::Relaxed) & GUARDED != 0
     }
 
-    /// Sets whether frame `f` is guarded (core latch exclusive).
+    /// Sets whether frame `f` is guarded (core latch exclusive; the frame is not loading, so
+    /// no other thread changes its bits meanwhile).
     pub fn set_guarded(&mut self, f: u32, on: bool) {
-        let bits = self.flags[f as usize].get_mut();
-        *bits = if on {
-            *bits | GUARDED
-        } else {
-            *bits & !GUARDED
-        };
+        let bits = self.mem.bits(f);
+        let b = bits.load(Ordering::Relaxed);
+        debug_assert!(b & LOADING == 0, "a loading frame's bits are its loader's");
+        bits.store(
+            if on { b | GUARDED } else { b & !GUARDED },
+            Ordering::Relaxed,
+        );
     }
 
     /// The stripe latch of frame `f`.
@@ -343,29 +388,67 @@ impl BufferPool {
         fr.pins -= 1;
     }
 
-    /// The page's state in the page table (None: not cached and not evicted dirty).
+    /// The page's state in the page table (None: not cached and not evicted dirty). A page
+    /// being loaded is waited for; one whose load failed is not cached.
     pub fn state(&self, pid: PageId) -> Option<PageState> {
-        self.table.get(pid)
+        match self.table.get(pid) {
+            Some(PageState::Resident(f)) if !self.settled(f) => None,
+            s => s,
+        }
     }
 
-    /// The frame holding `pid`, if resident.
+    /// The frame holding `pid`, if resident. A page being loaded is waited for; one whose load
+    /// failed is not resident.
+    #[inline]
     pub fn lookup(&self, pid: PageId) -> Option<u32> {
         match self.table.get(pid) {
-            Some(PageState::Resident(f)) => Some(f),
+            Some(PageState::Resident(f)) if self.settled(f) => Some(f),
             _ => None,
         }
     }
 
-    /// A hit on a resident page.
+    /// Waits until frame `f` is not loading (its loader holds no latch, so this ends whatever
+    /// the caller holds); then whether it holds its page (false: the load failed). The
+    /// acquire pairs with the loader's release: the bytes it read are seen.
+    #[inline]
+    fn settled(&self, f: u32) -> bool {
+        let bits = self.mem.bits(f);
+        let mut b = bits.load(Ordering::Acquire);
+        let mut spins = 0u32;
+        while b & LOADING != 0 {
+            // A device read takes microseconds: spin briefly, then give the core away.
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+            spins += 1;
+            b = bits.load(Ordering::Acquire);
+        }
+        b & FAILED == 0
+    }
+
+    /// A page is read ahead of the operation that needs it, which then runs again (core
+    /// latch exclusive): the hit its retry makes on the page is not counted (the read counts
+    /// as a miss only, as in an operation that read the page itself).
+    pub fn rehits_ahead(&mut self) {
+        self.rehits += 1;
+    }
+
+    /// A hit on a resident page (core latch exclusive).
     pub fn touch_hit(&mut self, f: u32) {
         self.stats.hits += 1;
-        *self.flags[f as usize].get_mut() |= REFERENCED;
+        let bits = self.mem.bits(f);
+        let b = bits.load(Ordering::Relaxed);
+        if b & REFERENCED == 0 {
+            bits.store(b | REFERENCED, Ordering::Relaxed);
+        }
     }
 
     /// A hit on a resident page by a reader sharing the core latch (it counts its hits in
     /// [`BufferPool::shared_hits`] once its operation is done).
     pub fn touch_hit_shared(&self, f: u32) {
-        let bits = &self.flags[f as usize];
+        let bits = self.mem.bits(f);
         if bits.load(Ordering::Relaxed) & REFERENCED == 0 {
             bits.fetch_or(REFERENCED, Ordering::Relaxed);
         }
@@ -374,17 +457,55 @@ impl BufferPool {
     /// The pool's counters, hits of shared readers included.
     pub fn stats(&self) -> PoolStats {
         let mut s = self.stats.clone();
-        s.hits += self.shared_hits.get();
+        s.hits = (s.hits + self.shared_hits.get()).saturating_sub(self.rehits);
         s
     }
 
     /// Puts `pid` into the free frame `f` (its data already filled by the caller).
     pub fn install(&mut self, f: u32, pid: PageId) {
+        self.install_as(f, pid, REFERENCED);
+    }
+
+    /// Reserves the free frame `f` for `pid`, to be filled with no core latch held: the page
+    /// reads as loading (see the module notes) until the returned slot is published.
+    pub fn install_loading(&mut self, f: u32, pid: PageId) -> LoadSlot {
+        self.install_as(f, pid, LOADING);
+        LoadSlot {
+            mem: Arc::clone(&self.mem),
+            f,
+            done: false,
+        }
+    }
+
+    fn install_as(&mut self, f: u32, pid: PageId, bits: u8) {
+        // A failed load of the same page may still hold its entry.
+        if let Some(PageState::Resident(old)) = self.table.get(pid) {
+            debug_assert!(self.failed(old), "page {pid} is already in frame {old}");
+            self.drop_failed(old);
+        }
         let fr = &mut self.frames[f as usize];
         debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 0);
         fr.pid = Some(pid);
-        *self.flags[f as usize].get_mut() = REFERENCED;
+        self.mem.bits(f).store(bits, Ordering::Relaxed);
         self.table.insert(pid, PageState::Resident(f));
+    }
+
+    /// Whether frame `f` holds a failed load (core latch exclusive; a frame is not reserved
+    /// for loading meanwhile, but one reserved before may fail).
+    fn failed(&self, f: u32) -> bool {
+        self.mem.bits(f).load(Ordering::Acquire) & FAILED != 0
+    }
+
+    /// Frees frame `f`, whose load failed: its page leaves the page table if the entry is
+    /// still this frame's.
+    fn drop_failed(&mut self, f: u32) {
+        let fr = &mut self.frames[f as usize];
+        if let Some(pid) = fr.pid.take() {
+            if self.table.get(pid) == Some(PageState::Resident(f)) {
+                self.table.remove(pid);
+            }
+        }
+        self.mem.bits(f).store(0, Ordering::Relaxed);
     }
 
     /// CLOCK over unpinned frames that `may_take` accepts: a free frame, or the first resident
@@ -401,12 +522,20 @@ impl BufferPool {
             if fr.pid.is_none() {
                 return Some(i as u32);
             }
+            let bits = self.mem.bits(i as u32);
+            let b = bits.load(Ordering::Acquire);
+            if b & LOADING != 0 {
+                continue;
+            }
+            if b & FAILED != 0 {
+                self.drop_failed(i as u32);
+                return Some(i as u32);
+            }
             if !may_take(fr) {
                 continue;
             }
-            let bits = self.flags[i].get_mut();
-            if *bits & REFERENCED != 0 {
-                *bits &= !REFERENCED;
+            if b & REFERENCED != 0 {
+                bits.store(b & !REFERENCED, Ordering::Relaxed);
                 continue;
             }
             return Some(i as u32);
@@ -564,7 +693,7 @@ impl BufferPool {
         let len = self.frames.len();
         (0..len)
             .map(|i| (self.hand + i) % len)
-            .filter(|&i| self.flags[i].load(Ordering::Relaxed) & REFERENCED == 0)
+            .filter(|&i| self.mem.bits(i as u32).load(Ordering::Relaxed) & REFERENCED == 0)
             .map(|i| &self.frames[i])
             .filter(|f| f.dirty && f.pins == 0)
             .filter_map(|f| f.pid)
@@ -577,6 +706,11 @@ impl BufferPool {
     pub fn check_invariants(&self) {
         let mut dirty = 0;
         for (i, fr) in self.frames.iter().enumerate() {
+            if self.failed(i as u32) {
+                // A failed load: its page's entry may already be another frame's.
+                assert!(!fr.dirty, "failed load in frame {i} is dirty");
+                continue;
+            }
             if let Some(pid) = fr.pid {
                 assert_eq!(
                     self.table.get(pid),
@@ -603,6 +737,58 @@ impl BufferPool {
                     "the page table puts page {pid} in frame {f}, which holds another"
                 );
             }
+        }
+    }
+}
+
+/// A frame reserved for a page being read with no core latch held
+/// ([`BufferPool::install_loading`]): its loader's to fill, then to publish. Dropped
+/// unpublished (an error or a panic on the way), the load counts as failed, so nobody waits for
+/// it forever.
+pub(crate) struct LoadSlot {
+    mem: Arc<FrameMem>,
+    f: u32,
+    done: bool,
+}
+
+impl LoadSlot {
+    /// The frame's bytes, for the loader to fill.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        debug_assert!(self.mem.bits(self.f).load(Ordering::Relaxed) & LOADING != 0);
+        // SAFETY: the frame is loading, so only its loader (the holder of this slot, which is
+        // not `Clone`) touches its bytes until `publish` or `fail` (see the module notes);
+        // the arena lives as long as `mem`.
+        unsafe {
+            let p = self
+                .mem
+                .arena
+                .ptr
+                .as_ptr()
+                .add(self.f as usize * self.mem.page_size);
+            std::slice::from_raw_parts_mut(p, self.mem.page_size)
+        }
+    }
+
+    /// The bytes are in: the page is resident (guarded if it is a leaf, as a read under the
+    /// exclusive latch would make it).
+    pub fn publish(mut self) {
+        let leaf = is_leaf(self.mem.bytes(self.f));
+        let bits = REFERENCED | if leaf { GUARDED } else { 0 };
+        self.mem.bits(self.f).store(bits, Ordering::Release);
+        self.done = true;
+    }
+
+    /// The read failed: the page is not cached, and the frame goes back to the pool.
+    pub fn fail(mut self) {
+        self.mem.bits(self.f).store(FAILED, Ordering::Release);
+        self.done = true;
+    }
+}
+
+impl Drop for LoadSlot {
+    fn drop(&mut self) {
+        if !self.done {
+            self.mem.bits(self.f).store(FAILED, Ordering::Release);
         }
     }
 }

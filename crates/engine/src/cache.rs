@@ -79,6 +79,36 @@ impl Detached {
     }
 }
 
+/// What [`PageCache::reserve`] made of a miss.
+pub(crate) enum Reserved {
+    /// The page is in memory now.
+    Cached,
+    /// A frame is reserved for it: read it with [`PendingLoad::read`], latches released.
+    Load(PendingLoad),
+}
+
+/// A page to read into its reserved frame with no core latch held (see `buffer.rs`, module
+/// notes): other threads' reads and writes of cached pages go on meanwhile, and a thread that
+/// needs this page waits for it.
+pub(crate) struct PendingLoad {
+    pid: PageId,
+    slot: crate::buffer::LoadSlot,
+    wp: SharedWritePath,
+}
+
+impl PendingLoad {
+    /// Reads the page through the write path (under its mutex only) and publishes the frame;
+    /// on an error the page is left uncached (the frame freed).
+    pub fn read(mut self) -> Result<()> {
+        let r = crate::sync::lock(&self.wp).read_page(self.pid, self.slot.bytes_mut());
+        match r {
+            Ok(()) => self.slot.publish(),
+            Err(_) => self.slot.fail(),
+        }
+        r
+    }
+}
+
 /// The write path as the page cache holds it.
 pub(crate) type SharedWritePath = std::sync::Arc<std::sync::Mutex<Box<dyn WritePath>>>;
 
@@ -93,6 +123,9 @@ pub(crate) struct PageCache {
     /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while
     /// a rollback or recovery runs: they may take them.
     pub page_reserve: u64,
+    /// Pages the write path can hold (fixed by its layout): read once, so that an allocation
+    /// does not wait for the write path's mutex (held across device reads and writes).
+    pub page_capacity: u64,
     eviction: Box<dyn EvictionPolicy>,
     after_read: Option<Box<dyn AfterRead>>,
 }
@@ -101,6 +134,7 @@ impl PageCache {
     pub fn new(pool: BufferPool, wp: Box<dyn WritePath>) -> PageCache {
         PageCache {
             pool,
+            page_capacity: wp.page_capacity(),
             wp: std::sync::Arc::new(std::sync::Mutex::new(wp)),
             page_reserve: 0,
             eviction: Box::new(WriteBack),
@@ -147,6 +181,33 @@ impl PageCache {
             self.pool.mark_dirty(f, lsn, 0);
         }
         Ok(f)
+    }
+
+    /// Readies a miss of `pid` to be read with the core latch released ([`PendingLoad`]): the
+    /// victim is chosen (and a dirty one written or dropped) as [`PageCache::fetch`] would, and
+    /// the frame reserved for the page. Or the page is cached already (another thread's load),
+    /// or it is read here and now, exclusive, when an after-read hook must see it or it was
+    /// evicted dirty (its redo is applied under the latch).
+    pub fn reserve(&mut self, pid: PageId, log: &mut dyn LogSink) -> Result<Reserved> {
+        let read_here = match self.pool.state(pid) {
+            Some(PageState::Resident(_)) => return Ok(Reserved::Cached),
+            Some(PageState::EvictedDirty) => true,
+            None => self.after_read.is_some(),
+        };
+        // The operation's retry will count a hit on the page: this miss stands for both.
+        self.pool.rehits_ahead();
+        if read_here {
+            self.fetch(pid, log)?;
+            return Ok(Reserved::Cached);
+        }
+        self.pool.stats.misses += 1;
+        let f = self.victim(log)?;
+        self.pool.stats.unlatched_reads += 1;
+        Ok(Reserved::Load(PendingLoad {
+            pid,
+            slot: self.pool.install_loading(f, pid),
+            wp: std::sync::Arc::clone(&self.wp),
+        }))
     }
 
     /// A frame for a page that is being created (not read from the device): zeroed.

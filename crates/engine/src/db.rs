@@ -236,8 +236,10 @@ pub struct EngineStats {
     /// shared).
     #[serde(default)]
     pub shared_ops: u64,
-    /// Operations tried with the core latch shared and run again exclusive (a page not in
-    /// memory, a split, a checkpoint due, a leaf not yet guarded).
+    /// Attempts with the core latch shared that gave up: a page not in memory (read with the
+    /// latch released, then the operation tried again, see `PoolStats::unlatched_reads`), or
+    /// more than a shared attempt may do (a split, a checkpoint due, a leaf not yet guarded:
+    /// run again exclusive).
     #[serde(default)]
     pub shared_retries: u64,
 }
@@ -512,7 +514,10 @@ impl Db {
     /// assert_eq!(db.get(&t, b"other").unwrap(), None);
     /// ```
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(r) = self.shared.core_read().get_committed(tree, key) {
+        if let Some(r) = self
+            .shared
+            .shared_op(crate::engine::POINT_READS, |c| c.get_committed(tree, key))
+        {
             return r;
         }
         let deadline = std::time::Instant::now() + Self::GET_WAIT;

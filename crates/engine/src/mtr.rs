@@ -281,7 +281,7 @@ impl PageStore for Mtr<'_> {
     }
 
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId> {
-        let capacity = crate::sync::lock(&self.cache.wp).page_capacity();
+        let capacity = self.cache.page_capacity;
         let pid = self.take_page(capacity)?;
         // A page evicted dirty is brought back first, so a failure can restore its image.
         if self.cache.pool.state(pid) == Some(crate::buffer::PageState::EvictedDirty) {

@@ -17,12 +17,31 @@
 //! anything beyond that page (another guarded page, a write elsewhere, an allocation). The
 //! change is found plain by reading and logged before it is made, so a refusal never leaves a
 //! change to take back; the operation then runs again exclusive.
+//!
+//! A miss need not send the operation to the exclusive path: the page that was missing is
+//! noted for this thread ([`take_miss`]), so the caller can read it in with the latch released
+//! (`cache::PendingLoad`) and try again shared (`Shared::shared_op`).
 
 use crate::btree::PageStore;
 use crate::cache::PageCache;
 use crate::error::{Error, Result};
 use crate::locks::WriteProbe;
 use crate::page::{self, Lsn, PageId, PageType};
+
+thread_local! {
+    /// The page whose miss last ended a shared attempt of this thread.
+    static MISSED: std::cell::Cell<Option<PageId>> = const { std::cell::Cell::new(None) };
+}
+
+/// The page a shared reader or writer of this thread last found missing, if any (and forgets
+/// it).
+pub(crate) fn take_miss() -> Option<PageId> {
+    MISSED.with(|m| m.take())
+}
+
+fn note_miss(pid: PageId) {
+    MISSED.with(|m| m.set(Some(pid)));
+}
 
 pub(crate) struct SharedReader<'a> {
     cache: &'a PageCache,
@@ -108,6 +127,7 @@ impl PageStore for SharedReader<'_> {
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let Some(fr) = self.cache.pool.lookup(pid) else {
             self.missed = true;
+            note_miss(pid);
             // Never seen by a caller: `run` discards the result of a reader that missed.
             return Err(Error::InvalidArgument("page not cached".into()));
         };
@@ -218,6 +238,9 @@ impl<'a> SharedWriter<'a> {
     /// latched exclusive; None (refused) for a missing page or a second guarded page.
     fn frame(&mut self, pid: PageId) -> std::result::Result<u32, Error> {
         let Some(f) = self.cache.pool.lookup(pid) else {
+            if self.refused.is_none() {
+                note_miss(pid);
+            }
             return Err(self.refuse(Refusal::Miss));
         };
         self.cache.pool.touch_hit_shared(f);

@@ -4,7 +4,7 @@
 
 use crate::catalog::Tree;
 use crate::engine::LeafHint;
-use crate::engine::{Core, Shared};
+use crate::engine::{Core, Shared, POINT_READS, SCAN_READS};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::wal::record::{Body, TxnId};
@@ -39,7 +39,11 @@ impl Txn {
     /// Reads `key`.
     pub fn get(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         // Beside other readers first; alone if a page must be read from the device.
-        if let Some(r) = self.shared.core_read().get_shared(self.id, tree, key) {
+        let id = self.id;
+        if let Some(r) = self
+            .shared
+            .shared_op(POINT_READS, |c| c.get_shared(id, tree, key))
+        {
             return r;
         }
         let mut core = self.shared.core();
@@ -155,14 +159,10 @@ impl Txn {
 
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
         // A plain leaf change beside other threads' operations; anything more, alone.
-        let shared = self.shared.core_read().write_shared(
-            &self.shared.wal,
-            self.id,
-            tree,
-            key,
-            value,
-            &mut self.leaf_hint,
-        );
+        let (id, wal, hint) = (self.id, &self.shared.wal, &mut self.leaf_hint);
+        let shared = self.shared.shared_op(POINT_READS, |c| {
+            c.write_shared(wal, id, tree, key, value, hint)
+        });
         if let Some(r) = shared {
             return r;
         }
@@ -180,10 +180,9 @@ impl Txn {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let id = self.id;
-        let shared = self
-            .shared
-            .core_read()
-            .scan_shared(id, tree, range, reverse, limit, false);
+        let shared = self.shared.shared_op(SCAN_READS, |c| {
+            c.scan_shared(id, tree, range, reverse, limit, false)
+        });
         match shared {
             // A conflict may be waited out: that needs the latch exclusive.
             Some(Err(Error::Conflict { .. })) | None => {}
@@ -361,14 +360,10 @@ impl Cursor<'_> {
     /// Reads the next batch, starting after the last key returned.
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.start), as_ref(&self.end));
-        let shared = self.txn.shared.core_read().scan_shared(
-            self.txn.id,
-            &self.tree,
-            range,
-            self.reverse,
-            CURSOR_BATCH,
-            true,
-        );
+        let (id, tree, reverse) = (self.txn.id, &self.tree, self.reverse);
+        let shared = self.txn.shared.shared_op(SCAN_READS, |c| {
+            c.scan_shared(id, tree, range, reverse, CURSOR_BATCH, true)
+        });
         let batch = if let Some(r) = shared {
             r?
         } else {

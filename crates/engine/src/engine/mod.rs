@@ -46,6 +46,13 @@ use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteG
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
+/// Pages an operation on one key reads with the core latch released before it runs exclusive
+/// (see [`Shared::shared_op`]): a descent of a cold tree reads a page per level.
+pub(crate) const POINT_READS: usize = 8;
+/// The same for a scan, which starts over after each page it reads: a short scan's descent and
+/// first leaves; a long scan of pages not in memory runs exclusive (one pass).
+pub(crate) const SCAN_READS: usize = 2;
+
 /// Key-value pairs a scan returns.
 pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -63,7 +70,8 @@ pub(crate) struct OpStats {
     pub ops: Striped,
     /// Reads, scans and writes that ran with the core latch shared.
     pub shared: Striped,
-    /// Of those attempted shared, the ones given up and run exclusive.
+    /// Attempts with the core latch shared that gave up: the operation read a missing page with
+    /// the latch released and tried again, or ran exclusive.
     pub shared_retries: Striped,
 }
 
@@ -166,6 +174,33 @@ impl Shared {
         drop(r);
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         self.core()
+    }
+
+    /// Runs `op` with the core latch shared (one of the `*_shared` operations of
+    /// `shared_ops.rs`). When it gives up because a page it needs is not in memory, that page is
+    /// read with the core latch released ([`PageCache::reserve`] takes it exclusive only to
+    /// pick and reserve the frame) and `op` runs again, for up to `reads` pages ([`POINT_READS`]
+    /// for an operation on one key, [`SCAN_READS`] for a scan, which starts over after each).
+    /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
+    /// reading the page failed: the exclusive path meets the error again and reports it).
+    pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
+        for _ in 0..=reads {
+            crate::read_shared::take_miss();
+            if let Some(r) = op(&self.core_read()) {
+                return Some(r);
+            }
+            let pid = crate::read_shared::take_miss()?;
+            let reserved = {
+                let mut core = self.core();
+                let mut wal = self.wal.lock();
+                core.check().ok()?;
+                core.cache.reserve(pid, &mut *wal).ok()?
+            };
+            if let crate::cache::Reserved::Load(load) = reserved {
+                load.read().ok()?;
+            }
+        }
+        None
     }
 
     /// The core latch, exclusive. A panic while holding it leaves the components in an unknown
@@ -798,7 +833,7 @@ impl Core {
     /// Pages ever allocated and the data device's page capacity.
     pub fn page_usage(&mut self, wal: &mut Wal) -> Result<(u64, u64)> {
         self.check()?;
-        let cap = crate::sync::lock(&self.cache.wp).page_capacity();
+        let cap = self.cache.page_capacity;
         let used = crate::ops::read(&mut self.cache, wal, |m| {
             btree::PageStore::read_page(m, META_PID, meta::next_pid)
         })?;

@@ -267,10 +267,12 @@ fn a_leaf_range_noted_before_a_split_is_not_used_after_it() {
     db.verify().unwrap();
 }
 
-/// A data device whose writes wait, while the gate is shut, until it opens.
-struct GatedWrites {
+/// A data device whose writes (or reads, if `reads`) wait, while the gate is shut, until it
+/// opens.
+struct Gated {
     inner: Box<dyn wafer_engine::device::BlockDevice>,
     gate: std::sync::Arc<Gate>,
+    reads: bool,
 }
 
 #[derive(Default)]
@@ -278,6 +280,8 @@ struct Gate {
     shut: std::sync::Mutex<bool>,
     opened: std::sync::Condvar,
     waiting: std::sync::atomic::AtomicBool,
+    /// The next read returns its bytes with one flipped.
+    corrupt_next_read: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
@@ -285,9 +289,18 @@ impl Gate {
         *self.shut.lock().unwrap() = shut;
         self.opened.notify_all();
     }
+
+    fn pass(&self) {
+        let mut shut = self.shut.lock().unwrap();
+        while *shut {
+            self.waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            shut = self.opened.wait(shut).unwrap();
+        }
+    }
 }
 
-impl wafer_engine::device::BlockDevice for GatedWrites {
+impl wafer_engine::device::BlockDevice for Gated {
     fn capacity_bytes(&self) -> u64 {
         self.inner.capacity_bytes()
     }
@@ -299,21 +312,27 @@ impl wafer_engine::device::BlockDevice for GatedWrites {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<(), wafer_engine::device::DeviceError> {
-        self.inner.read_at(offset, buf)
+        if self.reads {
+            self.gate.pass();
+        }
+        self.inner.read_at(offset, buf)?;
+        if self
+            .gate
+            .corrupt_next_read
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            buf[buf.len() / 2] ^= 0x5A;
+        }
+        Ok(())
     }
     fn write_at(
         &mut self,
         offset: u64,
         data: &[u8],
     ) -> Result<(), wafer_engine::device::DeviceError> {
-        let mut shut = self.gate.shut.lock().unwrap();
-        while *shut {
-            self.gate
-                .waiting
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            shut = self.gate.opened.wait(shut).unwrap();
+        if !self.reads {
+            self.gate.pass();
         }
-        drop(shut);
         self.inner.write_at(offset, data)
     }
     fn flush(&mut self) -> Result<(), wafer_engine::device::DeviceError> {
@@ -339,9 +358,10 @@ fn readers_run_while_a_background_checkpoint_writes_its_pages() {
     use wafer_engine::device::MemDevice;
     let gate = std::sync::Arc::new(Gate::default());
     let devices = wafer_engine::Devices::new(
-        Box::new(GatedWrites {
+        Box::new(Gated {
             inner: Box::new(MemDevice::new(32 << 20, 4096)),
             gate: gate.clone(),
+            reads: false,
         }),
         Box::new(MemDevice::new(8 << 20, 4096)),
     );
@@ -397,5 +417,126 @@ fn readers_run_while_a_background_checkpoint_writes_its_pages() {
     );
     let written = db.stats().writes.checkpoint_writes - before;
     assert!(written > 0, "the maintenance step wrote no checkpoint page");
+    db.verify().unwrap();
+}
+
+/// Data and log devices over `pair`, the data device read through `gate`.
+fn gated_reads(pair: &MemPair, gate: &std::sync::Arc<Gate>) -> wafer_engine::Devices {
+    let mut p = pair
+        .shared
+        .split(&[crate::support::DATA_BYTES, crate::support::LOG_BYTES])
+        .unwrap();
+    let log = p.pop().unwrap();
+    let data = p.pop().unwrap();
+    wafer_engine::Devices::new(
+        Box::new(Gated {
+            inner: Box::new(data),
+            gate: gate.clone(),
+            reads: true,
+        }),
+        Box::new(log),
+    )
+}
+
+/// A database over `pair` holding 20,000 records in tree "t", checkpointed and closed: reopened,
+/// its pages are read from the device as they are needed.
+fn cold_records(pair: &MemPair) {
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 0..20_000u32 {
+        x.put(
+            &t,
+            format!("k{i:06}").as_bytes(),
+            format!("v{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    x.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+}
+
+/// A miss reads its page with the core latch released: while the data device holds one
+/// thread's read back, other threads read, change and commit records whose pages are cached.
+/// Before, the miss ran with the latch exclusive and they all waited for the device.
+#[test]
+fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    // The pages on the way to the first key are read now; the last key's leaf is not.
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let before = db.stats().pool;
+    gate.set(true);
+    let cold = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"k019999").unwrap())
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let warm = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+            let mut w = db.begin().unwrap();
+            assert_eq!(w.get(&t, b"k000001").unwrap().as_deref(), Some(&b"v1"[..]));
+            w.put(&t, b"k000001", b"changed").unwrap();
+            w.commit().unwrap();
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    warm.join().unwrap();
+    assert_eq!(cold.join().unwrap().as_deref(), Some(&b"v19999"[..]));
+    assert!(
+        ran.is_ok(),
+        "cached operations waited for another thread's device read"
+    );
+    let after = db.stats().pool;
+    assert!(
+        after.unlatched_reads > before.unlatched_reads,
+        "the miss was not read with the latch released: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        db.get(&t, b"k000001").unwrap().as_deref(),
+        Some(&b"changed"[..])
+    );
+    db.verify().unwrap();
+}
+
+/// A read with the latch released that fails (here a page that fails its checksum once) leaves
+/// the page uncached: the operation reads it again, exclusive, and every record reads back.
+#[test]
+fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    gate.corrupt_next_read
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        db.get(&t, b"k019999").unwrap().as_deref(),
+        Some(&b"v19999"[..])
+    );
+    assert!(!gate
+        .corrupt_next_read
+        .load(std::sync::atomic::Ordering::SeqCst));
+    for i in (0..20_000u32).step_by(97) {
+        let want = format!("v{i}");
+        assert_eq!(
+            db.get(&t, format!("k{i:06}").as_bytes())
+                .unwrap()
+                .as_deref(),
+            Some(want.as_bytes())
+        );
+    }
     db.verify().unwrap();
 }
