@@ -16,7 +16,7 @@ use wafer_workloads::ycsb::{KeyDist, ValueSizes, YcsbConfig, YcsbWorkload};
 pub enum BenchCommand {
     /// YCSB on the engine over simulated SSDs, in virtual time, one run per configuration
     Ycsb(Box<YcsbArgs>),
-    /// Wall-clock throughput of the engine in memory (whole data set cached)
+    /// Wall-clock throughput of the engine, in memory or on files (whole data set cached unless --buffer-mib)
     Wall(WallArgs),
     /// Device-level comparison of flashsim configurations (no engine)
     Device(super::device::DeviceArgs),
@@ -344,6 +344,11 @@ pub struct WallArgs {
     /// (the engine's `checkpoint_interval_ms`; default 0: by log volume only).
     #[arg(long, default_value_t = 0)]
     pub checkpoint_interval_ms: u64,
+    /// Buffer pool size in MiB (default: the whole data device, so every page stays cached).
+    /// Smaller than the data, operations read pages from the device: misses, each read with
+    /// the engine's core latch released.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub buffer_mib: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -623,15 +628,17 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         buffered_commits: args.buffered_commits,
                         background_ms: args.background_ms,
                         checkpoint_interval_ms: args.checkpoint_interval_ms,
+                        buffer_mib: args.buffer_mib,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
                         println!(
-                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / retried exclusive {}, {} checkpoints",
+                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} checkpoints, {} misses ({} read unlatched)",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
                             r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
                             r.latency.p999_ns as f64 / 1e3,
-                            r.shared_ops, r.shared_retries, r.checkpoints
+                            r.shared_ops, r.shared_retries, r.checkpoints, r.misses,
+                            r.unlatched_reads
                         );
                     }
                     results.push(r);

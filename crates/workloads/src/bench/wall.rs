@@ -1,5 +1,6 @@
 //! The wall-clock driver: real threads running YCSB on the engine, over in-memory devices (the
-//! engine's own throughput: CPU and latching) or files, with the whole data set cached.
+//! engine's own throughput: CPU and latching) or files, with the whole data set cached (or a
+//! buffer pool smaller than the data, so that operations read pages from the device).
 
 use super::vtime::BenchError;
 use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
@@ -34,6 +35,9 @@ pub struct WallConfig {
     /// The engine's `checkpoint_interval_ms` (0: checkpoints by log volume only, the default).
     #[serde(default)]
     pub checkpoint_interval_ms: u64,
+    /// Buffer pool size in MiB; None: the whole data device (every page stays cached).
+    #[serde(default)]
+    pub buffer_mib: Option<u64>,
 }
 
 /// Result of a wall-clock run.
@@ -61,6 +65,12 @@ pub struct WallResult {
     /// Checkpoints during the measured run.
     #[serde(default)]
     pub checkpoints: u64,
+    /// Pages read from the device during the measured run, and of those the ones read with the
+    /// core latch released (`PoolStats::unlatched_reads`).
+    #[serde(default)]
+    pub misses: u64,
+    #[serde(default)]
+    pub unlatched_reads: u64,
 }
 
 /// Log activity of a wall-clock run.
@@ -113,8 +123,9 @@ fn wall_op(
     }
 }
 
-/// Loads `cfg.ycsb.record_count` records into an in-memory database sized to cache them all,
-/// then runs `threads` threads for `duration_ms`.
+/// Loads `cfg.ycsb.record_count` records into a database (in memory or files) whose buffer
+/// pool caches them all unless `buffer_mib` says less, then runs `threads` threads for
+/// `duration_ms`.
 pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let n = cfg.ycsb.record_count;
     // The mean record: with value sizes that vary, the data set is their mean times the count.
@@ -124,8 +135,11 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let data_bytes = (n * bytes_per_record * 3)
         .max(64 << 20)
         .next_multiple_of(1 << 20);
+    let buffer_bytes = cfg
+        .buffer_mib
+        .map_or(data_bytes, |m| (m << 20).min(data_bytes));
     let db_cfg = DbConfig {
-        buffer_pages: (data_bytes / 4096) as usize,
+        buffer_pages: (buffer_bytes / 4096) as usize,
         // A fresh database every run, also when the files exist.
         open_mode: wafer_engine::OpenMode::Create,
         durable_commits: !cfg.buffered_commits,
@@ -215,5 +229,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         shared_ops: after.engine.shared_ops - before.engine.shared_ops,
         shared_retries: after.engine.shared_retries - before.engine.shared_retries,
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
+        misses,
+        unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
     })
 }
