@@ -10,6 +10,11 @@
 //!   evicted dirty, so a component that kept the page's redo can re-apply it (on-the-fly redo).
 //!
 //! Today's engine uses [`WriteBack`] (steal, write dirty victims) and no hook.
+//!
+//! A miss of an operation that runs with the core latch shared is read with the latch released:
+//! [`PageCache::reserve`] (exclusive) picks the victim and reserves the frame,
+//! [`PendingLoad::run`] (write path's mutex only) writes a dirty victim's copy and reads the
+//! page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
 use crate::buffer::{BufferPool, PageState};
 use crate::error::{Error, Result};
@@ -83,24 +88,53 @@ impl Detached {
 pub(crate) enum Reserved {
     /// The page is in memory now.
     Cached,
-    /// A frame is reserved for it: read it with [`PendingLoad::read`], latches released.
+    /// A frame is reserved for it: read it with [`PendingLoad::run`], latches released.
     Load(PendingLoad),
 }
 
 /// A page to read into its reserved frame with no core latch held (see `buffer.rs`, module
 /// notes): other threads' reads and writes of cached pages go on meanwhile, and a thread that
-/// needs this page waits for it.
+/// needs this page waits for it. In place, a dirty victim's sealed copy is written first, also
+/// with the latch released.
 pub(crate) struct PendingLoad {
     pid: PageId,
     slot: crate::buffer::LoadSlot,
-    wp: SharedWritePath,
+    victim: Option<VictimCopy>,
+    health: crate::health::Health,
+}
+
+/// A dirty victim, evicted under the core latch with the log forced past it, to be written
+/// with the latch released.
+struct VictimCopy {
+    pid: PageId,
+    data: Vec<u8>,
+    /// The log as it was once forced (a page write in place logs nothing).
+    log: crate::writepath::DurableLog,
 }
 
 impl PendingLoad {
-    /// Reads the page through the write path (under its mutex only) and publishes the frame;
-    /// on an error the page is left uncached (the frame freed).
-    pub fn read(mut self) -> Result<()> {
-        let r = crate::sync::lock(&self.wp).read_page(self.pid, self.slot.bytes_mut());
+    /// Whether the caller must take the write path's mutex before it lets the core latch go:
+    /// a dirty victim is to be written, and until it is, the device holds an older image of a
+    /// page the pool no longer has. Whoever reads that page, or checkpoints, needs the mutex
+    /// too, so they come after the write.
+    pub fn writes_victim(&self) -> bool {
+        self.victim.is_some()
+    }
+
+    /// Writes the dirty victim (if any) and reads the page through `wp`, the write path under
+    /// its mutex (and no other latch), then publishes the frame. On an error the page is left
+    /// uncached (the frame freed); a failed victim write poisons the database, since the pool
+    /// no longer has that page's changes (the log does: reopening recovers them).
+    pub fn run(mut self, wp: &mut dyn WritePath) -> Result<()> {
+        if let Some(mut v) = self.victim.take() {
+            let batch = [(v.pid, &v.data[..])];
+            if let Err(e) = wp.write_pages(&batch, WriteReason::Eviction, &mut v.log) {
+                self.health.poison(&e);
+                self.slot.fail();
+                return Err(e);
+            }
+        }
+        let r = wp.read_page(self.pid, self.slot.bytes_mut());
         match r {
             Ok(()) => self.slot.publish(),
             Err(_) => self.slot.fail(),
@@ -115,9 +149,9 @@ pub(crate) type SharedWritePath = std::sync::Arc<std::sync::Mutex<Box<dyn WriteP
 /// Buffer pool + write path.
 pub(crate) struct PageCache {
     pub pool: BufferPool,
-    /// The write path, under its own mutex: a checkpoint's batch is written with the core
-    /// latch released (see [`PageCache::detach_batch`]); every other use holds the core latch
-    /// exclusive and finds the mutex free, or waits for that batch's writes.
+    /// The write path, under its own mutex (taken after the core and log latches): a
+    /// checkpoint's batch ([`PageCache::detach`]) and a miss ([`PendingLoad::run`]) use it with
+    /// the core latch released; other uses hold the core latch exclusive and may wait for those.
     pub wp: SharedWritePath,
     /// Never-used pages an allocation must leave untouched once the free list is empty: the
     /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while
@@ -126,6 +160,9 @@ pub(crate) struct PageCache {
     /// Pages the write path can hold (fixed by its layout): read once, so that an allocation
     /// does not wait for the write path's mutex (held across device reads and writes).
     pub page_capacity: u64,
+    /// Whether the write path's page writes log ([`WritePath::writes_log`], fixed by its
+    /// kind): if not, a dirty victim is written with the core latch released.
+    writes_log: bool,
     eviction: Box<dyn EvictionPolicy>,
     after_read: Option<Box<dyn AfterRead>>,
 }
@@ -135,6 +172,7 @@ impl PageCache {
         PageCache {
             pool,
             page_capacity: wp.page_capacity(),
+            writes_log: wp.writes_log(),
             wp: std::sync::Arc::new(std::sync::Mutex::new(wp)),
             page_reserve: 0,
             eviction: Box::new(WriteBack),
@@ -188,7 +226,12 @@ impl PageCache {
     /// the frame reserved for the page. Or the page is cached already (another thread's load),
     /// or it is read here and now, exclusive, when an after-read hook must see it or it was
     /// evicted dirty (its redo is applied under the latch).
-    pub fn reserve(&mut self, pid: PageId, log: &mut dyn LogSink) -> Result<Reserved> {
+    pub fn reserve(
+        &mut self,
+        pid: PageId,
+        log: &mut dyn LogSink,
+        health: &crate::health::Health,
+    ) -> Result<Reserved> {
         let read_here = match self.pool.state(pid) {
             Some(PageState::Resident(_)) => return Ok(Reserved::Cached),
             Some(PageState::EvictedDirty) => true,
@@ -201,12 +244,13 @@ impl PageCache {
             return Ok(Reserved::Cached);
         }
         self.pool.stats.misses += 1;
-        let f = self.victim(log)?;
+        let (f, victim) = self.victim_with(log, !self.writes_log)?;
         self.pool.stats.unlatched_reads += 1;
         Ok(Reserved::Load(PendingLoad {
             pid,
             slot: self.pool.install_loading(f, pid),
-            wp: std::sync::Arc::clone(&self.wp),
+            victim,
+            health: health.clone(),
         }))
     }
 
@@ -225,6 +269,17 @@ impl PageCache {
     /// Frees a frame: CLOCK over the frames the policy lets go; a dirty victim is written back
     /// or dropped as the policy says.
     fn victim(&mut self, log: &mut dyn LogSink) -> Result<u32> {
+        Ok(self.victim_with(log, false)?.0)
+    }
+
+    /// [`PageCache::victim`]; with `detach`, a dirty victim to be written back is not written
+    /// here: the log is forced past it, and its sealed copy is returned to be written with
+    /// the core latch released ([`PendingLoad::run`]).
+    fn victim_with(
+        &mut self,
+        log: &mut dyn LogSink,
+        detach: bool,
+    ) -> Result<(u32, Option<VictimCopy>)> {
         let steal = self.eviction.steal();
         let chosen = self
             .pool
@@ -242,10 +297,22 @@ impl PageCache {
                 ))
             })?;
         let fr = &self.pool.frames[chosen as usize];
+        let mut copy = None;
         if let Some(pid) = fr.pid {
             let mut keep_dirty = false;
             if fr.dirty {
                 match self.eviction.dirty_victim(pid) {
+                    DirtyVictim::WriteBack if detach => {
+                        let data = self.pool.data_mut(chosen);
+                        log.force(page::page_lsn(data))?;
+                        page::note_write(data);
+                        page::seal(data);
+                        copy = Some(VictimCopy {
+                            pid,
+                            data: data.to_vec(),
+                            log: crate::writepath::DurableLog::of(log),
+                        });
+                    }
                     DirtyVictim::WriteBack => {
                         self.write_frames(&[chosen], log, WriteReason::Eviction)?;
                     }
@@ -255,7 +322,7 @@ impl PageCache {
             }
             self.pool.evict(chosen, keep_dirty);
         }
-        Ok(chosen)
+        Ok((chosen, copy))
     }
 
     /// Writes several dirty pages as one batch (checkpoints, the page cleaner). Pages not

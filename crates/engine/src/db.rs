@@ -692,13 +692,15 @@ impl Db {
         self.shared.core().checkpointer.set_policy(policy);
     }
 
-    /// All counters.
+    /// All counters. The write path's are read last, with the core and log latches released:
+    /// its mutex may be held across device I/O (a miss's read, a background batch's writes),
+    /// which no other thread should wait for behind these latches.
     pub fn stats(&self) -> DbStats {
         let core = self.shared.core();
         let wal = self.shared.wal.lock();
         let ck = &core.checkpointer.stats;
-        let wp = crate::sync::lock(&core.cache.wp);
-        DbStats {
+        let wp_shared = std::sync::Arc::clone(&core.cache.wp);
+        let mut s = DbStats {
             engine: EngineStats {
                 commits: core.stats.commits.get(),
                 aborts: core.stats.aborts.get(),
@@ -713,9 +715,9 @@ impl Db {
                 shared_retries: core.stats.shared_retries.get(),
             },
             pool: core.cache.pool.stats(),
-            writes: wp.counters().clone(),
+            writes: WriteCounters::default(),
             wal: wal.stats(),
-            data_device: wp.device_stats(),
+            data_device: Default::default(),
             log_device: wal.device_stats(),
             undo_device: match &core.versions {
                 Some(vs) => Some(vs.read().device_stats()),
@@ -725,11 +727,18 @@ impl Db {
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),
-            journal: wp.journal_stats(),
+            journal: None,
             pool_frames: core.cache.pool.frame_count(),
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,
-        }
+        };
+        drop(wal);
+        drop(core);
+        let wp = crate::sync::lock(&wp_shared);
+        s.writes = wp.counters().clone();
+        s.data_device = wp.device_stats();
+        s.journal = wp.journal_stats();
+        s
     }
 
     /// Verifies every tree's structure (keys ordered, separators, depth, checksums of the pages

@@ -14,15 +14,19 @@
 //! components, sharded per thread (crossbeam's `ShardedLock`: shared acquisitions on different
 //! cores do not write one cache line). Cached point reads and scans, plain changes of guarded
 //! leaves (under the leaf's stripe latch, see `buffer.rs`), commit records and transaction ends
-//! take it shared and run side by side (`shared_ops.rs`); anything else (a miss, a split, a
-//! checkpoint, eviction, recovery) takes it exclusive and runs alone, and a shared attempt that
-//! meets one of those gives up and runs again exclusive. The log has its own latch
-//! (`Shared::wal`), always taken after the core latch, never before. docs/engine.md
+//! take it shared and run side by side (`shared_ops.rs`); anything else (a split, a checkpoint,
+//! recovery) takes it exclusive and runs alone, and a shared attempt that meets one of those
+//! gives up and runs again exclusive. A shared attempt that misses a page has the page read with
+//! the latch released (it takes it exclusive only to reserve a frame, see
+//! [`Shared::shared_op`]) and tries again. The log has its own latch (`Shared::wal`), always
+//! taken after the core latch, never before; the write path's mutex comes after both. docs/engine.md
 //! ("Latching") has the whole protocol and the lock order.
 
+mod latch;
 mod load;
 mod scan;
 mod shared_ops;
+pub(crate) use latch::{Shared, POINT_READS, SCAN_READS};
 pub(crate) use shared_ops::LeafHint;
 
 use crate::btree::{self, tree as bt};
@@ -41,17 +45,8 @@ use crate::recovery::RecoveryReport;
 use crate::sync::Striped;
 use crate::txn_table::{txn_reserve, TxnTable};
 use crate::wal::record::{Body, TxnId, Undo};
-use crate::wal::{SharedWal, Wal};
-use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
-
-/// Pages an operation on one key reads with the core latch released before it runs exclusive
-/// (see [`Shared::shared_op`]): a descent of a cold tree reads a page per level.
-pub(crate) const POINT_READS: usize = 8;
-/// The same for a scan, which starts over after each page it reads: a short scan's descent and
-/// first leaves; a long scan of pages not in memory runs exclusive (one pass).
-pub(crate) const SCAN_READS: usize = 2;
+use crate::wal::Wal;
+use crossbeam_utils::sync::{ShardedLockReadGuard, ShardedLockWriteGuard};
 
 /// Key-value pairs a scan returns.
 pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -102,138 +97,6 @@ pub(crate) struct Core {
     /// with it exclusive (a change made with it shared touches one leaf), so a leaf's key range
     /// noted at one value still holds while the value is the same (see `LeafHint`).
     pub exclusive_epoch: u64,
-}
-
-/// What `Db` and `Txn` handles share.
-pub(crate) struct Shared {
-    core: ShardedLock<Core>,
-    pub wal: SharedWal,
-    pub health: Health,
-    /// [`crate::DbConfig::durable_commits`].
-    pub durable_commits: bool,
-    /// Threads waiting for a transaction to end (for log space, or for a scan's tree); ends
-    /// signal only while there are some.
-    waiters: AtomicUsize,
-    /// Transaction ends seen by waiters (under `ended_lock`).
-    ended_epoch: AtomicU64,
-    ended_lock: Mutex<()>,
-    ended: Condvar,
-}
-
-impl Drop for Shared {
-    /// The last handle is gone: commits that did not wait for the log are made durable
-    /// (best effort: a failed log or a cut power loses them, as a crash would).
-    fn drop(&mut self) {
-        if !self.durable_commits && self.health.check().is_ok() {
-            let _ = self.wal.lock().flush();
-        }
-    }
-}
-
-impl Shared {
-    pub fn new(core: Core, wal: SharedWal) -> Shared {
-        let health = core.health.clone();
-        let durable_commits = core.cfg.durable_commits;
-        Shared {
-            durable_commits,
-            core: ShardedLock::new(core),
-            wal,
-            health,
-            waiters: AtomicUsize::new(0),
-            ended_epoch: AtomicU64::new(0),
-            ended_lock: Mutex::new(()),
-            ended: Condvar::new(),
-        }
-    }
-
-    /// Wakes the threads waiting for a transaction to end, if any (a commit with no one
-    /// waiting makes no system call).
-    pub fn notify_ended(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _g = crate::sync::lock(&self.ended_lock);
-            self.ended_epoch.fetch_add(1, Ordering::SeqCst);
-            self.ended.notify_all();
-        }
-    }
-
-    /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.
-    /// The waiter registers before it lets the latch go, so an end that comes in between wakes
-    /// it (ends happen under the core latch, shared or exclusive).
-    pub fn wait_for_an_end<'a>(
-        &'a self,
-        guard: CoreGuard<'a>,
-        timeout: std::time::Duration,
-    ) -> CoreGuard<'a> {
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let g = crate::sync::lock(&self.ended_lock);
-        let seen = self.ended_epoch.load(Ordering::SeqCst);
-        drop(guard);
-        let r = self.ended.wait_timeout_while(g, timeout, |_| {
-            self.ended_epoch.load(Ordering::SeqCst) == seen
-        });
-        drop(r);
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        self.core()
-    }
-
-    /// Runs `op` with the core latch shared (one of the `*_shared` operations of
-    /// `shared_ops.rs`). When it gives up because a page it needs is not in memory, that page is
-    /// read with the core latch released ([`PageCache::reserve`] takes it exclusive only to
-    /// pick and reserve the frame) and `op` runs again, for up to `reads` pages ([`POINT_READS`]
-    /// for an operation on one key, [`SCAN_READS`] for a scan, which starts over after each).
-    /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
-    /// reading the page failed: the exclusive path meets the error again and reports it).
-    pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
-        for _ in 0..=reads {
-            crate::read_shared::take_miss();
-            if let Some(r) = op(&self.core_read()) {
-                return Some(r);
-            }
-            let pid = crate::read_shared::take_miss()?;
-            let reserved = {
-                let mut core = self.core();
-                let mut wal = self.wal.lock();
-                core.check().ok()?;
-                core.cache.reserve(pid, &mut *wal).ok()?
-            };
-            if let crate::cache::Reserved::Load(load) = reserved {
-                load.read().ok()?;
-            }
-        }
-        None
-    }
-
-    /// The core latch, exclusive. A panic while holding it leaves the components in an unknown
-    /// state: the handle is poisoned, and the guard is handed out so that reads of counters
-    /// still work.
-    pub fn core(&self) -> CoreGuard<'_> {
-        let mut g = match self.core.write() {
-            Ok(g) => g,
-            Err(p) => {
-                let g = p.into_inner();
-                g.health
-                    .poison_with(|| "a thread panicked inside the engine".into());
-                g
-            }
-        };
-        // Changes made with the latch shared are marked dirty before anyone looks.
-        g.cache.pool.apply_dirty();
-        g.exclusive_epoch += 1;
-        g
-    }
-
-    /// The core latch, shared (see the module's latching notes for what may be done under it).
-    pub fn core_read(&self) -> CoreRead<'_> {
-        match self.core.read() {
-            Ok(g) => g,
-            Err(p) => {
-                let g = p.into_inner();
-                g.health
-                    .poison_with(|| "a thread panicked inside the engine".into());
-                g
-            }
-        }
-    }
 }
 
 /// The log space an update of `key` to `value` may need: its record and its future

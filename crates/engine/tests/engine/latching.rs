@@ -282,6 +282,8 @@ struct Gate {
     waiting: std::sync::atomic::AtomicBool,
     /// The next read returns its bytes with one flipped.
     corrupt_next_read: std::sync::atomic::AtomicBool,
+    /// Writes fail (a device error) while this is set.
+    fail_writes: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
@@ -332,6 +334,15 @@ impl wafer_engine::device::BlockDevice for Gated {
     ) -> Result<(), wafer_engine::device::DeviceError> {
         if !self.reads {
             self.gate.pass();
+        }
+        if self
+            .gate
+            .fail_writes
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(wafer_engine::device::DeviceError::Io(
+                "write refused by the test".into(),
+            ));
         }
         self.inner.write_at(offset, data)
     }
@@ -422,6 +433,11 @@ fn readers_run_while_a_background_checkpoint_writes_its_pages() {
 
 /// Data and log devices over `pair`, the data device read through `gate`.
 fn gated_reads(pair: &MemPair, gate: &std::sync::Arc<Gate>) -> wafer_engine::Devices {
+    gated(pair, gate, true)
+}
+
+/// Data and log devices over `pair`, the data device's reads (or writes) through `gate`.
+fn gated(pair: &MemPair, gate: &std::sync::Arc<Gate>, reads: bool) -> wafer_engine::Devices {
     let mut p = pair
         .shared
         .split(&[crate::support::DATA_BYTES, crate::support::LOG_BYTES])
@@ -432,7 +448,7 @@ fn gated_reads(pair: &MemPair, gate: &std::sync::Arc<Gate>) -> wafer_engine::Dev
         Box::new(Gated {
             inner: Box::new(data),
             gate: gate.clone(),
-            reads: true,
+            reads,
         }),
         Box::new(log),
     )
@@ -537,6 +553,129 @@ fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
                 .as_deref(),
             Some(want.as_bytes())
         );
+    }
+    db.verify().unwrap();
+}
+
+/// A pool of 64 frames over 20,000 records (about 180 pages) on `pair`, with every record in
+/// a stretch of 2,000 rewritten: reads over the rest bring pages in, and CLOCK picks dirty
+/// victims among them.
+fn small_pool_with_dirty_pages(
+    pair: &MemPair,
+    gate: &std::sync::Arc<Gate>,
+) -> (Db, wafer_engine::Tree) {
+    cold_records(pair);
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let db = Db::open(gated(pair, gate, false), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 9_000..11_000u32 {
+        x.put(
+            &t,
+            format!("k{i:06}").as_bytes(),
+            format!("w{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    x.commit().unwrap();
+    (db, t)
+}
+
+fn want(i: u32) -> Vec<u8> {
+    let v = if (9_000..11_000).contains(&i) {
+        "w"
+    } else {
+        "v"
+    };
+    format!("{v}{i}").into_bytes()
+}
+
+/// In place, a miss whose victim is dirty writes it with the core latch released: while the
+/// data device holds that write back, another thread begins and commits transactions. Before,
+/// the write ran under the exclusive latch and every other thread waited for the device.
+#[test]
+fn a_dirty_victim_is_written_with_the_core_latch_released() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    let (db, t) = small_pool_with_dirty_pages(&pair, &gate);
+    let before = db.stats().writes.eviction_writes;
+    gate.set(true);
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in (0..20_000u32).rev() {
+                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(got.as_deref(), Some(&want(i)[..]));
+            }
+        })
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let other = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                db.begin().unwrap().commit().unwrap();
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    reader.join().unwrap();
+    assert!(
+        ran.is_ok(),
+        "other threads waited for a dirty victim's write"
+    );
+    assert!(
+        db.stats().writes.eviction_writes > before,
+        "no dirty victim was written"
+    );
+    db.verify().unwrap();
+}
+
+/// A dirty victim's write that fails after the page left the pool poisons the database (its
+/// changes are then only in the log); reopened, the database has every committed change.
+#[test]
+fn a_failed_victim_write_poisons_and_reopening_recovers_the_page() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    let (db, t) = small_pool_with_dirty_pages(&pair, &gate);
+    gate.fail_writes
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut failed = None;
+    for i in (0..20_000u32).rev() {
+        match db.get(&t, format!("k{i:06}").as_bytes()) {
+            Ok(got) => assert_eq!(got.as_deref(), Some(&want(i)[..])),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let e = failed.expect("no dirty victim was written");
+    assert!(
+        matches!(
+            e,
+            wafer_engine::Error::Device(_) | wafer_engine::Error::Poisoned(_)
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(db.begin(), Err(wafer_engine::Error::Poisoned(_))));
+    drop((db, t));
+    gate.fail_writes
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    for i in 0..20_000u32 {
+        let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(&want(i)[..]), "k{i:06}");
     }
     db.verify().unwrap();
 }

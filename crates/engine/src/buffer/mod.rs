@@ -22,12 +22,12 @@
 //!   it agree on them;
 //! - dirty marks of those writes, queued ([`BufferPool::queue_dirty`]) and applied when the
 //!   latch is next taken exclusive, before anyone looks at dirty state;
-//! - a frame *loading* a page ([`LoadSlot`]): reserved for the page under the exclusive latch
-//!   (in the page table, but marked [`LOADING`]), then filled by its loader with no core latch
+//! - a frame *loading* a page ([`LoadSlot`], `memory.rs`): reserved for the page under the exclusive latch
+//!   (in the page table, but marked `LOADING`), then filled by its loader with no core latch
 //!   held and published with one atomic store of its bits. Until then nobody else touches its
 //!   bytes: a lookup of the page waits for the store (with either latch: the loader needs
 //!   neither), the CLOCK sweep passes the frame by, and it is never dirty. A load that fails
-//!   publishes [`FAILED`]: the page reads as not cached, and the exclusive latch frees the frame.
+//!   publishes `FAILED`: the page reads as not cached, and the exclusive latch frees the frame.
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
@@ -35,133 +35,14 @@ use crate::page_table::PageTable;
 use crate::sync::Striped;
 use crate::wal::record::TxnId;
 use crossbeam_utils::CachePadded;
+use memory::{Arena, FrameMem, FAILED, GUARDED, LOADING, REFERENCED};
+pub(crate) use memory::{LoadSlot, PageBytes};
 use serde::{Deserialize, Serialize};
-use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 
-/// The frames' bytes, one zeroed allocation: the system hands it out as untouched zero pages,
-/// so a pool costs memory only for the frames it has used (and a frame's bytes are at a fixed
-/// offset, found without looking at the frame's bookkeeping).
-struct Arena {
-    ptr: std::ptr::NonNull<u8>,
-    layout: std::alloc::Layout,
-}
-
-// SAFETY: the arena is plain memory owned by the pool; who may read or write which bytes is the
-// latching protocol of the module notes, enforced through `PageBytes`.
-unsafe impl Send for Arena {}
-unsafe impl Sync for Arena {}
-
-impl Arena {
-    fn zeroed(len: usize) -> std::result::Result<Arena, ()> {
-        // The allocator's own alignment: zeroed memory of a larger alignment is allocated and
-        // then written with zeros (every page touched), of this one it comes from calloc.
-        let layout = std::alloc::Layout::from_size_align(len.max(1), 16).map_err(|_| ())?;
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(raw).ok_or(())?;
-        crate::memadvise::huge_pages(raw, len);
-        Ok(Arena { ptr, layout })
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-/// The frames' bytes and bits, shared with the loaders that fill a frame with no core latch
-/// held ([`LoadSlot`]).
-struct FrameMem {
-    arena: Arena,
-    /// Per frame, the [`REFERENCED`], [`GUARDED`], [`LOADING`] and [`FAILED`] bits: apart from
-    /// the frames' bookkeeping, a byte each, so the hit path of a read touches a dense array
-    /// (mostly cached) rather than a line of its own per frame.
-    flags: Box<[AtomicU8]>,
-    page_size: usize,
-}
-
-impl FrameMem {
-    /// Frame `f`'s bytes, read under the protocol of the module notes.
-    fn bytes(&self, f: u32) -> &[u8] {
-        let f = f as usize;
-        assert!(f < self.flags.len(), "frame {f} out of range");
-        // SAFETY: in bounds (one page per frame); who may read which bytes when is the
-        // latching protocol of the module notes.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.arena.ptr.as_ptr().add(f * self.page_size),
-                self.page_size,
-            )
-        }
-    }
-
-    /// Frame `f`'s bits.
-    fn bits(&self, f: u32) -> &AtomicU8 {
-        &self.flags[f as usize]
-    }
-}
-
-/// A frame's bytes (a view into the pool's arena): read through `&self`, written through
-/// `&mut self`, or, for a guarded frame with the core latch shared, through
-/// [`PageBytes::write_shared`] under the frame's stripe latch held exclusive (see the module
-/// notes).
-pub(crate) struct PageBytes {
-    ptr: std::ptr::NonNull<UnsafeCell<u8>>,
-    len: usize,
-}
-
-// SAFETY: the bytes are shared between threads only while the core latch is shared, and then
-// written only under the latching protocol of the module notes (a guarded frame's stripe latch
-// held exclusive, its readers holding it shared; other frames not written at all). Each view
-// covers its own frame's bytes, and the arena outlives the views (both belong to the pool).
-unsafe impl Sync for PageBytes {}
-unsafe impl Send for PageBytes {}
-
-impl PageBytes {
-    /// The bytes of frame `f` of `arena`.
-    fn of(arena: &Arena, f: usize, len: usize) -> PageBytes {
-        debug_assert!((f + 1) * len <= arena.layout.size());
-        // SAFETY: in bounds of the arena (checked by the caller's sizing, asserted above).
-        let p = unsafe { arena.ptr.as_ptr().add(f * len) };
-        PageBytes {
-            ptr: std::ptr::NonNull::new(p as *mut UnsafeCell<u8>).expect("arena pointer"),
-            len,
-        }
-    }
-
-    /// The bytes, mutable, from a shared reference.
-    ///
-    /// # Safety
-    /// The caller holds the frame's stripe latch exclusive with the core latch shared (the
-    /// frame is guarded), or otherwise knows no other reference to these bytes is in use.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn write_shared(&self) -> &mut [u8] {
-        // SAFETY: UnsafeCell<u8> has u8's layout and allows mutation through a shared
-        // reference; exclusivity is the caller's promise.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut u8, self.len) }
-    }
-}
-
-impl std::ops::Deref for PageBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: same layout; see the module notes for when a shared read may overlap a
-        // write (never: guarded frames are read under their stripe latch).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const u8, self.len) }
-    }
-}
-
-impl std::ops::DerefMut for PageBytes {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `&mut self` is exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut u8, self.len) }
-    }
-}
+mod memory;
 
 /// Whether a page image is a B+tree leaf (the frames that are guarded: see the module notes).
 pub(crate) fn is_leaf(page: &[u8]) -> bool {
@@ -188,20 +69,6 @@ pub(crate) struct Frame {
     pub uncommitted: Vec<TxnId>,
 }
 
-/// A frame's bits in [`BufferPool::flags`]: CLOCK's reference bit, set by hits (which may come
-/// from threads sharing the core latch: written only when it changes, so a hot page's line is
-/// not written by every read) and cleared by the sweep under the exclusive latch.
-const REFERENCED: u8 = 1;
-/// May be written with the core latch shared (see the module notes); changed only with it
-/// exclusive, or by the store that publishes a loaded frame.
-const GUARDED: u8 = 2;
-/// Reserved for a page whose bytes its loader is reading from the device (see the module
-/// notes); cleared by one release store once they are in.
-pub(crate) const LOADING: u8 = 4;
-/// Its load failed: the page is not cached, and the frame is free for the exclusive latch to
-/// take back (see [`BufferPool::pick_victim`]).
-pub(crate) const FAILED: u8 = 8;
-
 /// Where a page of the page table is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageState {
@@ -220,7 +87,7 @@ pub struct PoolStats {
     pub evictions: u64,
     pub dirty_evictions: u64,
     /// Of the misses, those read from the device with the core latch released (the frame
-    /// reserved under it, see [`LoadSlot`]).
+    /// reserved under it: docs/engine.md, "Misses").
     #[serde(default)]
     pub unlatched_reads: u64,
 }
@@ -277,13 +144,17 @@ impl BufferPool {
             ))
         };
         let bytes = n.checked_mul(page_size).ok_or_else(oom)?;
-        let arena = Arena::zeroed(bytes).map_err(|_| oom())?;
+        let mem = Arc::new(FrameMem::new(
+            Arena::zeroed(bytes).map_err(|_| oom())?,
+            n,
+            page_size,
+        ));
         let mut all = Vec::new();
         all.try_reserve_exact(n).map_err(|_| oom())?;
         for f in 0..n {
             all.push(Frame {
                 pid: None,
-                data: PageBytes::of(&arena, f, page_size),
+                data: mem.page_bytes(f),
                 dirty: false,
                 rec_lsn: 0,
                 pins: 0,
@@ -294,11 +165,7 @@ impl BufferPool {
         Ok(BufferPool {
             page_size,
             frames: all,
-            mem: Arc::new(FrameMem {
-                arena,
-                flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
-                page_size,
-            }),
+            mem,
             table: PageTable::default(),
             hand: 0,
             flush_list: BTreeSet::new(),
@@ -470,11 +337,7 @@ impl BufferPool {
     /// reads as loading (see the module notes) until the returned slot is published.
     pub fn install_loading(&mut self, f: u32, pid: PageId) -> LoadSlot {
         self.install_as(f, pid, LOADING);
-        LoadSlot {
-            mem: Arc::clone(&self.mem),
-            f,
-            done: false,
-        }
+        LoadSlot::new(Arc::clone(&self.mem), f)
     }
 
     fn install_as(&mut self, f: u32, pid: PageId, bits: u8) {
@@ -737,58 +600,6 @@ impl BufferPool {
                     "the page table puts page {pid} in frame {f}, which holds another"
                 );
             }
-        }
-    }
-}
-
-/// A frame reserved for a page being read with no core latch held
-/// ([`BufferPool::install_loading`]): its loader's to fill, then to publish. Dropped
-/// unpublished (an error or a panic on the way), the load counts as failed, so nobody waits for
-/// it forever.
-pub(crate) struct LoadSlot {
-    mem: Arc<FrameMem>,
-    f: u32,
-    done: bool,
-}
-
-impl LoadSlot {
-    /// The frame's bytes, for the loader to fill.
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        debug_assert!(self.mem.bits(self.f).load(Ordering::Relaxed) & LOADING != 0);
-        // SAFETY: the frame is loading, so only its loader (the holder of this slot, which is
-        // not `Clone`) touches its bytes until `publish` or `fail` (see the module notes);
-        // the arena lives as long as `mem`.
-        unsafe {
-            let p = self
-                .mem
-                .arena
-                .ptr
-                .as_ptr()
-                .add(self.f as usize * self.mem.page_size);
-            std::slice::from_raw_parts_mut(p, self.mem.page_size)
-        }
-    }
-
-    /// The bytes are in: the page is resident (guarded if it is a leaf, as a read under the
-    /// exclusive latch would make it).
-    pub fn publish(mut self) {
-        let leaf = is_leaf(self.mem.bytes(self.f));
-        let bits = REFERENCED | if leaf { GUARDED } else { 0 };
-        self.mem.bits(self.f).store(bits, Ordering::Release);
-        self.done = true;
-    }
-
-    /// The read failed: the page is not cached, and the frame goes back to the pool.
-    pub fn fail(mut self) {
-        self.mem.bits(self.f).store(FAILED, Ordering::Release);
-        self.done = true;
-    }
-}
-
-impl Drop for LoadSlot {
-    fn drop(&mut self) {
-        if !self.done {
-            self.mem.bits(self.f).store(FAILED, Ordering::Release);
         }
     }
 }
