@@ -98,12 +98,16 @@ impl Shared {
     /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
     /// reading the page failed: the exclusive path meets the error again and reports it).
     pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
-        for _ in 0..=reads {
+        for attempt in 0..=reads {
             crate::read_shared::take_miss();
             if let Some(r) = op(&self.core_read()) {
                 return Some(r);
             }
             let pid = crate::read_shared::take_miss()?;
+            if attempt == reads {
+                // No attempt is left to use the page: the exclusive run reads it.
+                return None;
+            }
             let mut core = self.core();
             let mut wal = self.wal.lock();
             core.check().ok()?;
