@@ -1,0 +1,135 @@
+//! Misses from many threads at once: a pool far smaller than the data, so that nearly every
+//! operation reads pages with the core latch released (reserving frames, waiting for another
+//! thread's load of the same page, writing dirty victims) while other threads change records
+//! and a maintenance thread checkpoints.
+
+use super::*;
+
+/// Records in the tree: some 300 leaves, against a pool of [`FRAMES`].
+pub const RECORDS: u64 = 20_000;
+pub const FRAMES: usize = 32;
+pub const WRITERS: u64 = 2;
+pub const READERS: u64 = 4;
+
+pub fn key(i: u64) -> Vec<u8> {
+    format!("rec{i:07}").into_bytes()
+}
+
+/// Record `i` at generation `g`: the key's number and the generation, padded to 60 bytes.
+pub fn value(i: u64, g: u64) -> Vec<u8> {
+    let mut v = format!("{i}:{g}:").into_bytes();
+    v.resize(60, b'#');
+    v
+}
+
+/// (record, generation) of a value, checked against the record it was read for.
+pub fn parse(i: u64, v: &[u8]) -> Result<u64, Fail> {
+    let s = std::str::from_utf8(v).map_err(|_| Fail::Fatal(format!("record {i}: not text")))?;
+    let mut parts = s.split(':');
+    let (Some(who), Some(g)) = (parts.next(), parts.next()) else {
+        return Err(Fail::Fatal(format!("record {i}: value {s:?}")));
+    };
+    if who != i.to_string() {
+        return Err(Fail::Fatal(format!(
+            "record {i} holds record {who}'s value"
+        )));
+    }
+    g.parse()
+        .map_err(|_| Fail::Fatal(format!("record {i}: generation {g:?}")))
+}
+
+pub fn config() -> DbConfig {
+    DbConfig {
+        buffer_pages: FRAMES,
+        ..stress_config()
+    }
+}
+
+pub fn load(db: &Db) -> Result<Tree, String> {
+    let t = db.create_tree("cold").map_err(|e| e.to_string())?;
+    for chunk in (0..RECORDS).collect::<Vec<_>>().chunks(500) {
+        let mut x = db.begin().map_err(|e| e.to_string())?;
+        for &i in chunk {
+            x.put(&t, &key(i), &value(i, 0))
+                .map_err(|e| e.to_string())?;
+        }
+        x.commit().map_err(|e| e.to_string())?;
+    }
+    Ok(t)
+}
+
+/// Writer `w` owns the records `i % WRITERS == w`: it raises random ones' generations, a few a
+/// transaction, and returns the generation of each record it committed.
+pub fn writer(db: &Db, t: &Tree, w: u64, stop: &Stop) -> Result<BTreeMap<u64, u64>, String> {
+    let mut rng = rng_for(seed(), 700 + w);
+    let mut gens = BTreeMap::new();
+    let mut retries = 0;
+    while !stop.now() {
+        let picks: Vec<u64> = (0..4)
+            .map(|_| rng.random_range(0..RECORDS / WRITERS) * WRITERS + w)
+            .collect();
+        let r = retry(stop, &mut rng, &mut retries, |_| {
+            run_txn(db.begin()?, |x| {
+                let mut next = Vec::new();
+                for &i in &picks {
+                    let g = match x.get(t, &key(i))? {
+                        Some(v) => parse(i, &v)?,
+                        None => return Err(Fail::Fatal(format!("record {i} is missing"))),
+                    };
+                    x.put(t, &key(i), &value(i, g + 1))?;
+                    next.push((i, g + 1));
+                }
+                Ok(next)
+            })
+        });
+        if let Some(next) = stop.fail_all(r.map_err(|e| format!("writer {w}: {e}")))? {
+            gens.extend(next);
+        }
+    }
+    Ok(gens)
+}
+
+/// Reader `id` reads random records, outside transactions and in them: every value must be
+/// its record's.
+pub fn reader(db: &Db, t: &Tree, id: u64, stop: &Stop) -> Result<u64, String> {
+    let mut rng = rng_for(seed(), 800 + id);
+    let mut reads = 0;
+    let fail = |e: Fail| format!("reader {id}: {e}");
+    let failed = |e: String| format!("reader {id}: {e}");
+    while !stop.now() {
+        let i = rng.random_range(0..RECORDS);
+        let v = if id.is_multiple_of(2) {
+            db.get(t, &key(i)).map_err(|e| fail(e.into()))?
+        } else {
+            let mut retries = 0;
+            let r = retry(stop, &mut rng, &mut retries, |_| {
+                run_txn(db.begin()?, |x| Ok(x.get(t, &key(i))?))
+            });
+            match r.map_err(failed)? {
+                Some(v) => v,
+                None => continue,
+            }
+        };
+        match v {
+            Some(v) => parse(i, &v).map_err(fail)?,
+            None => return Err(fail(Fail::Fatal(format!("record {i} is missing")))),
+        };
+        reads += 1;
+    }
+    Ok(reads)
+}
+
+/// Every record at the generation its writer last committed (0 if never).
+pub fn check(db: &Db, t: &Tree, gens: &BTreeMap<u64, u64>, what: &str) -> Result<(), String> {
+    for i in 0..RECORDS {
+        let want = gens.get(&i).copied().unwrap_or(0);
+        let got = db.get(t, &key(i)).map_err(|e| format!("{what}: {e}"))?;
+        if got.as_deref() != Some(&value(i, want)[..]) {
+            return Err(format!(
+                "{what}: record {i} is {:?}, its writer committed generation {want}",
+                got.map(|v| String::from_utf8_lossy(&v).into_owned())
+            ));
+        }
+    }
+    Ok(())
+}
