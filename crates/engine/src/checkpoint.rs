@@ -86,7 +86,7 @@ impl CheckpointPolicy for HotPageAware {
 }
 
 /// A checkpoint in progress.
-struct InProgress {
+pub(crate) struct InProgress {
     pending: Vec<PageId>,
 }
 
@@ -290,6 +290,42 @@ impl Checkpointer {
     ) -> Result<()> {
         let mut ck = self.begin(cache, wal, txns, force_all);
         while !self.step(cache, wal, &mut ck)? {}
+        self.finish(cache, wal, txns)
+    }
+
+    /// A whole checkpoint whose batches the caller writes with the core latch released
+    /// (`Db::checkpoint`): starts it as [`Checkpointer::checkpoint`] would (the policy chooses).
+    pub fn begin_detached(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> InProgress {
+        self.begin(cache, wal, txns, false)
+    }
+
+    /// The next batch of `ck` as sealed copies (pages no longer cached or dirty are skipped);
+    /// `None` once every page has had its turn. The caller writes it and hands it to
+    /// [`PageCache::attach`].
+    pub fn next_detached(&self, cache: &mut PageCache, ck: &mut InProgress) -> Option<Detached> {
+        while !ck.pending.is_empty() {
+            let n = self.settings.batch_pages.min(ck.pending.len());
+            let batch: Vec<PageId> = ck.pending.drain(..n).collect();
+            if let Some(d) = cache.detach(&batch, WriteReason::Checkpoint) {
+                return Some(d);
+            }
+        }
+        None
+    }
+
+    /// Completes a checkpoint begun with [`Checkpointer::begin_detached`] once its batches
+    /// are written.
+    pub fn finish_detached(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> Result<()> {
         self.finish(cache, wal, txns)
     }
 

@@ -572,12 +572,12 @@ impl Db {
         Ok(Txn::new(self.shared.clone(), id))
     }
 
-    /// Runs a full checkpoint: writes every dirty page, logs a checkpoint record and frees the
-    /// log space behind it.
+    /// Runs a full checkpoint: writes the dirty pages (all of them, unless a hot-page-aware
+    /// policy defers some), logs a checkpoint record and frees the log space behind it. The
+    /// pages are written a batch at a time with the engine's core latch released: other
+    /// threads' operations on cached pages go on meanwhile (in place, their commits too).
     pub fn checkpoint(&self) -> Result<()> {
-        let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        core.checkpoint(&mut wal)
+        self.shared.checkpoint()
     }
 
     /// Checkpoints completed since open: the engine's, plus the journal write path's own (it
@@ -595,52 +595,7 @@ impl Db {
     /// clean frames run short. Call it from a timer thread (wall clock) or the virtual-time
     /// scheduler.
     pub fn maintenance(&self) -> Result<()> {
-        let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        let step = core.maintenance_detach(&mut wal)?;
-        // The step's device writes run with the core latch released: readers of cached pages
-        // go on. The batch is copies of what the frames held; the log latch is held from the
-        // copies until the write path's mutex is, so no other page write comes between them
-        // and theirs (eviction and checkpoints need both).
-        let wp = core.cache.wp.clone();
-        drop(core);
-        if let Some(batch) = &step.batch {
-            let written = match batch.force(&mut *wal) {
-                Err(e) => Err(e),
-                Ok(()) => {
-                    let mut w = crate::sync::lock(&wp);
-                    if w.writes_log() {
-                        // Out of place or journaled, page writes log locations: the log latch
-                        // stays held (writers wait for it meanwhile).
-                        batch.write_pages(&mut **w, &mut *wal)
-                    } else {
-                        // In place, writing pages logs nothing: the log is let go and
-                        // writers log meanwhile.
-                        let mut durable = crate::writepath::DurableLog::of(&*wal);
-                        drop(wal);
-                        let r = batch.write_pages(&mut **w, &mut durable);
-                        drop(w);
-                        wal = self.shared.wal.lock();
-                        r
-                    }
-                }
-            };
-            drop(wal);
-            let mut core = self.shared.core();
-            wal = self.shared.wal.lock();
-            core.maintenance_attach(&mut wal, batch, written)?;
-        }
-        if step.write_path_work {
-            // The write path's own background work (out of place: garbage collection), which
-            // needs the write path and the log only.
-            let r = crate::sync::lock(&wp).maintain(&mut *wal).map(|_| ());
-            if let Err(e) = &r {
-                drop(wal);
-                self.shared.core().health.poison(e);
-            }
-            return r;
-        }
-        Ok(())
+        self.shared.maintenance()
     }
 
     /// Makes the whole log durable (one log write for every commit record appended since the

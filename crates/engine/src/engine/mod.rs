@@ -22,6 +22,7 @@
 //! taken after the core latch, never before; the write path's mutex comes after both. docs/engine.md
 //! ("Latching") has the whole protocol and the lock order.
 
+mod background;
 mod latch;
 mod load;
 mod scan;

@@ -20,7 +20,7 @@ pub mod record;
 #[cfg(test)]
 mod tests;
 
-pub use group::{GroupCommit, SharedWal};
+pub use group::{GroupCommit, SharedWal, WalGuard};
 pub(crate) use log::UpdateKeep;
 pub use log::{Wal, WalConfig, WalStats};
 pub use master::Master;

@@ -365,6 +365,16 @@ impl wafer_engine::device::BlockDevice for Gated {
 /// outside transactions, and scan; the pages are clean once the writes went through.
 #[test]
 fn readers_run_while_a_background_checkpoint_writes_its_pages() {
+    readers_run_while_checkpoint_pages_are_written(Db::maintenance);
+}
+
+/// So does a whole checkpoint asked for with `Db::checkpoint`, batch after batch.
+#[test]
+fn readers_run_while_a_whole_checkpoint_writes_its_pages() {
+    readers_run_while_checkpoint_pages_are_written(Db::checkpoint);
+}
+
+fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_engine::Result<()>) {
     use std::sync::atomic::Ordering;
     use wafer_engine::device::MemDevice;
     let gate = std::sync::Arc::new(Gate::default());
@@ -394,7 +404,7 @@ fn readers_run_while_a_background_checkpoint_writes_its_pages() {
     gate.set(true);
     let bg = {
         let db = db.clone();
-        std::thread::spawn(move || db.maintenance())
+        std::thread::spawn(move || checkpoint(&db))
     };
     while !gate.waiting.load(Ordering::SeqCst) {
         std::thread::yield_now();

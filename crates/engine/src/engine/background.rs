@@ -1,0 +1,109 @@
+//! Checkpoints with their page writes outside the core latch: a maintenance step (one batch of
+//! a background checkpoint, then the page cleaner and the write path's own background work) and
+//! a whole checkpoint asked for by the user (`Db::checkpoint`), batch after batch. Each batch is
+//! taken as sealed copies under the core latch, written with it released (readers, and in
+//! place writers too, go on), and handed back under it (`PageCache::attach`).
+
+use super::Shared;
+use crate::cache::{Detached, SharedWritePath};
+use crate::error::Result;
+use crate::wal::WalGuard;
+
+impl Shared {
+    /// One maintenance step (`Db::maintenance`).
+    pub fn maintenance(&self) -> Result<()> {
+        let mut core = self.core();
+        let mut wal = self.wal.lock();
+        let step = core.maintenance_detach(&mut wal)?;
+        let wp = core.cache.wp.clone();
+        drop(core);
+        if let Some(batch) = &step.batch {
+            let (written, w) = self.write_detached(batch, wal, &wp);
+            drop(w);
+            let mut core = self.core();
+            wal = self.wal.lock();
+            core.maintenance_attach(&mut wal, batch, written)?;
+        }
+        if step.write_path_work {
+            // The write path's own background work (out of place: garbage collection), which
+            // needs the write path and the log only.
+            let r = crate::sync::lock(&wp).maintain(&mut *wal).map(|_| ());
+            if let Err(e) = &r {
+                drop(wal);
+                self.core().health.poison(e);
+            }
+            return r;
+        }
+        Ok(())
+    }
+
+    /// A whole checkpoint (`Db::checkpoint`): the pages the policy picks among those dirty now,
+    /// a batch at a time, each written with the core latch released; then the checkpoint
+    /// record, under it. In the flushless mode, whose checkpoints are made differently, all of
+    /// it runs exclusive.
+    pub fn checkpoint(&self) -> Result<()> {
+        let mut core = self.core();
+        let mut wal = self.wal.lock();
+        if core.flushless.is_some() {
+            return core.checkpoint(&mut wal);
+        }
+        core.check()?;
+        let c = &mut *core;
+        let mut ck = c
+            .checkpointer
+            .begin_detached(&mut c.cache, &mut wal, &c.txns);
+        loop {
+            let c = &mut *core;
+            let Some(batch) = c.checkpointer.next_detached(&mut c.cache, &mut ck) else {
+                break;
+            };
+            let wp = core.cache.wp.clone();
+            drop(core);
+            let (written, w) = self.write_detached(&batch, wal, &wp);
+            drop(w);
+            core = self.core();
+            wal = self.wal.lock();
+            core.cache.attach(&batch, written.is_ok());
+            if let Err(e) = written.and_then(|()| core.check()) {
+                core.health.poison(&e);
+                return Err(e);
+            }
+        }
+        let c = &mut *core;
+        let r = c
+            .checkpointer
+            .finish_detached(&mut c.cache, &mut wal, &c.txns);
+        if let Err(e) = &r {
+            core.health.poison(e);
+        }
+        r
+    }
+
+    /// Writes a detached batch, the core latch not held: the log forced past the copies (the
+    /// write-ahead rule), then the pages under the write path's mutex, taken while the log latch
+    /// is still held so that no other page write comes between the copies and theirs. Out of
+    /// place or journaled, page writes log their locations, so the log latch stays held (writers
+    /// wait for it); in place it is let go once the mutex is held, and writers log meanwhile.
+    /// Returns the result and the log latch (taken again if it was let go).
+    fn write_detached<'a>(
+        &'a self,
+        batch: &Detached,
+        mut wal: WalGuard<'a>,
+        wp: &SharedWritePath,
+    ) -> (Result<()>, WalGuard<'a>) {
+        if let Err(e) = batch.force(&mut *wal) {
+            return (Err(e), wal);
+        }
+        let mut w = crate::sync::lock(wp);
+        if w.writes_log() {
+            let r = batch.write_pages(&mut **w, &mut *wal);
+            drop(w);
+            return (r, wal);
+        }
+        let mut durable = crate::writepath::DurableLog::of(&*wal);
+        drop(wal);
+        let r = batch.write_pages(&mut **w, &mut durable);
+        drop(w);
+        (r, self.wal.lock())
+    }
+}
