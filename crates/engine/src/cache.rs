@@ -16,7 +16,7 @@
 //! [`PendingLoad::run`] (write path's mutex only) writes a dirty victim's copy and reads the
 //! page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
-use crate::buffer::{BufferPool, PageState};
+use crate::buffer::{BufferPool, PageState, Seen};
 use crate::error::{Error, Result};
 use crate::page::{self, PageId};
 use crate::writepath::{LogSink, WritePath, WriteReason};
@@ -88,14 +88,17 @@ impl Detached {
 pub(crate) enum Reserved {
     /// The page is in memory now.
     Cached,
+    /// Another thread is reading it: wait for that ([`LoadWait::wait`]) with the latches
+    /// released, then try again.
+    Wait(crate::buffer::LoadWait),
     /// A frame is reserved for it: read it with [`PendingLoad::run`], latches released.
     Load(PendingLoad),
 }
 
-/// A page to read into its reserved frame with no core latch held (see `buffer.rs`, module
-/// notes): other threads' reads and writes of cached pages go on meanwhile, and a thread that
-/// needs this page waits for it. In place, a dirty victim's sealed copy is written first, also
-/// with the latch released.
+/// A page to read into its reserved frame with no core latch held (see `buffer/mod.rs`, module
+/// notes): other threads' operations on cached pages go on meanwhile, and a thread that needs
+/// this page waits for it. In place, a dirty victim's sealed copy is written first, also with
+/// the core latch released, after the log is forced past it ([`PendingLoad::force_victim`]).
 pub(crate) struct PendingLoad {
     pid: PageId,
     slot: crate::buffer::LoadSlot,
@@ -103,32 +106,57 @@ pub(crate) struct PendingLoad {
     health: crate::health::Health,
 }
 
-/// A dirty victim, evicted under the core latch with the log forced past it, to be written
-/// with the latch released.
+/// A dirty victim, evicted under the core latch, to be written with the latch released.
 struct VictimCopy {
     pid: PageId,
     data: Vec<u8>,
-    /// The log as it was once forced (a page write in place logs nothing).
-    log: crate::writepath::DurableLog,
+    lsn: page::Lsn,
+    /// The log once forced past the copy (a page write in place logs nothing).
+    log: Option<crate::writepath::DurableLog>,
 }
 
 impl PendingLoad {
-    /// Whether the caller must take the write path's mutex before it lets the core latch go:
-    /// a dirty victim is to be written, and until it is, the device holds an older image of a
-    /// page the pool no longer has. Whoever reads that page, or checkpoints, needs the mutex
-    /// too, so they come after the write.
+    /// Whether a dirty victim is to be written first. Then the caller takes the write path's
+    /// mutex before it lets the core latch go: until the write, the device holds an older image
+    /// of a page the pool no longer has, and whoever reads that page, or checkpoints, needs the
+    /// mutex too, so they come after the write. It also forces the log past the victim
+    /// ([`PendingLoad::force_victim`]), the log latch held, the core latch not.
     pub fn writes_victim(&self) -> bool {
         self.victim.is_some()
     }
 
-    /// Writes the dirty victim (if any) and reads the page through `wp`, the write path under
-    /// its mutex (and no other latch), then publishes the frame. On an error the page is left
-    /// uncached (the frame freed); a failed victim write poisons the database, since the pool
-    /// no longer has that page's changes (the log does: reopening recovers them).
+    /// Forces the log past the dirty victim's changes (the write-ahead rule). A failure
+    /// poisons the handle: the pool no longer has the page, and its changes are in a log that
+    /// cannot be made durable.
+    pub fn force_victim(&mut self, log: &mut dyn LogSink) -> Result<()> {
+        let Some(v) = self.victim.as_mut() else {
+            return Ok(());
+        };
+        if let Err(e) = log.force(v.lsn) {
+            self.health.poison(&e);
+            return Err(e);
+        }
+        v.log = Some(crate::writepath::DurableLog::of(log));
+        Ok(())
+    }
+
+    /// Writes the dirty victim (if any; the log forced past it) and reads the page through
+    /// `wp`, the write path under its mutex (and no other latch), then publishes the frame. On
+    /// an error the page is left uncached (the frame freed); a failed victim write poisons the
+    /// database, since the pool no longer has that page's changes (the log does: reopening
+    /// recovers them).
     pub fn run(mut self, wp: &mut dyn WritePath) -> Result<()> {
-        if let Some(mut v) = self.victim.take() {
-            let batch = [(v.pid, &v.data[..])];
-            if let Err(e) = wp.write_pages(&batch, WriteReason::Eviction, &mut v.log) {
+        if let Some(v) = self.victim.take() {
+            let r = match v.log {
+                Some(mut log) => {
+                    let batch = [(v.pid, &v.data[..])];
+                    wp.write_pages(&batch, WriteReason::Eviction, &mut log)
+                }
+                None => Err(Error::Poisoned(
+                    "internal: a dirty victim was to be written without forcing the log".into(),
+                )),
+            };
+            if let Err(e) = r {
                 self.health.poison(&e);
                 self.slot.fail();
                 return Err(e);
@@ -232,20 +260,20 @@ impl PageCache {
         log: &mut dyn LogSink,
         health: &crate::health::Health,
     ) -> Result<Reserved> {
-        let read_here = match self.pool.state(pid) {
-            Some(PageState::Resident(_)) => return Ok(Reserved::Cached),
-            Some(PageState::EvictedDirty) => true,
-            None => self.after_read.is_some(),
+        let read_here = match self.pool.seen(pid) {
+            Seen::Resident(_) => return Ok(Reserved::Cached),
+            Seen::Loading(f) => return Ok(Reserved::Wait(self.pool.load_wait(f))),
+            Seen::EvictedDirty => true,
+            Seen::Absent => self.after_read.is_some(),
         };
-        // The operation's retry will count a hit on the page: this miss stands for both.
-        self.pool.rehits_ahead();
         if read_here {
             self.fetch(pid, log)?;
+            // The operation's retry will count a hit on the page: this miss stands for both.
+            self.pool.rehits_ahead();
             return Ok(Reserved::Cached);
         }
         self.pool.stats.misses += 1;
         let (f, victim) = self.victim_with(log, !self.writes_log)?;
-        self.pool.stats.unlatched_reads += 1;
         Ok(Reserved::Load(PendingLoad {
             pid,
             slot: self.pool.install_loading(f, pid),
@@ -273,8 +301,8 @@ impl PageCache {
     }
 
     /// [`PageCache::victim`]; with `detach`, a dirty victim to be written back is not written
-    /// here: the log is forced past it, and its sealed copy is returned to be written with
-    /// the core latch released ([`PendingLoad::run`]).
+    /// here: its sealed copy is returned, to be written after the log is forced past it, both
+    /// with the core latch released ([`PendingLoad::force_victim`], [`PendingLoad::run`]).
     fn victim_with(
         &mut self,
         log: &mut dyn LogSink,
@@ -283,7 +311,7 @@ impl PageCache {
         let steal = self.eviction.steal();
         let chosen = self
             .pool
-            .pick_victim(|fr| steal || fr.uncommitted.is_empty())
+            .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty())
             .ok_or_else(|| {
                 Error::PoolExhausted(format!(
                     "all {} buffer frames are pinned{}: the buffer pool is too small for this \
@@ -304,13 +332,13 @@ impl PageCache {
                 match self.eviction.dirty_victim(pid) {
                     DirtyVictim::WriteBack if detach => {
                         let data = self.pool.data_mut(chosen);
-                        log.force(page::page_lsn(data))?;
                         page::note_write(data);
                         page::seal(data);
                         copy = Some(VictimCopy {
                             pid,
+                            lsn: page::page_lsn(data),
                             data: data.to_vec(),
-                            log: crate::writepath::DurableLog::of(log),
+                            log: None,
                         });
                     }
                     DirtyVictim::WriteBack => {

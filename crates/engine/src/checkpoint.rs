@@ -294,14 +294,16 @@ impl Checkpointer {
     }
 
     /// A whole checkpoint whose batches the caller writes with the core latch released
-    /// (`Db::checkpoint`): starts it as [`Checkpointer::checkpoint`] would (the policy chooses).
+    /// (`Db::checkpoint`, `Shared::make_log_space`): starts it as [`Checkpointer::checkpoint`]
+    /// would.
     pub fn begin_detached(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
         txns: &TxnTable,
+        force_all: bool,
     ) -> InProgress {
-        self.begin(cache, wal, txns, false)
+        self.begin(cache, wal, txns, force_all)
     }
 
     /// The next batch of `ck` as sealed copies (pages no longer cached or dirty are skipped);
@@ -372,25 +374,8 @@ impl Checkpointer {
         txn: crate::wal::record::TxnId,
     ) -> Result<()> {
         let want = self.op_reserve(wal).max(need) + txns.log_reserved();
-        let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
-        // A checkpoint that writes every dirty page moves the log's start up to the first record
-        // of the oldest live transaction. If that transaction already holds the start, it frees
-        // nothing, and its record would eat into the space reserved for rollbacks (an operation
-        // refused for log space and retried would log one each time).
-        // (Looked at only when space is short: it visits every live transaction.)
-        let can_free = || {
-            let floor = txns
-                .oldest_first_lsn()
-                .unwrap_or(u64::MAX)
-                .min(wal.next_lsn());
-            floor > wal.master().start_lsn
-        };
-        if short && can_free() {
-            // Space is short: a checkpoint that writes every dirty page, whatever the policy.
-            self.checkpoint(cache, wal, txns, true)?;
-        } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {
-            // The log grew by a checkpoint interval and no background checkpoint is under way.
-            self.checkpoint(cache, wal, txns, false)?;
+        if let Some(force_all) = self.due_for_space(wal, txns, need) {
+            self.checkpoint(cache, wal, txns, force_all)?;
         }
         // The pinning transaction only needs room for its own record and the reservations.
         let pinning =
@@ -410,6 +395,35 @@ impl Checkpointer {
             )));
         }
         Ok(())
+    }
+
+    /// Whether [`Checkpointer::ensure_log_space`] would run a checkpoint for an operation that
+    /// may log `need` bytes, and which: `Some(true)` when space is short (every dirty page,
+    /// whatever the policy), `Some(false)` when the log grew by a checkpoint interval and no
+    /// background checkpoint is under way (the policy chooses). A caller may run that
+    /// checkpoint first, its writes outside the core latch (`Shared::make_log_space`).
+    pub fn due_for_space(&self, wal: &Wal, txns: &TxnTable, need: u64) -> Option<bool> {
+        let want = self.op_reserve(wal).max(need) + txns.log_reserved();
+        let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
+        // A checkpoint that writes every dirty page moves the log's start up to the first record
+        // of the oldest live transaction. If that transaction already holds the start, it frees
+        // nothing, and its record would eat into the space reserved for rollbacks (an operation
+        // refused for log space and retried would log one each time).
+        // (Looked at only when space is short: it visits every live transaction.)
+        let can_free = || {
+            let floor = txns
+                .oldest_first_lsn()
+                .unwrap_or(u64::MAX)
+                .min(wal.next_lsn());
+            floor > wal.master().start_lsn
+        };
+        if short && can_free() {
+            Some(true)
+        } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     /// One step of background work: continue or start a checkpoint (started when the log has

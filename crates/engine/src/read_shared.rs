@@ -125,7 +125,9 @@ impl PageStore for SharedReader<'_> {
     }
 
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        let Some(fr) = self.cache.pool.lookup(pid) else {
+        // A page another thread is loading counts as missing: waiting here would hold the
+        // latch shared across that thread's device read.
+        let crate::buffer::Seen::Resident(fr) = self.cache.pool.seen(pid) else {
             self.missed = true;
             note_miss(pid);
             // Never seen by a caller: `run` discards the result of a reader that missed.
@@ -237,7 +239,7 @@ impl<'a> SharedWriter<'a> {
     /// The frame of `pid` for this operation: an unguarded one as it is, the first guarded one
     /// latched exclusive; None (refused) for a missing page or a second guarded page.
     fn frame(&mut self, pid: PageId) -> std::result::Result<u32, Error> {
-        let Some(f) = self.cache.pool.lookup(pid) else {
+        let crate::buffer::Seen::Resident(f) = self.cache.pool.seen(pid) else {
             if self.refused.is_none() {
                 note_miss(pid);
             }

@@ -166,6 +166,9 @@ impl Txn {
         if let Some(r) = shared {
             return r;
         }
+        // A checkpoint the write must run first runs now, with its page writes outside the
+        // core latch.
+        self.shared.make_log_space(key, value)?;
         let id = self.id;
         self.with_log_wait(|core, wal| core.write(wal, id, tree, key, value))
     }

@@ -3,7 +3,7 @@
 //! Who may touch which bytes when is the protocol of the module notes of `buffer/mod.rs`.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// A frame's bits ([`FrameMem`]): CLOCK's reference bit, set by hits (which may come
@@ -62,6 +62,8 @@ pub(super) struct FrameMem {
     /// (mostly cached) rather than a line of its own per frame.
     flags: Box<[AtomicU8]>,
     page_size: usize,
+    /// Loads published (pages read with the core latch released).
+    pub(super) published: AtomicU64,
 }
 
 impl FrameMem {
@@ -71,6 +73,7 @@ impl FrameMem {
             arena,
             flags: (0..frames).map(|_| AtomicU8::new(0)).collect(),
             page_size,
+            published: AtomicU64::new(0),
         }
     }
 
@@ -198,6 +201,7 @@ impl LoadSlot {
         let leaf = super::is_leaf(self.mem.bytes(self.f));
         let bits = REFERENCED | if leaf { GUARDED } else { 0 };
         self.mem.bits(self.f).store(bits, Ordering::Release);
+        self.mem.published.fetch_add(1, Ordering::Relaxed);
         self.done = true;
     }
 
@@ -206,6 +210,44 @@ impl LoadSlot {
         self.mem.bits(self.f).store(FAILED, Ordering::Release);
         self.done = true;
     }
+}
+
+/// A frame another thread is loading, to be waited for with no latch held
+/// (`BufferPool::load_wait`).
+pub(crate) struct LoadWait {
+    mem: Arc<FrameMem>,
+    f: u32,
+}
+
+impl LoadWait {
+    pub(super) fn new(mem: Arc<FrameMem>, f: u32) -> LoadWait {
+        LoadWait { mem, f }
+    }
+
+    /// Returns once the load is published or failed.
+    pub fn wait(self) {
+        wait_settled(self.mem.bits(self.f));
+    }
+}
+
+/// Waits until a frame's bits say it is not loading (its loader holds no latch, so this ends
+/// whatever the caller holds); then whether it holds its page (false: the load failed). The
+/// acquire pairs with the loader's release: the bytes it read are seen.
+#[inline]
+pub(super) fn wait_settled(bits: &AtomicU8) -> bool {
+    let mut b = bits.load(Ordering::Acquire);
+    let mut spins = 0u32;
+    while b & LOADING != 0 {
+        // A device read takes microseconds: spin briefly, then give the core away.
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+        spins += 1;
+        b = bits.load(Ordering::Acquire);
+    }
+    b & FAILED == 0
 }
 
 impl Drop for LoadSlot {

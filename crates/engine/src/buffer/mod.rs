@@ -36,7 +36,7 @@ use crate::sync::Striped;
 use crate::wal::record::TxnId;
 use crossbeam_utils::CachePadded;
 use memory::{Arena, FrameMem, FAILED, GUARDED, LOADING, REFERENCED};
-pub(crate) use memory::{LoadSlot, PageBytes};
+pub(crate) use memory::{LoadSlot, LoadWait, PageBytes};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -79,6 +79,16 @@ pub enum PageState {
     EvictedDirty,
 }
 
+/// Where a page is, as seen without waiting ([`BufferPool::seen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    Absent,
+    Resident(u32),
+    /// In this frame, being read by another thread.
+    Loading(u32),
+    EvictedDirty,
+}
+
 /// Buffer pool counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStats {
@@ -116,9 +126,9 @@ pub(crate) struct BufferPool {
     pub stats: PoolStats,
     /// Hits of readers sharing the core latch.
     pub shared_hits: Striped,
-    /// Pages read for an operation that then tries again ([`BufferPool::rehits_ahead`]):
-    /// its access to the page it read counts as a hit, which this takes back (a miss once,
-    /// as an operation that read the page itself counts it).
+    /// Pages read for an operation that then tries again ([`BufferPool::rehits_ahead`], and
+    /// each published load): its access to the page it read counts as a hit, which this takes
+    /// back (a miss once, as an operation that read the page itself counts it).
     rehits: u64,
     /// Whether frames keep lists of the transactions with uncommitted changes on them: only a
     /// no-steal eviction policy needs them (set by `PageCache::set_eviction`).
@@ -274,25 +284,58 @@ impl BufferPool {
         }
     }
 
-    /// Waits until frame `f` is not loading (its loader holds no latch, so this ends whatever
-    /// the caller holds); then whether it holds its page (false: the load failed). The
-    /// acquire pairs with the loader's release: the bytes it read are seen.
+    /// Waits until frame `f` is not loading; then whether it holds its page (false: the load
+    /// failed). See [`memory::wait_settled`].
     #[inline]
     fn settled(&self, f: u32) -> bool {
-        let bits = self.mem.bits(f);
-        let mut b = bits.load(Ordering::Acquire);
-        let mut spins = 0u32;
-        while b & LOADING != 0 {
-            // A device read takes microseconds: spin briefly, then give the core away.
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+        memory::wait_settled(self.mem.bits(f))
+    }
+
+    /// Where `pid` is, without waiting for a load: a frame being loaded is [`Seen::Loading`],
+    /// one whose load failed is absent. For callers that must not wait under a latch: a
+    /// shared attempt (it gives up instead), `PageCache::reserve` (it waits after letting the
+    /// latches go).
+    #[inline]
+    pub fn seen(&self, pid: PageId) -> Seen {
+        match self.table.get(pid) {
+            None => Seen::Absent,
+            Some(PageState::EvictedDirty) => Seen::EvictedDirty,
+            Some(PageState::Resident(f)) => {
+                let b = self.mem.bits(f).load(Ordering::Acquire);
+                if b & LOADING != 0 {
+                    Seen::Loading(f)
+                } else if b & FAILED != 0 {
+                    Seen::Absent
+                } else {
+                    Seen::Resident(f)
+                }
             }
-            spins += 1;
-            b = bits.load(Ordering::Acquire);
         }
-        b & FAILED == 0
+    }
+
+    /// A handle to wait for frame `f`'s load with no latch held.
+    pub fn load_wait(&self, f: u32) -> LoadWait {
+        LoadWait::new(Arc::clone(&self.mem), f)
+    }
+
+    /// A frame being loaded, if any (for an eviction that found every other frame taken).
+    fn a_loading_frame(&self) -> Option<u32> {
+        (0..self.frames.len() as u32)
+            .find(|&f| self.mem.bits(f).load(Ordering::Acquire) & LOADING != 0)
+    }
+
+    /// [`BufferPool::pick_victim`], and when it finds none while frames are being loaded
+    /// (they cannot be taken until published), waits for those loads and tries again: a pool
+    /// whose unpinned frames are all loading is busy, not too small. The loaders hold no
+    /// latch, so the wait ends whatever the caller holds.
+    pub fn pick_victim_waiting(&mut self, may_take: impl Fn(&Frame) -> bool) -> Option<u32> {
+        loop {
+            if let Some(f) = self.pick_victim(&may_take) {
+                return Some(f);
+            }
+            let f = self.a_loading_frame()?;
+            self.settled(f);
+        }
     }
 
     /// A page is read ahead of the operation that needs it, which then runs again (core
@@ -324,7 +367,9 @@ impl BufferPool {
     /// The pool's counters, hits of shared readers included.
     pub fn stats(&self) -> PoolStats {
         let mut s = self.stats.clone();
-        s.hits = (s.hits + self.shared_hits.get()).saturating_sub(self.rehits);
+        let published = self.mem.published.load(Ordering::Relaxed);
+        s.hits = (s.hits + self.shared_hits.get()).saturating_sub(self.rehits + published);
+        s.unlatched_reads = published;
         s
     }
 

@@ -4,7 +4,7 @@
 //! taken as sealed copies under the core latch, written with it released (readers, and in
 //! place writers too, go on), and handed back under it (`PageCache::attach`).
 
-use super::Shared;
+use super::{CoreGuard, Shared};
 use crate::cache::{Detached, SharedWritePath};
 use crate::error::Result;
 use crate::wal::WalGuard;
@@ -48,10 +48,47 @@ impl Shared {
             return core.checkpoint(&mut wal);
         }
         core.check()?;
+        let r = self.checkpoint_detached(core, wal, false);
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
+    }
+
+    /// Before a write of `key` (to `value`) that runs exclusive: if it would run a
+    /// checkpoint first to make log space (`Checkpointer::ensure_log_space`), runs that
+    /// checkpoint now, its batches written with the core latch released, so that only this
+    /// thread waits for it. The operation then finds nothing to do (or, if other threads logged
+    /// meanwhile, runs one itself, as before). With one thread the device sees the same writes
+    /// in the same order. Not in the flushless mode or with a version store (whose writes read
+    /// a record before they make log space).
+    pub fn make_log_space(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let core = self.core();
+        let wal = self.wal.lock();
+        if core.flushless.is_some() || core.versions.is_some() || core.check().is_err() {
+            return Ok(());
+        }
+        let need = super::update_log_need(core.cfg.page_size, key, value);
+        let Some(force_all) = core.checkpointer.due_for_space(&wal, &core.txns, need) else {
+            return Ok(());
+        };
+        let r = self.checkpoint_detached(core, wal, force_all);
+        // As inside the operation: a device error poisons, anything else is the operation's.
+        self.health.guard(r)
+    }
+
+    /// A whole checkpoint, its batches written with the core latch released (see
+    /// [`Shared::checkpoint`]); `force_all`: every dirty page, whatever the policy.
+    fn checkpoint_detached<'a>(
+        &'a self,
+        mut core: CoreGuard<'a>,
+        mut wal: WalGuard<'a>,
+        force_all: bool,
+    ) -> Result<()> {
         let c = &mut *core;
         let mut ck = c
             .checkpointer
-            .begin_detached(&mut c.cache, &mut wal, &c.txns);
+            .begin_detached(&mut c.cache, &mut wal, &c.txns, force_all);
         loop {
             let c = &mut *core;
             let Some(batch) = c.checkpointer.next_detached(&mut c.cache, &mut ck) else {
@@ -64,19 +101,11 @@ impl Shared {
             core = self.core();
             wal = self.wal.lock();
             core.cache.attach(&batch, written.is_ok());
-            if let Err(e) = written.and_then(|()| core.check()) {
-                core.health.poison(&e);
-                return Err(e);
-            }
+            written.and_then(|()| core.check())?;
         }
         let c = &mut *core;
-        let r = c
-            .checkpointer
-            .finish_detached(&mut c.cache, &mut wal, &c.txns);
-        if let Err(e) = &r {
-            core.health.poison(e);
-        }
-        r
+        c.checkpointer
+            .finish_detached(&mut c.cache, &mut wal, &c.txns)
     }
 
     /// Writes a detached batch, the core latch not held: the log forced past the copies (the

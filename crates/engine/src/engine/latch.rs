@@ -4,6 +4,7 @@
 //! `engine/mod.rs` and docs/engine.md ("Latching").
 
 use super::{Core, CoreGuard, CoreRead};
+use crate::cache::Reserved;
 use crate::health::Health;
 use crate::wal::SharedWal;
 use crossbeam_utils::sync::ShardedLock;
@@ -112,17 +113,33 @@ impl Shared {
             let mut wal = self.wal.lock();
             core.check().ok()?;
             let c = &mut *core;
-            let reserved = c.cache.reserve(pid, &mut *wal, &c.health).ok()?;
-            let crate::cache::Reserved::Load(load) = reserved else {
-                continue;
+            let mut load = match c.cache.reserve(pid, &mut *wal, &c.health).ok()? {
+                Reserved::Cached => continue,
+                Reserved::Wait(w) => {
+                    // Another thread is reading the page: wait for it with no latch held.
+                    drop(wal);
+                    drop(core);
+                    w.wait();
+                    continue;
+                }
+                Reserved::Load(load) => load,
             };
             let wp = std::sync::Arc::clone(&core.cache.wp);
-            // A dirty victim's write must come before anyone else's use of the write path
-            // (a read of that page, a checkpoint): its mutex is taken before the latches go.
-            let early = load.writes_victim().then(|| crate::sync::lock(&wp));
-            drop(wal);
-            drop(core);
-            let mut w = early.unwrap_or_else(|| crate::sync::lock(&wp));
+            let w = if load.writes_victim() {
+                // A dirty victim's write must come before anyone else's use of the write path
+                // (a read of that page, a checkpoint): its mutex is taken before the latches
+                // go. The log is forced past the victim with the core latch released.
+                let w = crate::sync::lock(&wp);
+                drop(core);
+                load.force_victim(&mut *wal).ok()?;
+                drop(wal);
+                w
+            } else {
+                drop(wal);
+                drop(core);
+                crate::sync::lock(&wp)
+            };
+            let mut w = w;
             load.run(&mut **w).ok()?;
         }
         None

@@ -102,7 +102,7 @@ pub(crate) struct Core {
 
 /// The log space an update of `key` to `value` may need: its record and its future
 /// compensation record, plus the transaction's one-off reserve.
-fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
+pub(crate) fn update_log_need(page_size: u32, key: &[u8], value: Option<&[u8]>) -> u64 {
     let ps = page_size as u64;
     let vlen = value.map_or(0, |v| v.len() as u64);
     2 * (key.len() as u64 + vlen + 4 * ps) + txn_reserve(page_size)

@@ -18,6 +18,7 @@ mod journal;
 mod latching;
 mod load;
 mod log_space;
+mod misses;
 mod model;
 mod out_of_place;
 mod page_allocation;

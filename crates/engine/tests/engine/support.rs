@@ -478,3 +478,98 @@ impl LinkedRig {
         self.data.lock().unwrap().inner().bytes().to_vec()
     }
 }
+
+/// A data device whose writes (or reads, if `reads`) wait, while the gate is shut, until it
+/// opens.
+pub struct Gated {
+    pub inner: Box<dyn wafer_engine::device::BlockDevice>,
+    pub gate: std::sync::Arc<Gate>,
+    pub reads: bool,
+}
+
+#[derive(Default)]
+pub struct Gate {
+    shut: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+    /// Set once an I/O waited at the shut gate.
+    pub waiting: std::sync::atomic::AtomicBool,
+    /// The next read returns its bytes with one flipped.
+    pub corrupt_next_read: std::sync::atomic::AtomicBool,
+    /// Writes fail (a device error) while this is set.
+    pub fail_writes: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    /// Shuts (true) or opens the gate.
+    pub fn set(&self, shut: bool) {
+        *self.shut.lock().unwrap() = shut;
+        self.opened.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut shut = self.shut.lock().unwrap();
+        while *shut {
+            self.waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            shut = self.opened.wait(shut).unwrap();
+        }
+    }
+}
+
+impl wafer_engine::device::BlockDevice for Gated {
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn block_bytes(&self) -> u32 {
+        self.inner.block_bytes()
+    }
+    fn read_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), wafer_engine::device::DeviceError> {
+        if self.reads {
+            self.gate.pass();
+        }
+        self.inner.read_at(offset, buf)?;
+        if self
+            .gate
+            .corrupt_next_read
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            buf[buf.len() / 2] ^= 0x5A;
+        }
+        Ok(())
+    }
+    fn write_at(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), wafer_engine::device::DeviceError> {
+        if !self.reads {
+            self.gate.pass();
+        }
+        if self
+            .gate
+            .fail_writes
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(wafer_engine::device::DeviceError::Io(
+                "write refused by the test".into(),
+            ));
+        }
+        self.inner.write_at(offset, data)
+    }
+    fn flush(&mut self) -> Result<(), wafer_engine::device::DeviceError> {
+        self.inner.flush()
+    }
+    fn trim(&mut self, offset: u64, len: u64) -> Result<(), wafer_engine::device::DeviceError> {
+        self.inner.trim(offset, len)
+    }
+    fn capabilities(&self) -> wafer_engine::device::Capabilities {
+        self.inner.capabilities()
+    }
+    fn stats(&self) -> wafer_engine::device::DeviceStats {
+        self.inner.stats()
+    }
+}

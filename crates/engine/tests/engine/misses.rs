@@ -1,0 +1,411 @@
+//! Misses with the core latch released: a page read (and, in place, a dirty victim written)
+//! while other threads go on; failed reads and writes; frames being loaded, waited for with no
+//! latch held and never evicted; and a checkpoint a write must run first, its pages written
+//! outside the latch. The data device is gated (`support::Gated`) to hold an I/O back.
+
+use crate::support::{Gate, Gated, MemPair};
+use wafer_engine::{Db, DbConfig};
+
+/// Data and log devices over `pair`, the data device read through `gate`.
+fn gated_reads(pair: &MemPair, gate: &std::sync::Arc<Gate>) -> wafer_engine::Devices {
+    gated(pair, gate, true)
+}
+
+/// Data and log devices over `pair`, the data device's reads (or writes) through `gate`.
+fn gated(pair: &MemPair, gate: &std::sync::Arc<Gate>, reads: bool) -> wafer_engine::Devices {
+    let mut p = pair
+        .shared
+        .split(&[crate::support::DATA_BYTES, crate::support::LOG_BYTES])
+        .unwrap();
+    let log = p.pop().unwrap();
+    let data = p.pop().unwrap();
+    wafer_engine::Devices::new(
+        Box::new(Gated {
+            inner: Box::new(data),
+            gate: gate.clone(),
+            reads,
+        }),
+        Box::new(log),
+    )
+}
+
+/// A database over `pair` holding 20,000 records in tree "t", checkpointed and closed: reopened,
+/// its pages are read from the device as they are needed.
+fn cold_records(pair: &MemPair) {
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 0..20_000u32 {
+        x.put(
+            &t,
+            format!("k{i:06}").as_bytes(),
+            format!("v{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    x.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+}
+
+/// A miss reads its page with the core latch released: while the data device holds one
+/// thread's read back, other threads read, change and commit records whose pages are cached.
+/// Before, the miss ran with the latch exclusive and they all waited for the device.
+#[test]
+fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    // The pages on the way to the first key are read now; the last key's leaf is not.
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let before = db.stats().pool;
+    gate.set(true);
+    let cold = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"k019999").unwrap())
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let warm = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+            let mut w = db.begin().unwrap();
+            assert_eq!(w.get(&t, b"k000001").unwrap().as_deref(), Some(&b"v1"[..]));
+            w.put(&t, b"k000001", b"changed").unwrap();
+            w.commit().unwrap();
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    warm.join().unwrap();
+    assert_eq!(cold.join().unwrap().as_deref(), Some(&b"v19999"[..]));
+    assert!(
+        ran.is_ok(),
+        "cached operations waited for another thread's device read"
+    );
+    let after = db.stats().pool;
+    assert!(
+        after.unlatched_reads > before.unlatched_reads,
+        "the miss was not read with the latch released: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        db.get(&t, b"k000001").unwrap().as_deref(),
+        Some(&b"changed"[..])
+    );
+    db.verify().unwrap();
+}
+
+/// A read with the latch released that fails (here a page that fails its checksum once) leaves
+/// the page uncached: the operation reads it again, exclusive, and every record reads back.
+#[test]
+fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    gate.corrupt_next_read
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        db.get(&t, b"k019999").unwrap().as_deref(),
+        Some(&b"v19999"[..])
+    );
+    assert!(!gate
+        .corrupt_next_read
+        .load(std::sync::atomic::Ordering::SeqCst));
+    for i in (0..20_000u32).step_by(97) {
+        let want = format!("v{i}");
+        assert_eq!(
+            db.get(&t, format!("k{i:06}").as_bytes())
+                .unwrap()
+                .as_deref(),
+            Some(want.as_bytes())
+        );
+    }
+    db.verify().unwrap();
+}
+
+/// A pool of 64 frames over 20,000 records (about 180 pages) on `pair`, with every record in
+/// a stretch of 2,000 rewritten: reads over the rest bring pages in, and CLOCK picks dirty
+/// victims among them.
+fn small_pool_with_dirty_pages(
+    pair: &MemPair,
+    gate: &std::sync::Arc<Gate>,
+) -> (Db, wafer_engine::Tree) {
+    cold_records(pair);
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let db = Db::open(gated(pair, gate, false), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 9_000..11_000u32 {
+        x.put(
+            &t,
+            format!("k{i:06}").as_bytes(),
+            format!("w{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    x.commit().unwrap();
+    (db, t)
+}
+
+fn want(i: u32) -> Vec<u8> {
+    let v = if (9_000..11_000).contains(&i) {
+        "w"
+    } else {
+        "v"
+    };
+    format!("{v}{i}").into_bytes()
+}
+
+/// In place, a miss whose victim is dirty writes it with the core latch released: while the
+/// data device holds that write back, another thread begins and commits transactions. Before,
+/// the write ran under the exclusive latch and every other thread waited for the device.
+#[test]
+fn a_dirty_victim_is_written_with_the_core_latch_released() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    let (db, t) = small_pool_with_dirty_pages(&pair, &gate);
+    let before = db.stats().writes.eviction_writes;
+    gate.set(true);
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in (0..20_000u32).rev() {
+                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(got.as_deref(), Some(&want(i)[..]));
+            }
+        })
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let other = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                db.begin().unwrap().commit().unwrap();
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    reader.join().unwrap();
+    assert!(
+        ran.is_ok(),
+        "other threads waited for a dirty victim's write"
+    );
+    assert!(
+        db.stats().writes.eviction_writes > before,
+        "no dirty victim was written"
+    );
+    db.verify().unwrap();
+}
+
+/// A dirty victim's write that fails after the page left the pool poisons the database (its
+/// changes are then only in the log); reopened, the database has every committed change.
+#[test]
+fn a_failed_victim_write_poisons_and_reopening_recovers_the_page() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    let (db, t) = small_pool_with_dirty_pages(&pair, &gate);
+    gate.fail_writes
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut failed = None;
+    for i in (0..20_000u32).rev() {
+        match db.get(&t, format!("k{i:06}").as_bytes()) {
+            Ok(got) => assert_eq!(got.as_deref(), Some(&want(i)[..])),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let e = failed.expect("no dirty victim was written");
+    assert!(
+        matches!(
+            e,
+            wafer_engine::Error::Device(_) | wafer_engine::Error::Poisoned(_)
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(db.begin(), Err(wafer_engine::Error::Poisoned(_))));
+    drop((db, t));
+    gate.fail_writes
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    for i in 0..20_000u32 {
+        let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(&want(i)[..]), "k{i:06}");
+    }
+    db.verify().unwrap();
+}
+
+/// Frames being loaded cannot be evicted: with the device holding reads back, 24 threads
+/// missing different pages of a 16-frame pool leave no frame to take. Later misses wait for
+/// those loads instead of failing with `PoolExhausted` (the pool is busy, not too small).
+#[test]
+fn misses_wait_for_loading_frames_rather_than_exhaust_the_pool() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let cfg = DbConfig {
+        buffer_pages: 16,
+        ..DbConfig::default()
+    };
+    let db = Db::open(gated_reads(&pair, &gate), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert!(db.get(&t, b"k000000").unwrap().is_some());
+    gate.set(true);
+    let readers: Vec<_> = (0..24u32)
+        .map(|n| {
+            let (db, t) = (db.clone(), t.clone());
+            std::thread::spawn(move || {
+                let i = 19_999 - n * 800;
+                db.get(&t, format!("k{i:06}").as_bytes())
+                    .map(|v| v == Some(format!("v{i}").into_bytes()))
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    gate.set(false);
+    for r in readers {
+        assert!(r.join().unwrap().unwrap(), "a reader got the wrong value");
+    }
+    db.verify().unwrap();
+}
+
+/// A thread that needs a page another thread is reading waits for it with no latch held:
+/// meanwhile other threads read and change cached records and commit. Checked with a second
+/// reader of the same page, and with two threads missing one page at once (one of them may
+/// reserve while the other loads).
+#[test]
+fn waiting_for_a_page_being_loaded_holds_no_latch() {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert!(db.get(&t, b"k000000").unwrap().is_some());
+    for round in 0..5u32 {
+        let i = 19_999 - round * 900;
+        gate.waiting
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        gate.set(true);
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let missers: Vec<_> = (0..2)
+            .map(|_| {
+                let (db, t, b) = (db.clone(), t.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    b.wait();
+                    db.get(&t, format!("k{i:06}").as_bytes()).unwrap()
+                })
+            })
+            .collect();
+        while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let warm = {
+            let (db, t) = (db.clone(), t.clone());
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    assert!(db.get(&t, b"k000000").unwrap().is_some());
+                }
+                let mut w = db.begin().unwrap();
+                w.put(&t, b"k000001", b"changed").unwrap();
+                w.commit().unwrap();
+                tx.send(()).unwrap();
+            })
+        };
+        let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
+        gate.set(false);
+        for m in missers {
+            assert_eq!(m.join().unwrap(), Some(format!("v{i}").into_bytes()));
+        }
+        warm.join().unwrap();
+        assert!(
+            ran.is_ok(),
+            "round {round}: cached operations waited for a load"
+        );
+    }
+    db.verify().unwrap();
+}
+
+/// A checkpoint that a write must run first (the log grew by a checkpoint interval, no
+/// background maintenance) writes its pages with the core latch released: while the device
+/// holds one of those writes back, other threads read cached records and commit.
+#[test]
+fn a_checkpoint_a_write_runs_first_lets_other_threads_go_on() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    let cfg = DbConfig {
+        log_space_bytes: Some(2 << 20),
+        checkpoint_log_fill: 0.1,
+        ..DbConfig::default()
+    };
+    let db = Db::open(gated(&pair, &gate, false), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"hot", b"1").unwrap();
+    x.commit().unwrap();
+    gate.set(true);
+    let writer = {
+        let (db, t, gate) = (db.clone(), t.clone(), gate.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut x = db.begin().unwrap();
+                for _ in 0..20 {
+                    x.put(&t, format!("w{i:08}").as_bytes(), &[5u8; 200])
+                        .unwrap();
+                    i += 1;
+                }
+                x.commit().unwrap();
+            }
+            i
+        })
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let other = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                assert_eq!(db.get(&t, b"hot").unwrap().as_deref(), Some(&b"1"[..]));
+                db.begin().unwrap().commit().unwrap();
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    let written = writer.join().unwrap();
+    assert!(
+        ran.is_ok(),
+        "other threads waited for a checkpoint's page writes"
+    );
+    assert!(db.stats().writes.checkpoint_writes > 0);
+    for i in (0..written).step_by(97) {
+        assert!(db.get(&t, format!("w{i:08}").as_bytes()).unwrap().is_some());
+    }
+    db.verify().unwrap();
+}
