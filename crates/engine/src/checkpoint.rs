@@ -208,8 +208,11 @@ impl Checkpointer {
         self.last_ns = self.clock.now_ns();
     }
 
-    /// Starts a checkpoint: snapshots its candidates.
-    fn begin(
+    /// Starts a checkpoint: snapshots its candidates (all dirty pages with `force_all`, else
+    /// those the policy picks). Its batches are written by [`Checkpointer::checkpoint`], by
+    /// maintenance steps, or by a caller that writes them with the core latch released
+    /// ([`Checkpointer::next_detached`], then [`Checkpointer::finish`]: `Db::checkpoint`).
+    pub fn begin(
         &mut self,
         cache: &mut PageCache,
         wal: &mut Wal,
@@ -262,7 +265,7 @@ impl Checkpointer {
     }
 
     /// Completes a checkpoint: pages durable, record logged, log master moved.
-    fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
+    pub fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
         let t = txns.snapshot();
         let floor = [cache.pool.min_rec_lsn(), t.oldest_first_lsn]
             .into_iter()
@@ -293,19 +296,6 @@ impl Checkpointer {
         self.finish(cache, wal, txns)
     }
 
-    /// A whole checkpoint whose batches the caller writes with the core latch released
-    /// (`Db::checkpoint`, `Shared::make_log_space`): starts it as [`Checkpointer::checkpoint`]
-    /// would.
-    pub fn begin_detached(
-        &mut self,
-        cache: &mut PageCache,
-        wal: &mut Wal,
-        txns: &TxnTable,
-        force_all: bool,
-    ) -> InProgress {
-        self.begin(cache, wal, txns, force_all)
-    }
-
     /// The next batch of `ck` as sealed copies (pages no longer cached or dirty are skipped);
     /// `None` once every page has had its turn. The caller writes it and hands it to
     /// [`PageCache::attach`].
@@ -318,17 +308,6 @@ impl Checkpointer {
             }
         }
         None
-    }
-
-    /// Completes a checkpoint begun with [`Checkpointer::begin_detached`] once its batches
-    /// are written.
-    pub fn finish_detached(
-        &mut self,
-        cache: &mut PageCache,
-        wal: &mut Wal,
-        txns: &TxnTable,
-    ) -> Result<()> {
-        self.finish(cache, wal, txns)
     }
 
     /// Log space kept free for the next operation's record: 32 pages, at most a quarter of the

@@ -88,7 +88,7 @@ impl Shared {
         let c = &mut *core;
         let mut ck = c
             .checkpointer
-            .begin_detached(&mut c.cache, &mut wal, &c.txns, force_all);
+            .begin(&mut c.cache, &mut wal, &c.txns, force_all);
         loop {
             let c = &mut *core;
             let Some(batch) = c.checkpointer.next_detached(&mut c.cache, &mut ck) else {
@@ -104,8 +104,7 @@ impl Shared {
             written.and_then(|()| core.check())?;
         }
         let c = &mut *core;
-        c.checkpointer
-            .finish_detached(&mut c.cache, &mut wal, &c.txns)
+        c.checkpointer.finish(&mut c.cache, &mut wal, &c.txns)
     }
 
     /// Writes a detached batch, the core latch not held: the log forced past the copies (the

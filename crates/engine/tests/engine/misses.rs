@@ -48,18 +48,24 @@ fn cold_records(pair: &MemPair) {
     db.close().unwrap();
 }
 
+/// [`cold_records`] reopened with `cfg` over a data device read through a gate (open), with the
+/// pages on the way to the first key read; the last key's leaf is not in memory.
+fn cold_db(cfg: DbConfig) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
+    let pair = MemPair::new();
+    cold_records(&pair);
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated_reads(&pair, &gate), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    (gate, db, t)
+}
+
 /// A miss reads its page with the core latch released: while the data device holds one
 /// thread's read back, other threads read, change and commit records whose pages are cached.
 /// Before, the miss ran with the latch exclusive and they all waited for the device.
 #[test]
 fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
-    let pair = MemPair::new();
-    cold_records(&pair);
-    let gate = std::sync::Arc::new(Gate::default());
-    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
-    let t = db.open_tree("t").unwrap();
-    // The pages on the way to the first key are read now; the last key's leaf is not.
-    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let (gate, db, t) = cold_db(DbConfig::default());
     let before = db.stats().pool;
     gate.set(true);
     let cold = {
@@ -105,12 +111,7 @@ fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
 /// the page uncached: the operation reads it again, exclusive, and every record reads back.
 #[test]
 fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
-    let pair = MemPair::new();
-    cold_records(&pair);
-    let gate = std::sync::Arc::new(Gate::default());
-    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
-    let t = db.open_tree("t").unwrap();
-    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let (gate, db, t) = cold_db(DbConfig::default());
     gate.corrupt_next_read
         .store(true, std::sync::atomic::Ordering::SeqCst);
     assert_eq!(
@@ -260,16 +261,10 @@ fn a_failed_victim_write_poisons_and_reopening_recovers_the_page() {
 /// those loads instead of failing with `PoolExhausted` (the pool is busy, not too small).
 #[test]
 fn misses_wait_for_loading_frames_rather_than_exhaust_the_pool() {
-    let pair = MemPair::new();
-    cold_records(&pair);
-    let gate = std::sync::Arc::new(Gate::default());
-    let cfg = DbConfig {
+    let (gate, db, t) = cold_db(DbConfig {
         buffer_pages: 16,
         ..DbConfig::default()
-    };
-    let db = Db::open(gated_reads(&pair, &gate), cfg).unwrap();
-    let t = db.open_tree("t").unwrap();
-    assert!(db.get(&t, b"k000000").unwrap().is_some());
+    });
     gate.set(true);
     let readers: Vec<_> = (0..24u32)
         .map(|n| {
@@ -295,12 +290,7 @@ fn misses_wait_for_loading_frames_rather_than_exhaust_the_pool() {
 /// reserve while the other loads).
 #[test]
 fn waiting_for_a_page_being_loaded_holds_no_latch() {
-    let pair = MemPair::new();
-    cold_records(&pair);
-    let gate = std::sync::Arc::new(Gate::default());
-    let db = Db::open(gated_reads(&pair, &gate), DbConfig::default()).unwrap();
-    let t = db.open_tree("t").unwrap();
-    assert!(db.get(&t, b"k000000").unwrap().is_some());
+    let (gate, db, t) = cold_db(DbConfig::default());
     for round in 0..5u32 {
         let i = 19_999 - round * 900;
         gate.waiting
