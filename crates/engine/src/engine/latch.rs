@@ -100,8 +100,13 @@ impl Shared {
     /// reading the page failed: the exclusive path meets the error again and reports it).
     pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
         for attempt in 0..=reads {
-            crate::read_shared::take_miss();
+            // Every shared reader and writer runs inside this loop, and a note is taken as soon
+            // as its attempt gives up: none is left over from an earlier operation.
             if let Some(r) = op(&self.core_read()) {
+                debug_assert!(
+                    crate::read_shared::take_miss().is_none(),
+                    "an attempt that noted a miss completed"
+                );
                 return Some(r);
             }
             let pid = crate::read_shared::take_miss()?;
