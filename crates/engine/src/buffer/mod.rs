@@ -592,7 +592,10 @@ impl BufferPool {
     pub fn clean_frames(&self) -> usize {
         self.frames
             .iter()
-            .filter(|f| f.pins == 0 && (f.pid.is_none() || !f.dirty))
+            .enumerate()
+            .filter(|(_, f)| f.pins == 0 && (f.pid.is_none() || !f.dirty))
+            // A frame being loaded cannot be taken until its load is published.
+            .filter(|&(i, _)| self.mem.bits(i as u32).load(Ordering::Relaxed) & LOADING == 0)
             .count()
     }
 
