@@ -168,7 +168,7 @@ impl Txn {
         }
         // A checkpoint the write must run first runs now, with its page writes outside the
         // core latch.
-        self.shared.make_log_space(key, value)?;
+        self.shared.make_log_space(key, value);
         let id = self.id;
         self.with_log_wait(|core, wal| core.write(wal, id, tree, key, value))
     }

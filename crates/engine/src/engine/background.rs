@@ -62,19 +62,34 @@ impl Shared {
     /// meanwhile, runs one itself, as before). With one thread the device sees the same writes
     /// in the same order. Not in the flushless mode or with a version store (whose writes read
     /// a record before they make log space).
-    pub fn make_log_space(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    ///
+    /// Best effort: whether one is due is looked at with the core latch shared (most writes
+    /// find none and take no exclusive latch here), and an error is left to the write, whose
+    /// own `ensure_log_space` meets it again and handles it as it always has (a `LogFull` it
+    /// may wait out; a device error has poisoned the handle already).
+    pub fn make_log_space(&self, key: &[u8], value: Option<&[u8]>) {
+        let due = |core: &super::Core, wal: &crate::wal::Wal| {
+            if core.flushless.is_some() || core.versions.is_some() || core.check().is_err() {
+                return None;
+            }
+            let need = super::update_log_need(core.cfg.page_size, key, value);
+            core.checkpointer.due_for_space(wal, &core.txns, need)
+        };
+        {
+            let core = self.core_read();
+            if due(&core, &self.wal.lock()).is_none() {
+                return;
+            }
+        }
         let core = self.core();
         let wal = self.wal.lock();
-        if core.flushless.is_some() || core.versions.is_some() || core.check().is_err() {
-            return Ok(());
-        }
-        let need = super::update_log_need(core.cfg.page_size, key, value);
-        let Some(force_all) = core.checkpointer.due_for_space(&wal, &core.txns, need) else {
-            return Ok(());
+        // Looked at again: another thread may have run it in between.
+        let Some(force_all) = due(&core, &wal) else {
+            return;
         };
-        let r = self.checkpoint_detached(core, wal, force_all);
-        // As inside the operation: a device error poisons, anything else is the operation's.
-        self.health.guard(r)
+        let _ = self
+            .health
+            .guard(self.checkpoint_detached(core, wal, force_all));
     }
 
     /// A whole checkpoint, its batches written with the core latch released (see
