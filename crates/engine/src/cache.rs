@@ -19,7 +19,7 @@
 use crate::buffer::{BufferPool, PageState, Seen};
 use crate::error::{Error, Result};
 use crate::page::{self, PageId};
-use crate::writepath::{LogSink, WritePath, WriteReason};
+use crate::writepath::{LogSink, PageReader, WritePath, WriteReason};
 
 /// What eviction does with a dirty victim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +66,59 @@ pub(crate) struct Detached {
     pages: Vec<(u32, PageId, crate::page::Lsn, Vec<u8>)>,
     max_lsn: crate::page::Lsn,
     reason: WriteReason,
+    /// The pages, as written while readers read without the write path's mutex.
+    _in_flight: Option<InFlightGuard>,
+}
+
+/// Pages whose sealed copies were taken under the core latch and are being written with it
+/// released (a dirty victim's, a detached checkpoint batch's), while other threads read pages
+/// through the write path's [`crate::writepath::PageReader`], without its mutex. Until the
+/// write is done, the device holds an older image of such a page (or, mid-write, a torn one),
+/// so a miss of it is read through the write path's mutex instead, after the write. Entered
+/// under the core latch, where the copy is taken, and looked at under it, where a miss is
+/// reserved: a page not entered then has no write in flight, and none can start while its
+/// frame is being loaded (only a cached page is written).
+#[derive(Default)]
+pub(crate) struct InFlight(std::sync::Mutex<std::collections::HashMap<PageId, u32>>);
+
+impl InFlight {
+    fn contains(&self, pid: PageId) -> bool {
+        crate::sync::lock(&self.0).contains_key(&pid)
+    }
+}
+
+/// Pages entered in an [`InFlight`] set until this is dropped (after their write).
+pub(crate) struct InFlightGuard {
+    set: std::sync::Arc<InFlight>,
+    pids: Vec<PageId>,
+}
+
+impl InFlightGuard {
+    fn enter(set: &std::sync::Arc<InFlight>, pids: Vec<PageId>) -> InFlightGuard {
+        let mut m = crate::sync::lock(&set.0);
+        for &p in &pids {
+            *m.entry(p).or_insert(0) += 1;
+        }
+        drop(m);
+        InFlightGuard {
+            set: set.clone(),
+            pids,
+        }
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let mut m = crate::sync::lock(&self.set.0);
+        for p in &self.pids {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = m.entry(*p) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
+    }
 }
 
 impl Detached {
@@ -103,6 +156,9 @@ pub(crate) struct PendingLoad {
     pid: PageId,
     slot: crate::buffer::LoadSlot,
     victim: Option<VictimCopy>,
+    /// Reads the page without the write path's mutex, if the write path offers that and no
+    /// write of the page is in flight ([`InFlight`]).
+    reader: Option<std::sync::Arc<dyn PageReader>>,
     health: crate::health::Health,
 }
 
@@ -113,6 +169,8 @@ struct VictimCopy {
     lsn: page::Lsn,
     /// The log once forced past the copy (a page write in place logs nothing).
     log: Option<crate::writepath::DurableLog>,
+    /// The page, entered as in flight until the copy is written.
+    _in_flight: Option<InFlightGuard>,
 }
 
 impl PendingLoad {
@@ -140,20 +198,29 @@ impl PendingLoad {
         Ok(())
     }
 
-    /// Writes the dirty victim (if any; the log forced past it) and reads the page through
-    /// `wp`, the write path under its mutex (and no other latch), then publishes the frame. On
-    /// an error the page is left uncached (the frame freed); a failed victim write poisons the
-    /// database, since the pool no longer has that page's changes (the log does: reopening
-    /// recovers them).
-    pub fn run(mut self, wp: &mut dyn WritePath) -> Result<()> {
+    /// Writes the dirty victim (if any; the log forced past it) through `held`, the write path
+    /// `wp` under its mutex, taken before the latches were let go; then reads the page and
+    /// publishes the frame, all with no other latch held. The page is read through the
+    /// [`PageReader`] if there is one, without the mutex (other threads' reads and writes go
+    /// on); else, or if that read fails, through the write path under its mutex, which reports
+    /// the error as an exclusive read would. On an error the page is left uncached (the frame
+    /// freed); a failed victim write poisons the database, since the pool no longer has that
+    /// page's changes (the log does: reopening recovers them).
+    pub fn run(
+        mut self,
+        wp: &SharedWritePath,
+        mut held: Option<std::sync::MutexGuard<'_, Box<dyn WritePath>>>,
+    ) -> Result<()> {
         if let Some(v) = self.victim.take() {
-            let r = match v.log {
-                Some(mut log) => {
+            let r = match (v.log, held.as_mut()) {
+                (Some(mut log), Some(w)) => {
                     let batch = [(v.pid, &v.data[..])];
-                    wp.write_pages(&batch, WriteReason::Eviction, &mut log)
+                    w.write_pages(&batch, WriteReason::Eviction, &mut log)
                 }
-                None => Err(Error::Poisoned(
-                    "internal: a dirty victim was to be written without forcing the log".into(),
+                _ => Err(Error::Poisoned(
+                    "internal: a dirty victim was to be written without forcing the log, or \
+                     without the write path's mutex"
+                        .into(),
                 )),
             };
             if let Err(e) = r {
@@ -162,7 +229,16 @@ impl PendingLoad {
                 return Err(e);
             }
         }
-        let r = wp.read_page(self.pid, self.slot.bytes_mut());
+        if let Some(reader) = self.reader.take() {
+            drop(held.take());
+            if reader.read_page(self.pid, self.slot.bytes_mut()).is_ok() {
+                self.slot.publish();
+                return Ok(());
+            }
+        }
+        let mut w = held.unwrap_or_else(|| crate::sync::lock(wp));
+        let r = w.read_page(self.pid, self.slot.bytes_mut());
+        drop(w);
         match r {
             Ok(()) => self.slot.publish(),
             Err(_) => self.slot.fail(),
@@ -191,6 +267,12 @@ pub(crate) struct PageCache {
     /// Whether the write path's page writes log ([`WritePath::writes_log`], fixed by its
     /// kind): if not, a dirty victim is written with the core latch released.
     writes_log: bool,
+    /// The write path's reader for other threads ([`WritePath::page_reader`]): a miss read
+    /// with the core latch released uses it, not the write path's mutex, unless a write of
+    /// the page is in flight ([`PageCache::in_flight`]).
+    reader: Option<std::sync::Arc<dyn PageReader>>,
+    /// Pages being written with the core latch released (kept only with a `reader`).
+    in_flight: std::sync::Arc<InFlight>,
     eviction: Box<dyn EvictionPolicy>,
     after_read: Option<Box<dyn AfterRead>>,
 }
@@ -201,6 +283,8 @@ impl PageCache {
             pool,
             page_capacity: wp.page_capacity(),
             writes_log: wp.writes_log(),
+            reader: wp.page_reader(),
+            in_flight: Default::default(),
             wp: std::sync::Arc::new(std::sync::Mutex::new(wp)),
             page_reserve: 0,
             eviction: Box::new(WriteBack),
@@ -274,10 +358,15 @@ impl PageCache {
         }
         self.pool.stats.misses += 1;
         let (f, victim) = self.victim_with(log, !self.writes_log)?;
+        let reader = self
+            .reader
+            .clone()
+            .filter(|_| !self.in_flight.contains(pid));
         Ok(Reserved::Load(PendingLoad {
             pid,
             slot: self.pool.install_loading(f, pid),
             victim,
+            reader,
             health: health.clone(),
         }))
     }
@@ -339,6 +428,7 @@ impl PageCache {
                             lsn: page::page_lsn(data),
                             data: data.to_vec(),
                             log: None,
+                            _in_flight: self.enter_in_flight(vec![pid]),
                         });
                     }
                     DirtyVictim::WriteBack => {
@@ -424,11 +514,26 @@ impl PageCache {
             pages.push((f, pid, page::page_lsn(data), data.to_vec()));
         }
         let max_lsn = pages.iter().map(|p| p.2).max()?;
+        let _in_flight = self.enter_in_flight(pages.iter().map(|p| p.1).collect());
         Some(Detached {
             pages,
             max_lsn,
             reason,
+            _in_flight,
         })
+    }
+
+    /// Enters `pids` as being written with the core latch released, until the guard is
+    /// dropped; nothing to do without a reader (every read takes the write path's mutex).
+    fn enter_in_flight(&self, pids: Vec<PageId>) -> Option<InFlightGuard> {
+        self.reader
+            .as_ref()
+            .map(|_| InFlightGuard::enter(&self.in_flight, pids))
+    }
+
+    /// Pages and bytes read through the [`PageReader`] (not in the write path's counters).
+    pub fn unlocked_reads(&self) -> (u64, u64) {
+        self.reader.as_ref().map_or((0, 0), |r| r.reads())
     }
 
     /// A detached write is done (`written`: it succeeded): each frame that still holds its

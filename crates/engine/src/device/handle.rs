@@ -49,6 +49,9 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     fn stats(&self) -> DeviceStats {
         self.lock().stats()
     }
+    fn shared_reader(&self) -> Option<std::sync::Arc<dyn super::SharedRead>> {
+        self.lock().shared_reader()
+    }
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
         self.lock().write_placed(offset, data, pid)
     }

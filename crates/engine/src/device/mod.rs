@@ -29,8 +29,10 @@ pub use file::{FileDevice, FileRemapStats};
 pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};
+
 #[cfg(feature = "sim")]
 pub use sim::{SimDevice, VirtualClock};
+use std::sync::Arc;
 
 /// Errors of a device. An error poisons nothing by itself; the engine decides.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -229,8 +231,18 @@ pub trait BlockDevice: Send + Sync {
             ..Capabilities::default()
         }
     }
-    /// I/O statistics.
+    /// I/O statistics (reads through a [`BlockDevice::shared_reader`] included).
     fn stats(&self) -> DeviceStats;
+    /// A reader of this device for other threads: any number of them read through it at once,
+    /// beside each other and beside the owner's commands, with no lock, and a read sees every
+    /// write that completed before it began. Keeping a read apart from a write of the same
+    /// bytes in flight is the caller's business. Offered where reading needs nothing of the
+    /// owner (files and block devices: `pread`); `None`, the default, elsewhere: a simulated
+    /// SSD's reads advance its model, a fault injector's see its volatile cache, and the
+    /// memory device's bytes belong to its owner.
+    fn shared_reader(&self) -> Option<Arc<dyn SharedRead>> {
+        None
+    }
     /// A write carrying an FDP placement id (devices without FDP ignore it).
     fn write_placed(&mut self, offset: u64, data: &[u8], _pid: u16) -> Result<(), DeviceError> {
         self.write_at(offset, data)
@@ -279,6 +291,35 @@ pub trait BlockDevice: Send + Sync {
     }
 }
 
+/// Reads of a device shared between threads ([`BlockDevice::shared_reader`]).
+pub trait SharedRead: Send + Sync {
+    /// Reads `buf.len()` bytes at `offset`, as [`BlockDevice::read_at`] does.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError>;
+}
+
+/// Reads made through a device's [`SharedRead`], counted for its [`BlockDevice::stats`].
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounts {
+    reads: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl ReadCounts {
+    pub fn add(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.reads.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    /// `s` with these reads added.
+    pub fn added_to(&self, mut s: DeviceStats) -> DeviceStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        s.reads += self.reads.load(Relaxed);
+        s.read_bytes += self.bytes.load(Relaxed);
+        s
+    }
+}
+
 /// Checks an I/O against a capacity and a block size.
 pub fn check_io(offset: u64, len: u64, capacity: u64, block: u32) -> Result<(), DeviceError> {
     if offset.checked_add(len).is_none_or(|e| e > capacity) {
@@ -318,6 +359,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn stats(&self) -> DeviceStats {
         (**self).stats()
+    }
+    fn shared_reader(&self) -> Option<Arc<dyn SharedRead>> {
+        (**self).shared_reader()
     }
     fn write_placed(&mut self, offset: u64, data: &[u8], pid: u16) -> Result<(), DeviceError> {
         (**self).write_placed(offset, data, pid)

@@ -3,7 +3,7 @@
 
 use super::{
     check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
-    RemapOp,
+    ReadCounts, RemapOp, SharedRead,
 };
 
 pub use super::handle::SharedDevice;
@@ -24,6 +24,26 @@ pub struct Partition {
     len: u64,
     block: u32,
     stats: DeviceStats,
+    /// Reads made through [`BlockDevice::shared_reader`]s of this partition.
+    shared_reads: std::sync::Arc<ReadCounts>,
+}
+
+/// A partition's [`SharedRead`]: the device's, offsets moved by the partition's base.
+struct PartitionReader {
+    inner: std::sync::Arc<dyn SharedRead>,
+    base: u64,
+    len: u64,
+    block: u32,
+    counts: std::sync::Arc<ReadCounts>,
+}
+
+impl SharedRead for PartitionReader {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        check_io(offset, buf.len() as u64, self.len, self.block)?;
+        self.inner.read_at(self.base + offset, buf)?;
+        self.counts.add(buf.len());
+        Ok(())
+    }
 }
 
 impl Partition {
@@ -41,6 +61,7 @@ impl Partition {
             len,
             block,
             stats: DeviceStats::default(),
+            shared_reads: Default::default(),
         })
     }
 
@@ -158,7 +179,17 @@ impl BlockDevice for Partition {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.stats.clone()
+        self.shared_reads.added_to(self.stats.clone())
+    }
+
+    fn shared_reader(&self) -> Option<std::sync::Arc<dyn SharedRead>> {
+        Some(std::sync::Arc::new(PartitionReader {
+            inner: self.dev.lock().shared_reader()?,
+            base: self.base,
+            len: self.len,
+            block: self.block,
+            counts: self.shared_reads.clone(),
+        }))
     }
 }
 

@@ -130,7 +130,7 @@ impl Shared {
                 Reserved::Load(load) => load,
             };
             let wp = std::sync::Arc::clone(&core.cache.wp);
-            let w = if load.writes_victim() {
+            let held = if load.writes_victim() {
                 // A dirty victim's write must come before anyone else's use of the write path
                 // (a read of that page, a checkpoint): its mutex is taken before the latches
                 // go. The log is forced past the victim with the core latch released.
@@ -138,14 +138,13 @@ impl Shared {
                 drop(core);
                 load.force_victim(&mut *wal).ok()?;
                 drop(wal);
-                w
+                Some(w)
             } else {
                 drop(wal);
                 drop(core);
-                crate::sync::lock(&wp)
+                None
             };
-            let mut w = w;
-            load.run(&mut **w).ok()?;
+            load.run(&wp, held).ok()?;
         }
         None
     }

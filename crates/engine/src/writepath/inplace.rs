@@ -10,7 +10,7 @@
 //! | `page_size .. (1 + dw_pages) * page_size` | doublewrite area (copies of sealed pages) |
 //! | `(1 + dw_pages + pid) * page_size` | home of page `pid` |
 
-use super::{LogSink, WriteCounters, WritePath, WriteReason};
+use super::{LogSink, PageReader, WriteCounters, WritePath, WriteReason};
 use crate::device::{BlockDevice, DeviceStats};
 use crate::error::{Error, Result};
 use crate::health::Health;
@@ -380,6 +380,15 @@ impl WritePath for InPlace {
         (self.dev.capacity_bytes() / ps).saturating_sub(1 + self.layout.dw_pages as u64)
     }
 
+    fn page_reader(&self) -> Option<std::sync::Arc<dyn PageReader>> {
+        Some(std::sync::Arc::new(HomeReader {
+            dev: self.dev.shared_reader()?,
+            layout: self.layout.clone(),
+            capacity: self.page_capacity(),
+            pages: Default::default(),
+        }))
+    }
+
     fn counters(&self) -> &WriteCounters {
         &self.counters
     }
@@ -389,23 +398,55 @@ impl WritePath for InPlace {
     }
 }
 
+/// Pages read from their homes by other threads ([`WritePath::page_reader`]).
+struct HomeReader {
+    dev: std::sync::Arc<dyn crate::device::SharedRead>,
+    layout: InPlaceLayout,
+    capacity: u64,
+    pages: crate::sync::Striped,
+}
+
+impl PageReader for HomeReader {
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        check_pid(pid, self.capacity)?;
+        self.dev.read_at(self.layout.home(pid), buf)?;
+        self.pages.add(1);
+        verify_home(pid, buf)
+    }
+
+    fn reads(&self) -> (u64, u64) {
+        let n = self.pages.get();
+        (n, n * self.layout.page_size as u64)
+    }
+}
+
+/// Only a damaged page (a child pointer, a free-list link) names a page past the device:
+/// corruption, not a full database.
+fn check_pid(pid: PageId, capacity: u64) -> Result<()> {
+    if pid >= capacity {
+        return Err(Error::CorruptPage {
+            pid,
+            reason: "page id beyond the data device",
+        });
+    }
+    Ok(())
+}
+
+/// A page read from its home: zeros (never written) or a sealed page of that id.
+fn verify_home(pid: PageId, buf: &[u8]) -> Result<()> {
+    if page::is_zeroed(buf) {
+        return Ok(());
+    }
+    page::verify(buf, Some(pid))
+}
+
 impl InPlace {
     fn read_page_inner(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
-        if pid >= self.page_capacity() {
-            // Only a damaged page (a child pointer, a free-list link) names a page past the
-            // device: corruption, not a full database.
-            return Err(Error::CorruptPage {
-                pid,
-                reason: "page id beyond the data device",
-            });
-        }
+        check_pid(pid, self.page_capacity())?;
         self.dev.read_at(self.layout.home(pid), buf)?;
         self.counters.page_reads += 1;
         self.counters.read_bytes += buf.len() as u64;
-        if page::is_zeroed(buf) {
-            return Ok(());
-        }
-        page::verify(buf, Some(pid))
+        verify_home(pid, buf)
     }
 
     fn write_pages_inner(&mut self, pages: &[(PageId, &[u8])], reason: WriteReason) -> Result<()> {

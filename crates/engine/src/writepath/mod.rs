@@ -13,6 +13,7 @@ pub mod pack;
 
 pub use factory::{Probe, WritePathConfig};
 pub use inplace::InPlace;
+
 pub use journal::{HomeMethod, Journal, JournalConfig, JournalStats};
 pub use oop::{OopConfig, OutOfPlace};
 
@@ -214,6 +215,17 @@ impl WriteCounters {
     }
 }
 
+/// Reads of pages from any thread, beside each other and beside the write path's own work,
+/// with no lock ([`WritePath::page_reader`]).
+pub trait PageReader: Send + Sync {
+    /// Reads page `pid` into `buf` and verifies it, as [`WritePath::read_page`] does (but an
+    /// error poisons nothing: the caller reads again through the write path, which reports
+    /// it). The caller keeps the read apart from a write of the same page in flight.
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Pages read so far and their bytes, to add to the write path's counters.
+    fn reads(&self) -> (u64, u64);
+}
+
 /// A strategy for storing pages on the data device.
 pub trait WritePath: Send + Sync {
     /// Reads page `pid` into `buf` and verifies it; a page never written reads as zeros (Ok).
@@ -298,6 +310,12 @@ pub trait WritePath: Send + Sync {
     /// pages, and hand it a [`DurableLog`] (in place: background checkpoint batches).
     fn writes_log(&self) -> bool {
         true
+    }
+    /// A reader of pages for other threads ([`PageReader`]), where a page's place on the device
+    /// is fixed and the device offers one ([`crate::device::BlockDevice::shared_reader`]): in
+    /// place, on files. `None` (the default): every read goes through the write path.
+    fn page_reader(&self) -> Option<std::sync::Arc<dyn PageReader>> {
+        None
     }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;

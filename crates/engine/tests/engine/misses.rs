@@ -32,7 +32,12 @@ fn gated(pair: &MemPair, gate: &std::sync::Arc<Gate>, reads: bool) -> wafer_engi
 /// A database over `pair` holding 20,000 records in tree "t", checkpointed and closed: reopened,
 /// its pages are read from the device as they are needed.
 fn cold_records(pair: &MemPair) {
-    let db = Db::open(pair.devices(), DbConfig::default()).unwrap();
+    cold_records_on(pair.devices());
+}
+
+/// [`cold_records`] on `devices`.
+fn cold_records_on(devices: wafer_engine::Devices) {
+    let db = Db::open(devices, DbConfig::default()).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut x = db.begin().unwrap();
     for i in 0..20_000u32 {
@@ -397,5 +402,155 @@ fn a_checkpoint_a_write_runs_first_lets_other_threads_go_on() {
     for i in (0..written).step_by(97) {
         assert!(db.get(&t, format!("w{i:08}").as_bytes()).unwrap().is_some());
     }
+    db.verify().unwrap();
+}
+
+/// Data and log files in `dir` (made on first use), the data device's reads (or writes)
+/// through `gate`. Files offer reads from any thread (`BlockDevice::shared_reader`), so a
+/// miss in place is read without the write path's mutex.
+fn gated_files(
+    dir: &std::path::Path,
+    gate: &std::sync::Arc<Gate>,
+    reads: bool,
+) -> wafer_engine::Devices {
+    use wafer_engine::device::FileDevice;
+    let data = FileDevice::open(dir.join("data"), Some(crate::support::DATA_BYTES), true).unwrap();
+    let log = FileDevice::open(dir.join("log"), Some(crate::support::LOG_BYTES), true).unwrap();
+    wafer_engine::Devices::new(
+        Box::new(Gated {
+            inner: Box::new(data),
+            gate: gate.clone(),
+            reads,
+        }),
+        Box::new(log),
+    )
+}
+
+/// [`cold_records`] in files in `dir`, reopened with `cfg` and the data device's reads (or
+/// writes) through a gate (open). Nothing but the meta page is in memory.
+fn cold_files(
+    dir: &std::path::Path,
+    cfg: DbConfig,
+    reads: bool,
+) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
+    let gate = std::sync::Arc::new(Gate::default());
+    cold_records_on(gated_files(dir, &gate, reads));
+    let db = Db::open(gated_files(dir, &gate, reads), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    (gate, db, t)
+}
+
+/// On files, misses of different threads read the device at the same time: while the device
+/// holds one thread's read back, another thread's miss reads its page and returns. Before,
+/// each read held the write path's mutex, and the second miss waited for the first.
+#[test]
+fn misses_of_two_threads_read_the_device_at_once_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gate, db, t) = cold_files(dir.path(), DbConfig::default(), true);
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let before = db.stats();
+    gate.hold_one
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    gate.set(true);
+    let held = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"k019999").unwrap())
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let other = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            let got = db.get(&t, b"k010000").unwrap();
+            done_tx.send(got).unwrap();
+        })
+    };
+    let got = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    assert_eq!(held.join().unwrap().as_deref(), Some(&b"v19999"[..]));
+    let got = got.expect("a miss waited for another thread's device read");
+    assert_eq!(got.as_deref(), Some(&b"v10000"[..]));
+    let after = db.stats();
+    assert!(after.pool.unlatched_reads >= before.pool.unlatched_reads + 2);
+    // Reads made without the write path's mutex are counted as any other.
+    assert_eq!(
+        after.writes.page_reads - before.writes.page_reads,
+        after.pool.misses - before.pool.misses
+    );
+    assert!(after.data_device.reads - before.data_device.reads >= 2);
+    db.verify().unwrap();
+}
+
+/// A page whose dirty copy is being written with the latches released (a dirty victim, in
+/// place) is read after that write, not from the device's older image: on files, where other
+/// misses read without the write path's mutex, it is read through the mutex. A reader's misses
+/// evict a changed leaf; its write is held at the device while another thread reads that
+/// leaf's record.
+#[test]
+fn a_page_whose_write_is_in_flight_is_read_after_the_write_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DbConfig {
+        buffer_pages: 16,
+        ..DbConfig::default()
+    };
+    let (gate, db, t) = cold_files(dir.path(), cfg, false);
+    // A value of the same length: the leaf changes in place, the only page made dirty.
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"k010000", b"Z#Q@!9").unwrap();
+    x.commit().unwrap();
+    *gate.writes_holding.lock().unwrap() = Some(b"Z#Q@!9".to_vec());
+    gate.set(true);
+    let evictor = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in (10_001..20_000u32).chain(0..10_000).step_by(50) {
+                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(got, Some(format!("v{i}").into_bytes()));
+            }
+        })
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    // The evictor's write of the changed leaf is held at the device.
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"k010000").unwrap())
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    gate.set(false);
+    evictor.join().unwrap();
+    assert_eq!(
+        reader.join().unwrap().as_deref(),
+        Some(&b"Z#Q@!9"[..]),
+        "a page was read while its newer image was being written"
+    );
+    assert!(db.stats().writes.eviction_writes >= 1);
+    db.verify().unwrap();
+}
+
+/// On files, a read without the write path's mutex that fails (a page that fails its checksum
+/// once) is read again through the write path: the record reads back, and the database is
+/// not poisoned.
+#[test]
+fn a_failed_read_without_the_mutex_is_read_again_through_the_write_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gate, db, t) = cold_files(dir.path(), DbConfig::default(), true);
+    assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
+    let before = db.stats().writes.page_reads;
+    gate.corrupt_next_read
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        db.get(&t, b"k019999").unwrap().as_deref(),
+        Some(&b"v19999"[..])
+    );
+    assert!(!gate
+        .corrupt_next_read
+        .load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(db.stats().writes.page_reads - before, 2, "read twice");
+    db.begin().unwrap().commit().unwrap();
     db.verify().unwrap();
 }

@@ -497,6 +497,10 @@ pub struct Gate {
     pub corrupt_next_read: std::sync::atomic::AtomicBool,
     /// Writes fail (a device error) while this is set.
     pub fail_writes: std::sync::atomic::AtomicBool,
+    /// While shut, only the first I/O to arrive waits; the others pass.
+    pub hold_one: std::sync::atomic::AtomicBool,
+    /// If set, only writes whose bytes contain this wait at the shut gate.
+    pub writes_holding: std::sync::Mutex<Option<Vec<u8>>>,
 }
 
 impl Gate {
@@ -507,7 +511,11 @@ impl Gate {
     }
 
     fn pass(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
         let mut shut = self.shut.lock().unwrap();
+        if *shut && self.hold_one.load(SeqCst) && self.waiting.load(SeqCst) {
+            return;
+        }
         while *shut {
             self.waiting
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -546,7 +554,11 @@ impl wafer_engine::device::BlockDevice for Gated {
         offset: u64,
         data: &[u8],
     ) -> Result<(), wafer_engine::device::DeviceError> {
-        if !self.reads {
+        let held = match &*self.gate.writes_holding.lock().unwrap() {
+            Some(pat) => data.windows(pat.len()).any(|w| w == &pat[..]),
+            None => true,
+        };
+        if !self.reads && held {
             self.gate.pass();
         }
         if self
@@ -571,5 +583,40 @@ impl wafer_engine::device::BlockDevice for Gated {
     }
     fn stats(&self) -> wafer_engine::device::DeviceStats {
         self.inner.stats()
+    }
+    fn shared_reader(&self) -> Option<std::sync::Arc<dyn wafer_engine::device::SharedRead>> {
+        let inner = self.inner.shared_reader()?;
+        if !self.reads {
+            return Some(inner);
+        }
+        Some(std::sync::Arc::new(GatedReader {
+            inner,
+            gate: self.gate.clone(),
+        }))
+    }
+}
+
+/// A [`Gated`] device's shared reader, its reads through the gate.
+struct GatedReader {
+    inner: std::sync::Arc<dyn wafer_engine::device::SharedRead>,
+    gate: std::sync::Arc<Gate>,
+}
+
+impl wafer_engine::device::SharedRead for GatedReader {
+    fn read_at(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), wafer_engine::device::DeviceError> {
+        self.gate.pass();
+        self.inner.read_at(offset, buf)?;
+        if self
+            .gate
+            .corrupt_next_read
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            buf[buf.len() / 2] ^= 0x5A;
+        }
+        Ok(())
     }
 }

@@ -32,8 +32,10 @@ use std::ptr::NonNull;
 
 use super::{
     check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,
-    RemapMode, RemapOp,
+    ReadCounts, RemapMode, RemapOp, SharedRead,
 };
+
+mod shared_read;
 
 /// The I/O block and the alignment of memory used for direct I/O.
 const BLOCK_BYTES: u32 = 4096;
@@ -115,6 +117,8 @@ pub struct FileDevice {
     /// The filesystem's block size (the unit clones must be aligned to).
     fs_block: u32,
     remap_stats: FileRemapStats,
+    /// Reads made through [`BlockDevice::shared_reader`]s of this device.
+    shared_reads: std::sync::Arc<ReadCounts>,
 }
 
 /// Errors of `FICLONERANGE` that mean "the filesystem cannot share this range": fall back to a
@@ -322,6 +326,7 @@ impl FileDevice {
             reflink: false,
             fs_block: BLOCK_BYTES,
             remap_stats: FileRemapStats::default(),
+            shared_reads: Default::default(),
         };
         if !block_device {
             dev.fs_block = fs_block_size(&dev.file);
@@ -612,7 +617,19 @@ impl BlockDevice for FileDevice {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.stats.clone()
+        self.shared_reads.added_to(self.stats.clone())
+    }
+
+    /// A `pread` on a duplicate of the file descriptor, which shares the open file (a later
+    /// switch to buffered I/O applies to both). `None` if the descriptor cannot be duplicated.
+    fn shared_reader(&self) -> Option<std::sync::Arc<dyn SharedRead>> {
+        let file = self.file.try_clone().ok()?;
+        Some(std::sync::Arc::new(shared_read::FileReader {
+            file,
+            path: self.path.clone(),
+            capacity: self.capacity,
+            counts: self.shared_reads.clone(),
+        }))
     }
 }
 
