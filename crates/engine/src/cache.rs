@@ -13,7 +13,7 @@
 //!
 //! A miss of an operation that runs with the core latch shared is read with the latch released:
 //! [`PageCache::reserve`] (exclusive) picks the victim and reserves the frame,
-//! [`PendingLoad::run`] (write path's mutex only) writes a dirty victim's copy and reads the
+//! [`PendingLoad::write_victim`] writes a dirty victim's copy and [`PendingLoad::read`] reads the
 //! page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
 use crate::buffer::{BufferPool, PageState, Seen};
@@ -144,7 +144,7 @@ pub(crate) enum Reserved {
     /// Another thread is reading it: wait for that ([`LoadWait::wait`]) with the latches
     /// released, then try again.
     Wait(crate::buffer::LoadWait),
-    /// A frame is reserved for it: read it with [`PendingLoad::run`], latches released.
+    /// A frame is reserved for it: write its victim and read it with [`PendingLoad::write_victim`] and [`PendingLoad::read`], latches released.
     Load(PendingLoad),
 }
 
@@ -159,6 +159,8 @@ pub(crate) struct PendingLoad {
     /// Reads the page without the write path's mutex, if the write path offers that and no
     /// write of the page is in flight ([`InFlight`]).
     reader: Option<std::sync::Arc<dyn PageReader>>,
+    /// Whether the victim's write logs ([`PendingLoad::victim_logs`]).
+    victim_logs: bool,
     health: crate::health::Health,
 }
 
@@ -183,6 +185,14 @@ impl PendingLoad {
         self.victim.is_some()
     }
 
+    /// Whether writing the dirty victim logs (its new location: out of place, journaled,
+    /// [`WritePath::writes_log`]). Then the caller keeps the log latch until [`PendingLoad::write_victim`]
+    /// returns and hands the log to it; a reservation of the victim's page (which takes the log
+    /// latch) comes after the write, as in place the write path's mutex makes it.
+    pub fn victim_logs(&self) -> bool {
+        self.victim.is_some() && self.victim_logs
+    }
+
     /// Forces the log past the dirty victim's changes (the write-ahead rule). A failure
     /// poisons the handle: the pool no longer has the page, and its changes are in a log that
     /// cannot be made durable.
@@ -199,36 +209,50 @@ impl PendingLoad {
     }
 
     /// Writes the dirty victim (if any; the log forced past it) through `held`, the write path
-    /// `wp` under its mutex, taken before the latches were let go; then reads the page and
-    /// publishes the frame, all with no other latch held. The page is read through the
-    /// [`PageReader`] if there is one, without the mutex (other threads' reads and writes go
-    /// on); else, or if that read fails, through the write path under its mutex, which reports
-    /// the error as an exclusive read would. On an error the page is left uncached (the frame
-    /// freed); a failed victim write poisons the database, since the pool no longer has that
-    /// page's changes (the log does: reopening recovers them).
-    pub fn run(
+    /// under its mutex, taken before the latches were let go, and `log` if its write logs
+    /// ([`PendingLoad::victim_logs`]: the log, its latch held), with no core latch held. A
+    /// failure poisons the database, since the pool no longer has that page's changes (the log
+    /// does: reopening recovers them); the frame is freed when the load is dropped.
+    pub fn write_victim(
+        &mut self,
+        held: &mut Option<WritePathGuard<'_>>,
+        log: Option<&mut dyn LogSink>,
+    ) -> Result<()> {
+        let Some(v) = self.victim.take() else {
+            return Ok(());
+        };
+        let batch = [(v.pid, &v.data[..])];
+        let r = match (v.log, held.as_mut(), log) {
+            (Some(_), Some(w), Some(log)) if self.victim_logs => {
+                w.write_pages(&batch, WriteReason::Eviction, log)
+            }
+            (Some(mut durable), Some(w), None) if !self.victim_logs => {
+                w.write_pages(&batch, WriteReason::Eviction, &mut durable)
+            }
+            _ => Err(Error::Poisoned(
+                "internal: a dirty victim was to be written without forcing the log, without \
+                 the write path's mutex, or without the log its write logs to"
+                    .into(),
+            )),
+        };
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r
+    }
+
+    /// Reads the page and publishes the frame, with no core or log latch held (after
+    /// [`PendingLoad::write_victim`], `held` the write path's mutex if that took it). The page
+    /// is read through the [`PageReader`] if there is one, without the mutex (other threads'
+    /// reads and writes go on); else, or if that read fails, through the write path `wp` under
+    /// its mutex, which reports the error as an exclusive read would. On an error the page is
+    /// left uncached (the frame freed).
+    pub fn read(
         mut self,
         wp: &SharedWritePath,
-        mut held: Option<std::sync::MutexGuard<'_, Box<dyn WritePath>>>,
+        mut held: Option<WritePathGuard<'_>>,
     ) -> Result<()> {
-        if let Some(v) = self.victim.take() {
-            let r = match (v.log, held.as_mut()) {
-                (Some(mut log), Some(w)) => {
-                    let batch = [(v.pid, &v.data[..])];
-                    w.write_pages(&batch, WriteReason::Eviction, &mut log)
-                }
-                _ => Err(Error::Poisoned(
-                    "internal: a dirty victim was to be written without forcing the log, or \
-                     without the write path's mutex"
-                        .into(),
-                )),
-            };
-            if let Err(e) = r {
-                self.health.poison(&e);
-                self.slot.fail();
-                return Err(e);
-            }
-        }
+        debug_assert!(self.victim.is_none(), "the dirty victim is written first");
         if let Some(reader) = self.reader.take() {
             drop(held.take());
             if reader.read_page(self.pid, self.slot.bytes_mut()).is_ok() {
@@ -247,6 +271,9 @@ impl PendingLoad {
     }
 }
 
+/// The write path's mutex, held.
+pub(crate) type WritePathGuard<'a> = std::sync::MutexGuard<'a, Box<dyn WritePath>>;
+
 /// The write path as the page cache holds it.
 pub(crate) type SharedWritePath = std::sync::Arc<std::sync::Mutex<Box<dyn WritePath>>>;
 
@@ -254,7 +281,7 @@ pub(crate) type SharedWritePath = std::sync::Arc<std::sync::Mutex<Box<dyn WriteP
 pub(crate) struct PageCache {
     pub pool: BufferPool,
     /// The write path, under its own mutex (taken after the core and log latches): a
-    /// checkpoint's batch ([`PageCache::detach`]) and a miss ([`PendingLoad::run`]) use it with
+    /// checkpoint's batch ([`PageCache::detach`]) and a miss ([`PendingLoad::read`]) use it with
     /// the core latch released; other uses hold the core latch exclusive and may wait for those.
     pub wp: SharedWritePath,
     /// Never-used pages an allocation must leave untouched once the free list is empty: the
@@ -357,7 +384,7 @@ impl PageCache {
             return Ok(Reserved::Cached);
         }
         self.pool.stats.misses += 1;
-        let (f, victim) = self.victim_with(log, !self.writes_log)?;
+        let (f, victim) = self.victim_with(log, true)?;
         let reader = self
             .reader
             .clone()
@@ -367,6 +394,7 @@ impl PageCache {
             slot: self.pool.install_loading(f, pid),
             victim,
             reader,
+            victim_logs: self.writes_log,
             health: health.clone(),
         }))
     }
@@ -391,7 +419,7 @@ impl PageCache {
 
     /// [`PageCache::victim`]; with `detach`, a dirty victim to be written back is not written
     /// here: its sealed copy is returned, to be written after the log is forced past it, both
-    /// with the core latch released ([`PendingLoad::force_victim`], [`PendingLoad::run`]).
+    /// with the core latch released ([`PendingLoad::force_victim`], [`PendingLoad::write_victim`]).
     fn victim_with(
         &mut self,
         log: &mut dyn LogSink,
