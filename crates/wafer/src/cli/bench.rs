@@ -349,6 +349,10 @@ pub struct WallArgs {
     /// the engine's core latch released.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub buffer_mib: Option<u64>,
+    /// Write pages out of place (paper 002: the engine's default out-of-place settings, no
+    /// doublewrite buffer) instead of in place.
+    #[arg(long)]
+    pub out_of_place: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -629,6 +633,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         background_ms: args.background_ms,
                         checkpoint_interval_ms: args.checkpoint_interval_ms,
                         buffer_mib: args.buffer_mib,
+                        out_of_place: args.out_of_place,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {

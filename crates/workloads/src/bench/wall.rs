@@ -38,6 +38,10 @@ pub struct WallConfig {
     /// Buffer pool size in MiB; None: the whole data device (every page stays cached).
     #[serde(default)]
     pub buffer_mib: Option<u64>,
+    /// Write pages out of place (paper 002, the engine's default `OopConfig`, no doublewrite)
+    /// rather than in place.
+    #[serde(default)]
+    pub out_of_place: bool,
 }
 
 /// Result of a wall-clock run.
@@ -144,6 +148,8 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         open_mode: wafer_engine::OpenMode::Create,
         durable_commits: !cfg.buffered_commits,
         checkpoint_interval_ms: cfg.checkpoint_interval_ms,
+        doublewrite: !cfg.out_of_place,
+        out_of_place: cfg.out_of_place.then(wafer_engine::OopConfig::default),
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
