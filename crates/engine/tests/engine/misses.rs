@@ -19,13 +19,23 @@ fn gated(pair: &MemPair, gate: &std::sync::Arc<Gate>, reads: bool) -> wafer_engi
         .unwrap();
     let log = p.pop().unwrap();
     let data = p.pop().unwrap();
+    gated_pair(Box::new(data), Box::new(log), gate, reads)
+}
+
+/// Data and log devices, the data device's reads (or writes) through `gate`.
+fn gated_pair(
+    data: Box<dyn wafer_engine::device::BlockDevice>,
+    log: Box<dyn wafer_engine::device::BlockDevice>,
+    gate: &std::sync::Arc<Gate>,
+    reads: bool,
+) -> wafer_engine::Devices {
     wafer_engine::Devices::new(
         Box::new(Gated {
-            inner: Box::new(data),
+            inner: data,
             gate: gate.clone(),
             reads,
         }),
-        Box::new(log),
+        log,
     )
 }
 
@@ -70,6 +80,24 @@ fn cold_db(cfg: DbConfig) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
     (gate, db, t)
 }
 
+/// A thread that gets `key`, once an I/O of it waits at the (shut) gate.
+fn get_held_at_gate(
+    gate: &Gate,
+    db: &Db,
+    t: &wafer_engine::Tree,
+    key: &'static [u8],
+) -> std::thread::JoinHandle<Option<Vec<u8>>> {
+    let h = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, key).unwrap())
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(!h.is_finished(), "the get did not reach the device");
+        std::thread::yield_now();
+    }
+    h
+}
+
 /// A miss reads its page with the core latch released: while the data device holds one
 /// thread's read back, other threads read, change and commit records whose pages are cached.
 /// Before, the miss ran with the latch exclusive and they all waited for the device.
@@ -78,13 +106,7 @@ fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
     let (gate, db, t) = cold_db(DbConfig::default());
     let before = db.stats().pool;
     gate.set(true);
-    let cold = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || db.get(&t, b"k019999").unwrap())
-    };
-    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
+    let cold = get_held_at_gate(&gate, &db, &t, b"k019999");
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let warm = {
         let (db, t) = (db.clone(), t.clone());
@@ -117,20 +139,26 @@ fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
     db.verify().unwrap();
 }
 
-/// A read with the latch released that fails (here a page that fails its checksum once) leaves
-/// the page uncached: the operation reads it again, exclusive, and every record reads back.
-#[test]
-fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
-    let (gate, db, t) = cold_db(DbConfig::default());
+/// Gets the last key with the device's next read corrupted (a page that fails its checksum
+/// once): the value comes back right, and the corrupt read happened.
+fn read_last_key_corrupted_once(gate: &Gate, db: &Db, t: &wafer_engine::Tree) {
     gate.corrupt_next_read
         .store(true, std::sync::atomic::Ordering::SeqCst);
     assert_eq!(
-        db.get(&t, b"k019999").unwrap().as_deref(),
+        db.get(t, b"k019999").unwrap().as_deref(),
         Some(&b"v19999"[..])
     );
     assert!(!gate
         .corrupt_next_read
         .load(std::sync::atomic::Ordering::SeqCst));
+}
+
+/// A read with the latch released that fails (here a page that fails its checksum once) leaves
+/// the page uncached: the operation reads it again, exclusive, and every record reads back.
+#[test]
+fn a_failed_unlatched_read_leaves_the_page_uncached_and_is_read_again() {
+    let (gate, db, t) = cold_db(DbConfig::default());
+    read_last_key_corrupted_once(&gate, &db, &t);
     for i in (0..20_000u32).step_by(97) {
         let want = format!("v{i}");
         assert_eq!(
@@ -452,14 +480,7 @@ fn gated_files(
     use wafer_engine::device::FileDevice;
     let data = FileDevice::open(dir.join("data"), Some(crate::support::DATA_BYTES), true).unwrap();
     let log = FileDevice::open(dir.join("log"), Some(crate::support::LOG_BYTES), true).unwrap();
-    wafer_engine::Devices::new(
-        Box::new(Gated {
-            inner: Box::new(data),
-            gate: gate.clone(),
-            reads,
-        }),
-        Box::new(log),
-    )
+    gated_pair(Box::new(data), Box::new(log), gate, reads)
 }
 
 /// [`cold_records`] in files in `dir`, reopened with `cfg` and the data device's reads (or
@@ -488,13 +509,7 @@ fn misses_of_two_threads_read_the_device_at_once_on_files() {
     gate.hold_one
         .store(true, std::sync::atomic::Ordering::SeqCst);
     gate.set(true);
-    let held = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || db.get(&t, b"k019999").unwrap())
-    };
-    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
+    let held = get_held_at_gate(&gate, &db, &t, b"k019999");
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let other = {
         let (db, t) = (db.clone(), t.clone());
@@ -577,15 +592,7 @@ fn a_failed_read_without_the_mutex_is_read_again_through_the_write_path() {
     let (gate, db, t) = cold_files(dir.path(), DbConfig::default(), true);
     assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
     let before = db.stats().writes.page_reads;
-    gate.corrupt_next_read
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(
-        db.get(&t, b"k019999").unwrap().as_deref(),
-        Some(&b"v19999"[..])
-    );
-    assert!(!gate
-        .corrupt_next_read
-        .load(std::sync::atomic::Ordering::SeqCst));
+    read_last_key_corrupted_once(&gate, &db, &t);
     assert_eq!(db.stats().writes.page_reads - before, 2, "read twice");
     db.begin().unwrap().commit().unwrap();
     db.verify().unwrap();

@@ -510,6 +510,16 @@ impl Gate {
         self.opened.notify_all();
     }
 
+    /// Flips a byte of `buf` if a corrupt read was asked for.
+    fn after_read(&self, buf: &mut [u8]) {
+        if self
+            .corrupt_next_read
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            buf[buf.len() / 2] ^= 0x5A;
+        }
+    }
+
     fn pass(&self) {
         use std::sync::atomic::Ordering::SeqCst;
         let mut shut = self.shut.lock().unwrap();
@@ -540,13 +550,7 @@ impl wafer_engine::device::BlockDevice for Gated {
             self.gate.pass();
         }
         self.inner.read_at(offset, buf)?;
-        if self
-            .gate
-            .corrupt_next_read
-            .swap(false, std::sync::atomic::Ordering::SeqCst)
-        {
-            buf[buf.len() / 2] ^= 0x5A;
-        }
+        self.gate.after_read(buf);
         Ok(())
     }
     fn write_at(
@@ -610,13 +614,7 @@ impl wafer_engine::device::SharedRead for GatedReader {
     ) -> Result<(), wafer_engine::device::DeviceError> {
         self.gate.pass();
         self.inner.read_at(offset, buf)?;
-        if self
-            .gate
-            .corrupt_next_read
-            .swap(false, std::sync::atomic::Ordering::SeqCst)
-        {
-            buf[buf.len() / 2] ^= 0x5A;
-        }
+        self.gate.after_read(buf);
         Ok(())
     }
 }

@@ -133,3 +133,89 @@ pub fn check(db: &Db, t: &Tree, gens: &BTreeMap<u64, u64>, what: &str) -> Result
     }
     Ok(())
 }
+
+/// Readers and writers on a tree some ten times the pool, with a maintenance thread: nearly
+/// every operation misses, so frames are reserved, loaded with the core latch released, waited
+/// for by other threads and taken from dirty victims all the time. Every value read must be its
+/// record's, every committed generation must be there at the end and after a crash.
+#[test]
+fn misses_from_many_threads_keep_every_record() {
+    let pair = MemPair::new();
+    misses_keep_every_record("misses_from_many_threads_keep_every_record", move || {
+        Ok(pair.devices())
+    });
+}
+
+/// [`misses_from_many_threads_keep_every_record`] on files: misses read pages without the
+/// write path's mutex (`BlockDevice::shared_reader`), beside dirty victims' and checkpoints'
+/// writes of other pages.
+#[test]
+fn misses_from_many_threads_on_files_keep_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    misses_keep_every_record(
+        "misses_from_many_threads_on_files_keep_every_record",
+        move || Devices::files(dir.path(), 16 << 20, 4 << 20).map_err(|e| e.to_string()),
+    );
+}
+
+/// The run of [`misses_from_many_threads_keep_every_record`] on the devices `devices` gives
+/// (the same storage each time: the second opens it after the first handle is dropped, as
+/// after a crash).
+fn misses_keep_every_record(
+    name: &'static str,
+    devices: impl Fn() -> Result<Devices, String> + Send + Sync + 'static,
+) {
+    let summary = watchdog(name, move || {
+        let started = Instant::now();
+        let db = Db::open(devices()?, config()).map_err(|e| e.to_string())?;
+        let t = load(&db)?;
+        let before = db.stats();
+        let stop = Stop::new();
+        let done = AtomicBool::new(false);
+        let (gens, reads) = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|w| {
+                    let (db, t, stop) = (&db, &t, &stop);
+                    s.spawn(move || stop.fail_all(writer(db, t, w, stop)))
+                })
+                .collect();
+            let readers: Vec<_> = (0..READERS)
+                .map(|id| {
+                    let (db, t, stop) = (&db, &t, &stop);
+                    s.spawn(move || stop.fail_all(reader(db, t, id, stop)))
+                })
+                .collect();
+            let ck = s.spawn(|| stop.fail_all(checkpointer(&db, &done, &stop)));
+            let gens = all_ok(writers.into_iter().map(|h| h.join().unwrap()).collect());
+            let reads = all_ok(readers.into_iter().map(|h| h.join().unwrap()).collect());
+            done.store(true, Ordering::SeqCst);
+            let ck = ck.join().unwrap();
+            (gens.and_then(|g| ck.map(|_| g)), reads)
+        });
+        let (gens, reads) = (gens?, reads?);
+        let gens: BTreeMap<u64, u64> = gens.into_iter().flatten().collect();
+        let after = db.stats();
+        let unlatched = after.pool.unlatched_reads - before.pool.unlatched_reads;
+        let victims = after.writes.eviction_writes - before.writes.eviction_writes;
+        if unlatched == 0 || victims == 0 {
+            return Err(format!(
+                "expected misses read unlatched and dirty victims: {unlatched} unlatched reads, \
+                 {victims} eviction writes"
+            ));
+        }
+        check(&db, &t, &gens, "after the run")?;
+        drop(db);
+        let db = Db::open(devices()?, config()).map_err(|e| format!("reopen: {e}"))?;
+        let t = db.open_tree("cold").map_err(|e| e.to_string())?;
+        check(&db, &t, &gens, "after the crash and reopen")?;
+        db.verify().map_err(|e| e.to_string())?;
+        Ok(format!(
+            "{name}: {} records changed, {} reads, {unlatched} pages read unlatched, {victims} \
+             eviction writes, {:?}",
+            gens.len(),
+            reads.iter().sum::<u64>(),
+            started.elapsed()
+        ))
+    });
+    eprintln!("{summary}");
+}
