@@ -159,8 +159,6 @@ pub(crate) struct PendingLoad {
     /// Reads the page without the write path's mutex, if the write path offers that and no
     /// write of the page is in flight ([`InFlight`]).
     reader: Option<std::sync::Arc<dyn PageReader>>,
-    /// Whether the victim's write logs ([`PendingLoad::victim_logs`]).
-    victim_logs: bool,
     health: crate::health::Health,
 }
 
@@ -185,14 +183,6 @@ impl PendingLoad {
         self.victim.is_some()
     }
 
-    /// Whether writing the dirty victim logs (its new location: out of place, journaled,
-    /// [`WritePath::writes_log`]). Then the caller keeps the log latch until [`PendingLoad::write_victim`]
-    /// returns and hands the log to it; a reservation of the victim's page (which takes the log
-    /// latch) comes after the write, as in place the write path's mutex makes it.
-    pub fn victim_logs(&self) -> bool {
-        self.victim.is_some() && self.victim_logs
-    }
-
     /// Forces the log past the dirty victim's changes (the write-ahead rule). A failure
     /// poisons the handle: the pool no longer has the page, and its changes are in a log that
     /// cannot be made durable.
@@ -208,30 +198,23 @@ impl PendingLoad {
         Ok(())
     }
 
-    /// Writes the dirty victim (if any; the log forced past it) through `held`, the write path
-    /// under its mutex, taken before the latches were let go, and `log` if its write logs
-    /// ([`PendingLoad::victim_logs`]: the log, its latch held), with no core latch held. A
-    /// failure poisons the database, since the pool no longer has that page's changes (the log
-    /// does: reopening recovers them); the frame is freed when the load is dropped.
-    pub fn write_victim(
-        &mut self,
-        held: &mut Option<WritePathGuard<'_>>,
-        log: Option<&mut dyn LogSink>,
-    ) -> Result<()> {
+    /// Writes the dirty victim (if any; the log forced past it, in place) through `held`, the
+    /// write path under its mutex, taken before the latches were let go, with no core or log
+    /// latch held. A failure poisons the database, since the pool no longer has that page's
+    /// changes (the log does: reopening recovers them); the frame is freed when the load is
+    /// dropped.
+    pub fn write_victim(&mut self, held: &mut Option<WritePathGuard<'_>>) -> Result<()> {
         let Some(v) = self.victim.take() else {
             return Ok(());
         };
         let batch = [(v.pid, &v.data[..])];
-        let r = match (v.log, held.as_mut(), log) {
-            (Some(_), Some(w), Some(log)) if self.victim_logs => {
-                w.write_pages(&batch, WriteReason::Eviction, log)
-            }
-            (Some(mut durable), Some(w), None) if !self.victim_logs => {
+        let r = match (v.log, held.as_mut()) {
+            (Some(mut durable), Some(w)) => {
                 w.write_pages(&batch, WriteReason::Eviction, &mut durable)
             }
             _ => Err(Error::Poisoned(
-                "internal: a dirty victim was to be written without forcing the log, without \
-                 the write path's mutex, or without the log its write logs to"
+                "internal: a dirty victim was to be written without forcing the log or without \
+                 the write path's mutex"
                     .into(),
             )),
         };
@@ -253,7 +236,9 @@ impl PendingLoad {
         mut held: Option<WritePathGuard<'_>>,
     ) -> Result<()> {
         debug_assert!(self.victim.is_none(), "the dirty victim is written first");
-        if let Some(reader) = self.reader.take() {
+        // A poisoned handle reads through the write path, which reports it (a victim whose
+        // write failed has left the in-flight set, and its page's home is stale).
+        if let Some(reader) = self.reader.take().filter(|_| self.health.check().is_ok()) {
             drop(held.take());
             if reader.read_page(self.pid, self.slot.bytes_mut()).is_ok() {
                 self.slot.publish();
@@ -384,7 +369,10 @@ impl PageCache {
             return Ok(Reserved::Cached);
         }
         self.pool.stats.misses += 1;
-        let (f, victim) = self.victim_with(log, true)?;
+        // Out of place and journaled a victim's write can fail without poisoning (no space:
+        // `Full`, `LogFull`): it is written here, the frame still dirty, and the error goes to
+        // the operation. In place only a device error can fail it.
+        let (f, victim) = self.victim_with(log, !self.writes_log)?;
         let reader = self
             .reader
             .clone()
@@ -394,7 +382,6 @@ impl PageCache {
             slot: self.pool.install_loading(f, pid),
             victim,
             reader,
-            victim_logs: self.writes_log,
             health: health.clone(),
         }))
     }

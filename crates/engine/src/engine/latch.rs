@@ -134,20 +134,12 @@ impl Shared {
             if load.writes_victim() {
                 // A dirty victim's write must come before anyone else's use of the write path
                 // (a read of that page, a checkpoint): its mutex is taken before the latches
-                // go. The log is forced past the victim with the core latch released; a write
-                // that logs (the page's new location) keeps the log latch until it is done.
+                // go. The log is forced past the victim with the core latch released.
                 held = Some(crate::sync::lock(&wp));
                 drop(core);
                 load.force_victim(&mut *wal).ok()?;
-                let r = if load.victim_logs() {
-                    let r = load.write_victim(&mut held, Some(&mut *wal));
-                    drop(wal);
-                    r
-                } else {
-                    drop(wal);
-                    load.write_victim(&mut held, None)
-                };
-                r.ok()?;
+                drop(wal);
+                load.write_victim(&mut held).ok()?;
             } else {
                 drop(wal);
                 drop(core);

@@ -225,22 +225,6 @@ fn a_dirty_victim_is_written_with_the_core_latch_released() {
     a_dirty_victim_is_written_with_the_core_latch_released_as(DbConfig::default());
 }
 
-/// The same out of place (paper 002), where a page's write logs its new location: the log
-/// latch stays held across the victim's write, the core latch does not, so other threads begin
-/// and commit read-only transactions meanwhile.
-#[test]
-fn out_of_place_a_dirty_victim_is_written_with_the_core_latch_released() {
-    a_dirty_victim_is_written_with_the_core_latch_released_as(DbConfig {
-        doublewrite: false,
-        // A batch of one page: each victim's write goes to the device (and logs).
-        out_of_place: Some(wafer_engine::OopConfig {
-            batch_pages: 1,
-            ..wafer_engine::OopConfig::default()
-        }),
-        ..DbConfig::default()
-    });
-}
-
 fn a_dirty_victim_is_written_with_the_core_latch_released_as(cfg: DbConfig) {
     let pair = MemPair::new();
     let gate = std::sync::Arc::new(Gate::default());
