@@ -144,7 +144,8 @@ pub(crate) enum Reserved {
     /// Another thread is reading it: wait for that ([`LoadWait::wait`]) with the latches
     /// released, then try again.
     Wait(crate::buffer::LoadWait),
-    /// A frame is reserved for it: write its victim and read it with [`PendingLoad::write_victim`] and [`PendingLoad::read`], latches released.
+    /// A frame is reserved for it: write the dirty victim ([`PendingLoad::write_victim`]),
+    /// then read the page ([`PendingLoad::read`]), latches released.
     Load(PendingLoad),
 }
 
@@ -546,9 +547,10 @@ impl PageCache {
             .map(|_| InFlightGuard::enter(&self.in_flight, pids))
     }
 
-    /// Pages and bytes read through the [`PageReader`] (not in the write path's counters).
-    pub fn unlocked_reads(&self) -> (u64, u64) {
-        self.reader.as_ref().map_or((0, 0), |r| r.reads())
+    /// The [`PageReader`] misses read through, if any: its reads are not in the write path's
+    /// counters.
+    pub fn page_reader(&self) -> Option<std::sync::Arc<dyn PageReader>> {
+        self.reader.clone()
     }
 
     /// A detached write is done (`written`: it succeeded): each frame that still holds its

@@ -687,15 +687,18 @@ impl Db {
             checkpoint_lsn: wal.master().checkpoint_lsn,
             log_start_lsn: wal.master().start_lsn,
         };
-        let (pages, bytes) = core.cache.unlocked_reads();
+        let reader = core.cache.page_reader();
         drop(wal);
         drop(core);
         let wp = crate::sync::lock(&wp_shared);
         s.writes = wp.counters().clone();
-        // Reads made without the write path's mutex are counted beside it.
-        s.writes.page_reads += pages;
-        s.writes.read_bytes += bytes;
         s.data_device = wp.device_stats();
+        // Reads made without the write path's mutex are counted beside it, read right after
+        // the device's, which count them too (reads in between can still make those larger).
+        if let Some((pages, bytes)) = reader.map(|r| r.reads()) {
+            s.writes.page_reads += pages;
+            s.writes.read_bytes += bytes;
+        }
         s.journal = wp.journal_stats();
         s
     }

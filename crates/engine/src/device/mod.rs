@@ -29,9 +29,9 @@ pub use file::{FileDevice, FileRemapStats};
 pub use handle::Handle;
 pub use mem::MemDevice;
 pub use partition::{Partition, SharedDevice};
-
 #[cfg(feature = "sim")]
 pub use sim::{SimDevice, VirtualClock};
+
 use std::sync::Arc;
 
 /// Errors of a device. An error poisons nothing by itself; the engine decides.

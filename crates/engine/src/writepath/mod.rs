@@ -13,7 +13,6 @@ pub mod pack;
 
 pub use factory::{Probe, WritePathConfig};
 pub use inplace::InPlace;
-
 pub use journal::{HomeMethod, Journal, JournalConfig, JournalStats};
 pub use oop::{OopConfig, OutOfPlace};
 
