@@ -440,6 +440,8 @@ fn nonsense_is_refused_before_the_run() {
         ),
         (vec!["bench", "wall", "--threads", "0"], "threads"),
         (vec!["bench", "wall", "--threads", "1,0"], "threads"),
+        (vec!["bench", "wall", "--workloads", "load,x"], "load"),
+        (vec!["bench", "wall", "--load-batch", "0"], "load-batch"),
         (vec!["bench", "tpcc", "--max-seconds=-2"], "max-seconds"),
         (
             vec!["bench", "tpcc", "--configs", "oop-all,oop-all"],
@@ -488,6 +490,43 @@ fn nonsense_is_refused_before_the_run() {
 }
 
 /// Issue 17: a run too short for its counters says so.
+/// `bench wall --workloads load`: the threads insert every record once, in transactions of
+/// `--load-batch`, and the JSON says so; the rate is of records.
+#[test]
+fn a_measured_load_inserts_every_record_from_every_thread() {
+    let out = wafer(&[
+        "bench",
+        "wall",
+        "--workloads",
+        "load",
+        "--threads",
+        "1,3",
+        "--records",
+        "5000",
+        "--load-batch",
+        "7",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["ops"], 5000, "{r}");
+        assert_eq!(r["config"]["load"]["batch"], 7);
+        // A transaction a thread committed holds 7 records, or fewer for the thread's last.
+        let threads = r["config"]["threads"].as_u64().unwrap();
+        let commits = r["log"]["commits"].as_u64().unwrap();
+        assert!(
+            (5000 / 7..=5000 / 7 + threads).contains(&commits),
+            "{commits} commits of 5000 records in 7s on {threads} threads"
+        );
+        let rate = r["ops_per_s"].as_f64().unwrap();
+        let seconds = r["seconds"].as_f64().unwrap();
+        assert!(close(rate * seconds, 5000.0), "{rate} * {seconds}");
+    }
+}
+
 #[test]
 fn short_runs_are_flagged() {
     let mut args = vec!["bench", "ycsb", "--json", "--configs", "in-place-nodw"];

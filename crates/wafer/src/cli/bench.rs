@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use wafer_workloads::bench::vtime::{self, BenchObserver};
-use wafer_workloads::bench::wall::{self, WallConfig};
+use wafer_workloads::bench::wall::{self, WallConfig, WallLoad};
 use wafer_workloads::bench::{BenchConfig, BenchReport, BenchSummary, Preset};
 use wafer_workloads::ycsb::{KeyDist, ValueSizes, YcsbConfig, YcsbWorkload};
 
@@ -304,19 +304,24 @@ fn title(cfg: &BenchConfig) -> String {
 /// Options of `wafer bench wall`.
 #[derive(clap::Args, Debug)]
 pub struct WallArgs {
-    /// YCSB workloads to run, comma separated.
+    /// YCSB workloads to run, comma separated (a..f, wo). `load` measures the load instead:
+    /// the threads insert the records, each its share in hashed key order (inserts all over
+    /// the tree, which split its leaves), `--load-batch` to a transaction.
     #[arg(long, default_value = "c,a", value_delimiter = ',')]
-    pub workloads: Vec<YcsbWorkload>,
+    pub workloads: Vec<WallWorkload>,
     /// Thread counts to run, comma separated.
     #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Vec<u32>,
+    /// Records inserted per transaction by the `load` workload.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub load_batch: u32,
     /// Records loaded (all cached).
     #[arg(long, default_value_t = 100_000)]
     pub records: u64,
     /// Value size in bytes.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
-    /// Seconds per run.
+    /// Seconds per run (a `load` runs until its records are in).
     #[arg(long, default_value_t = 5.0, value_parser = super::parse_positive)]
     pub seconds: f64,
     /// Seed of the data and of the request streams (each thread's stream is derived from it
@@ -356,6 +361,27 @@ pub struct WallArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A workload of `wafer bench wall`: a YCSB workload, or the load itself.
+#[derive(Clone, Copy, Debug)]
+pub enum WallWorkload {
+    /// The records inserted by the threads, measured.
+    Load,
+    /// A YCSB workload run on the loaded records.
+    Ycsb(YcsbWorkload),
+}
+
+impl std::str::FromStr for WallWorkload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WallWorkload, String> {
+        if s.trim().eq_ignore_ascii_case("load") {
+            return Ok(WallWorkload::Load);
+        }
+        s.parse()
+            .map(WallWorkload::Ycsb)
+            .map_err(|e| format!("{e} (or \"load\")"))
+    }
 }
 
 struct Bar {
@@ -617,9 +643,18 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             let mut results = Vec::new();
             for &w in &args.workloads {
                 for &threads in &args.threads {
+                    let (workload, load) = match w {
+                        WallWorkload::Load => (
+                            YcsbWorkload::C,
+                            Some(WallLoad {
+                                batch: args.load_batch,
+                            }),
+                        ),
+                        WallWorkload::Ycsb(w) => (w, None),
+                    };
                     let cfg = WallConfig {
                         ycsb: YcsbConfig {
-                            workload: w,
+                            workload,
                             record_count: args.records,
                             value_bytes: args.value_size,
                             seed: args.seed,
@@ -634,11 +669,16 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         checkpoint_interval_ms: args.checkpoint_interval_ms,
                         buffer_mib: args.buffer_mib,
                         out_of_place: args.out_of_place,
+                        load,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
+                        let name = match w {
+                            WallWorkload::Load => format!("load ({} a txn)", args.load_batch),
+                            WallWorkload::Ycsb(w) => format!("YCSB-{w}"),
+                        };
                         println!(
-                            "YCSB-{w} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} checkpoints, {} misses ({} read unlatched)",
+                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} checkpoints, {} misses ({} read unlatched)",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
                             r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
                             r.latency.p999_ns as f64 / 1e3,

@@ -3,7 +3,7 @@
 //! buffer pool smaller than the data, so that operations read pages from the device).
 
 use super::vtime::BenchError;
-use crate::ycsb::{YcsbConfig, YcsbGenerator, YcsbOp};
+use crate::ycsb::{LoadOrder, YcsbConfig, YcsbGenerator, YcsbOp};
 use flashsim::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -42,6 +42,19 @@ pub struct WallConfig {
     /// rather than in place.
     #[serde(default)]
     pub out_of_place: bool,
+    /// Measure the load instead of a workload: `threads` threads insert the `record_count`
+    /// records, each its share in hashed key order (so every thread's inserts land all over the
+    /// tree and split its leaves), and nothing runs after it. None: one thread loads in key
+    /// order, unmeasured, and the workload is measured.
+    #[serde(default)]
+    pub load: Option<WallLoad>,
+}
+
+/// A measured load ([`WallConfig::load`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WallLoad {
+    /// Records inserted per transaction (YCSB's load inserts one per operation).
+    pub batch: u32,
 }
 
 /// Result of a wall-clock run.
@@ -49,12 +62,14 @@ pub struct WallConfig {
 #[allow(missing_docs)]
 pub struct WallResult {
     pub config: WallConfig,
+    /// Operations completed: YCSB operations, or records inserted by a measured load.
     pub ops: u64,
     pub aborts: u64,
     pub seconds: f64,
     pub ops_per_s: f64,
     pub hit_ratio: f64,
-    /// Per-operation latency (wall clock), transaction begin to commit.
+    /// Per-operation latency (wall clock), transaction begin to commit (per transaction of a
+    /// measured load).
     pub latency: flashsim::LatencySummary,
     /// The log during the measured run (differences of the engine's `WalStats`): how many
     /// commits waited for it, how many flushes served them, and the bytes written.
@@ -127,9 +142,86 @@ fn wall_op(
     }
 }
 
+/// Operations done, operations refused on a conflict, and their latencies: one thread's share.
+type Counts = (u64, u64, LatencyHistogram);
+
+/// One thread's YCSB operations until `deadline`.
+fn run_ops(
+    db: &Db,
+    tree: &wafer_engine::Tree,
+    mut gen: YcsbGenerator,
+    read_txn: bool,
+    deadline: Instant,
+) -> Result<Counts, BenchError> {
+    let (mut ops, mut aborts) = (0u64, 0u64);
+    let mut lat = LatencyHistogram::new();
+    while Instant::now() < deadline {
+        for _ in 0..64 {
+            let op = gen.next_op();
+            let t0 = Instant::now();
+            if wall_op(db, tree, &op, read_txn)? {
+                ops += 1;
+                lat.record(t0.elapsed().as_nanos() as u64);
+            } else {
+                aborts += 1;
+            }
+        }
+    }
+    Ok((ops, aborts, lat))
+}
+
+/// Thread `th` of `threads` inserts the load's records `th, th + threads, ...` (in hashed
+/// order: all over the key space), `load.batch` to a transaction; a transaction refused on a
+/// conflict is rolled back and tried again.
+fn load_share(
+    db: &Db,
+    tree: &wafer_engine::Tree,
+    gen: &YcsbGenerator,
+    load: WallLoad,
+    th: u64,
+    threads: u64,
+) -> Result<Counts, BenchError> {
+    let n = gen.config().record_count;
+    let batch = u64::from(load.batch.max(1));
+    let (mut ops, mut aborts) = (0u64, 0u64);
+    let mut lat = LatencyHistogram::new();
+    let mut i = th;
+    while i < n {
+        let t0 = Instant::now();
+        let mut t = db.begin()?;
+        let mut j = i;
+        let mut k = 0;
+        let done = loop {
+            if k == batch || j >= n {
+                break Ok(());
+            }
+            if let Err(e) = t.put(tree, &gen.load_key(j), &gen.load_value(j)) {
+                break Err(e);
+            }
+            j += threads;
+            k += 1;
+        };
+        match done {
+            Ok(()) => {
+                t.commit()?;
+                ops += k;
+                i = j;
+                lat.record(t0.elapsed().as_nanos() as u64);
+            }
+            Err(wafer_engine::Error::Conflict { .. }) => {
+                t.abort()?;
+                aborts += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((ops, aborts, lat))
+}
+
 /// Loads `cfg.ycsb.record_count` records into a database (in memory or files) whose buffer
 /// pool caches them all unless `buffer_mib` says less, then runs `threads` threads for
-/// `duration_ms`.
+/// `duration_ms`. With [`WallConfig::load`], the load itself is what `threads` threads run and
+/// what is measured.
 pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     let n = cfg.ycsb.record_count;
     // The mean record: with value sizes that vary, the data set is their mean times the count.
@@ -159,17 +251,25 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
     };
     let db = Db::open(devices, db_cfg)?;
     let tree = db.create_tree("usertable")?;
-    let gen = YcsbGenerator::new(&cfg.ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
-    let mut i = 0;
-    while i < n {
-        let mut t = db.begin()?;
-        for _ in 0..100.min(n - i) {
-            t.put(&tree, &gen.load_key(i), &gen.load_value(i))?;
-            i += 1;
-        }
-        t.commit()?;
+    let mut ycsb = cfg.ycsb.clone();
+    if cfg.load.is_some() {
+        ycsb.load_order = LoadOrder::Hashed;
     }
-    db.checkpoint()?;
+    let gen = std::sync::Arc::new(
+        YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?,
+    );
+    if cfg.load.is_none() {
+        let mut i = 0;
+        while i < n {
+            let mut t = db.begin()?;
+            for _ in 0..100.min(n - i) {
+                t.put(&tree, &gen.load_key(i), &gen.load_value(i))?;
+                i += 1;
+            }
+            t.commit()?;
+        }
+        db.checkpoint()?;
+    }
     let background = cfg
         .background_ms
         .map(|ms| db.start_background(Duration::from_millis(ms)));
@@ -180,30 +280,20 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         .map(|th| {
             let db = db.clone();
             let tree = tree.clone();
-            let mut ycsb = cfg.ycsb.clone();
-            let ycsb_read_txn = cfg.read_txn;
+            let gen = gen.clone();
+            let mut ycsb = ycsb.clone();
+            let (read_txn, load, threads) = (cfg.read_txn, cfg.load, u64::from(cfg.threads));
             ycsb.seed = ycsb.seed.wrapping_add(th as u64 * 0x9E37_79B9);
-            std::thread::spawn(
-                move || -> Result<(u64, u64, LatencyHistogram), BenchError> {
-                    let mut gen =
-                        YcsbGenerator::new(&ycsb).map_err(|e| BenchError::Config(e.to_string()))?;
-                    let (mut ops, mut aborts) = (0u64, 0u64);
-                    let mut lat = LatencyHistogram::new();
-                    while Instant::now() < deadline {
-                        for _ in 0..64 {
-                            let op = gen.next_op();
-                            let t0 = Instant::now();
-                            if wall_op(&db, &tree, &op, ycsb_read_txn)? {
-                                ops += 1;
-                                lat.record(t0.elapsed().as_nanos() as u64);
-                            } else {
-                                aborts += 1;
-                            }
-                        }
+            std::thread::spawn(move || -> Result<Counts, BenchError> {
+                match load {
+                    Some(l) => load_share(&db, &tree, &gen, l, th.into(), threads),
+                    None => {
+                        let gen = YcsbGenerator::new(&ycsb)
+                            .map_err(|e| BenchError::Config(e.to_string()))?;
+                        run_ops(&db, &tree, gen, read_txn, deadline)
                     }
-                    Ok((ops, aborts, lat))
-                },
-            )
+                }
+            })
         })
         .collect();
     let (mut ops, mut aborts) = (0, 0);
