@@ -59,8 +59,9 @@ pub trait AfterRead: Send + Sync {
     fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool>;
 }
 
-/// Copies of dirty pages to be written with the core latch released (a checkpoint's batch in
-/// the background, see `Db::maintenance`): what the write saw, to be told to the pool after.
+/// Copies of dirty pages to be written with the core latch released (a checkpoint's batch, or
+/// the page cleaner's, see `Db::maintenance`): what the write saw, to be told to the pool
+/// after.
 pub(crate) struct Detached {
     /// (frame, page, page LSN, sealed image).
     pages: Vec<(u32, PageId, crate::page::Lsn, Vec<u8>)>,
@@ -122,6 +123,11 @@ impl Drop for InFlightGuard {
 }
 
 impl Detached {
+    /// Pages in the batch.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Forces the log up to the newest copy's LSN (the write-ahead rule).
     pub fn force(&self, log: &mut dyn LogSink) -> Result<()> {
         log.force(self.max_lsn)

@@ -407,11 +407,12 @@ impl Checkpointer {
 
     /// One step of background work: continue or start a checkpoint (started when the log has
     /// grown by 3/4 of a checkpoint interval since the last one began, so it usually completes
-    /// before an operation would run one itself, or when the time interval has passed), and
-    /// clean frames. In two halves around the checkpoint batch's writes, which the caller
-    /// makes with the core latch released ([`crate::cache::Detached::write`]): this half takes
-    /// the batch (copies of its pages) and returns it; if there is none, it does the rest of
-    /// the step too and returns `None`.
+    /// before an operation would run one itself, or when the time interval has passed). In two
+    /// halves around the checkpoint batch's writes, which the caller makes with the core latch
+    /// released ([`crate::cache::Detached::write_pages`]): this half takes the batch (copies of
+    /// its pages) and returns it; if there is none, it does the rest of the step too and
+    /// returns `None`. The page cleaner comes after, in its own two halves
+    /// ([`Checkpointer::cleaner_detach`]).
     pub fn maintenance_detach(
         &mut self,
         cache: &mut PageCache,
@@ -429,7 +430,6 @@ impl Checkpointer {
             None => None,
         };
         let Some(mut ck) = ck else {
-            self.after_checkpoint_step(cache, wal)?;
             return Ok(None);
         };
         let n = self.settings.batch_pages.min(ck.pending.len());
@@ -459,8 +459,7 @@ impl Checkpointer {
         self.maintenance_attach_inner(cache, wal, txns)
     }
 
-    /// Finishes the checkpoint if its last batch was written, then the page cleaner and the
-    /// write path's background work.
+    /// Finishes the checkpoint if its last batch was written.
     fn maintenance_attach_inner(
         &mut self,
         cache: &mut PageCache,
@@ -475,20 +474,36 @@ impl Checkpointer {
             self.in_progress = None;
             self.finish(cache, wal, txns)?;
         }
-        self.after_checkpoint_step(cache, wal)
+        Ok(())
     }
 
-    /// The page cleaner, after a checkpoint step. (The write path's background work, out of
-    /// place its garbage collection, comes next, run by the caller without the core latch:
-    /// `Db::maintenance`.)
-    fn after_checkpoint_step(&mut self, cache: &mut PageCache, wal: &mut Wal) -> Result<()> {
+    /// The page cleaner, after a checkpoint step, in two halves like it: when fewer frames
+    /// than `cleaner_clean_fraction` of the pool are clean, copies of up to `batch_pages`
+    /// dirty pages the CLOCK hand reaches first, to be written with the core latch released
+    /// and then given to [`Checkpointer::cleaner_attach`]. (The write path's background work,
+    /// out of place its garbage collection, comes next, run by the caller without the core
+    /// latch: `Db::maintenance`.)
+    pub fn cleaner_detach(&self, cache: &mut PageCache) -> Option<Detached> {
         let want =
             (self.settings.cleaner_clean_fraction * cache.pool.frame_count() as f64) as usize;
-        if want > 0 && cache.pool.clean_frames() < want {
-            let picks = cache.pool.cleaner_candidates(self.settings.batch_pages);
-            let n = cache.write_batch(&picks, wal, WriteReason::Eviction)?;
-            self.stats.cleaner_writes += n as u64;
+        if want == 0 || cache.pool.clean_frames() >= want {
+            return None;
         }
+        let picks = cache.pool.cleaner_candidates(self.settings.batch_pages);
+        cache.detach(&picks, WriteReason::Eviction)
+    }
+
+    /// The other half of [`Checkpointer::cleaner_detach`], with the core latch again:
+    /// `written` is how the batch's write went.
+    pub fn cleaner_attach(
+        &mut self,
+        cache: &mut PageCache,
+        d: &Detached,
+        written: Result<()>,
+    ) -> Result<()> {
+        cache.attach(d, written.is_ok());
+        written?;
+        self.stats.cleaner_writes += d.page_count() as u64;
         Ok(())
     }
 }

@@ -442,6 +442,21 @@ fn nonsense_is_refused_before_the_run() {
         (vec!["bench", "wall", "--threads", "1,0"], "threads"),
         (vec!["bench", "wall", "--workloads", "load,x"], "load"),
         (vec!["bench", "wall", "--load-batch", "0"], "load-batch"),
+        (
+            vec!["bench", "wall", "--cleaner-clean-fraction", "0.2"],
+            "background-ms",
+        ),
+        (
+            vec![
+                "bench",
+                "wall",
+                "--background-ms",
+                "5",
+                "--cleaner-clean-fraction",
+                "0.95",
+            ],
+            "cleaner_clean_fraction",
+        ),
         (vec!["bench", "tpcc", "--max-seconds=-2"], "max-seconds"),
         (
             vec!["bench", "tpcc", "--configs", "oop-all,oop-all"],

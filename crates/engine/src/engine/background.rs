@@ -1,5 +1,5 @@
 //! Checkpoints with their page writes outside the core latch: a maintenance step (one batch of
-//! a background checkpoint, then the page cleaner and the write path's own background work) and
+//! a background checkpoint, one of the page cleaner, then the write path's own background work) and
 //! a whole checkpoint asked for by the user (`Db::checkpoint`), batch after batch. Each batch is
 //! taken as sealed copies under the core latch, written with it released (readers, and in
 //! place writers too, go on), and handed back under it (`PageCache::attach`).
@@ -16,14 +16,24 @@ impl Shared {
         let mut wal = self.wal.lock();
         let step = core.maintenance_detach(&mut wal)?;
         let wp = core.cache.wp.clone();
-        drop(core);
         if let Some(batch) = &step.batch {
+            drop(core);
             let (written, w) = self.write_detached(batch, wal, &wp);
             drop(w);
-            let mut core = self.core();
+            core = self.core();
             wal = self.wal.lock();
             core.maintenance_attach(&mut wal, batch, written)?;
         }
+        // The page cleaner: its batch written the same way, with the core latch released.
+        if let Some(batch) = core.cleaner_detach() {
+            drop(core);
+            let (written, w) = self.write_detached(&batch, wal, &wp);
+            drop(w);
+            core = self.core();
+            wal = self.wal.lock();
+            core.cleaner_attach(&batch, written)?;
+        }
+        drop(core);
         if step.write_path_work {
             // The write path's own background work (out of place: garbage collection), which
             // needs the write path and the log only.

@@ -648,6 +648,23 @@ impl Core {
         self.health.guard(r)
     }
 
+    /// The page cleaner's batch, after the checkpoint's (see
+    /// [`Checkpointer::cleaner_detach`]); none in the flushless mode, which has no cleaner.
+    pub fn cleaner_detach(&mut self) -> Option<Detached> {
+        if self.flushless.is_some() || self.check().is_err() {
+            return None;
+        }
+        self.checkpointer.cleaner_detach(&mut self.cache)
+    }
+
+    /// The rest of the cleaner's step once its batch was written (`written`: how that went).
+    pub fn cleaner_attach(&mut self, d: &Detached, written: Result<()>) -> Result<()> {
+        let r = self
+            .checkpointer
+            .cleaner_attach(&mut self.cache, d, written);
+        self.health.guard(r)
+    }
+
     /// Verifies every tree; keys per tree, sorted by name.
     pub fn verify(&mut self, wal: &mut Wal) -> Result<Vec<(String, u64)>> {
         self.check()?;

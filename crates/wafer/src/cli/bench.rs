@@ -358,6 +358,11 @@ pub struct WallArgs {
     /// doublewrite buffer) instead of in place.
     #[arg(long)]
     pub out_of_place: bool,
+    /// The page cleaner keeps this fraction of the buffer frames clean (the engine's
+    /// `cleaner_clean_fraction`, in [0, 0.9); 0: off). It runs in the background maintenance,
+    /// so it needs `--background-ms`; with a pool that holds every page it has nothing to do.
+    #[arg(long, default_value_t = 0.0, requires = "background_ms", value_parser = super::parse_clean_fraction)]
+    pub cleaner_clean_fraction: f64,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -670,6 +675,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         buffer_mib: args.buffer_mib,
                         out_of_place: args.out_of_place,
                         load,
+                        cleaner_clean_fraction: args.cleaner_clean_fraction,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
@@ -678,12 +684,12 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                             WallWorkload::Ycsb(w) => format!("YCSB-{w}"),
                         };
                         println!(
-                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} checkpoints, {} misses ({} read unlatched)",
+                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} checkpoints, {} misses ({} read unlatched), {} cleaner writes",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
                             r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
                             r.latency.p999_ns as f64 / 1e3,
                             r.shared_ops, r.shared_retries, r.checkpoints, r.misses,
-                            r.unlatched_reads
+                            r.unlatched_reads, r.cleaner_writes
                         );
                     }
                     results.push(r);

@@ -200,6 +200,16 @@ pub fn parse_positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses the page cleaner's fraction of clean frames: the engine takes [0, 0.9).
+pub fn parse_clean_fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..0.9).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a fraction in [0, 0.9) (cleaner_clean_fraction)"
+        )),
+    }
+}
+
 /// Operations below which a run's WAF is noise.
 pub const MIN_MEANINGFUL_OPS: u64 = 10_000;
 

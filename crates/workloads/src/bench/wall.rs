@@ -48,6 +48,10 @@ pub struct WallConfig {
     /// order, unmeasured, and the workload is measured.
     #[serde(default)]
     pub load: Option<WallLoad>,
+    /// The engine's `cleaner_clean_fraction`: the page cleaner, run by the background
+    /// maintenance (`background_ms`), keeps this fraction of the frames clean (0: off).
+    #[serde(default)]
+    pub cleaner_clean_fraction: f64,
 }
 
 /// A measured load ([`WallConfig::load`]).
@@ -90,6 +94,9 @@ pub struct WallResult {
     pub misses: u64,
     #[serde(default)]
     pub unlatched_reads: u64,
+    /// Pages the page cleaner wrote during the measured run.
+    #[serde(default)]
+    pub cleaner_writes: u64,
 }
 
 /// Log activity of a wall-clock run.
@@ -242,6 +249,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         checkpoint_interval_ms: cfg.checkpoint_interval_ms,
         doublewrite: !cfg.out_of_place,
         out_of_place: cfg.out_of_place.then(wafer_engine::OopConfig::default),
+        cleaner_clean_fraction: cfg.cleaner_clean_fraction,
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
@@ -327,5 +335,6 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
         misses,
         unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
+        cleaner_writes: after.engine.cleaner_writes - before.engine.cleaner_writes,
     })
 }
