@@ -288,16 +288,7 @@ fn readers_run_while_a_whole_checkpoint_writes_its_pages() {
 #[test]
 fn readers_and_writers_run_while_the_page_cleaner_writes_its_pages() {
     use std::sync::atomic::Ordering;
-    use wafer_engine::device::MemDevice;
-    let gate = std::sync::Arc::new(Gate::default());
-    let devices = wafer_engine::Devices::new(
-        Box::new(Gated {
-            inner: Box::new(MemDevice::new(32 << 20, 4096)),
-            gate: gate.clone(),
-            reads: false,
-        }),
-        Box::new(MemDevice::new(8 << 20, 4096)),
-    );
+    let (gate, devices) = gated_writes();
     let cfg = DbConfig {
         // Smaller than the records, so the CLOCK hand sweeps and leaves pages for the cleaner
         // to pick; the cleaner wants most frames clean.
@@ -370,8 +361,8 @@ fn readers_and_writers_run_while_the_page_cleaner_writes_its_pages() {
     db.verify().unwrap();
 }
 
-fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_engine::Result<()>) {
-    use std::sync::atomic::Ordering;
+/// In-memory devices whose data device holds writes back while the gate is shut.
+fn gated_writes() -> (std::sync::Arc<Gate>, wafer_engine::Devices) {
     use wafer_engine::device::MemDevice;
     let gate = std::sync::Arc::new(Gate::default());
     let devices = wafer_engine::Devices::new(
@@ -382,6 +373,12 @@ fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_e
         }),
         Box::new(MemDevice::new(8 << 20, 4096)),
     );
+    (gate, devices)
+}
+
+fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_engine::Result<()>) {
+    use std::sync::atomic::Ordering;
+    let (gate, devices) = gated_writes();
     let cfg = DbConfig {
         // Every maintenance step finds a checkpoint due.
         checkpoint_interval_ms: 1,
