@@ -715,4 +715,50 @@ mod tests {
         assert!(log.durable > 41, "the log was forced before the page write");
         c.pool.check_invariants();
     }
+
+    /// A batch written with the core latch released (a checkpoint's or the page cleaner's):
+    /// a failed write leaves every frame dirty; after a good one, frames still as copied are
+    /// clean, and a frame changed since stays dirty with its recovery LSN raised to the copy's.
+    #[test]
+    fn a_detached_batch_cleans_only_the_frames_still_as_copied() {
+        let mut c = cache();
+        let mut log = MemLog::default();
+        let mut frames = Vec::new();
+        for pid in 1..=3 {
+            let f = c.create(pid, &mut log).unwrap();
+            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
+            crate::page::set_page_lsn(c.pool.data_mut(f), 40 + pid);
+            c.pool.mark_dirty(f, 40 + pid, 3);
+            frames.push(f);
+        }
+        let dirty = |c: &PageCache| {
+            frames
+                .iter()
+                .map(|&f| c.pool.frames[f as usize].dirty)
+                .collect::<Vec<_>>()
+        };
+        let d = c.detach(&[1, 2, 3], WriteReason::Eviction).unwrap();
+        assert_eq!(d.page_count(), 3);
+        c.attach(&d, false);
+        assert_eq!(
+            dirty(&c),
+            [true, true, true],
+            "a failed write cleans nothing"
+        );
+        // Page 2 changes after the copy.
+        crate::page::set_page_lsn(c.pool.data_mut(frames[1]), 50);
+        c.pool.mark_dirty(frames[1], 50, 4);
+        d.force(&mut log).unwrap();
+        d.write_pages(&mut **crate::sync::lock(&c.wp), &mut log)
+            .unwrap();
+        c.attach(&d, true);
+        assert_eq!(dirty(&c), [false, true, false]);
+        assert_eq!(
+            c.pool.min_rec_lsn(),
+            Some(42),
+            "the device holds page 2 up to its copy's LSN"
+        );
+        assert_eq!(crate::sync::lock(&c.wp).counters().eviction_writes, 3);
+        c.pool.check_invariants();
+    }
 }
