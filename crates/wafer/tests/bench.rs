@@ -443,6 +443,10 @@ fn nonsense_is_refused_before_the_run() {
         (vec!["bench", "wall", "--workloads", "load,x"], "load"),
         (vec!["bench", "wall", "--load-batch", "0"], "load-batch"),
         (
+            vec!["bench", "wall", "--workloads", "c", "--load-batch", "5"],
+            "load-batch",
+        ),
+        (
             vec!["bench", "wall", "--cleaner-clean-fraction", "0.2"],
             "background-ms",
         ),

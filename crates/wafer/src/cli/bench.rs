@@ -312,9 +312,10 @@ pub struct WallArgs {
     /// Thread counts to run, comma separated.
     #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Vec<u32>,
-    /// Records inserted per transaction by the `load` workload.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub load_batch: u32,
+    /// Records inserted per transaction by the `load` workload (default 1; refused without
+    /// `load` among the workloads).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub load_batch: Option<u32>,
     /// Records loaded (all cached).
     #[arg(long, default_value_t = 100_000)]
     pub records: u64,
@@ -645,16 +646,23 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
             Ok(())
         }
         BenchCommand::Wall(args) => {
+            let loads = args
+                .workloads
+                .iter()
+                .any(|w| matches!(w, WallWorkload::Load));
+            if args.load_batch.is_some() && !loads {
+                return Err(CliError::Usage(
+                    "--load-batch applies to the `load` workload, and --workloads has none".into(),
+                ));
+            }
+            let load_batch = args.load_batch.unwrap_or(1);
             let mut results = Vec::new();
             for &w in &args.workloads {
                 for &threads in &args.threads {
                     let (workload, load) = match w {
-                        WallWorkload::Load => (
-                            YcsbWorkload::C,
-                            Some(WallLoad {
-                                batch: args.load_batch,
-                            }),
-                        ),
+                        WallWorkload::Load => {
+                            (YcsbWorkload::C, Some(WallLoad { batch: load_batch }))
+                        }
                         WallWorkload::Ycsb(w) => (w, None),
                     };
                     let cfg = WallConfig {
@@ -680,7 +688,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {
                         let name = match w {
-                            WallWorkload::Load => format!("load ({} a txn)", args.load_batch),
+                            WallWorkload::Load => format!("load ({load_batch} a txn)"),
                             WallWorkload::Ycsb(w) => format!("YCSB-{w}"),
                         };
                         println!(

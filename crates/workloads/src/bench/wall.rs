@@ -45,7 +45,8 @@ pub struct WallConfig {
     /// Measure the load instead of a workload: `threads` threads insert the `record_count`
     /// records, each its share in hashed key order (so every thread's inserts land all over the
     /// tree and split its leaves), and nothing runs after it. None: one thread loads in key
-    /// order, unmeasured, and the workload is measured.
+    /// order, unmeasured, and the workload is measured. (With a load, `ycsb.workload` is not
+    /// used: only the records' keys and values are.)
     #[serde(default)]
     pub load: Option<WallLoad>,
     /// The engine's `cleaner_clean_fraction`: the page cleaner, run by the background
