@@ -294,6 +294,9 @@ pub(crate) struct PageCache {
     in_flight: std::sync::Arc<InFlight>,
     eviction: Box<dyn EvictionPolicy>,
     after_read: Option<Box<dyn AfterRead>>,
+    /// Leaf splits made with the core latch shared: their frames, allocations and pending
+    /// separators (`splits.rs`).
+    pub splits: crate::splits::Splits,
 }
 
 impl PageCache {
@@ -308,6 +311,7 @@ impl PageCache {
             page_reserve: 0,
             eviction: Box::new(WriteBack),
             after_read: None,
+            splits: crate::splits::Splits::new(crate::config::LeafSplits::Auto),
         }
     }
 
@@ -403,6 +407,12 @@ impl PageCache {
         self.pool.data_mut(f).fill(0);
         self.pool.install(f, pid);
         Ok(f)
+    }
+
+    /// A frame holding no page, for a page the caller will put in it (a victim evicted as
+    /// [`PageCache::create`] would).
+    pub(crate) fn free_frame(&mut self, log: &mut dyn LogSink) -> Result<u32> {
+        self.victim(log)
     }
 
     /// Frees a frame: CLOCK over the frames the policy lets go; a dirty victim is written back

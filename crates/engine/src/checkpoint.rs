@@ -143,6 +143,10 @@ pub(crate) fn log_checkpoint(
     floor: Option<Lsn>,
     body: impl FnOnce(&PageCache) -> Body,
 ) -> Result<Lsn> {
+    debug_assert!(
+        !cache.splits.any_pending(),
+        "a checkpoint with a split pending (see `Checkpointer::finish`)"
+    );
     crate::sync::lock(&cache.wp).sync(wal)?;
     // This checkpoint's generation: the data device is stamped with it before the master names
     // it (identity.rs).
@@ -266,6 +270,10 @@ impl Checkpointer {
 
     /// Completes a checkpoint: pages durable, record logged, log master moved.
     pub fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
+        // No split made beside other threads is left pending across a checkpoint: recovery
+        // finds those it must post among the records after the last one (`splits.rs`). Posted
+        // before the log's floor is taken: the posting's pages are dirty from its record on.
+        crate::splits::settle(cache, wal)?;
         let t = txns.snapshot();
         let floor = [cache.pool.min_rec_lsn(), t.oldest_first_lsn]
             .into_iter()

@@ -19,6 +19,23 @@ pub enum OpenMode {
     OpenOrCreate,
 }
 
+/// Where a leaf split runs when several threads write (docs/engine.md, "Leaf splits beside
+/// other threads").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeafSplits {
+    /// Beside other threads when another thread is inside the engine at that moment, with the
+    /// tree to itself otherwise: a lone thread keeps the exclusive split's single record, so
+    /// single-threaded runs (virtual time among them) log and write what they always did.
+    #[default]
+    Auto,
+    /// Always beside other threads where the split allows it (a leaf below the root, an inline
+    /// value, pages and log space to spare): for tests of the pending-split state.
+    Beside,
+    /// Always with the core latch exclusive (the builds before 2026-11-27's thirteenth session).
+    Exclusive,
+}
+
 /// Group commit: a commit waits up to `max_delay_us` for `min_batch` commits to share one log
 /// flush (paper 001 section 5.1 tunes both). `min_batch = 1` flushes at once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +137,12 @@ pub struct DbConfig {
     /// logs images, as builds before commit a16a298 did.
     #[serde(default = "on_by_default")]
     pub log_page_ops: bool,
+    /// Where a full leaf splits when the plain change of a put finds it full: beside other
+    /// threads (the core latch shared, the leaf's latch exclusive, the separator posted to the
+    /// parent later), or with the tree to itself. See [`LeafSplits`]; ARIES mode only (the
+    /// flushless mode writes exclusive).
+    #[serde(default)]
+    pub leaf_splits: LeafSplits,
 }
 
 fn on_by_default() -> bool {
@@ -155,6 +178,7 @@ impl Default for DbConfig {
             durable_commits: true,
             log_image_holes: true,
             log_page_ops: true,
+            leaf_splits: LeafSplits::Auto,
         }
     }
 }

@@ -242,6 +242,10 @@ pub struct EngineStats {
     /// run again exclusive).
     #[serde(default)]
     pub shared_retries: u64,
+    /// Leaf splits made beside other threads (the core latch shared; `DbConfig::leaf_splits`),
+    /// their separators posted to the parents later.
+    #[serde(default)]
+    pub splits_beside: u64,
 }
 
 /// A snapshot of every counter, for reports and DB WAF.
@@ -369,6 +373,11 @@ impl Db {
             )));
         }
         let mut cache = PageCache::new(BufferPool::new(cfg.frames(), cfg.page_size as usize)?, wp);
+        cache.splits.mode = match cfg.flushless {
+            // The flushless mode writes with the core latch exclusive.
+            Some(_) => crate::config::LeafSplits::Exclusive,
+            None => cfg.leaf_splits,
+        };
         let flushless = cfg.flushless.clone().map(|f| {
             let fl = crate::flushless::Flushless::new(f, cfg.table_bytes(), clock.clone(), &cfg);
             fl.install(&mut cache);
@@ -668,6 +677,7 @@ impl Db {
                 max_consecutive_deferrals: ck.max_consecutive_deferrals,
                 shared_ops: core.stats.shared.get(),
                 shared_retries: core.stats.shared_retries.get(),
+                splits_beside: core.stats.splits_beside.get(),
             },
             pool: core.cache.pool.stats(),
             writes: WriteCounters::default(),

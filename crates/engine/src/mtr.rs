@@ -40,6 +40,11 @@ pub(crate) trait RedoSink: LogSink {
     fn page_ops(&self) -> bool {
         false
     }
+    /// Lets appends use the log's system reserve (on) or not, as rollbacks do; returns the
+    /// setting before. A sink without a reserve ignores it.
+    fn swap_unreserved(&mut self, _on: bool) -> bool {
+        false
+    }
 }
 
 impl RedoSink for Wal {
@@ -48,6 +53,9 @@ impl RedoSink for Wal {
     }
     fn page_ops(&self) -> bool {
         self.config().page_ops
+    }
+    fn swap_unreserved(&mut self, on: bool) -> bool {
+        Wal::swap_unreserved(self, on)
     }
 }
 

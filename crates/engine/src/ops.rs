@@ -40,7 +40,23 @@ impl LeafInfo {
 /// operation's result and the LSN of its record (0 if it changed nothing); the pages it changed
 /// are added to `changed`. On an error every page is restored to its state before the operation
 /// (the caller decides whether the error poisons the handle).
+///
+/// Splits made beside other threads are posted first ([`crate::splits::settle`]): a change
+/// with the tree to itself sees no pending split.
 pub(crate) fn run_op<R>(
+    cache: &mut PageCache,
+    log: &mut dyn RedoSink,
+    txn: (TxnId, Lsn),
+    changed: &mut Vec<PageId>,
+    op: impl FnOnce(&mut Mtr<'_>) -> Result<(R, Option<LeafInfo>)>,
+    body_of: impl FnOnce(&R, Redo) -> Body,
+) -> Result<(R, Lsn)> {
+    crate::splits::settle(cache, log)?;
+    run_op_settled(cache, log, txn, changed, op, body_of)
+}
+
+/// [`run_op`] once no split is pending (or to post one).
+pub(crate) fn run_op_settled<R>(
     cache: &mut PageCache,
     log: &mut dyn RedoSink,
     (txn, prev_lsn): (TxnId, Lsn),

@@ -24,6 +24,9 @@ pub enum PageOp {
     MetaNextPid(PageId),
     /// Sets the meta page's free-list head.
     MetaFreeHead(PageId),
+    /// Sets (a leaf split beside other threads) or clears (its separator posted) a leaf's
+    /// split-pending flag (`node::split_pending`).
+    SplitPending(bool),
 }
 
 impl PageOp {
@@ -33,6 +36,7 @@ impl PageOp {
             PageOp::InternalInsert { key, .. } => 1 + 4 + key.len() + 8,
             PageOp::Truncate { .. } => 1 + 4 + 8,
             PageOp::SetLink(_) | PageOp::MetaNextPid(_) | PageOp::MetaFreeHead(_) => 1 + 8,
+            PageOp::SplitPending(_) => 1 + 1,
         }
     }
 }
@@ -46,6 +50,7 @@ pub fn apply_op(page: &mut [u8], op: &PageOp) -> std::result::Result<(), node::P
         PageOp::Truncate { keep, link } => node::truncate(page, *keep as usize, *link)?,
         PageOp::MetaNextPid(pid) => meta::set_next_pid(page, *pid),
         PageOp::MetaFreeHead(pid) => meta::set_free_head(page, *pid),
+        PageOp::SplitPending(on) => node::set_split_pending(page, *on)?,
     }
     Ok(())
 }

@@ -14,7 +14,9 @@
 //! splits nor merges nor touches an overflow chain, see `btree/tree/plain.rs`) of a guarded
 //! leaf, with the latch shared. The B+tree's plain-change code runs over a store that latches
 //! the first guarded page it meets exclusive (the leaf: inner nodes are not guarded) and refuses
-//! anything beyond that page (another guarded page, a write elsewhere, an allocation). The
+//! anything beyond that page (a write elsewhere, an allocation, another guarded page once it
+//! wrote; before, the latch moves to the other page, as a descent that follows a pending
+//! split's link from one leaf to the next needs). The
 //! change is found plain by reading and logged before it is made, so a refusal never leaves a
 //! change to take back; the operation then runs again exclusive.
 //!
@@ -252,7 +254,25 @@ impl<'a> SharedWriter<'a> {
         }
         match &self.latched {
             Some((g, _, _)) if *g == f => Ok(f),
-            Some(_) => Err(self.refuse(Refusal::NotPlain)),
+            Some(_) if self.written => Err(self.refuse(Refusal::NotPlain)),
+            Some(_) => {
+                // Not written yet: the latch moves to this page (a descent following the link
+                // of a leaf whose split is pending, see `tree::settle_leaf`). One stripe latch
+                // at a time; what was read of the page let go is not used after.
+                let (g, _, held) = self.latched.take().expect("matched");
+                let same = std::ptr::eq(
+                    self.cache.pool.frame_latch(g),
+                    self.cache.pool.frame_latch(f),
+                );
+                let latch = if same {
+                    held
+                } else {
+                    drop(held);
+                    crate::sync::write(self.cache.pool.frame_latch(f))
+                };
+                self.latched = Some((f, pid, latch));
+                Ok(f)
+            }
             None => {
                 let latch = crate::sync::write(self.cache.pool.frame_latch(f));
                 self.latched = Some((f, pid, latch));

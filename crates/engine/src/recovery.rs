@@ -102,6 +102,44 @@ fn redo_of(body: &Body) -> Option<&Redo> {
     }
 }
 
+/// Hands the splits the log left pending (`flagged`: leaves flagged since the last checkpoint,
+/// with the record that last flagged each) to `cache.splits`, in the order they were made: those
+/// whose leaf, after redo, still has its flag, each with the tree it is in.
+fn pending_splits(
+    cache: &mut PageCache,
+    wal: &mut Wal,
+    catalog: &Catalog,
+    flagged: HashMap<PageId, Lsn>,
+) -> Result<()> {
+    let mut flagged: Vec<(Lsn, PageId)> = flagged.into_iter().map(|(p, l)| (l, p)).collect();
+    flagged.sort_unstable();
+    let mut pending = Vec::new();
+    for (_, leaf) in flagged {
+        let r = crate::ops::read(cache, wal, |m| {
+            let read = crate::btree::PageStore::read_page(m, leaf, |p| {
+                crate::btree::node::split_pending(p).unwrap_or(false)
+            });
+            if !read? {
+                return Ok(None);
+            }
+            for t in catalog.all() {
+                if crate::btree::tree::leads_to(m, t.root, leaf)? {
+                    return Ok(Some(t.root));
+                }
+            }
+            Err(Error::CorruptPage {
+                pid: leaf,
+                reason: "a leaf with a pending split is in no tree",
+            })
+        })?;
+        if let Some(root) = r {
+            pending.push(crate::splits::PendingSplit { root, leaf });
+        }
+    }
+    cache.splits.add_pending(pending);
+    Ok(())
+}
+
 struct TxnEntry {
     last_lsn: Lsn,
     undo_next: Lsn,
@@ -148,6 +186,9 @@ fn recover_inner(
     };
     let mut dpt: HashMap<PageId, Lsn> = HashMap::new();
     let mut att: HashMap<TxnId, TxnEntry> = HashMap::new();
+    // Leaves split beside other threads after the checkpoint (none is pending across one),
+    // with the last record that flagged each.
+    let mut flagged: HashMap<PageId, Lsn> = HashMap::new();
     let mut next_txn = 1;
     let mut end = scan_start;
     let mut saw_checkpoint = false;
@@ -208,6 +249,9 @@ fn recover_inner(
                     if let Some(redo) = redo_of(body) {
                         for pid in crate::redo::pages(redo) {
                             dpt.entry(pid).or_insert(rec.lsn);
+                        }
+                        for pid in crate::redo::flags_split(redo) {
+                            flagged.insert(pid, rec.lsn);
                         }
                     }
                     if rec.txn != 0 {
@@ -274,6 +318,9 @@ fn recover_inner(
     // ---- undo
     let t = clock.now_ns();
     load_catalog(cache, wal, catalog)?;
+    // Splits the crash left pending are posted before the first change (an undo's, or the
+    // checkpoint that ends the open).
+    pending_splits(cache, wal, catalog, flagged)?;
     let mut changed = Vec::new();
     let mut losers: Vec<(TxnId, TxnEntry)> = att.into_iter().collect();
     losers.sort_by_key(|(id, _)| *id);

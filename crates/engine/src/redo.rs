@@ -31,6 +31,29 @@ pub fn pages(redo: &Redo) -> Vec<PageId> {
     }
 }
 
+/// The leaves `redo` flags as split beside other threads, separator not posted (a page
+/// operation that sets the flag, or an image with it set): recovery looks at them after redo
+/// (`splits.rs`).
+pub fn flags_split(redo: &Redo) -> Vec<PageId> {
+    let flagged = |img: &[u8]| crate::btree::node::split_pending(img).unwrap_or(false);
+    match redo {
+        Redo::LeafPut { .. } | Redo::LeafDel { .. } => Vec::new(),
+        Redo::Images(v) => v
+            .iter()
+            .filter(|(_, img)| flagged(img))
+            .map(|(p, _)| *p)
+            .collect(),
+        Redo::Pages(v) => v
+            .iter()
+            .filter(|(_, r)| match r {
+                PageRedo::Image(img) => flagged(img),
+                PageRedo::Ops(ops) => ops.contains(&crate::page_op::PageOp::SplitPending(true)),
+            })
+            .map(|(p, _)| *p)
+            .collect(),
+    }
+}
+
 /// Whether `redo` holds a whole image of page `pid` (which then needs no valid old page).
 pub fn has_image(redo: &Redo, pid: PageId) -> bool {
     match redo {

@@ -30,6 +30,7 @@ mod split;
 
 pub use append::{append, appendable};
 pub use scan::scan;
+pub use split::{leads_to, post_split, split_beside};
 
 use split::{insert_with_split, Pending};
 
@@ -153,8 +154,9 @@ impl Path {
 /// Levels a path is allocated for at once (deeper trees grow it).
 const PATH_CAPACITY: usize = 8;
 
-/// One step down: (child index, child, the separator left of it if tracked).
-type Step = Option<(usize, PageId, Option<Vec<u8>>)>;
+/// One step down: (child index, child, the separator left of it if tracked); or at a leaf,
+/// whether its split is pending.
+type Step = std::result::Result<(usize, PageId, Option<Vec<u8>>), bool>;
 
 fn descend<S: PageStore>(
     store: &mut S,
@@ -188,7 +190,7 @@ fn descend_fenced<S: PageStore>(
     loop {
         let step = store.read_page(pid, |p| -> Result<Step> {
             if node::kind(p)? == NodeKind::Leaf {
-                return Ok(None);
+                return Ok(Err(node::split_pending(p)?));
             }
             let c = match target {
                 Target::First => 0,
@@ -215,13 +217,31 @@ fn descend_fenced<S: PageStore>(
                     f.has_hi = true;
                 }
             }
-            Ok(Some((c, node::child_at(p, c)?, lower)))
+            Ok(Ok((c, node::child_at(p, c)?, lower)))
         })??;
-        let Some((c, child, lower)) = step else {
-            if let Some(f) = fences {
-                f.leaf = pid;
+        let (c, child, lower) = match step {
+            Ok(inner) => inner,
+            Err(false) => {
+                if let Some(f) = fences {
+                    f.leaf = pid;
+                }
+                return Ok(path);
             }
-            return Ok(path);
+            Err(true) => {
+                // A leaf whose split is pending: it, and a leaf reached through its link, hold
+                // less than the separators above them say.
+                if let Some(f) = fences {
+                    f.clear();
+                }
+                let (leaf, moved, lower) = settle_leaf(store, pid, target)?;
+                if moved {
+                    *path.pids.last_mut().expect("a path holds the root") = leaf;
+                    if track_lower {
+                        path.lower = lower;
+                    }
+                }
+                return Ok(path);
+            }
         };
         if path.pids.len() >= MAX_DEPTH || child == NO_PAGE {
             return Err(corrupt(pid, "bad child link (tree too deep or child 0)"));
@@ -233,6 +253,70 @@ fn descend_fenced<S: PageStore>(
         path.pids.push(child);
         pid = child;
     }
+}
+
+/// Links a descent may follow from the leaf its parents lead to: leaves split beside other
+/// threads whose separators are not posted yet (see `split::split_beside`). The engine posts
+/// them before the count reaches this.
+pub const MAX_PENDING_CHAIN: usize = 64;
+
+/// Whether `key` lies past the last key of the leaf in `p` (or the leaf is empty): in a leaf
+/// whose split is pending, such a key belongs to its right sibling (node module notes).
+fn past_last(p: &[u8], key: &[u8]) -> Result<bool> {
+    let n = node::cell_count(p)?;
+    Ok(n == 0 || node::cmp_key(key, node::key_at(p, n - 1)?).is_gt())
+}
+
+/// Where a descent for `target` that reached leaf `pid` through its parent ends: on along the
+/// links of leaves whose split is pending, while the target lies beyond them. Returns the leaf,
+/// whether a link was followed, and then the first key of the leaf reached (its lower bound for
+/// a reverse scan, which goes back to the leaf before with `Target::Lt` of it).
+fn settle_leaf<S: PageStore>(
+    store: &mut S,
+    mut pid: PageId,
+    target: Target<'_>,
+) -> Result<(PageId, bool, Option<Vec<u8>>)> {
+    let mut moved = false;
+    let mut lower = None;
+    for _ in 0..MAX_PENDING_CHAIN {
+        let next = store.read_page(pid, |p| -> Result<Option<PageId>> {
+            if !node::split_pending(p)? {
+                return Ok(None);
+            }
+            let go = match target {
+                Target::First => false,
+                Target::Last | Target::Lt(_) => true,
+                Target::Le(k) => past_last(p, k)?,
+            };
+            go.then(|| node::right_sibling(p)).transpose()
+        })??;
+        let Some(next) = next else {
+            return Ok((pid, moved, lower));
+        };
+        if next == NO_PAGE {
+            return Err(corrupt(
+                pid,
+                "a leaf with a pending split has no right sibling",
+            ));
+        }
+        // The right sibling's keys are all above the leaf's: for `Lt`, go on only if some key
+        // of it is below the target.
+        let first = store.read_page(next, |p| -> Result<Option<Vec<u8>>> {
+            Ok(match node::cell_count(p)? {
+                0 => None,
+                _ => Some(node::key_at(p, 0)?.to_vec()),
+            })
+        })??;
+        if let Target::Lt(k) = target {
+            if first.as_deref().is_none_or(|f| node::cmp_key(f, k).is_ge()) {
+                return Ok((pid, moved, lower));
+            }
+        }
+        pid = next;
+        moved = true;
+        lower = first;
+    }
+    Err(corrupt(pid, "too many pending splits along a leaf chain"))
 }
 
 /// A leaf and the keys that lead to it from the root: separators `lo` (inclusive) to `hi`
@@ -294,9 +378,13 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
     // Down without recording the path (no allocation), the leaf searched in the same look
     // that finds it is one.
     let mut pid = root;
-    for _ in 0..MAX_DEPTH {
+    for _ in 0..MAX_DEPTH + MAX_PENDING_CHAIN {
         let step = store.read_page(pid, |p| -> Result<std::result::Result<PageId, _>> {
             if node::kind(p)? == NodeKind::Leaf {
+                if node::split_pending(p)? && past_last(p, key)? {
+                    // On to the right sibling of a pending split (node module notes).
+                    return Ok(Ok(node::right_sibling(p)?));
+                }
                 return Ok(Err(find_stored(p, key)?));
             }
             Ok(Ok(node::child_at(p, node::child_index_le(p, key)?)?))

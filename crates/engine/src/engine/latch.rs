@@ -102,7 +102,13 @@ impl Shared {
         for attempt in 0..=reads {
             // Every shared reader and writer runs inside this loop, and a note is taken as soon
             // as its attempt gives up: none is left over from an earlier operation.
-            if let Some(r) = op(&self.core_read()) {
+            let core = self.core_read();
+            if attempt == 0 {
+                core.cache.splits.note_thread();
+            }
+            let r = op(&core);
+            drop(core);
+            if let Some(r) = r {
                 debug_assert!(
                     crate::read_shared::take_miss().is_none(),
                     "an attempt that noted a miss completed"
@@ -162,7 +168,9 @@ impl Shared {
                 g
             }
         };
-        // Changes made with the latch shared are marked dirty before anyone looks.
+        // Pages made by splits with the latch shared join the page table, and changes made with
+        // it shared are marked dirty, before anyone looks.
+        g.cache.adopt_split_pages();
         g.cache.pool.apply_dirty();
         g.exclusive_epoch += 1;
         g

@@ -27,6 +27,7 @@ mod latch;
 mod load;
 mod scan;
 mod shared_ops;
+mod split_beside;
 pub(crate) use latch::{Shared, POINT_READS, SCAN_READS};
 pub(crate) use shared_ops::LeafHint;
 
@@ -69,6 +70,8 @@ pub(crate) struct OpStats {
     /// Attempts with the core latch shared that gave up: the operation read a missing page with
     /// the latch released and tried again, or ran exclusive.
     pub shared_retries: Striped,
+    /// Leaf splits made with the core latch shared (`split_beside.rs`).
+    pub splits_beside: Striped,
 }
 
 /// Devices of the roles beside data and log (`undo`: version store; `temp`: sort and hash
@@ -668,6 +671,9 @@ impl Core {
     /// Verifies every tree; keys per tree, sorted by name.
     pub fn verify(&mut self, wal: &mut Wal) -> Result<Vec<(String, u64)>> {
         self.check()?;
+        // Splits made beside other threads are posted first: the checker walks parents.
+        let r = crate::splits::settle(&mut self.cache, wal);
+        self.health.guard(r)?;
         let mut out = Vec::new();
         for t in self.catalog.all() {
             let r = crate::ops::read(&mut self.cache, wal, |m| bt::check(m, t.root));
@@ -686,6 +692,8 @@ impl Core {
     /// Page accounting of every tree and the free list (see `btree::accounting`).
     pub fn check_pages(&mut self, wal: &mut Wal) -> Result<Vec<String>> {
         self.check()?;
+        let r = crate::splits::settle(&mut self.cache, wal);
+        self.health.guard(r)?;
         crate::ops::read(&mut self.cache, wal, |m| crate::btree::accounting::check(m))
     }
 

@@ -289,6 +289,19 @@ impl Core {
             Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
             // A leaf that is not guarded changes only with the core latch exclusive.
             Plan::Change { .. } => return None,
+            Plan::Full { leaf, old } if w.latches(leaf) && self.cache.splits.beside_now() => {
+                let value = value.expect("only a put finds its leaf full");
+                return self.split_beside(
+                    wal,
+                    (txn, (first, prev)),
+                    tree,
+                    key,
+                    value,
+                    (leaf, old),
+                    w,
+                );
+            }
+            Plan::Full { .. } => return None,
             // With a version store, the exclusive run keeps the (absent) version.
             Plan::Nothing if self.versions.is_some() => return None,
             Plan::Nothing => {

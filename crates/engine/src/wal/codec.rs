@@ -116,6 +116,7 @@ const OP_INTERNAL_INSERT: u8 = 2;
 const OP_TRUNCATE: u8 = 3;
 const OP_META_NEXT_PID: u8 = 4;
 const OP_META_FREE_HEAD: u8 = 5;
+const OP_SPLIT_PENDING: u8 = 6;
 
 /// The largest page image a record may hold (the largest page size is 16 KiB): a bound that
 /// keeps a corrupt length from asking for an absurd allocation.
@@ -688,7 +689,8 @@ impl Cursor<'_> {
                     let page = match self.u8()? {
                         FORM_IMAGE => PageRedo::Image(self.holed_image(&mut budget)?),
                         FORM_OPS => {
-                            let k = self.count(9)?;
+                            // The shortest operation (a split-pending flag) is two bytes.
+                            let k = self.count(2)?;
                             let mut ops = Vec::with_capacity(k);
                             for _ in 0..k {
                                 ops.push(self.op()?);

@@ -3,7 +3,7 @@
 
 use super::{
     put_bytes, zero_hole, Cursor, Fault, Parse, MAX_IMAGE, OP_INTERNAL_INSERT, OP_META_FREE_HEAD,
-    OP_META_NEXT_PID, OP_SET_LINK, OP_TRUNCATE,
+    OP_META_NEXT_PID, OP_SET_LINK, OP_SPLIT_PENDING, OP_TRUNCATE,
 };
 use crate::page_op::PageOp;
 
@@ -57,6 +57,10 @@ pub(super) fn put_op(out: &mut Vec<u8>, op: &PageOp) -> std::result::Result<(), 
             out.push(OP_META_FREE_HEAD);
             out.extend_from_slice(&pid.to_le_bytes());
         }
+        PageOp::SplitPending(on) => {
+            out.push(OP_SPLIT_PENDING);
+            out.push(u8::from(*on));
+        }
     }
     Ok(())
 }
@@ -97,6 +101,11 @@ impl Cursor<'_> {
             },
             OP_META_NEXT_PID => PageOp::MetaNextPid(self.u64()?),
             OP_META_FREE_HEAD => PageOp::MetaFreeHead(self.u64()?),
+            OP_SPLIT_PENDING => match self.u8()? {
+                0 => PageOp::SplitPending(false),
+                1 => PageOp::SplitPending(true),
+                _ => return Err(Fault::Malformed("bad split-pending flag")),
+            },
             _ => return Err(Fault::Malformed("unknown page operation")),
         })
     }

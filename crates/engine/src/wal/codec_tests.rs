@@ -28,6 +28,7 @@ fn page_op_s() -> impl Strategy<Value = PageOp> {
         (any::<u32>(), any::<u64>()).prop_map(|(keep, link)| PageOp::Truncate { keep, link }),
         any::<u64>().prop_map(PageOp::MetaNextPid),
         any::<u64>().prop_map(PageOp::MetaFreeHead),
+        any::<bool>().prop_map(PageOp::SplitPending),
     ]
 }
 

@@ -451,6 +451,38 @@ fn power_cut_with_whole_page_images_recovers_committed_state() {
     }
 }
 
+/// Leaf splits made beside other threads (`LeafSplits::Beside`: on this one thread every split a
+/// plain put meets is made so) under power cuts, in place (with and without doublewrite, page
+/// operations and whole images) and out of place: a cut between a split and the posting of its
+/// separator leaves a flagged leaf that recovery finds in the log and posts; the committed state
+/// must come back and every tree verify.
+#[test]
+fn power_cut_with_leaf_splits_beside_recovers_committed_state() {
+    let beside = |c: DbConfig| DbConfig {
+        leaf_splits: wafer_engine::LeafSplits::Beside,
+        ..c
+    };
+    let mut splits = 0;
+    for seed in 0..6u64 {
+        for cut in [37u64, 150, 420, 999, 2500] {
+            let whole = DbConfig {
+                log_image_holes: false,
+                log_page_ops: false,
+                ..config(true)
+            };
+            for cfg in [
+                config(seed % 2 == 0),
+                whole,
+                oop_config(OopConfig::default()),
+            ] {
+                let before = crash_once_with(seed * 9 + 2, cut + seed * 17, beside(cfg));
+                splits += before.map_or(0, |s| s.engine.splits_beside);
+            }
+        }
+    }
+    assert!(splits > 50, "only {splits} splits were made beside others");
+}
+
 /// The flushless mode (paper 001) under power cuts, on both write paths: dirty pages are
 /// dropped without a write, commits write only redo, aborts discard, and checkpoints compact the
 /// log table; after a cut the restart reloads the committed records (no undo, no page writes)

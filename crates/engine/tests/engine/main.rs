@@ -25,6 +25,7 @@ mod page_allocation;
 mod reopen;
 mod scans;
 mod snapshot;
+mod splits_beside;
 mod stress;
 mod support;
 mod waf;

@@ -191,6 +191,39 @@ fn random_transactions_match_the_oracle_small_pool() {
     run_with(1, 600, cfg);
 }
 
+/// Leaf splits beside other threads (`LeafSplits::Beside`, every split a plain put meets),
+/// their separators posted by the next exclusive change or checkpoint, or by recovery after a
+/// reopen without a close; in place and out of place.
+#[test]
+fn random_transactions_match_the_oracle_with_leaf_splits_beside() {
+    for (seed, cfg) in [(11, config(24, true)), (12, config(2048, false))] {
+        let cfg = DbConfig {
+            leaf_splits: wafer_engine::LeafSplits::Beside,
+            ..cfg
+        };
+        run_with(seed, 600, cfg);
+    }
+    let cfg = DbConfig {
+        leaf_splits: wafer_engine::LeafSplits::Beside,
+        out_of_place: Some(small_oop_all()),
+        doublewrite: false,
+        ..config(64, false)
+    };
+    run_with(13, 600, cfg);
+    let method = *wafer_engine::HomeMethod::ALL.last().expect("a method");
+    let cfg = DbConfig {
+        leaf_splits: wafer_engine::LeafSplits::Beside,
+        doublewrite: false,
+        journal: Some(wafer_engine::JournalConfig {
+            method,
+            journal_bytes: 512 << 10,
+            checkpoint_fill: 0.5,
+        }),
+        ..config(64, false)
+    };
+    run_with(14, 400, cfg);
+}
+
 #[test]
 fn random_transactions_match_the_oracle_large_pool_no_doublewrite() {
     run(2, 600, 2048, false);

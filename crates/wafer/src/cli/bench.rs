@@ -364,9 +364,32 @@ pub struct WallArgs {
     /// so it needs `--background-ms`; with a pool that holds every page it has nothing to do.
     #[arg(long, default_value_t = 0.0, requires = "background_ms", value_parser = super::parse_clean_fraction)]
     pub cleaner_clean_fraction: f64,
+    /// Where a full leaf splits (the engine's `leaf_splits`): `auto` beside the other threads
+    /// once a second thread has run operations, `beside` always where the split allows it,
+    /// `exclusive` always with the tree to itself (the engine before 2026-11-27).
+    #[arg(long, value_enum, default_value_t = LeafSplitsArg::Auto)]
+    pub leaf_splits: LeafSplitsArg,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--leaf-splits` (the engine's [`wafer_workloads::bench::LeafSplits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LeafSplitsArg {
+    Auto,
+    Beside,
+    Exclusive,
+}
+
+impl From<LeafSplitsArg> for wafer_workloads::bench::LeafSplits {
+    fn from(a: LeafSplitsArg) -> Self {
+        match a {
+            LeafSplitsArg::Auto => wafer_workloads::bench::LeafSplits::Auto,
+            LeafSplitsArg::Beside => wafer_workloads::bench::LeafSplits::Beside,
+            LeafSplitsArg::Exclusive => wafer_workloads::bench::LeafSplits::Exclusive,
+        }
+    }
 }
 
 /// A workload of `wafer bench wall`: a YCSB workload, or the load itself.
@@ -684,6 +707,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         out_of_place: args.out_of_place,
                         load,
                         cleaner_clean_fraction: args.cleaner_clean_fraction,
+                        leaf_splits: args.leaf_splits.into(),
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {

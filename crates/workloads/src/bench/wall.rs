@@ -53,6 +53,10 @@ pub struct WallConfig {
     /// maintenance (`background_ms`), keeps this fraction of the frames clean (0: off).
     #[serde(default)]
     pub cleaner_clean_fraction: f64,
+    /// The engine's `leaf_splits`: where a full leaf splits (beside the other threads, or
+    /// with the tree to itself).
+    #[serde(default)]
+    pub leaf_splits: wafer_engine::LeafSplits,
 }
 
 /// A measured load ([`WallConfig::load`]).
@@ -251,6 +255,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         doublewrite: !cfg.out_of_place,
         out_of_place: cfg.out_of_place.then(wafer_engine::OopConfig::default),
         cleaner_clean_fraction: cfg.cleaner_clean_fraction,
+        leaf_splits: cfg.leaf_splits,
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);

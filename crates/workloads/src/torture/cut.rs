@@ -134,6 +134,7 @@ impl CutConfig {
         flushless_mode(&mut db, seed ^ 0x0f1a_5c07);
         journal_mode(&mut db, dev, data_bytes, seed ^ 0x004c_4e4a);
         image_holes(&mut db, seed ^ 0x401e_0b1e);
+        leaf_splits(&mut db, seed ^ 0x5b11_0b1e);
         CutConfig {
             dev,
             data_bytes,
@@ -174,7 +175,7 @@ impl CutConfig {
         };
         format!(
             "{} data {} KiB log {} KiB, {path}, {}, pool {}, log space {:?}, ckpt fill {:.2} batch \
-             {}, cleaner {:.2}, hot {}, holes {}, page ops {}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
+             {}, cleaner {:.2}, hot {}, holes {}, page ops {}, splits {:?}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
             self.dev.name(),
             self.data_bytes >> 10,
             self.log_bytes >> 10,
@@ -187,6 +188,7 @@ impl CutConfig {
             self.db.max_checkpoint_count,
             self.db.log_image_holes,
             self.db.log_page_ops,
+            self.db.leaf_splits,
             self.fault.torn_writes,
             self.fault.lose_unflushed,
             self.ops,
@@ -212,6 +214,18 @@ pub fn image_holes(db: &mut DbConfig, stream: u64) {
     let mut rng = Pcg64Mcg::seed_from_u64(stream);
     db.log_image_holes = rng.random_bool(0.5);
     db.log_page_ops = rng.random_bool(0.5);
+}
+
+/// Where leaves split, drawn from a stream of its own: half the trials split every leaf they
+/// can beside other threads (`LeafSplits::Beside`, so splits are pending when the power goes),
+/// the others as the default does (`Auto`: beside only with several threads).
+pub fn leaf_splits(db: &mut DbConfig, stream: u64) {
+    let mut rng = Pcg64Mcg::seed_from_u64(stream);
+    db.leaf_splits = if rng.random_bool(0.5) {
+        wafer_engine::LeafSplits::Beside
+    } else {
+        wafer_engine::LeafSplits::Auto
+    };
 }
 
 /// Puts `db` in the flushless mode in one trial of three, by draws of its own from `stream` (a

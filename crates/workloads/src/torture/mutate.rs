@@ -177,6 +177,7 @@ pub fn trial(seed: u64) -> TrialReport {
     let mut cfg = config(&mut rng, seed);
     super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_4d07);
     super::cut::image_holes(&mut cfg, seed ^ 0x401e_4d07);
+    super::cut::leaf_splits(&mut cfg, seed ^ 0x5b11_4d07);
     let store = if on_files {
         Store::File(
             tempfile::Builder::new()

@@ -94,6 +94,7 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     };
     super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_7777);
     super::cut::image_holes(&mut cfg, seed ^ 0x401e_7777);
+    super::cut::leaf_splits(&mut cfg, seed ^ 0x5b11_7777);
     let fault = FaultConfig {
         seed,
         torn_writes: rng.random_bool(0.5),

@@ -9,7 +9,8 @@
 //! | 0 | 48 | page header (`page.rs`) |
 //! | 48 | 2 | cell count `n` |
 //! | 50 | 2 | fragmented bytes: dead bytes inside the cell area, reclaimed by compaction |
-//! | 52 | 4 | cell area start: offset of the lowest cell byte (= page size when the area is empty) |
+//! | 52 | 3 | cell area start: offset of the lowest cell byte (= page size when the area is empty) |
+//! | 55 | 1 | flags: bit 0 (leaves only) = split pending, see below; other bits zero |
 //! | 56 | 8 | leaf: right sibling page id (0 = none); internal: leftmost child page id |
 //! | 64 | 2 n | slot array: u16 offset of each cell, in ascending key order |
 //! | 64 + 2 n | .. | free space (zero) |
@@ -33,6 +34,14 @@
 //! first cell's key. Leaf separators are suffix-truncated: the shortest prefix of the right
 //! node's first key that is greater than the left node's last key.
 //!
+//! A leaf whose *split pending* flag is set was split with the tree shared (see
+//! `tree/split.rs`, [`crate::btree::tree::split_beside`]): its right sibling holds the keys above
+//! its own last key that its parent would lead to it, and the parent does not know the sibling
+//! yet. A key greater than the flagged leaf's last key is looked for in the sibling (and on
+//! along the links while the sibling is flagged too). The flag is cleared when the separator is
+//! posted to the parent. (Byte 55 was the high byte of a 4-byte cell area start, always zero:
+//! files written before the flag read as having it clear.)
+//!
 //! Limits (for a page of `P` bytes, `U = P - 64` usable bytes): keys are at most `P / 8` bytes; a
 //! leaf cell plus its slot is at most `U / 3` bytes, so a value is inline iff
 //! `7 + k + v <= U / 3 - 2`, else it goes to an overflow chain. A leaf therefore always has room
@@ -49,6 +58,9 @@ use std::cmp::Ordering;
 const OFF_COUNT: usize = PAGE_HEADER_BYTES;
 const OFF_FRAG: usize = PAGE_HEADER_BYTES + 2;
 const OFF_CELL_START: usize = PAGE_HEADER_BYTES + 4;
+const OFF_FLAGS: usize = PAGE_HEADER_BYTES + 7;
+/// Node flag: a leaf split whose separator is not in the parent yet (see the module notes).
+const FLAG_SPLIT_PENDING: u8 = 1;
 const OFF_LINK: usize = PAGE_HEADER_BYTES + 8;
 /// Bytes of the node header after the page header.
 pub const NODE_HEADER_BYTES: usize = 16;
@@ -171,6 +183,7 @@ struct Hdr {
     n: usize,
     frag: usize,
     cell_start: usize,
+    flags: u8,
     link: PageId,
 }
 
@@ -196,9 +209,17 @@ fn hdr(page: &[u8]) -> Result<Hdr> {
         kind,
         n: get_u16(page, OFF_COUNT) as usize,
         frag: get_u16(page, OFF_FRAG) as usize,
-        cell_start: get_u32(page, OFF_CELL_START) as usize,
+        cell_start: (get_u32(page, OFF_CELL_START) & 0xFF_FFFF) as usize,
+        flags: page[OFF_FLAGS],
         link: get_u64(page, OFF_LINK),
     };
+    let allowed = match kind {
+        NodeKind::Leaf => FLAG_SPLIT_PENDING,
+        NodeKind::Internal => 0,
+    };
+    if h.flags & !allowed != 0 {
+        return Err(corrupt(page, "unknown node flags"));
+    }
     if h.slots_end() > h.cell_start || h.cell_start > page.len() {
         return Err(corrupt(page, "node free-space bounds out of range"));
     }
@@ -211,7 +232,12 @@ fn hdr(page: &[u8]) -> Result<Hdr> {
 fn put_hdr(page: &mut [u8], h: &Hdr) {
     put_u16(page, OFF_COUNT, h.n as u16);
     put_u16(page, OFF_FRAG, h.frag as u16);
-    put_u32(page, OFF_CELL_START, h.cell_start as u32);
+    debug_assert!(h.cell_start <= MAX_PAGE_SIZE);
+    put_u32(
+        page,
+        OFF_CELL_START,
+        h.cell_start as u32 | (h.flags as u32) << 24,
+    );
     put_u64(page, OFF_LINK, h.link);
 }
 
@@ -282,6 +308,7 @@ pub fn init(page: &mut [u8], kind: NodeKind, link: PageId) {
         n: 0,
         frag: 0,
         cell_start: page.len(),
+        flags: 0,
         link,
     };
     put_hdr(page, &h);
@@ -305,6 +332,26 @@ pub fn used_bytes(page: &[u8]) -> Result<usize> {
 /// Below a quarter full: a candidate for a merge.
 pub fn is_underfull(page: &[u8]) -> Result<bool> {
     Ok(used_bytes(page)? < usable_bytes(page.len()) / 4)
+}
+
+/// Whether the node is a leaf whose split is pending (see the module notes).
+pub fn split_pending(page: &[u8]) -> Result<bool> {
+    Ok(hdr(page)?.flags & FLAG_SPLIT_PENDING != 0)
+}
+
+/// Sets or clears a leaf's split-pending flag (`PageOp::SplitPending`).
+pub fn set_split_pending(page: &mut [u8], on: bool) -> Result<()> {
+    let mut h = hdr(page)?;
+    if h.kind != NodeKind::Leaf {
+        return Err(corrupt(page, "only a leaf has a pending split"));
+    }
+    if on {
+        h.flags |= FLAG_SPLIT_PENDING;
+    } else {
+        h.flags &= !FLAG_SPLIT_PENDING;
+    }
+    put_hdr(page, &h);
+    Ok(())
 }
 
 /// Right sibling of a leaf (0 = none).

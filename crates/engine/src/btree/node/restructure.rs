@@ -114,6 +114,9 @@ fn merge_parts(left: &[u8], right: &[u8], sep: &[u8]) -> Result<(Hdr, Hdr, Vec<V
     if hl.kind != hr.kind {
         return Err(corrupt(right, "merging nodes of different kinds"));
     }
+    if (hl.flags | hr.flags) & FLAG_SPLIT_PENDING != 0 {
+        return Err(corrupt(right, "merging a leaf whose split is pending"));
+    }
     let mut cells = Vec::with_capacity(hr.n + 1);
     if hl.kind == NodeKind::Internal {
         cells.push(internal_cell(sep, hr.link)?);

@@ -3,5 +3,6 @@
 //! `tree.rs` in `crates/engine/proptest-regressions/btree/tests/tree.txt` (its default place for
 //! tests under `src/`).
 
+mod beside;
 mod node;
 mod tree;

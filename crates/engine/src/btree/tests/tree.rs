@@ -10,11 +10,11 @@ use std::ops::Bound;
 
 /// Pages in a HashMap, a free list, and the set of pages written / allocated / freed since the
 /// last `reset_touched`.
-struct MemStore {
+pub(super) struct MemStore {
     page_size: usize,
-    pages: HashMap<PageId, Vec<u8>>,
+    pub(super) pages: HashMap<PageId, Vec<u8>>,
     free: Vec<PageId>,
-    next: PageId,
+    pub(super) next: PageId,
     touched: BTreeSet<PageId>,
     /// Each touched page's contents before its first write since `reset_touched`.
     before: HashMap<PageId, Vec<u8>>,
@@ -29,7 +29,7 @@ struct MemStore {
 }
 
 impl MemStore {
-    fn new(page_size: usize) -> Self {
+    pub(super) fn new(page_size: usize) -> Self {
         MemStore {
             page_size,
             pages: HashMap::new(),
@@ -104,7 +104,7 @@ impl PageStore for MemStore {
     }
 }
 
-fn key_of(i: u32, max_len: usize) -> Vec<u8> {
+pub(super) fn key_of(i: u32, max_len: usize) -> Vec<u8> {
     let mut h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let len = 1 + (h >> 40) as usize % max_len;
     let mut k = vec![b'a' + (i % 5) as u8];
@@ -115,11 +115,11 @@ fn key_of(i: u32, max_len: usize) -> Vec<u8> {
     k
 }
 
-fn value_of(len: usize, seed: u8) -> Vec<u8> {
+pub(super) fn value_of(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|j| seed.wrapping_add((j / 7) as u8)).collect()
 }
 
-fn in_bounds(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+pub(super) fn in_bounds(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     let a = match lo {
         Bound::Unbounded => true,
         Bound::Included(s) => k >= s,
@@ -133,7 +133,7 @@ fn in_bounds(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     a && b
 }
 
-fn bound(kind: u8, k: &[u8]) -> Bound<&[u8]> {
+pub(super) fn bound(kind: u8, k: &[u8]) -> Bound<&[u8]> {
     match kind % 3 {
         0 => Bound::Unbounded,
         1 => Bound::Included(k),
@@ -194,7 +194,8 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
                                 assert_eq!(s.applied.take().as_ref(), Some(&s.pages[&leaf]));
                             }
                             p => {
-                                assert!(p.is_none() && out.leaf.is_none(), "{p:?}");
+                                let split = matches!(p, None | Some(Plan::Full { .. }));
+                                assert!(split && out.leaf.is_none(), "{p:?}");
                                 s.range.clear();
                             }
                         }
@@ -223,6 +224,7 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
                         assert_eq!(s.applied.take().as_ref(), Some(&s.pages[&leaf]));
                     }
                     Some(Plan::Nothing) => assert_eq!(out.old, None),
+                    Some(Plan::Full { .. }) => unreachable!("a delete finds no leaf full"),
                     None => {
                         assert!(out.old.is_some());
                         s.range.clear();

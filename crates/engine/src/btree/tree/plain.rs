@@ -28,6 +28,10 @@ pub enum Plan {
         old: Option<Vec<u8>>,
         at: Search,
     },
+    /// A put of an inline value into `leaf` (whose value of the key was `old`) that does not
+    /// fit: the leaf must split. It is not the root and its split is not pending, so it may
+    /// split beside other threads ([`super::split_beside`]); else the plan is `None`.
+    Full { leaf: PageId, old: Option<Vec<u8>> },
 }
 
 /// The plain change that sets `key` to `value` (a put) or, for `None`, deletes it; `Ok(None)`
@@ -58,36 +62,82 @@ pub fn plan<S: PageStore>(
         // An overflow chain.
         return Ok(None);
     }
-    let known = match value {
+    let mut known = match value {
         Some(_) if reuse => range.leaf_for(key),
         _ => None,
     };
-    let (leaf, depth) = match known {
-        // A put does not need the path above the leaf.
-        Some(leaf) => (leaf, None),
-        None => {
-            let path = descend_fenced(store, root, Target::Le(key), false, Some(range))?;
-            (path.leaf(), Some(path.pids.len()))
-        }
-    };
-    // The leaf is looked at once here, as `put` and `delete` look for the old value: one
-    // search finds the old value, tells whether the new one fits, and is where `apply` makes
-    // the change.
-    let found = store.read_page(leaf, |p| -> Result<Option<(Option<Vec<u8>>, Search)>> {
-        let at = node::search(p, key)?;
-        let old = match find_stored_at(p, at)? {
-            Some(Stored::Overflow { .. }) => return Ok(None),
-            Some(Stored::Inline(v)) => Some(v),
-            None => None,
+    loop {
+        let (leaf, depth) = match known {
+            // A put does not need the path above the leaf.
+            Some(leaf) => (leaf, None),
+            None => {
+                let path = descend_fenced(store, root, Target::Le(key), false, Some(range))?;
+                (path.leaf(), Some(path.pids.len()))
+            }
         };
-        match value {
-            Some(v) if !node::leaf_put_fits_at(p, key, v.len(), at)? => Ok(None),
-            _ => Ok(Some((old, at))),
-        }
-    })??;
-    let Some((old, at)) = found else {
-        return Ok(None);
-    };
+        // The leaf is looked at once here, as `put` and `delete` look for the old value: one
+        // search finds the old value, tells whether the new one fits, and is where `apply`
+        // makes the change.
+        let found = store.read_page(leaf, |p| -> Result<Look> {
+            let pending = node::split_pending(p)?;
+            if pending && known.is_some() {
+                // Split since the range was noted: it holds no more.
+                return Ok(Look::Descend);
+            }
+            let at = node::search(p, key)?;
+            let old = match find_stored_at(p, at)? {
+                Some(Stored::Overflow { .. }) => return Ok(Look::NotPlain),
+                Some(Stored::Inline(v)) => Some(v),
+                None => None,
+            };
+            match value {
+                Some(v) if !node::leaf_put_fits_at(p, key, v.len(), at)? => {
+                    // A split: beside other threads only of a leaf that is not the root (a
+                    // root split keeps the root's id) and not split already.
+                    let splits = !pending && leaf != root;
+                    Ok(if splits {
+                        Look::Full(old)
+                    } else {
+                        Look::NotPlain
+                    })
+                }
+                _ => Ok(Look::Plain(old, at)),
+            }
+        })??;
+        let (old, at) = match found {
+            Look::Descend => {
+                range.clear();
+                known = None;
+                continue;
+            }
+            Look::NotPlain => return Ok(None),
+            Look::Full(old) => return Ok(Some(Plan::Full { leaf, old })),
+            Look::Plain(old, at) => (old, at),
+        };
+        return finish_plan(store, root, key, value, (leaf, depth), (old, at));
+    }
+}
+
+/// What [`plan`] found in the leaf.
+enum Look {
+    /// The leaf's split is pending and the noted range led to it: descend instead.
+    Descend,
+    NotPlain,
+    /// A put that does not fit: the old value, if any.
+    Full(Option<Vec<u8>>),
+    /// The old value and where the key is (or goes).
+    Plain(Option<Vec<u8>>, Search),
+}
+
+/// The rest of [`plan`] once the leaf holds the change: a delete looked at as `delete` would.
+fn finish_plan<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    key: &[u8],
+    value: Option<&[u8]>,
+    (leaf, depth): (PageId, Option<usize>),
+    (old, at): (Option<Vec<u8>>, Search),
+) -> Result<Option<Plan>> {
     if value.is_none() {
         if old.is_none() {
             return Ok(Some(Plan::Nothing));

@@ -46,6 +46,11 @@ pub(super) fn insert_with_split<S: PageStore>(
     loop {
         let pid = path.pids[level];
         let kind = node::kind(&buf)?;
+        if node::split_pending(&buf)? {
+            // Its right sibling would be lost: pending splits are posted before any split with
+            // the tree to itself (`splits::settle`).
+            return Err(corrupt(pid, "a leaf whose split is pending split again"));
+        }
         let is_root = level == 0;
         let left_pid = if is_root {
             store.alloc_page(kind.page_type())?
@@ -158,4 +163,234 @@ pub(super) fn insert_with_split<S: PageStore>(
         };
         level -= 1;
     }
+}
+
+/// A leaf split made aside, for a split beside other threads ([`split_beside`]): the leaf's new
+/// image and the new right page, built from a copy, so that nothing of the tree changes until
+/// the split is logged.
+pub struct Aside {
+    ps: usize,
+    left_pid: PageId,
+    /// The leaf's new image.
+    pub left: Vec<u8>,
+    /// The page operations that made `left` from the leaf, if nothing else changed it (`None`:
+    /// log its image; or operations were not asked for).
+    pub left_ops: Option<Vec<PageOp>>,
+    pub right_pid: PageId,
+    /// The new right page's image (`None` until the split allocates it).
+    pub right: Option<Vec<u8>>,
+    /// The separator the split would have posted to the parent (it stays unposted).
+    posted: bool,
+}
+
+impl Aside {
+    fn page(&mut self, pid: PageId) -> Result<&mut Vec<u8>> {
+        if pid == self.left_pid {
+            return Ok(&mut self.left);
+        }
+        match (&mut self.right, pid == self.right_pid) {
+            (Some(r), true) => Ok(r),
+            _ => Err(corrupt(
+                pid,
+                "a split made aside reached beyond its two pages",
+            )),
+        }
+    }
+}
+
+impl PageStore for Aside {
+    fn page_size(&self) -> usize {
+        self.ps
+    }
+
+    fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        Ok(f(self.page(pid)?))
+    }
+
+    fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        if pid == self.left_pid {
+            self.left_ops = None;
+        }
+        Ok(f(self.page(pid)?))
+    }
+
+    fn alloc_page(&mut self, kind: crate::page::PageType) -> Result<PageId> {
+        if self.right.is_some() {
+            return Err(corrupt(self.left_pid, "a leaf split aside allocated twice"));
+        }
+        let mut p = vec![0; self.ps];
+        crate::page::init(&mut p, self.right_pid, kind);
+        self.right = Some(p);
+        Ok(self.right_pid)
+    }
+
+    fn free_page(&mut self, pid: PageId) -> Result<()> {
+        Err(corrupt(pid, "a leaf split aside frees no page"))
+    }
+
+    fn apply_op(&mut self, pid: PageId, op: PageOp) -> Result<std::result::Result<(), PutError>> {
+        if pid != self.left_pid && pid != self.right_pid {
+            // The parent: its separator waits (see `split_beside`).
+            if !matches!(op, PageOp::InternalInsert { .. }) || self.posted {
+                return Err(corrupt(pid, "a leaf split aside changed its parent"));
+            }
+            self.posted = true;
+            return Ok(Ok(()));
+        }
+        let page = self.page(pid)?;
+        match crate::page_op::apply_op(page, &op) {
+            Ok(()) => {}
+            Err(PutError::NoSpace) => return Ok(Err(PutError::NoSpace)),
+            Err(PutError::Corrupt(e)) => return Err(e),
+        }
+        if pid == self.left_pid {
+            if let Some(ops) = &mut self.left_ops {
+                ops.push(op);
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Splits a full leaf (its image `leaf`, not the tree's root) for a put of `key` to the inline
+/// value `value` that does not fit, aside: the halves [`put`](super::put) would make, `key` in
+/// its half (`replaced`: the leaf holds `key` already, with an older value), the new right page
+/// `right`; and the leaf's split-pending flag set instead of a separator posted to its parent
+/// (node module notes). With `page_ops`, the leaf's new image is also described as page
+/// operations where they can.
+///
+/// The engine logs the result, writes both pages, and posts the separator later with the tree
+/// to itself ([`post_split`]). Until then the flag sends every key above the leaf's last key to
+/// `right`: `key` included, the upper half's keys, and keys put meanwhile.
+pub fn split_beside(
+    leaf: &[u8],
+    right: PageId,
+    (key, value): (&[u8], &[u8]),
+    replaced: bool,
+    page_ops: bool,
+) -> Result<Aside> {
+    let left_pid = crate::page::page_id(leaf);
+    let mut aside = Aside {
+        ps: leaf.len(),
+        left_pid,
+        left: leaf.to_vec(),
+        left_ops: page_ops.then(Vec::new),
+        right_pid: right,
+        right: None,
+        posted: false,
+    };
+    if node::kind(leaf)? != NodeKind::Leaf || node::split_pending(leaf)? {
+        return Err(corrupt(
+            left_pid,
+            "a split aside of a page that cannot take it",
+        ));
+    }
+    let mut buf = leaf.to_vec();
+    if replaced {
+        node::leaf_del(&mut buf, key)?;
+    }
+    // The path as the split sees it: a parent (never read: its change is the one held back)
+    // above the leaf.
+    let path = Path {
+        pids: [NO_PAGE, left_pid].into_iter().collect(),
+        idx: [0].into_iter().collect(),
+        lower: None,
+    };
+    let pending = Pending::Leaf {
+        key,
+        val: LeafValue::Inline(value),
+    };
+    insert_with_split(&mut aside, &path, 1, buf, pending, !replaced)?;
+    if !aside.posted || aside.right.is_none() {
+        return Err(corrupt(left_pid, "a leaf split aside did not split"));
+    }
+    if !PutError::no_space(aside.apply_op(left_pid, PageOp::SplitPending(true))?)? {
+        return Err(corrupt(left_pid, "a split-pending flag did not fit"));
+    }
+    Ok(aside)
+}
+
+/// Posts the separator of the pending split of `leaf` (in the tree rooted at `root`) to the
+/// leaf's parent, splitting upward as needed, and clears the leaf's flag. The separator is the
+/// shortest key between the leaf's last key and its right sibling's first, as they are now
+/// (keys put since the split went to the side their key chose). A leaf whose flag is clear
+/// (posted already) is left alone; the leaf must be reachable from its parent, so chained
+/// pending splits are posted leftmost first (in the order they were made).
+pub fn post_split<S: PageStore>(store: &mut S, root: PageId, leaf: PageId) -> Result<()> {
+    // (first key, last key, right sibling) of a leaf whose split is pending.
+    type Ends = Option<(Vec<u8>, Vec<u8>, PageId)>;
+    let info = store.read_page(leaf, |p| -> Result<Ends> {
+        if node::kind(p)? != NodeKind::Leaf || !node::split_pending(p)? {
+            return Ok(None);
+        }
+        let n = node::cell_count(p)?;
+        if n == 0 {
+            return Err(corrupt(leaf, "a leaf with a pending split is empty"));
+        }
+        let first = node::key_at(p, 0)?.to_vec();
+        let last = node::key_at(p, n - 1)?.to_vec();
+        Ok(Some((first, last, node::right_sibling(p)?)))
+    })??;
+    let Some((first, last, right)) = info else {
+        return Ok(());
+    };
+    let right_first = store.read_page(right, |p| -> Result<Vec<u8>> {
+        if node::kind(p)? != NodeKind::Leaf || node::cell_count(p)? == 0 {
+            return Err(corrupt(
+                right,
+                "a pending split's right page is not a leaf with keys",
+            ));
+        }
+        Ok(node::key_at(p, 0)?.to_vec())
+    })??;
+    if right_first <= last {
+        return Err(corrupt(right, "a pending split's halves overlap"));
+    }
+    let path = super::descend(store, root, super::Target::Le(&first), false)?;
+    let level = path.pids.len() - 1;
+    let under_parent = level > 0
+        && path.leaf() == leaf
+        && store.read_page(path.pids[level - 1], |p| {
+            node::child_at(p, path.idx[level - 1]).map(|c| c == leaf)
+        })??;
+    if !under_parent {
+        return Err(corrupt(
+            leaf,
+            "a leaf with a pending split is not under its parent",
+        ));
+    }
+    if !PutError::no_space(store.apply_op(leaf, PageOp::SplitPending(false))?)? {
+        return Err(corrupt(leaf, "a split-pending flag did not fit"));
+    }
+    let sep = node::shortest_separator(&last, &right_first);
+    let parent = path.pids[level - 1];
+    let insert = PageOp::InternalInsert {
+        key: sep.clone(),
+        child: right,
+    };
+    if PutError::no_space(store.apply_op(parent, insert)?)? {
+        return Ok(());
+    }
+    let buf = read_copy(store, parent)?;
+    let pending = Pending::Internal {
+        key: sep,
+        child: right,
+    };
+    insert_with_split(store, &path, level - 1, buf, pending, true)
+}
+
+/// Whether the descent for the first key of `leaf` in the tree rooted at `root` ends at `leaf`
+/// (links of pending splits followed): recovery's way to tell which tree a leaf whose split is
+/// pending belongs to.
+pub fn leads_to<S: PageStore>(store: &mut S, root: PageId, leaf: PageId) -> Result<bool> {
+    let first = store.read_page(leaf, |p| -> Result<Option<Vec<u8>>> {
+        if node::kind(p)? != NodeKind::Leaf || node::cell_count(p)? == 0 {
+            return Ok(None);
+        }
+        Ok(Some(node::key_at(p, 0)?.to_vec()))
+    })??;
+    let Some(first) = first else {
+        return Ok(false);
+    };
+    Ok(super::descend(store, root, super::Target::Le(&first), false)?.leaf() == leaf)
 }

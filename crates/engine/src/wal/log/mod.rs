@@ -469,6 +469,11 @@ impl Wal {
         self.unreserved = on;
     }
 
+    /// Sets [`Wal::set_unreserved`] and returns what it was.
+    pub(crate) fn swap_unreserved(&mut self, on: bool) -> bool {
+        std::mem::replace(&mut self.unreserved, on)
+    }
+
     /// Runs `f` with [`Wal::set_unreserved`] on (rollbacks, recoveries, commits whose space was
     /// reserved), then off again.
     pub(crate) fn unreserved<R>(&mut self, f: impl FnOnce(&mut Wal) -> R) -> R {

@@ -1,0 +1,246 @@
+//! Leaf splits beside other threads, at the tree's level: a put that finds its leaf full splits
+//! it aside ([`tree::split_beside`]), the halves go in, the leaf is flagged and the separator
+//! waits; reads, scans (both ways) and plain changes meanwhile follow the flags; a change that is
+//! not plain first posts every pending split ([`tree::post_split`]), as the engine's exclusive
+//! latch does. All against a `BTreeMap` oracle.
+
+use super::tree::{bound, in_bounds, key_of, value_of, MemStore};
+use crate::btree::tree::plain::{self, Plan};
+use crate::btree::{node, tree};
+use crate::page::PageId;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u32, usize, u8),
+    Del(u32),
+    Get(u32),
+    Scan(u32, u32, u8, u8, bool, usize),
+    /// Post the pending splits (the exclusive latch taken for something else).
+    Settle,
+}
+
+fn op_strategy(nkeys: u32) -> impl Strategy<Value = Op> {
+    let vlen = prop_oneof![8 => 0usize..80, 2 => 80usize..600];
+    prop_oneof![
+        12 => (0..nkeys, vlen, any::<u8>()).prop_map(|(k, l, s)| Op::Put(k, l, s)),
+        3 => (0..nkeys).prop_map(Op::Del),
+        3 => (0..nkeys).prop_map(Op::Get),
+        2 => (0..nkeys, 0..nkeys, 0u8..3, 0u8..3, any::<bool>(), 1usize..300)
+            .prop_map(|(a, b, x, y, r, l)| Op::Scan(a, b, x, y, r, l)),
+        1 => Just(Op::Settle),
+    ]
+}
+
+/// The pending splits, posted in the order they were made.
+fn settle(s: &mut MemStore, root: PageId, pending: &mut Vec<PageId>) {
+    for leaf in pending.drain(..) {
+        tree::post_split(s, root, leaf).unwrap();
+    }
+    let st = tree::check(s, root).unwrap();
+    assert!(st.keys > 0 || st.leaves == 1);
+}
+
+fn run(page_size: usize, key_max: usize, ops: &[Op]) {
+    let mut s = MemStore::new(page_size);
+    let root = tree::create(&mut s).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut pending: Vec<PageId> = Vec::new();
+    let mut range = tree::LeafRange::default();
+    // Whether the noted range may be used: no node split, merged or was freed exclusive since.
+    let mut reuse = false;
+    let mut made = 0;
+    for op in ops {
+        match op {
+            Op::Put(k, l, seed) => {
+                let key = key_of(*k, key_max);
+                let val = value_of(*l, *seed);
+                let plan = plain::plan(&mut s, root, &key, Some(&val), &mut range, reuse);
+                reuse = true;
+                match plan.unwrap() {
+                    Some(Plan::Change { leaf, at, .. }) => {
+                        plain::apply(&mut s, leaf, &key, Some(&val), at).unwrap();
+                    }
+                    Some(Plan::Full { leaf, old }) if pending.len() < 32 => {
+                        let right = s.next;
+                        s.next += 1;
+                        let image = s.pages[&leaf].clone();
+                        let aside =
+                            tree::split_beside(&image, right, (&key, &val), old.is_some(), true)
+                                .unwrap();
+                        // The operations describe the leaf's new image, where they are kept.
+                        if let Some(ops) = &aside.left_ops {
+                            let mut p = image.clone();
+                            for op in ops {
+                                crate::page_op::apply_op(&mut p, op).unwrap();
+                            }
+                            assert_eq!(p, aside.left);
+                        }
+                        s.pages.insert(right, aside.right.clone().unwrap());
+                        s.pages.insert(leaf, aside.left);
+                        pending.push(leaf);
+                        made += 1;
+                    }
+                    Some(Plan::Nothing) => unreachable!("a put changes something"),
+                    _ => {
+                        settle(&mut s, root, &mut pending);
+                        tree::put(&mut s, root, &key, &val).unwrap();
+                        reuse = false;
+                        range.clear();
+                    }
+                }
+                model.insert(key, val);
+            }
+            Op::Del(k) => {
+                let key = key_of(*k, key_max);
+                let plan = plain::plan(&mut s, root, &key, None, &mut range, reuse);
+                reuse = true;
+                match plan.unwrap() {
+                    Some(Plan::Change { leaf, at, .. }) => {
+                        plain::apply(&mut s, leaf, &key, None, at).unwrap();
+                    }
+                    Some(Plan::Nothing) => assert!(!model.contains_key(&key)),
+                    _ => {
+                        settle(&mut s, root, &mut pending);
+                        tree::delete(&mut s, root, &key).unwrap();
+                        reuse = false;
+                        range.clear();
+                    }
+                }
+                model.remove(&key);
+            }
+            Op::Get(k) => {
+                let key = key_of(*k, key_max);
+                let got = tree::get(&mut s, root, &key).unwrap();
+                assert_eq!(got.as_ref(), model.get(&key));
+            }
+            Op::Scan(a, b, x, y, reverse, limit) => {
+                let (ka, kb) = (key_of(*a, key_max), key_of(*b, key_max));
+                let (lo, hi) = (bound(*x, &ka), bound(*y, &kb));
+                let mut got = Vec::new();
+                tree::scan(&mut s, root, lo, hi, *reverse, |k, v| {
+                    got.push((k.to_vec(), v.to_vec()));
+                    got.len() < *limit
+                })
+                .unwrap();
+                let it = model.iter().filter(|(k, _)| in_bounds(k, lo, hi));
+                let want: Vec<_> = if *reverse {
+                    it.rev()
+                        .take(*limit)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                } else {
+                    it.take(*limit)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                };
+                assert_eq!(got, want, "scan {lo:?}..{hi:?} reverse {reverse}");
+            }
+            Op::Settle => {
+                settle(&mut s, root, &mut pending);
+                reuse = false;
+                range.clear();
+            }
+        }
+    }
+    settle(&mut s, root, &mut pending);
+    let st = tree::check(&mut s, root).unwrap();
+    assert_eq!(st.keys as usize, model.len());
+    let mut all = Vec::new();
+    tree::scan(
+        &mut s,
+        root,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        false,
+        |k, v| {
+            all.push((k.to_vec(), v.to_vec()));
+            true
+        },
+    )
+    .unwrap();
+    assert!(all.into_iter().eq(model));
+    // Some runs must have split beside (proptest shrinks toward none; the fixed test below
+    // asserts it).
+    let _ = made;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn model_with_splits_beside(
+        page_size in prop::sample::select(vec![512usize, 4096]),
+        ops in prop::collection::vec(op_strategy(600), 1..900),
+    ) {
+        run(page_size, 48, &ops);
+    }
+}
+
+/// Many splits pending at once, chained (a right page split again before its own separator
+/// was posted), read through and posted in order: every key is found, both scan directions see
+/// them all in order, and the tree is whole after the posting.
+#[test]
+fn chains_of_pending_splits_read_and_post_in_order() {
+    let mut ops = Vec::new();
+    for i in 0..3000u32 {
+        ops.push(Op::Put((i * 7919) % 2000, 40, i as u8));
+        if i % 50 == 0 {
+            ops.push(Op::Scan(i % 2000, 0, 1, 0, true, 100));
+            ops.push(Op::Scan(0, i % 2000, 0, 2, false, 100));
+        }
+        if i % 700 == 0 {
+            ops.push(Op::Settle);
+        }
+    }
+    for i in 0..2000u32 {
+        ops.push(Op::Get(i));
+    }
+    run(512, 24, &ops);
+    // The same with the splits counted: a small page makes a split every few puts.
+    let mut s = MemStore::new(512);
+    let root = tree::create(&mut s).unwrap();
+    let mut pending: Vec<PageId> = Vec::new();
+    let mut range = tree::LeafRange::default();
+    let (mut most, mut chained) = (0, 0);
+    for i in 0..400u32 {
+        let key = key_of((i * 7919) % 2000, 24);
+        let val = value_of(40, i as u8);
+        match plain::plan(&mut s, root, &key, Some(&val), &mut range, false).unwrap() {
+            Some(Plan::Change { leaf, at, .. }) => {
+                plain::apply(&mut s, leaf, &key, Some(&val), at).unwrap()
+            }
+            Some(Plan::Full { leaf, old }) => {
+                // A leaf only a pending split's link leads to, split again.
+                let rights: Vec<PageId> = pending
+                    .iter()
+                    .map(|l| node::right_sibling(&s.pages[l]).unwrap())
+                    .collect();
+                chained += usize::from(rights.contains(&leaf));
+                let right = s.next;
+                s.next += 1;
+                let image = s.pages[&leaf].clone();
+                let aside =
+                    tree::split_beside(&image, right, (&key, &val), old.is_some(), true).unwrap();
+                s.pages.insert(right, aside.right.unwrap());
+                s.pages.insert(leaf, aside.left);
+                pending.push(leaf);
+                most = most.max(pending.len());
+            }
+            _ => {
+                // The root leaf, or a flagged leaf full again: exclusive, after the posting.
+                settle(&mut s, root, &mut pending);
+                tree::put(&mut s, root, &key, &val).unwrap();
+            }
+        }
+    }
+    assert!(
+        most > 20 && chained > 0,
+        "{most} splits pending at most, {chained} chained"
+    );
+    settle(&mut s, root, &mut pending);
+    let st = tree::check(&mut s, root).unwrap();
+    assert!(st.leaves > 30, "{st:?}");
+}

@@ -1,0 +1,236 @@
+//! Leaf splits beside other threads: the state a split made with the core latch shared leaves
+//! for the next holder of the exclusive latch (docs/engine.md, "Leaf splits beside other
+//! threads").
+//!
+//! A writer whose plain change finds its (guarded, latched) leaf full may split it with the
+//! core latch shared (`engine/split_beside.rs`): the halves are made aside
+//! ([`crate::btree::tree::split_beside`]), logged as one record, and written to the leaf and to
+//! a new page; the leaf's *split-pending* flag stands in for the separator its parent does not
+//! have yet. What the split needs beyond its leaf is kept here:
+//!
+//! - a **stock** of free frames, set aside (pinned, holding no page) under the exclusive latch:
+//!   the new page's frame. The page is not in the page table until the exclusive latch is next
+//!   taken ([`PageCache::adopt_split_pages`]); until then whoever follows the leaf's link to it
+//!   misses, and runs again after that adoption;
+//! - the **allocation mutex**, held from reading the meta page's next page id to stamping its
+//!   change: splitters beside each other take page ids, and change the meta page, one at a
+//!   time and in log order (nobody else reads the meta page while the latch is shared);
+//! - the **pending** splits, posted to their parents ([`settle`]) before any other change of a
+//!   tree with the latch exclusive, and before a checkpoint record is logged. A checkpoint thus
+//!   never has a split pending, so recovery finds every pending split in the records after the
+//!   last checkpoint (`recovery.rs` posts them after redo).
+
+use crate::btree::tree as bt;
+use crate::cache::PageCache;
+use crate::config::LeafSplits;
+use crate::error::Result;
+use crate::mtr::RedoSink;
+use crate::page::PageId;
+use crate::wal::record::Body;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Splits that may be pending at once: a split beside others waits for the exclusive latch
+/// when this many are (and the exclusive change then posts them all).
+pub const MAX_PENDING: usize = 64;
+/// Frames the stock is filled to (at most a sixteenth of the pool): as many as splits may be
+/// pending, so that the stock lasts until the posting that refills it.
+const STOCK_FRAMES: usize = MAX_PENDING;
+// A chain of pending splits is at most as long as descents follow.
+const _: () = assert!(MAX_PENDING <= bt::MAX_PENDING_CHAIN);
+/// Never-used pages a split beside others leaves for the posting of the pending splits (a
+/// parent split takes a page, a root split two; three levels of parents split at most).
+pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
+
+/// A split made beside other threads whose separator is not in the parent yet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingSplit {
+    /// The tree's root (roots never move).
+    pub root: PageId,
+    /// The leaf that split (it keeps the lower half and carries the flag).
+    pub leaf: PageId,
+}
+
+/// See the module notes.
+pub(crate) struct Splits {
+    pub mode: LeafSplits,
+    stock: Mutex<Vec<u32>>,
+    /// A split took from the stock: the next exclusive change fills it.
+    want_stock: AtomicBool,
+    /// Held from reading the meta page's next page id to stamping its change.
+    pub alloc: Mutex<()>,
+    /// New pages to put in the page table: (frame, page).
+    adopt: Mutex<Vec<(u32, PageId)>>,
+    pending: Mutex<Vec<PendingSplit>>,
+    /// Pending splits, read without the mutex (0: nothing to post).
+    pending_count: AtomicUsize,
+    /// Threads that have run an operation on this database (`Shared::shared_op`), as far as
+    /// [`Splits::note_thread`] tells them apart: [`LeafSplits::Auto`] splits beside others
+    /// once there were two.
+    threads: AtomicUsize,
+    /// This database among those the threads of the process have used.
+    id: u64,
+}
+
+/// Ids of [`Splits`] (open databases) in this process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Databases a thread has run operations on, most recent last (a few).
+const JOINED_KEPT: usize = 8;
+
+thread_local! {
+    static JOINED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Splits {
+    pub fn new(mode: LeafSplits) -> Splits {
+        Splits {
+            mode,
+            stock: Mutex::new(Vec::new()),
+            want_stock: AtomicBool::new(false),
+            alloc: Mutex::new(()),
+            adopt: Mutex::new(Vec::new()),
+            pending: Mutex::new(Vec::new()),
+            pending_count: AtomicUsize::new(0),
+            threads: AtomicUsize::new(0),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// Counts the calling thread among this database's threads, the first time it runs an
+    /// operation here (a thread-local look, no shared write after that; a thread that used
+    /// more than a few databases since may be counted again, which only makes `Auto` split
+    /// beside others sooner).
+    pub fn note_thread(&self) {
+        JOINED.with(|j| {
+            let mut j = j.borrow_mut();
+            if j.last() == Some(&self.id) {
+                return;
+            }
+            match j.iter().position(|&d| d == self.id) {
+                Some(i) => {
+                    j.remove(i);
+                }
+                None => {
+                    self.threads.fetch_add(1, Ordering::Relaxed);
+                    if j.len() == JOINED_KEPT {
+                        j.remove(0);
+                    }
+                }
+            }
+            j.push(self.id);
+        });
+    }
+
+    /// Whether a split may be made beside other threads now (the mode; with `Auto`, a second
+    /// thread has run operations here), with room for one more pending split.
+    pub fn beside_now(&self) -> bool {
+        let mode = match self.mode {
+            LeafSplits::Exclusive => false,
+            LeafSplits::Beside => true,
+            LeafSplits::Auto => self.threads.load(Ordering::Relaxed) > 1,
+        };
+        mode && self.pending_count.load(Ordering::Relaxed) < MAX_PENDING
+    }
+
+    /// A frame from the stock (`None` when it is empty); the next exclusive change fills it up
+    /// again.
+    pub fn take_frame(&self) -> Option<u32> {
+        self.want_stock.store(true, Ordering::Relaxed);
+        crate::sync::lock(&self.stock).pop()
+    }
+
+    /// Gives back a frame a split took and did not use.
+    pub fn return_frame(&self, f: u32) {
+        crate::sync::lock(&self.stock).push(f);
+    }
+
+    /// Records a split beside other threads, logged at `lsn`: its new page `right` in frame
+    /// `f` (to be put in the page table), and the separator to post. Called before the split's
+    /// pages are let go, so an exclusive latch taken after it sees both.
+    pub fn made(&self, split: PendingSplit, f: u32, right: PageId) {
+        crate::sync::lock(&self.adopt).push((f, right));
+        let mut p = crate::sync::lock(&self.pending);
+        p.push(split);
+        self.pending_count.store(p.len(), Ordering::Relaxed);
+    }
+
+    /// Whether splits are pending (exclusive latch: exact).
+    pub fn any_pending(&self) -> bool {
+        self.pending_count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Adds splits to post (recovery: those the log left pending), in the order to post them.
+    pub fn add_pending(&self, splits: impl IntoIterator<Item = PendingSplit>) {
+        let mut p = crate::sync::lock(&self.pending);
+        p.extend(splits);
+        self.pending_count.store(p.len(), Ordering::Relaxed);
+    }
+}
+
+impl PageCache {
+    /// Puts the pages that splits beside other threads made in the page table, guarded (core
+    /// latch exclusive, before the dirty marks queued with the latch shared are applied: those
+    /// of the new pages among them).
+    pub fn adopt_split_pages(&mut self) {
+        let adopt = std::mem::take(&mut *crate::sync::lock(&self.splits.adopt));
+        for (f, pid) in adopt {
+            self.pool.unpin(f);
+            self.pool.install(f, pid);
+            self.pool.set_guarded(f, true);
+        }
+    }
+
+    /// Fills the stock of free frames if a split found it empty (core latch exclusive). Dirty
+    /// victims are written as any eviction writes them; a pool with no frame to spare fills
+    /// nothing (its splits then run exclusive).
+    fn fill_stock(&mut self, log: &mut dyn RedoSink) {
+        if !self.splits.want_stock.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let want = STOCK_FRAMES.min(self.pool.frame_count() / 16);
+        while crate::sync::lock(&self.splits.stock).len() < want {
+            // A victim whose write fails (out of place: no space) stays in the pool; the
+            // stock waits, and the failure is met again by whichever eviction comes next.
+            let Ok(f) = self.free_frame(log) else {
+                break;
+            };
+            self.pool.pin(f);
+            crate::sync::lock(&self.splits.stock).push(f);
+        }
+    }
+}
+
+/// Brings the trees up to date before a change made with the core latch exclusive: posts every
+/// pending split's separator (each as a system operation, in the order they were made) and
+/// fills the frame stock if it was asked for. On an error the splits not posted stay pending
+/// (their trees read correctly) and the error is the change's.
+pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()> {
+    if cache.splits.any_pending() {
+        let pending = std::mem::take(&mut *crate::sync::lock(&cache.splits.pending));
+        cache.splits.pending_count.store(0, Ordering::Relaxed);
+        // The posting must be made before anything else changes a tree: it may use the log's
+        // system reserve, as a rollback does.
+        let was = log.swap_unreserved(true);
+        let mut r = Ok(());
+        for (i, p) in pending.iter().enumerate() {
+            r = crate::ops::run_op_settled(
+                cache,
+                log,
+                (0, 0),
+                &mut Vec::new(),
+                |m| bt::post_split(m, p.root, p.leaf).map(|()| ((), None)),
+                |_, redo| Body::System { redo },
+            )
+            .map(|_| ());
+            if r.is_err() {
+                cache.splits.add_pending(pending[i..].iter().copied());
+                break;
+            }
+        }
+        log.swap_unreserved(was);
+        r?;
+    }
+    cache.fill_stock(log);
+    Ok(())
+}
