@@ -412,7 +412,7 @@ impl PageCache {
     /// A frame holding no page, for a page the caller will put in it (a victim evicted as
     /// [`PageCache::create`] would).
     pub(crate) fn free_frame(&mut self, log: &mut dyn LogSink) -> Result<u32> {
-        self.victim(log)
+        Ok(self.victim_from(log, false, false)?.0)
     }
 
     /// Frees a frame: CLOCK over the frames the policy lets go; a dirty victim is written back
@@ -429,22 +429,40 @@ impl PageCache {
         log: &mut dyn LogSink,
         detach: bool,
     ) -> Result<(u32, Option<VictimCopy>)> {
+        self.victim_from(log, detach, true)
+    }
+
+    /// [`PageCache::victim_with`]; with `take_stock`, the frames set aside for splits beside
+    /// other threads are given back to the pool when every other frame is pinned (not when the
+    /// victim is for that stock itself).
+    fn victim_from(
+        &mut self,
+        log: &mut dyn LogSink,
+        detach: bool,
+        take_stock: bool,
+    ) -> Result<(u32, Option<VictimCopy>)> {
         let steal = self.eviction.steal();
-        let chosen = self
+        let mut chosen = self
             .pool
-            .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty())
-            .ok_or_else(|| {
-                Error::PoolExhausted(format!(
-                    "all {} buffer frames are pinned{}: the buffer pool is too small for this \
+            .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty());
+        if chosen.is_none() && take_stock && self.release_split_stock() {
+            // The frames set aside for splits beside other threads come back first.
+            chosen = self
+                .pool
+                .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty());
+        }
+        let chosen = chosen.ok_or_else(|| {
+            Error::PoolExhausted(format!(
+                "all {} buffer frames are pinned{}: the buffer pool is too small for this \
                      operation",
-                    self.pool.frame_count(),
-                    if steal {
-                        ""
-                    } else {
-                        " or hold uncommitted changes"
-                    }
-                ))
-            })?;
+                self.pool.frame_count(),
+                if steal {
+                    ""
+                } else {
+                    " or hold uncommitted changes"
+                }
+            ))
+        })?;
         let fr = &self.pool.frames[chosen as usize];
         let mut copy = None;
         if let Some(pid) = fr.pid {

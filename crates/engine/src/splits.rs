@@ -181,6 +181,16 @@ impl PageCache {
         }
     }
 
+    /// Gives the stock's frames back to the pool (core latch exclusive: an eviction that found
+    /// every other frame pinned). Whether there were any.
+    pub(crate) fn release_split_stock(&mut self) -> bool {
+        let stock = std::mem::take(&mut *crate::sync::lock(&self.splits.stock));
+        for &f in &stock {
+            self.pool.unpin(f);
+        }
+        !stock.is_empty()
+    }
+
     /// Fills the stock of free frames if a split found it empty (core latch exclusive). Dirty
     /// victims are written as any eviction writes them; a pool with no frame to spare fills
     /// nothing (its splits then run exclusive).
