@@ -218,6 +218,20 @@ impl Core {
         Ok(())
     }
 
+    /// What an update of a transaction whose first record is `first` (0: none yet) must leave
+    /// in the log: every live transaction's rollback, its own included.
+    pub(super) fn update_keep(&self, first: Lsn) -> crate::wal::UpdateKeep {
+        let own_first = if first == 0 {
+            txn_reserve(self.cfg.page_size)
+        } else {
+            0
+        };
+        crate::wal::UpdateKeep {
+            reserved: self.txns.log_reserved() + own_first,
+            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
+        }
+    }
+
     /// [`Core::write`] with the core latch shared: a plain change of a guarded leaf (see
     /// `read_shared.rs`), logged under the log's own latch. `None`: this change, or this mode,
     /// needs the latch exclusive (a split or merge, an overflow value, a leaf not guarded yet, a
@@ -332,15 +346,7 @@ impl Core {
         if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
             return None;
         }
-        let own_first = if first == 0 {
-            txn_reserve(self.cfg.page_size)
-        } else {
-            0
-        };
-        log.set_update_keep(Some(crate::wal::UpdateKeep {
-            reserved: self.txns.log_reserved() + own_first,
-            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
-        }));
+        log.set_update_keep(Some(self.update_keep(first)));
         let update = crate::wal::codec::LeafUpdate {
             pid: leaf,
             key,

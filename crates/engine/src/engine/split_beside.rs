@@ -14,7 +14,6 @@ use crate::page::{self, Lsn, PageId, NO_PAGE};
 use crate::page_op::PageOp;
 use crate::read_shared::SharedWriter;
 use crate::splits::{PendingSplit, POSTING_PAGES};
-use crate::txn_table::txn_reserve;
 use crate::wal::record::{Body, PageRedo, Redo, TxnId, Undo};
 use crate::wal::SharedWal;
 
@@ -111,15 +110,7 @@ impl Core {
                 (META_PID, m),
             ])
         };
-        let own_first = if first == 0 {
-            txn_reserve(self.cfg.page_size)
-        } else {
-            0
-        };
-        log.set_update_keep(Some(crate::wal::UpdateKeep {
-            reserved: self.txns.log_reserved() + own_first,
-            undo_extra: crate::txn_table::UNDO_EXTRA_BYTES,
-        }));
+        log.set_update_keep(Some(self.update_keep(first)));
         let undo = Undo {
             tree: tree.id,
             key: key.to_vec(),

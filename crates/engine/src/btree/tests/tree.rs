@@ -133,6 +133,36 @@ pub(super) fn in_bounds(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     a && b
 }
 
+/// A scan of `range` (descending if `reverse`, at most `limit` pairs) returns what `model`
+/// holds there.
+pub(super) fn check_scan<S: PageStore>(
+    s: &mut S,
+    root: PageId,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+    limit: usize,
+) {
+    let mut got = Vec::new();
+    tree::scan(s, root, lo, hi, reverse, |k, v| {
+        got.push((k.to_vec(), v.to_vec()));
+        got.len() < limit
+    })
+    .unwrap();
+    let it = model.iter().filter(|(k, _)| in_bounds(k, lo, hi));
+    let want: Vec<_> = if reverse {
+        it.rev()
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    } else {
+        it.take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(got, want, "scan {lo:?}..{hi:?} reverse {reverse}");
+}
+
 pub(super) fn bound(kind: u8, k: &[u8]) -> Bound<&[u8]> {
     match kind % 3 {
         0 => Bound::Unbounded,
@@ -250,24 +280,7 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
             Op::Scan(a, b, x, y, reverse, limit) => {
                 let (ka, kb) = (key_of(*a, key_max), key_of(*b, key_max));
                 let (lo, hi) = (bound(*x, &ka), bound(*y, &kb));
-                let mut got = Vec::new();
-                tree::scan(&mut s, root, lo, hi, *reverse, |k, v| {
-                    got.push((k.to_vec(), v.to_vec()));
-                    got.len() < *limit
-                })
-                .unwrap();
-                let it = model.iter().filter(|(k, _)| in_bounds(k, lo, hi));
-                let want: Vec<_> = if *reverse {
-                    it.rev()
-                        .take(*limit)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                } else {
-                    it.take(*limit)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                };
-                assert_eq!(got, want);
+                check_scan(&mut s, root, &model, (lo, hi), *reverse, *limit);
             }
         }
         assert!(s.touched.iter().all(|p| *p != 0));
@@ -278,20 +291,8 @@ fn run_model(page_size: usize, key_max: usize, ops: &[Op], batch: usize) {
     }
     let st = tree::check(&mut s, root).unwrap();
     assert_eq!(st.keys as usize, model.len());
-    let mut all = Vec::new();
-    tree::scan(
-        &mut s,
-        root,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        false,
-        |k, v| {
-            all.push((k.to_vec(), v.to_vec()));
-            true
-        },
-    )
-    .unwrap();
-    assert!(all.iter().cloned().eq(model.clone()));
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    check_scan(&mut s, root, &model, all, false, usize::MAX);
     // Delete everything: one empty root leaf, no leaked pages.
     for k in model.keys() {
         tree::delete(&mut s, root, k).unwrap();
