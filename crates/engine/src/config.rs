@@ -24,9 +24,10 @@ pub enum OpenMode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LeafSplits {
-    /// Beside other threads when another thread is inside the engine at that moment, with the
-    /// tree to itself otherwise: a lone thread keeps the exclusive split's single record, so
-    /// single-threaded runs (virtual time among them) log and write what they always did.
+    /// Beside other threads once a second thread has run an operation on this database (from
+    /// then on, even if that thread has stopped: one read from a monitoring thread is enough),
+    /// with the tree to itself before: a lone thread keeps the exclusive split's single record,
+    /// so single-threaded runs (virtual time among them) log and write what they always did.
     #[default]
     Auto,
     /// Always beside other threads where the split allows it (a leaf below the root, an inline

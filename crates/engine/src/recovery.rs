@@ -48,6 +48,10 @@ pub struct RecoveryReport {
     /// the log table's budget (Figure 5's page check, done only then).
     #[serde(default)]
     pub reload_pages_read: u64,
+    /// Leaf splits made beside other threads whose separators the crash left unposted: found
+    /// flagged after redo and posted before undo.
+    #[serde(default)]
+    pub splits_posted: u64,
 }
 
 /// Creates the meta page of a new database and makes it durable (in the flushless mode its
@@ -104,13 +108,13 @@ fn redo_of(body: &Body) -> Option<&Redo> {
 
 /// Hands the splits the log left pending (`flagged`: leaves flagged since the last checkpoint,
 /// with the record that last flagged each) to `cache.splits`, in the order they were made: those
-/// whose leaf, after redo, still has its flag, each with the tree it is in.
+/// whose leaf, after redo, still has its flag, each with the tree it is in. Returns how many.
 fn pending_splits(
     cache: &mut PageCache,
     wal: &mut Wal,
     catalog: &Catalog,
     flagged: HashMap<PageId, Lsn>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut flagged: Vec<(Lsn, PageId)> = flagged.into_iter().map(|(p, l)| (l, p)).collect();
     flagged.sort_unstable();
     let mut pending = Vec::new();
@@ -136,8 +140,9 @@ fn pending_splits(
             pending.push(crate::splits::PendingSplit { root, leaf });
         }
     }
+    let n = pending.len() as u64;
     cache.splits.add_pending(pending);
-    Ok(())
+    Ok(n)
 }
 
 struct TxnEntry {
@@ -320,7 +325,7 @@ fn recover_inner(
     load_catalog(cache, wal, catalog)?;
     // Splits the crash left pending are posted before the first change (an undo's, or the
     // checkpoint that ends the open).
-    pending_splits(cache, wal, catalog, flagged)?;
+    rep.splits_posted = pending_splits(cache, wal, catalog, flagged)?;
     let mut changed = Vec::new();
     let mut losers: Vec<(TxnId, TxnEntry)> = att.into_iter().collect();
     losers.sort_by_key(|(id, _)| *id);

@@ -36,8 +36,8 @@ pub const MAX_PENDING: usize = 64;
 /// Frames the stock is filled to (at most a sixteenth of the pool): as many as splits may be
 /// pending, so that the stock lasts until the posting that refills it.
 const STOCK_FRAMES: usize = MAX_PENDING;
-// A chain of pending splits is at most as long as descents follow.
-const _: () = assert!(MAX_PENDING <= bt::MAX_PENDING_CHAIN);
+// A chain of pending splits is shorter than descents follow.
+const _: () = assert!(MAX_PENDING < bt::MAX_PENDING_CHAIN);
 /// Never-used pages a split beside others leaves for the posting of the pending splits (a
 /// parent split takes a page, a root split two; three levels of parents split at most).
 pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
@@ -130,7 +130,7 @@ impl Splits {
             LeafSplits::Beside => true,
             LeafSplits::Auto => self.threads.load(Ordering::Relaxed) > 1,
         };
-        mode && self.pending_count.load(Ordering::Relaxed) < MAX_PENDING
+        mode && self.room()
     }
 
     /// A frame from the stock (`None` when it is empty); the next exclusive change fills it up
@@ -153,6 +153,12 @@ impl Splits {
         let mut p = crate::sync::lock(&self.pending);
         p.push(split);
         self.pending_count.store(p.len(), Ordering::Relaxed);
+    }
+
+    /// Whether another split may be made pending (asked again under `alloc`, under which
+    /// splits are made: exact there).
+    pub fn room(&self) -> bool {
+        self.pending_count.load(Ordering::Relaxed) < MAX_PENDING
     }
 
     /// Whether splits are pending (exclusive latch: exact).

@@ -256,9 +256,9 @@ fn descend_fenced<S: PageStore>(
 }
 
 /// Links a descent may follow from the leaf its parents lead to: leaves split beside other
-/// threads whose separators are not posted yet (see `split::split_beside`). The engine posts
-/// them before the count reaches this.
-pub const MAX_PENDING_CHAIN: usize = 64;
+/// threads whose separators are not posted yet (see `split::split_beside`). The engine keeps
+/// fewer splits pending than this (`splits::MAX_PENDING`).
+pub const MAX_PENDING_CHAIN: usize = 128;
 
 /// Whether `key` lies past the last key of the leaf in `p` (or the leaf is empty): in a leaf
 /// whose split is pending, such a key belongs to its right sibling (node module notes).
@@ -278,7 +278,8 @@ fn settle_leaf<S: PageStore>(
 ) -> Result<(PageId, bool, Option<Vec<u8>>)> {
     let mut moved = false;
     let mut lower = None;
-    for _ in 0..MAX_PENDING_CHAIN {
+    // A chain of n pending splits is n links: n + 1 leaves to look at.
+    for _ in 0..=MAX_PENDING_CHAIN {
         let next = store.read_page(pid, |p| -> Result<Option<PageId>> {
             if !node::split_pending(p)? {
                 return Ok(None);

@@ -43,6 +43,10 @@ impl Core {
         let splits = &self.cache.splits;
         let pool = &self.cache.pool;
         let alloc = crate::sync::lock(&splits.alloc);
+        // Asked before, without the mutex: another splitter may have taken the last room.
+        if !splits.room() {
+            return None;
+        }
         // Nobody else reads or writes the meta page while the latch is shared: splitters
         // beside each other take turns on this mutex.
         let Seen::Resident(mf) = pool.seen(META_PID) else {

@@ -155,3 +155,83 @@ fn a_database_dropped_with_splits_pending_reopens_whole() {
     assert!(scan(&db, &t, false).into_iter().eq(model));
     db.verify().unwrap();
 }
+
+/// Ascending keys make the longest chains: each split of the last leaf leaves the put's key in
+/// a new right page that the parent does not know, and the next split extends the chain. With
+/// `Beside` on one thread, as many splits as may be pending (64) are chained: every key is
+/// read, scans with bounds in the chain's tail go both ways, a bulk load appends after it, and
+/// a handle dropped with the chain pending reopens with recovery posting it.
+#[test]
+fn a_chain_of_pending_splits_reads_scans_loads_and_recovers() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        leaf_splits: LeafSplits::Beside,
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("seq").unwrap();
+    let mut model = BTreeMap::new();
+    let mut n = 0u64;
+    // Up to the most splits that may be pending at once, and no further: the next split would
+    // run exclusive and post them all.
+    while db.stats().engine.splits_beside < 64 {
+        let (k, v) = (key(n, 24), value(n, 80));
+        put(&db, &t, &k, &v);
+        model.insert(k, v);
+        n += 1;
+    }
+    for (k, v) in &model {
+        assert_eq!(db.get(&t, k).unwrap().as_ref(), Some(v));
+    }
+    let tail = key(n - 3, 24);
+    let mut x = db.begin().unwrap();
+    let back = x
+        .scan(&t, (Bound::Unbounded, Bound::Included(&tail[..])), true, 10)
+        .unwrap();
+    let want: Vec<_> = model
+        .range(..=tail.clone())
+        .rev()
+        .take(10)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(back, want);
+    let from = key(n / 2, 24);
+    let fwd = x
+        .scan(
+            &t,
+            (Bound::Excluded(&from[..]), Bound::Unbounded),
+            false,
+            usize::MAX,
+        )
+        .unwrap();
+    assert!(fwd.into_iter().eq(model
+        .range(from.clone()..)
+        .skip(1)
+        .map(|(k, v)| (k.clone(), v.clone()))));
+    let all_back = x.scan(&t, ALL, true, usize::MAX).unwrap();
+    assert!(all_back.into_iter().eq(model.clone().into_iter().rev()));
+    x.commit().unwrap();
+    // Dropped with the chain pending: recovery finds the flagged leaves and posts them.
+    drop(db);
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let posted = db.stats().recovery.map_or(0, |r| r.splits_posted);
+    assert!(posted > 30, "recovery posted {posted} splits");
+    db.verify().unwrap();
+    let t = db.open_tree("seq").unwrap();
+    assert!(scan(&db, &t, false).into_iter().eq(model.clone()));
+    // A chain again, then a bulk load after it (its exclusive steps post the chain first).
+    let before = db.stats().engine.splits_beside;
+    while db.stats().engine.splits_beside < before + 40 {
+        let (k, v) = (key(n, 24), value(n, 80));
+        put(&db, &t, &k, &v);
+        model.insert(k, v);
+        n += 1;
+    }
+    let more: Vec<_> = (n..n + 3000).map(|i| (key(i, 24), value(i, 80))).collect();
+    let mut x = db.begin().unwrap();
+    x.load(&t, &more).unwrap();
+    x.commit().unwrap();
+    model.extend(more);
+    db.verify().unwrap();
+    assert!(scan(&db, &t, true).into_iter().eq(model.into_iter().rev()));
+}

@@ -62,7 +62,9 @@ fn run(page_size: usize, key_max: usize, ops: &[Op]) {
                     Some(Plan::Change { leaf, at, .. }) => {
                         plain::apply(&mut s, leaf, &key, Some(&val), at).unwrap();
                     }
-                    Some(Plan::Full { leaf, old }) if pending.len() < 32 => {
+                    Some(Plan::Full { leaf, old })
+                        if pending.len() < crate::splits::MAX_PENDING =>
+                    {
                         let right = s.next;
                         s.next += 1;
                         let image = s.pages[&leaf].clone();
