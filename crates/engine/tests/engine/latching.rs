@@ -433,3 +433,69 @@ fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_e
     assert!(written > 0, "the maintenance step wrote no checkpoint page");
     db.verify().unwrap();
 }
+
+/// Out of place, a miss whose victim is dirty writes the victim's copy with the core latch
+/// released (the page stays cached until its write is done): while the device holds that
+/// write, another thread reads cached records. (Before, the victim was written under the
+/// exclusive latch, and the reader waited the whole 20 s.)
+#[test]
+fn readers_run_while_a_miss_writes_its_dirty_victim_out_of_place() {
+    use std::sync::atomic::Ordering;
+    let (gate, devices) = gated_writes();
+    let cfg = DbConfig {
+        buffer_pages: 48,
+        doublewrite: false,
+        // Every page write reaches the device at once (no batch waits to fill).
+        out_of_place: Some(wafer_engine::OopConfig {
+            batch_pages: 1,
+            ..wafer_engine::OopConfig::default()
+        }),
+        // Log space for the whole load: no checkpoint cleans the pages.
+        log_space_bytes: Some(6 << 20),
+        ..DbConfig::default()
+    };
+    let db = Db::open(devices, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for chunk in 0..30u32 {
+        let mut x = db.begin().unwrap();
+        for i in chunk * 100..(chunk + 1) * 100 {
+            x.put(&t, format!("k{i:06}").as_bytes(), &[7u8; 100])
+                .unwrap();
+        }
+        x.commit().unwrap();
+    }
+    // The last records' leaves are cached and dirty, as is most of the pool.
+    let last: Vec<String> = (2_950..3_000u32).map(|i| format!("k{i:06}")).collect();
+    for k in &last {
+        assert!(db.get(&t, k.as_bytes()).unwrap().is_some());
+    }
+    let before = db.stats();
+    gate.set(true);
+    // A miss: an early record's leaf was evicted long ago; its victim is dirty.
+    let miss = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"k000001").unwrap())
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!miss.is_finished(), "the miss wrote no victim");
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let other = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for k in &last {
+                assert_eq!(db.get(&t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    assert_eq!(miss.join().unwrap().unwrap(), [7u8; 100]);
+    assert!(ran.is_ok(), "readers waited for the victim's write");
+    let after = db.stats();
+    assert!(after.pool.dirty_evictions > before.pool.dirty_evictions);
+    db.verify().unwrap();
+}
