@@ -61,6 +61,8 @@ pub(crate) struct Splits {
     pub alloc: Mutex<()>,
     /// New pages to put in the page table: (frame, page).
     adopt: Mutex<Vec<(u32, PageId)>>,
+    /// Whether `adopt` may hold any (read without its mutex by every exclusive latch).
+    adopt_any: AtomicBool,
     pending: Mutex<Vec<PendingSplit>>,
     /// Pending splits, read without the mutex (0: nothing to post).
     pending_count: AtomicUsize,
@@ -90,6 +92,7 @@ impl Splits {
             want_stock: AtomicBool::new(false),
             alloc: Mutex::new(()),
             adopt: Mutex::new(Vec::new()),
+            adopt_any: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
             pending_count: AtomicUsize::new(0),
             threads: AtomicUsize::new(0),
@@ -150,6 +153,7 @@ impl Splits {
     /// pages are let go, so an exclusive latch taken after it sees both.
     pub fn made(&self, split: PendingSplit, f: u32, right: PageId) {
         crate::sync::lock(&self.adopt).push((f, right));
+        self.adopt_any.store(true, Ordering::Release);
         let mut p = crate::sync::lock(&self.pending);
         p.push(split);
         self.pending_count.store(p.len(), Ordering::Relaxed);
@@ -179,6 +183,10 @@ impl PageCache {
     /// latch exclusive, before the dirty marks queued with the latch shared are applied: those
     /// of the new pages among them).
     pub fn adopt_split_pages(&mut self) {
+        // Set under the core latch shared, read under it exclusive: no split is being made.
+        if !self.splits.adopt_any.swap(false, Ordering::Acquire) {
+            return;
+        }
         let adopt = std::mem::take(&mut *crate::sync::lock(&self.splits.adopt));
         for (f, pid) in adopt {
             self.pool.unpin(f);

@@ -164,8 +164,10 @@ pub fn check_page_size(page_size: usize) -> Result<()> {
 }
 
 mod cell;
+mod flags;
 mod restructure;
 use cell::{internal_cell, leaf_cell};
+pub use flags::*;
 pub use restructure::*;
 
 fn corrupt(page: &[u8], reason: &'static str) -> Error {
@@ -332,26 +334,6 @@ pub fn used_bytes(page: &[u8]) -> Result<usize> {
 /// Below a quarter full: a candidate for a merge.
 pub fn is_underfull(page: &[u8]) -> Result<bool> {
     Ok(used_bytes(page)? < usable_bytes(page.len()) / 4)
-}
-
-/// Whether the node is a leaf whose split is pending (see the module notes).
-pub fn split_pending(page: &[u8]) -> Result<bool> {
-    Ok(hdr(page)?.flags & FLAG_SPLIT_PENDING != 0)
-}
-
-/// Sets or clears a leaf's split-pending flag (`PageOp::SplitPending`).
-pub fn set_split_pending(page: &mut [u8], on: bool) -> Result<()> {
-    let mut h = hdr(page)?;
-    if h.kind != NodeKind::Leaf {
-        return Err(corrupt(page, "only a leaf has a pending split"));
-    }
-    if on {
-        h.flags |= FLAG_SPLIT_PENDING;
-    } else {
-        h.flags &= !FLAG_SPLIT_PENDING;
-    }
-    put_hdr(page, &h);
-    Ok(())
 }
 
 /// Right sibling of a leaf (0 = none).

@@ -79,7 +79,8 @@ pub fn plan<S: PageStore>(
         // search finds the old value, tells whether the new one fits, and is where `apply`
         // makes the change.
         let found = store.read_page(leaf, |p| -> Result<Look> {
-            let pending = node::split_pending(p)?;
+            // A page that is not a leaf fails the search just below.
+            let pending = node::split_pending_unchecked(p);
             if pending && known.is_some() {
                 // Split since the range was noted: it holds no more.
                 return Ok(Look::Descend);
