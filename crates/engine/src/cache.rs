@@ -19,8 +19,6 @@
 use crate::buffer::{BufferPool, PageState, Seen};
 use crate::error::{Error, Result};
 use crate::page::{self, PageId};
-mod clean;
-
 use crate::writepath::{LogSink, PageReader, WritePath, WriteReason};
 
 /// What eviction does with a dirty victim.
@@ -155,9 +153,6 @@ pub(crate) enum Reserved {
     /// A frame is reserved for it: write the dirty victim ([`PendingLoad::write_victim`]),
     /// then read the page ([`PendingLoad::read`]), latches released.
     Load(PendingLoad),
-    /// Out of place or journaled, the victim is dirty: write its copy with the core latch
-    /// released, then [`PageCache::finish_clean`] (`clean.rs`).
-    Clean(clean::VictimClean),
 }
 
 /// A page to read into its reserved frame with no core latch held (see `buffer/mod.rs`, module
@@ -385,27 +380,10 @@ impl PageCache {
             return Ok(Reserved::Cached);
         }
         self.pool.stats.misses += 1;
-        let chosen = self.pick_victim(true)?;
-        // Out of place and journaled a dirty victim's write can fail without poisoning (no
-        // space: `Full`, `LogFull`), so the page must stay in the pool until it is written:
-        // its copy is written with the latches released, the page still cached, and the frame
-        // taken after (`clean.rs`).
-        if let Some(c) = self.clean_first(chosen, pid) {
-            return Ok(Reserved::Clean(c));
-        }
-        self.load_into(chosen, pid, log, health)
-    }
-
-    /// Evicts the picked frame `chosen` and reserves it for loading `pid` (in place, a dirty
-    /// victim's copy goes with it, to be written with the latches released).
-    fn load_into(
-        &mut self,
-        chosen: u32,
-        pid: PageId,
-        log: &mut dyn LogSink,
-        health: &crate::health::Health,
-    ) -> Result<Reserved> {
-        let (f, victim) = self.evict_chosen(chosen, log, !self.writes_log)?;
+        // Out of place and journaled a victim's write can fail without poisoning (no space:
+        // `Full`, `LogFull`): it is written here, the frame still dirty, and the error goes to
+        // the operation. In place only a device error can fail it.
+        let (f, victim) = self.victim_with(log, !self.writes_log)?;
         let reader = self
             .reader
             .clone()
@@ -463,12 +441,6 @@ impl PageCache {
         detach: bool,
         take_stock: bool,
     ) -> Result<(u32, Option<VictimCopy>)> {
-        let chosen = self.pick_victim(take_stock)?;
-        self.evict_chosen(chosen, log, detach)
-    }
-
-    /// The frame CLOCK picks for a victim, not yet evicted.
-    fn pick_victim(&mut self, take_stock: bool) -> Result<u32> {
         let steal = self.eviction.steal();
         let mut chosen = self
             .pool
@@ -479,7 +451,7 @@ impl PageCache {
                 .pool
                 .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty());
         }
-        chosen.ok_or_else(|| {
+        let chosen = chosen.ok_or_else(|| {
             Error::PoolExhausted(format!(
                 "all {} buffer frames are pinned{}: the buffer pool is too small for this \
                      operation",
@@ -490,16 +462,7 @@ impl PageCache {
                     " or hold uncommitted changes"
                 }
             ))
-        })
-    }
-
-    /// Evicts the picked frame `chosen` (see [`PageCache::victim_with`] for `detach`).
-    fn evict_chosen(
-        &mut self,
-        chosen: u32,
-        log: &mut dyn LogSink,
-        detach: bool,
-    ) -> Result<(u32, Option<VictimCopy>)> {
+        })?;
         let fr = &self.pool.frames[chosen as usize];
         let mut copy = None;
         if let Some(pid) = fr.pid {

@@ -138,7 +138,7 @@ impl Shared {
     /// place or journaled, page writes log their locations, so the log latch stays held (writers
     /// wait for it); in place it is let go once the mutex is held, and writers log meanwhile.
     /// Returns the result and the log latch (taken again if it was let go).
-    pub(super) fn write_detached<'a>(
+    fn write_detached<'a>(
         &'a self,
         batch: &Detached,
         mut wal: WalGuard<'a>,

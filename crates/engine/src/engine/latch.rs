@@ -123,7 +123,6 @@ impl Shared {
             let mut core = self.core();
             let mut wal = self.wal.lock();
             core.check().ok()?;
-            let wp = std::sync::Arc::clone(&core.cache.wp);
             let c = &mut *core;
             let mut load = match c.cache.reserve(pid, &mut *wal, &c.health).ok()? {
                 Reserved::Cached => continue,
@@ -135,32 +134,8 @@ impl Shared {
                     continue;
                 }
                 Reserved::Load(load) => load,
-                Reserved::Clean(clean) => {
-                    // A dirty victim out of place or journaled: its copy is written with the
-                    // core latch released (the log latch held, for its location record), then
-                    // the frame is taken for the page.
-                    drop(core);
-                    let (written, w) = self.write_detached(&clean.batch, wal, &wp);
-                    drop(w);
-                    core = self.core();
-                    wal = self.wal.lock();
-                    let c = &mut *core;
-                    match c
-                        .cache
-                        .finish_clean(clean, written, &mut *wal, &c.health)
-                        .ok()?
-                    {
-                        Reserved::Cached | Reserved::Clean(_) => continue,
-                        Reserved::Wait(w) => {
-                            drop(wal);
-                            drop(core);
-                            w.wait();
-                            continue;
-                        }
-                        Reserved::Load(load) => load,
-                    }
-                }
             };
+            let wp = std::sync::Arc::clone(&core.cache.wp);
             let mut held = None;
             if load.writes_victim() {
                 // A dirty victim's write must come before anyone else's use of the write path
