@@ -463,6 +463,14 @@ fn nonsense_is_refused_before_the_run() {
         ),
         (vec!["bench", "tpcc", "--max-seconds=-2"], "max-seconds"),
         (
+            vec!["bench", "tpcc", "--cleaner-clean-fraction", "1.5"],
+            "cleaner_clean_fraction",
+        ),
+        (
+            vec!["bench", "wall", "--leaf-splits", "sideways"],
+            "leaf-splits",
+        ),
+        (
             vec!["bench", "tpcc", "--configs", "oop-all,oop-all"],
             "oop-all",
         ),
