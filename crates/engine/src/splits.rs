@@ -38,8 +38,9 @@ pub const MAX_PENDING: usize = 64;
 const STOCK_FRAMES: usize = MAX_PENDING;
 // A chain of pending splits is shorter than descents follow.
 const _: () = assert!(MAX_PENDING < bt::MAX_PENDING_CHAIN);
-/// Never-used pages a split beside others leaves for the posting of the pending splits (a
-/// parent split takes a page, a root split two; three levels of parents split at most).
+/// Never-used pages a split beside others leaves for the posting of the pending splits: four a
+/// split (a parent split takes a page, a root split two). A posting that needs more than is
+/// left fails with `Full`, as an exclusive split would, and its split stays pending.
 pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
 
 /// A split made beside other threads whose separator is not in the parent yet.
