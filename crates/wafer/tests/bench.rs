@@ -551,6 +551,14 @@ fn a_measured_load_inserts_every_record_from_every_thread() {
         let rate = r["ops_per_s"].as_f64().unwrap();
         let seconds = r["seconds"].as_f64().unwrap();
         assert!(close(rate * seconds, 5000.0), "{rate} * {seconds}");
+        // `leaf_splits = auto`: a lone thread splits with the tree to itself, several split
+        // beside each other.
+        let beside = r["splits_beside"].as_u64().unwrap();
+        assert_eq!(
+            beside > 0,
+            threads > 1,
+            "{beside} splits beside on {threads} threads"
+        );
     }
 }
 

@@ -90,6 +90,10 @@ pub struct WallResult {
     pub shared_ops: u64,
     #[serde(default)]
     pub shared_retries: u64,
+    /// Leaf splits made beside the other threads during the measured run (the engine's
+    /// `leaf_splits`).
+    #[serde(default)]
+    pub splits_beside: u64,
     /// Checkpoints during the measured run.
     #[serde(default)]
     pub checkpoints: u64,
@@ -338,6 +342,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         log: WallLog::between(&before.wal, &after.wal),
         shared_ops: after.engine.shared_ops - before.engine.shared_ops,
         shared_retries: after.engine.shared_retries - before.engine.shared_retries,
+        splits_beside: after.engine.splits_beside - before.engine.splits_beside,
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
         misses,
         unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
