@@ -42,6 +42,10 @@ const _: () = assert!(MAX_PENDING < bt::MAX_PENDING_CHAIN);
 /// split (a parent split takes a page, a root split two). A posting that needs more than is
 /// left fails with `Full`, as an exclusive split would, and its split stays pending.
 pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
+/// Log a posting may take, in pages (the leaf's and its parent's images where page operations
+/// are off, a parent split's pages): a split beside others is made only while the log has this
+/// much free for every pending split, its own included, beside what its update needs.
+pub const POSTING_LOG_PAGES: u64 = 3;
 
 /// A split made beside other threads whose separator is not in the parent yet.
 #[derive(Clone, Copy, Debug)]
@@ -164,6 +168,11 @@ impl Splits {
     /// splits are made: exact there).
     pub fn room(&self) -> bool {
         self.pending_count.load(Ordering::Relaxed) < MAX_PENDING
+    }
+
+    /// Splits pending now (exact under `alloc` or the exclusive latch).
+    pub fn pending_len(&self) -> usize {
+        self.pending_count.load(Ordering::Relaxed)
     }
 
     /// Whether splits are pending (exclusive latch: exact).

@@ -13,7 +13,7 @@ use crate::mtr::RedoSink;
 use crate::page::{self, Lsn, PageId, NO_PAGE};
 use crate::page_op::PageOp;
 use crate::read_shared::SharedWriter;
-use crate::splits::{PendingSplit, POSTING_PAGES};
+use crate::splits::{PendingSplit, POSTING_LOG_PAGES, POSTING_PAGES};
 use crate::wal::record::{Body, PageRedo, Redo, TxnId, Undo};
 use crate::wal::SharedWal;
 
@@ -86,7 +86,11 @@ impl Core {
                 return Some(self.health.guard(Err(e)));
             }
         }
-        let need = update_log_need(self.cfg.page_size, key, Some(value));
+        // Room for this update and for the posting of every pending split, this one's too:
+        // the postings come before the next exclusive change, or in recovery.
+        let postings = (splits.pending_len() as u64 + 1) * POSTING_LOG_PAGES;
+        let need = update_log_need(self.cfg.page_size, key, Some(value))
+            + postings * self.cfg.page_size as u64;
         let mut log = wal.lock();
         if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
             splits.return_frame(f);
