@@ -394,10 +394,13 @@ impl Db {
             ),
             other => (other, None),
         };
+        let mut txns = TxnTable::new(cfg.page_size);
+        // Every space check leaves the log the postings of pending leaf splits need.
+        txns.share_reserved(cache.splits.posting_reserve());
         let core = Core {
             versions,
             cache,
-            txns: TxnTable::new(cfg.page_size),
+            txns,
             catalog: Catalog::new(),
             checkpointer: Checkpointer::new(&cfg, clock.clone()),
             stats: OpStats::default(),

@@ -137,7 +137,11 @@ fn pending_splits(
             })
         })?;
         if let Some(root) = r {
-            pending.push(crate::splits::PendingSplit { root, leaf });
+            pending.push(crate::splits::PendingSplit {
+                root,
+                leaf,
+                reserved: 0,
+            });
         }
     }
     let n = pending.len() as u64;

@@ -43,8 +43,8 @@ const _: () = assert!(MAX_PENDING < bt::MAX_PENDING_CHAIN);
 /// left fails with `Full`, as an exclusive split would, and its split stays pending.
 pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
 /// Log a posting may take, in pages (the leaf's and its parent's images where page operations
-/// are off, a parent split's pages): a split beside others is made only while the log has this
-/// much free for every pending split, its own included, beside what its update needs.
+/// are off, a parent split's pages): reserved by the split beside others that makes it pending
+/// (counted in every space check, as rollbacks' reservations are) until it is posted.
 pub const POSTING_LOG_PAGES: u64 = 3;
 
 /// A split made beside other threads whose separator is not in the parent yet.
@@ -54,6 +54,8 @@ pub(crate) struct PendingSplit {
     pub root: PageId,
     /// The leaf that split (it keeps the lower half and carries the flag).
     pub leaf: PageId,
+    /// Log bytes reserved for its posting (0: found by recovery, which needs none reserved).
+    pub reserved: u64,
 }
 
 /// See the module notes.
@@ -71,6 +73,9 @@ pub(crate) struct Splits {
     pending: Mutex<Vec<PendingSplit>>,
     /// Pending splits, read without the mutex (0: nothing to post).
     pending_count: AtomicUsize,
+    /// Log bytes reserved for the postings of the pending splits, counted in every space check
+    /// (`TxnTable::share_reserved`).
+    posting_reserved: std::sync::Arc<AtomicU64>,
     /// Threads that have run an operation on this database (`Shared::shared_op`), as far as
     /// [`Splits::note_thread`] tells them apart: [`LeafSplits::Auto`] splits beside others
     /// once there were two.
@@ -100,6 +105,7 @@ impl Splits {
             adopt_any: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
             pending_count: AtomicUsize::new(0),
+            posting_reserved: Default::default(),
             threads: AtomicUsize::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
@@ -170,9 +176,15 @@ impl Splits {
         self.pending_count.load(Ordering::Relaxed) < MAX_PENDING
     }
 
-    /// Splits pending now (exact under `alloc` or the exclusive latch).
-    pub fn pending_len(&self) -> usize {
-        self.pending_count.load(Ordering::Relaxed)
+    /// The count of log bytes reserved for postings, for the transaction table's space checks.
+    pub fn posting_reserve(&self) -> std::sync::Arc<AtomicU64> {
+        self.posting_reserved.clone()
+    }
+
+    /// Reserves `bytes` of log for a posting (the log latch held, so the next writer's space
+    /// check counts them).
+    pub fn reserve_posting(&self, bytes: u64) {
+        self.posting_reserved.fetch_add(bytes, Ordering::AcqRel);
     }
 
     /// Whether splits are pending (exclusive latch: exact).
@@ -257,6 +269,12 @@ pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()
                 |_, redo| Body::System { redo },
             )
             .map(|_| ());
+            if r.is_ok() {
+                cache
+                    .splits
+                    .posting_reserved
+                    .fetch_sub(p.reserved, Ordering::AcqRel);
+            }
             if r.is_err() {
                 cache.splits.add_pending(pending[i..].iter().copied());
                 break;
@@ -264,6 +282,8 @@ pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()
         }
         log.swap_unreserved(was);
         r?;
+        // Exclusive: no split is being made; every posting reserved was posted.
+        debug_assert_eq!(cache.splits.posting_reserved.load(Ordering::Acquire), 0);
     }
     cache.fill_stock(log);
     Ok(())

@@ -114,6 +114,9 @@ pub(crate) struct TxnTable {
     id_blocks: Box<[IdBlock]>,
     /// Log bytes reserved by live transactions for their rollback.
     log_reserved: StripedSum,
+    /// Log bytes kept beside them for other work that must be logged before the next
+    /// checkpoint (the postings of leaf splits made beside other threads: `splits.rs`).
+    others_reserved: Option<std::sync::Arc<AtomicU64>>,
     /// Data pages reserved by live transactions for their rollback.
     pages_reserved: StripedSum,
     cc: Box<dyn ConcurrencyControl>,
@@ -152,6 +155,7 @@ impl TxnTable {
                 .map(|_| CachePadded::new(Mutex::new((0, 0))))
                 .collect(),
             log_reserved: StripedSum::default(),
+            others_reserved: None,
             pages_reserved: StripedSum::default(),
             cc: Box::new(TwoPhaseLocking::default()),
             undo: Shards::new(16),
@@ -227,8 +231,19 @@ impl TxnTable {
         }
     }
 
+    /// Log bytes every operation's space check leaves free: live transactions' rollbacks, and
+    /// what [`TxnTable::share_reserved`] counts.
     pub fn log_reserved(&self) -> u64 {
-        self.log_reserved.get() as u64
+        let others = self
+            .others_reserved
+            .as_ref()
+            .map_or(0, |r| r.load(Ordering::Acquire));
+        self.log_reserved.get() as u64 + others
+    }
+
+    /// Counts `bytes` (kept up to date by its owner) in [`TxnTable::log_reserved`].
+    pub fn share_reserved(&mut self, bytes: std::sync::Arc<AtomicU64>) {
+        self.others_reserved = Some(bytes);
     }
 
     pub fn pages_reserved(&self) -> u64 {

@@ -86,11 +86,10 @@ impl Core {
                 return Some(self.health.guard(Err(e)));
             }
         }
-        // Room for this update and for the posting of every pending split, this one's too:
-        // the postings come before the next exclusive change, or in recovery.
-        let postings = (splits.pending_len() as u64 + 1) * POSTING_LOG_PAGES;
-        let need = update_log_need(self.cfg.page_size, key, Some(value))
-            + postings * self.cfg.page_size as u64;
+        // Room for this update and for this split's posting, which comes before the next
+        // exclusive change or in recovery (those of the pending splits are reserved already).
+        let posting = POSTING_LOG_PAGES * self.cfg.page_size as u64;
+        let need = update_log_need(self.cfg.page_size, key, Some(value)) + posting;
         let mut log = wal.lock();
         if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
             splits.return_frame(f);
@@ -138,6 +137,8 @@ impl Core {
         let record_bytes = log.last_whole_len();
         let grows = old.as_ref().is_some_and(|o| value.len() < o.len());
         self.txns.updated(txn, lsn, record_bytes, grows, undo);
+        // Reserved before the log is let go, so the next writer's space check counts it.
+        splits.reserve_posting(posting);
         drop(log);
         // SAFETY: the stock frame holds no page and is in no table: nobody else reaches it.
         let rd = unsafe { pool.frames[f as usize].data.write_shared() };
@@ -153,6 +154,7 @@ impl Core {
             PendingSplit {
                 root: tree.root,
                 leaf,
+                reserved: posting,
             },
             f,
             right,
