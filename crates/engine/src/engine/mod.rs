@@ -519,7 +519,7 @@ impl Core {
             Ok(())
         } else {
             // The rollback may use the log's system reserve and the pages kept for rollbacks.
-            wal.set_unreserved(true);
+            let was = wal.swap_unreserved(true);
             self.cache.page_reserve = 0;
             let r = crate::undo::rollback(
                 &mut self.cache,
@@ -529,7 +529,7 @@ impl Core {
                 (txn, st.last_lsn),
                 &undo,
             );
-            wal.set_unreserved(false);
+            wal.swap_unreserved(was);
             r
         };
         if let Some(vs) = self.versions.as_mut() {

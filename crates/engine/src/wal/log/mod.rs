@@ -147,7 +147,7 @@ pub struct Wal {
     /// which must be logged even while a checkpoint is freeing space).
     system_reserve: u64,
     /// A rollback or recovery is running: every append may use the system reserve (they must
-    /// complete; see [`Wal::set_unreserved`]).
+    /// complete; see [`Wal::swap_unreserved`]).
     unreserved: bool,
     /// A transaction's update is being logged: what its record must leave free.
     update_keep: Option<UpdateKeep>,
@@ -464,17 +464,13 @@ impl Wal {
     /// While on, every append may use the system reserve (see [`Wal::set_system_reserve`]): for
     /// rollbacks and recovery, which must complete. Their records fit the space transactions
     /// reserved, except structure changes a rollback's re-inserts may cause beyond the one each
-    /// transaction reserves room for: those borrow from the system reserve.
-    pub(crate) fn set_unreserved(&mut self, on: bool) {
-        self.unreserved = on;
-    }
-
-    /// Sets [`Wal::set_unreserved`] and returns what it was.
+    /// transaction reserves room for: those borrow from the system reserve. Returns the setting
+    /// before.
     pub(crate) fn swap_unreserved(&mut self, on: bool) -> bool {
         std::mem::replace(&mut self.unreserved, on)
     }
 
-    /// Runs `f` with [`Wal::set_unreserved`] on (rollbacks, recoveries, commits whose space was
+    /// Runs `f` with [`Wal::swap_unreserved`] on (rollbacks, recoveries, commits whose space was
     /// reserved), then off again.
     pub(crate) fn unreserved<R>(&mut self, f: impl FnOnce(&mut Wal) -> R) -> R {
         self.unreserved = true;
