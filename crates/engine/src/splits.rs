@@ -41,7 +41,9 @@ const _: () = assert!(MAX_PENDING < bt::MAX_PENDING_CHAIN);
 /// Never-used pages a split beside others leaves for the posting of the pending splits: four a
 /// split (a parent split takes a page, a root split two). A posting that needs more than is
 /// left fails with `Full`, as an exclusive split would, and its split stays pending.
-pub const POSTING_PAGES: u64 = 4 * MAX_PENDING as u64;
+pub const POSTING_PAGES: u64 = POSTING_PAGES_EACH * MAX_PENDING as u64;
+/// Pages one posting may allocate (see [`POSTING_PAGES`]).
+pub const POSTING_PAGES_EACH: u64 = 4;
 /// Log a posting may take, in pages (the leaf's and its parent's images where page operations
 /// are off, a parent split's pages): reserved by the split beside others that makes it pending
 /// (counted in every space check, as rollbacks' reservations are) until it is posted.
@@ -187,6 +189,12 @@ impl Splits {
         self.posting_reserved.fetch_add(bytes, Ordering::AcqRel);
     }
 
+    /// Pages the postings of the pending splits may allocate: kept from other allocations
+    /// (`Core::sync_page_reserve`), given to the postings (`settle`).
+    pub fn posting_pages(&self) -> u64 {
+        self.pending_count.load(Ordering::Relaxed) as u64 * POSTING_PAGES_EACH
+    }
+
     /// Whether splits are pending (exclusive latch: exact).
     pub fn any_pending(&self) -> bool {
         self.pending_count.load(Ordering::Relaxed) > 0
@@ -256,8 +264,10 @@ pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()
         let pending = std::mem::take(&mut *crate::sync::lock(&cache.splits.pending));
         cache.splits.pending_count.store(0, Ordering::Relaxed);
         // The posting must be made before anything else changes a tree: it may use the log's
-        // system reserve, as a rollback does.
+        // system reserve, as a rollback does, and the pages kept for it.
         let was = log.swap_unreserved(true);
+        let kept = cache.page_reserve;
+        cache.page_reserve = kept.saturating_sub(pending.len() as u64 * POSTING_PAGES_EACH);
         let mut r = Ok(());
         for (i, p) in pending.iter().enumerate() {
             r = crate::ops::run_op_settled(
@@ -281,6 +291,7 @@ pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()
             }
         }
         log.swap_unreserved(was);
+        cache.page_reserve = kept;
         r?;
         // Exclusive: no split is being made; every posting reserved was posted.
         debug_assert_eq!(cache.splits.posting_reserved.load(Ordering::Acquire), 0);

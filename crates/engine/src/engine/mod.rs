@@ -133,7 +133,9 @@ const ROLLBACK_SPARE_PAGES: u64 = 8;
 impl Core {
     /// Ordinary allocations leave the pages live transactions' rollbacks may need.
     pub fn sync_page_reserve(&mut self) {
-        self.cache.page_reserve = self.txns.pages_reserved() + ROLLBACK_SPARE_PAGES;
+        // And the pages the postings of pending leaf splits may need.
+        self.cache.page_reserve =
+            self.txns.pages_reserved() + ROLLBACK_SPARE_PAGES + self.cache.splits.posting_pages();
     }
 
     /// Fails once the handle is poisoned.
