@@ -3,9 +3,27 @@
 //! conflicts ([`TwoPhaseLocking`], over `locks.rs`) is today's implementation and gives
 //! serializable transactions; snapshot isolation with a version store is meant to be another.
 
+use crate::btree::tree::Reach;
 use crate::error::Result;
 use crate::locks::{LockKey, LockManager, LockMode, WriteProbe};
+use crate::ranges::{Change, ScanClaim};
 use crate::wal::record::{TreeId, TxnId};
+use std::ops::Bound;
+
+/// A scan's range of keys.
+pub(crate) type KeyRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+/// A scan's tree and range.
+pub(crate) type ScanAt<'a> = (TreeId, KeyRange<'a>);
+
+/// What keeps a scan free of phantoms ([`ConcurrencyControl::scan_begin`]).
+#[derive(Debug)]
+pub(crate) enum ScanGuard {
+    /// The transaction holds the whole tree (S or X): nothing more to do as it reads.
+    Tree,
+    /// A key-range claim, grown as the scan reads (see `ranges.rs`).
+    Ranges(ScanClaim),
+}
 
 /// Read or write access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +63,40 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
         key: Option<&[u8]>,
         access: Access,
     ) -> Result<()>;
+    /// Before `txn` scans `tree` (descending if `reverse`): the whole tree if the transaction
+    /// holds it already, else a key-range claim to grow with [`ConcurrencyControl::scan_reach`]
+    /// and end with [`ConcurrencyControl::scan_end`]. An error (a conflict: the tree is being
+    /// loaded) leaves the transaction active.
+    fn scan_begin(
+        &self,
+        txn: TxnId,
+        state: &mut CcState,
+        tree: TreeId,
+        reverse: bool,
+    ) -> Result<ScanGuard>;
+    /// `txn`'s scan of `range` in `tree` read `keys` and reached `reach`, told under the latch of
+    /// the leaf it read: grows its claim, or fails with a conflict (another transaction's
+    /// uncommitted change among the keys or in the extent; the claim stays as it was).
+    fn scan_reach(
+        &self,
+        txn: TxnId,
+        at: ScanAt<'_>,
+        claim: &mut ScanClaim,
+        keys: &mut dyn Iterator<Item = &[u8]>,
+        reach: Reach<'_>,
+    ) -> Result<()>;
+    /// The scan ended, however: its claim stops growing.
+    fn scan_end(&self, tree: TreeId, claim: &mut ScanClaim);
+    /// Before `txn` makes `change` to `key` of `tree`, holding the latch of the key's leaf (or
+    /// the core latch exclusive): refused if it changes what another transaction scanned.
+    fn before_change(&self, txn: TxnId, tree: TreeId, key: &[u8], change: Change<'_>)
+        -> Result<()>;
+    /// Whether any transaction holds a key-range claim on `tree`, or is about to: a look with no
+    /// lock, for writers (see `ranges.rs`).
+    fn claims_any(&self, tree: TreeId) -> bool;
+    /// Whether a transaction other than `txn` holds a key-range claim on `tree` (so that a
+    /// write with the core latch exclusive must find its key's neighbours).
+    fn claimed_by_others(&self, txn: TxnId, tree: TreeId) -> bool;
     /// Before `txn` bulk loads `tree` (see `Core::load`): after this, until it ends, it may
     /// change the tree's records without taking their locks, and no other transaction reads or
     /// writes the tree. An error (a conflict) leaves the transaction active.
@@ -175,9 +227,95 @@ impl ConcurrencyControl for TwoPhaseLocking {
         self.locks.drop_scan_claims(txn);
     }
 
+    fn scan_begin(
+        &self,
+        _txn: TxnId,
+        state: &mut CcState,
+        tree: TreeId,
+        reverse: bool,
+    ) -> Result<ScanGuard> {
+        if state.trees.contains(&LockKey::Tree(tree)) {
+            return Ok(ScanGuard::Tree);
+        }
+        let mut claim = self.locks.with_ranges(tree, |r| r.begin(reverse));
+        // Counted, then the loaders looked at (a loader announces itself, then looks at the
+        // counted scans).
+        if self.locks.loading(tree) && !state.trees.contains(&LockKey::TreeLoad(tree)) {
+            self.locks.with_ranges(tree, |r| r.end_scan(&mut claim));
+            return Err(self.locks.refuse(tree));
+        }
+        claim.own_ix = state.trees.contains(&LockKey::TreeIx(tree));
+        let mark = LockKey::TreeRange(tree);
+        if !state.trees.contains(&mark) {
+            state.trees.push(mark);
+        }
+        Ok(ScanGuard::Ranges(claim))
+    }
+
+    fn scan_reach(
+        &self,
+        txn: TxnId,
+        (tree, range): ScanAt<'_>,
+        claim: &mut ScanClaim,
+        keys: &mut dyn Iterator<Item = &[u8]>,
+        reach: Reach<'_>,
+    ) -> Result<()> {
+        // No other writer in the tree (the usual case of a lone scan): nothing to probe.
+        if self.locks.others_writing(tree, claim.own_ix) {
+            for k in keys {
+                if self.locks.written_by_other(txn, tree, k) {
+                    return Err(self
+                        .locks
+                        .refuse_range(tree, "a record changed by a transaction"));
+                }
+            }
+        }
+        self.locks
+            .with_ranges(tree, |r| r.reach(txn, claim, range, reach))
+            .map_err(|_| {
+                self.locks
+                    .refuse_range(tree, "a record deleted by a transaction")
+            })
+    }
+
+    fn scan_end(&self, tree: TreeId, claim: &mut ScanClaim) {
+        self.locks.with_ranges(tree, |r| r.end_scan(claim));
+    }
+
+    fn before_change(
+        &self,
+        txn: TxnId,
+        tree: TreeId,
+        key: &[u8],
+        change: Change<'_>,
+    ) -> Result<()> {
+        self.locks
+            .with_ranges(tree, |r| r.check(txn, key, change))
+            .map_err(|why| self.locks.refuse_range(tree, why))
+    }
+
+    fn claims_any(&self, tree: TreeId) -> bool {
+        self.locks.with_ranges(tree, |r| r.any())
+    }
+
+    fn claimed_by_others(&self, txn: TxnId, tree: TreeId) -> bool {
+        self.locks.with_ranges(tree, |r| r.others(txn))
+    }
+
     fn end(&self, txn: TxnId, state: &CcState) {
         self.locks.release_all(txn, &state.trees);
         self.locks.release_all(txn, &state.locks);
+        // Claims and uncommitted deletes go once the changes are committed or undone: a
+        // deleter holds the tree in IX or X, a scanner its range mark.
+        let mut done: smallvec::SmallVec<[TreeId; 4]> = smallvec::SmallVec::new();
+        for k in &state.trees {
+            if let LockKey::Tree(t) | LockKey::TreeIx(t) | LockKey::TreeRange(t) = *k {
+                if !done.contains(&t) {
+                    done.push(t);
+                    self.locks.with_ranges(t, |r| r.release(txn));
+                }
+            }
+        }
     }
 
     fn conflicts(&self) -> u64 {

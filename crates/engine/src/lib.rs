@@ -83,6 +83,7 @@ mod ops;
 mod page;
 mod page_op;
 mod page_table;
+mod ranges;
 mod read_shared;
 mod recovery;
 mod redo;

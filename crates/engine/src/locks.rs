@@ -14,6 +14,7 @@
 //! writers of the tree, so there are no phantoms).
 
 use crate::error::{Error, Result};
+use crate::ranges::RangeLocks;
 use crate::sync::{lock, Shards};
 use crate::wal::record::{TreeId, TxnId};
 use crossbeam_utils::CachePadded;
@@ -67,6 +68,9 @@ pub enum LockKey {
     /// A bulk load of a tree, held with [`LockKey::Tree`] in X and counted in the tree's gate
     /// (see [`LockManager::acquire_load`]).
     TreeLoad(TreeId),
+    /// Key-range claims of scans in a tree, kept in the tree's gate (`ranges.rs`), not in the
+    /// table: the transaction's note that it has some to give back.
+    TreeRange(TreeId),
 }
 
 /// Writers (IX holders) of one tree, counted per stripe so that writers on different cores do
@@ -80,6 +84,8 @@ struct TreeGate {
     /// Transactions loading the tree ([`LockKey::TreeLoad`]): they change records without
     /// record locks, so record readers look here (a line written only by loads).
     loading: CachePadded<AtomicU64>,
+    /// Key-range locks of the tree's scans, and its uncommitted deletes.
+    ranges: CachePadded<RangeLocks>,
 }
 
 impl TreeGate {
@@ -90,6 +96,7 @@ impl TreeGate {
                 .collect(),
             strong: AtomicU64::new(0),
             loading: CachePadded::new(AtomicU64::new(0)),
+            ranges: CachePadded::new(RangeLocks::default()),
         }
     }
 
@@ -197,8 +204,55 @@ impl LockManager {
     /// a new lock, as [`LockManager::acquire_with`]) and [`LockKey::TreeLoad`].
     pub fn acquire_load(&self, txn: TxnId, tree: TreeId, own_ix: bool) -> Result<bool> {
         let new = self.acquire_with(txn, &LockKey::Tree(tree), LockMode::X, own_ix)?;
-        self.with_gate(tree, |gate| gate.loading.fetch_add(1, Ordering::SeqCst));
+        // Announced, then the scans looked at: a scan counts itself, then looks at `loading`.
+        let scanned = self.with_gate(tree, |gate| {
+            gate.loading.fetch_add(1, Ordering::SeqCst);
+            gate.ranges.others(txn)
+        });
+        if scanned {
+            self.with_gate(tree, |gate| gate.loading.fetch_sub(1, Ordering::SeqCst));
+            if new {
+                self.release_all(txn, &[LockKey::Tree(tree)]);
+            }
+            return Err(self.conflict(format!("tree {tree} (being scanned)")));
+        }
         Ok(new)
+    }
+
+    /// Runs `f` on `tree`'s key-range locks.
+    pub fn with_ranges<R>(&self, tree: TreeId, f: impl FnOnce(&RangeLocks) -> R) -> R {
+        self.with_gate(tree, |gate| f(&gate.ranges))
+    }
+
+    /// Whether a transaction other than `txn` holds record `key` of `tree` in X: a scan that
+    /// read the record under its leaf's latch meets an uncommitted change (conservative only
+    /// in that a stripe count comes first, exact after).
+    pub fn written_by_other(&self, txn: TxnId, tree: TreeId, key: &[u8]) -> bool {
+        let name = self.record_name(tree, key);
+        if self.write_stripe(name).load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let rk = LockKey::Record(tree, name);
+        self.held
+            .lock(self.shard_hash(&rk))
+            .get(&rk)
+            .is_some_and(|h| h.iter().any(|&(t, m)| t != txn && m == LockMode::X))
+    }
+
+    /// Whether a transaction other than one holding IX on `tree` (counted once in `own_ix`) may
+    /// hold an uncommitted change of a record of `tree`: one holds IX or X on it. A writer is
+    /// counted in the gate before it takes its record locks, and uncounted only once its
+    /// changes are committed or undone, so a reader that saw a change under its page's latch
+    /// and then finds no writer here read a committed one.
+    pub fn others_writing(&self, tree: TreeId, own_ix: bool) -> bool {
+        self.with_gate(tree, |gate| {
+            gate.writers() > i64::from(own_ix) || gate.strong.load(Ordering::SeqCst) > 0
+        })
+    }
+
+    /// The conflict a scan meets at `key` of `tree` (see `ranges.rs`).
+    pub fn refuse_range(&self, tree: TreeId, why: &str) -> Error {
+        self.conflict(format!("tree {tree} ({why})"))
     }
 
     /// Whether a transaction other than one holding [`LockKey::TreeLoad`] may not read records
@@ -336,7 +390,10 @@ impl LockManager {
             }
             return Err(Error::Conflict {
                 what: match key {
-                    LockKey::Tree(t) | LockKey::TreeIx(t) | LockKey::TreeLoad(t) => {
+                    LockKey::Tree(t)
+                    | LockKey::TreeIx(t)
+                    | LockKey::TreeLoad(t)
+                    | LockKey::TreeRange(t) => {
                         format!("tree {t}")
                     }
                     LockKey::Record(t, _) => format!("a record of tree {t}"),
@@ -429,6 +486,10 @@ impl LockManager {
             }
             if let LockKey::TreeLoad(t) = k {
                 self.with_gate(*t, |gate| gate.loading.fetch_sub(1, Ordering::SeqCst));
+                continue;
+            }
+            if let LockKey::TreeRange(_) = k {
+                // Given back by the protocol's end (`cc.rs`), with the deletes.
                 continue;
             }
             let mut shard = self.held.lock(self.shard_hash(k));

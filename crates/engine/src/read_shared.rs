@@ -217,6 +217,13 @@ impl<'a> SharedWriter<'a> {
         matches!(&self.latched, Some((_, p, _)) if *p == pid)
     }
 
+    /// The page this writer holds latched exclusive, as it is now (not counted as a hit).
+    pub fn latched_page(&self) -> Option<&[u8]> {
+        self.latched
+            .as_ref()
+            .map(|(f, _, _guard)| self.cache.pool.data(*f))
+    }
+
     /// Ends the operation: stamps `lsn` on the changed page (if `lsn` is not 0) and queues its
     /// dirty mark, releases the latch and counts the hits.
     pub fn finish(mut self, lsn: Lsn) {

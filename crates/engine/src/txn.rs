@@ -174,7 +174,11 @@ impl Txn {
     }
 
     /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most
-    /// `limit` of them. Locks the whole tree in shared mode until the transaction ends.
+    /// `limit` of them. Serializable: until the transaction ends, no other transaction may
+    /// insert, change or delete a key in the part of the range the scan read (a key-range lock;
+    /// a writer that tries is refused with `Error::Conflict`). A scan that meets another
+    /// transaction's uncommitted change is refused, or waits a little while that transaction
+    /// ends, new writers of the tree turned away meanwhile (so long scans are not starved).
     pub fn scan(
         &mut self,
         tree: &Tree,
@@ -197,9 +201,10 @@ impl Txn {
     }
 
     /// A streaming cursor over the keys of `tree` in `range`, ascending (descending if
-    /// `reverse`). It locks the whole tree in shared mode until the transaction ends (as `scan`
-    /// does) and reads a batch of pairs at a time, so no result set is built under the engine's
-    /// latch and memory stays bounded whatever the range.
+    /// `reverse`). It reads a batch of pairs at a time, each locked as `scan` locks what it
+    /// reads (to the transaction's end), so no result set is built under the engine's latch and
+    /// memory stays bounded whatever the range. A batch that meets another transaction's
+    /// uncommitted change yields `Error::Conflict`.
     ///
     /// ```
     /// use std::ops::Bound;

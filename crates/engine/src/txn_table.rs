@@ -275,6 +275,32 @@ impl TxnTable {
         Ok((st.first_lsn, st.last_lsn))
     }
 
+    /// Concurrency control before `id` scans `tree` (see
+    /// [`crate::cc::ConcurrencyControl::scan_begin`]); `checks` as for
+    /// [`TxnTable::before_access`].
+    pub fn scan_begin(
+        &self,
+        id: TxnId,
+        tree: TreeId,
+        reverse: bool,
+        checks: impl FnOnce() -> Result<()>,
+    ) -> Result<crate::cc::ScanGuard> {
+        let mut shard = self.txns.lock(shard(id));
+        let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
+        let me = crate::sync::thread_id();
+        if st.thread != Some(me) {
+            st.thread = Some(me);
+        }
+        checks()?;
+        self.cc.scan_begin(id, &mut st.cc, tree, reverse)
+    }
+
+    /// The concurrency-control protocol, for what a scan or a write asks it while it holds a
+    /// leaf's latch (no table shard is locked for that).
+    pub fn cc(&self) -> &dyn ConcurrencyControl {
+        &*self.cc
+    }
+
     /// Concurrency control before `id` bulk loads `tree` (see [`crate::cc::ConcurrencyControl::
     /// before_load`]).
     pub fn before_load(&self, id: TxnId, tree: TreeId) -> Result<()> {

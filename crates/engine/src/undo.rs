@@ -95,7 +95,7 @@ pub(crate) fn undo_load(
                 Included(&u.first[..]),
                 Included(&u.last[..]),
                 false,
-                |k, _| {
+                &mut |k: &[u8], _: &[u8]| {
                     found = Some(k.to_vec());
                     false
                 },

@@ -29,7 +29,7 @@ mod scan;
 mod split;
 
 pub use append::{append, appendable};
-pub use scan::scan;
+pub use scan::{scan, Reach, ScanSink};
 pub use split::{leads_to, post_split, split_beside};
 
 use split::{insert_with_split, Pending};
@@ -370,6 +370,44 @@ pub fn create<S: PageStore>(store: &mut S) -> Result<PageId> {
     store.write_page(pid, |p| node::init(p, NodeKind::Leaf, NO_PAGE))?;
     Ok(pid)
 }
+
+/// Where `key` is in leaf page `p`: whether it is there, and the keys just before and after
+/// its place in the leaf (`None` at either end of the leaf).
+pub fn leaf_place<'p>(p: &'p [u8], key: &[u8]) -> Result<LeafPlace<'p>> {
+    let n = node::cell_count(p)?;
+    let (found, i) = match node::search(p, key)? {
+        Search::Found(i) => (true, i),
+        Search::NotFound(i) => (false, i),
+    };
+    let pred = if i > 0 {
+        Some(node::key_at(p, i - 1)?)
+    } else {
+        None
+    };
+    let after = if found { i + 1 } else { i };
+    let succ = if after < n {
+        Some(node::key_at(p, after)?)
+    } else {
+        None
+    };
+    Ok((found, pred, succ))
+}
+
+/// [`leaf_place`] in the leaf of the tree at `root` that holds (or would hold) `key`, the
+/// neighbours copied.
+pub fn place<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Place> {
+    let leaf = descend(store, root, Target::Le(key), false)?.leaf();
+    store.read_page(leaf, |p| {
+        let (found, pred, succ) = leaf_place(p, key)?;
+        Ok((found, pred.map(<[u8]>::to_vec), succ.map(<[u8]>::to_vec)))
+    })?
+}
+
+/// What [`leaf_place`] finds: whether the key is there, and its neighbours in the leaf.
+pub type LeafPlace<'p> = (bool, Option<&'p [u8]>, Option<&'p [u8]>);
+
+/// What [`place`] finds: whether the key is there, and its neighbours in its leaf.
+pub type Place = (bool, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// The value of `key`, if any.
 pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Option<Vec<u8>>> {

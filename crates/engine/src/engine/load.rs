@@ -92,7 +92,7 @@ impl Core {
                 Bound::Unbounded,
                 Bound::Unbounded,
                 true,
-                |k, _| {
+                &mut |k: &[u8], _: &[u8]| {
                     last = Some(k.to_vec());
                     false
                 },

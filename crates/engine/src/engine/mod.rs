@@ -279,6 +279,7 @@ impl Core {
         // Ends with the latch shared released reservations without touching the cache.
         self.sync_page_reserve();
         self.access(txn, tree, Some(key), Access::Write)?;
+        self.range_check_exclusive(wal, txn, tree, key, value)?;
         if self.flushless.is_some() {
             return self.write_flushless(wal, txn, tree, key, value);
         }
@@ -413,15 +414,10 @@ impl Core {
         }
     }
 
-    /// Locks `tree` for a cursor of `txn` (the whole tree, shared, to the end of `txn`; a
-    /// snapshot reader takes no lock).
+    /// Opens a cursor of `txn` on `tree`: the checks, counted as one operation. Each batch it
+    /// reads claims the key range it read (see `ranges.rs`); a snapshot reader's claims nothing.
     pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
-        if self.is_snapshot(txn) {
-            self.checked(txn, tree)?;
-            self.stats.ops.add(1);
-            return Ok(());
-        }
-        self.access(txn, tree, None, Access::Read)?;
+        self.checked(txn, tree)?;
         self.stats.ops.add(1);
         Ok(())
     }

@@ -4,9 +4,10 @@
 
 use super::{Core, Pairs};
 use crate::btree::tree as bt;
+use crate::btree::tree::{Reach, ScanSink};
 use crate::cache::PageCache;
 use crate::catalog::Tree;
-use crate::cc::Access;
+use crate::cc::{ConcurrencyControl, ScanAt, ScanGuard};
 use crate::error::Result;
 use crate::health::Health;
 use crate::mvcc::{ReadTally, VersionStore};
@@ -16,8 +17,10 @@ use crate::wal::Wal;
 use std::ops::Bound;
 
 impl Core {
-    /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), locking the
-    /// whole tree in shared mode first unless `locked` (a cursor that already did).
+    /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), kept from
+    /// phantoms by a key-range claim (see `ranges.rs`), or by the whole tree if the
+    /// transaction holds it. `batch`: a cursor's batch, counted as an operation when the
+    /// cursor opened.
     #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &mut self,
@@ -27,22 +30,16 @@ impl Core {
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         limit: usize,
-        locked: bool,
+        batch: bool,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let snapshot = self.is_snapshot(txn);
-        if locked || snapshot {
+        if self.is_snapshot(txn) {
             self.checked(txn, tree)?;
-            if !locked {
+            if !batch {
                 self.stats.ops.add(1);
             }
-        } else {
-            self.access(txn, tree, None, Access::Read)?;
-            self.stats.ops.add(1);
-        }
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        if snapshot {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
             let mut view = Exclusive {
                 cache: &mut self.cache,
                 wal,
@@ -58,15 +55,30 @@ impl Core {
             return snapshot_scan(&mut view, range, reverse, limit)
                 .expect("an exclusive view reads every page");
         }
-        let mut out = Vec::new();
-        let r = crate::ops::read(&mut self.cache, wal, |m| {
-            bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
-                out.push((k.to_vec(), v.to_vec()));
-                out.len() < limit
+        let mut guard = self.scan_begin(txn, tree, reverse)?;
+        if !batch {
+            self.stats.ops.add(1);
+        }
+        let cc = self.txns.cc();
+        let mut sink = ClaimedPairs::new(cc, txn, (tree.id, range), &mut guard, limit);
+        let r = if limit == 0 {
+            Ok(())
+        } else {
+            crate::ops::read(&mut self.cache, wal, |m| {
+                bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
             })
-        });
+        };
+        let out = sink.finish();
         self.health.guard(r)?;
         Ok(out)
+    }
+
+    /// The checks before a scan of `txn` (not a snapshot reader's), and what keeps it from
+    /// phantoms.
+    pub(super) fn scan_begin(&self, txn: TxnId, tree: &Tree, reverse: bool) -> Result<ScanGuard> {
+        self.check()?;
+        self.txns
+            .scan_begin(txn, tree.id, reverse, || self.catalog.check_handle(tree))
     }
 
     /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
@@ -97,6 +109,81 @@ impl Core {
     }
 }
 
+/// The pairs of a scan, up to a limit, with the scan's key-range claim grown leaf by leaf as it
+/// reads (see `ranges.rs`); ends the claim's growth when finished (or dropped).
+pub(super) struct ClaimedPairs<'a> {
+    cc: &'a dyn ConcurrencyControl,
+    txn: TxnId,
+    at: ScanAt<'a>,
+    guard: &'a mut ScanGuard,
+    out: Pairs,
+    limit: usize,
+    /// Pairs of `out` whose keys the claim was told about.
+    told: usize,
+}
+
+impl<'a> ClaimedPairs<'a> {
+    pub(super) fn new(
+        cc: &'a dyn ConcurrencyControl,
+        txn: TxnId,
+        at: ScanAt<'a>,
+        guard: &'a mut ScanGuard,
+        limit: usize,
+    ) -> ClaimedPairs<'a> {
+        ClaimedPairs {
+            cc,
+            txn,
+            at,
+            guard,
+            out: Vec::new(),
+            limit,
+            told: 0,
+        }
+    }
+
+    /// The pairs read.
+    pub(super) fn finish(mut self) -> Pairs {
+        std::mem::take(&mut self.out)
+    }
+}
+
+impl Drop for ClaimedPairs<'_> {
+    fn drop(&mut self) {
+        if let ScanGuard::Ranges(claim) = &mut *self.guard {
+            self.cc.scan_end(self.at.0, claim);
+        }
+    }
+}
+
+impl ScanSink for ClaimedPairs<'_> {
+    fn pair(&mut self, key: &[u8], value: &[u8]) -> bool {
+        self.out.push((key.to_vec(), value.to_vec()));
+        self.out.len() < self.limit
+    }
+
+    fn reach(&mut self, reach: Reach<'_>) -> Result<()> {
+        let ScanGuard::Ranges(claim) = &mut *self.guard else {
+            return Ok(());
+        };
+        // A key reached but not given yet: its value is in an overflow chain.
+        let ahead = match reach {
+            Reach::On(Some(k)) | Reach::Stop(k) if self.out.last().is_none_or(|p| p.0 != k) => {
+                Some(k)
+            }
+            _ => None,
+        };
+        let mut keys = self.out[self.told..]
+            .iter()
+            .map(|p| p.0.as_slice())
+            .chain(ahead);
+        let r = self
+            .cc
+            .scan_reach(self.txn, self.at, claim, &mut keys, reach);
+        self.told = self.out.len();
+        r
+    }
+}
+
 /// Up to `want` pairs of the tree at `root` in `r`, in scan order.
 fn window<S: crate::btree::PageStore>(
     m: &mut S,
@@ -106,7 +193,7 @@ fn window<S: crate::btree::PageStore>(
     want: usize,
 ) -> Result<Pairs> {
     let mut pairs = Vec::with_capacity(want.min(1024));
-    bt::scan(m, root, r.0, r.1, reverse, |k, v| {
+    bt::scan(m, root, r.0, r.1, reverse, &mut |k: &[u8], v: &[u8]| {
         pairs.push((k.to_vec(), v.to_vec()));
         pairs.len() < want
     })?;

@@ -3,12 +3,14 @@
 //! a transaction in the modes that allow it. Each returns `None` when it must run exclusive
 //! instead, having changed nothing.
 
+use super::scan::ClaimedPairs;
 use super::{update_log_need, Core, Pairs};
 use crate::btree::tree as bt;
 use crate::catalog::Tree;
 use crate::cc::Access;
 use crate::error::Result;
 use crate::page::Lsn;
+use crate::ranges::Change;
 use crate::read_shared::{SharedReader, SharedWriter};
 use crate::txn_table::txn_reserve;
 use crate::wal::record::{Body, TxnId, Undo};
@@ -96,7 +98,7 @@ impl Core {
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         limit: usize,
-        locked: bool,
+        batch: bool,
     ) -> Option<Result<Pairs>> {
         if self.is_snapshot(txn) {
             if let Err(e) = self.checked(txn, tree) {
@@ -106,43 +108,37 @@ impl Core {
                 self.stats.shared_retries.add(1);
                 return None;
             };
-            if !locked {
+            if !batch {
                 self.stats.ops.add(1);
             }
             self.stats.shared.add(1);
             return Some(r);
         }
-        let pre = if locked {
-            self.checked(txn, tree)
-        } else {
-            self.access(txn, tree, None, Access::Read)
+        let mut guard = match self.scan_begin(txn, tree, reverse) {
+            Ok(g) => g,
+            Err(e) => return Some(Err(e)),
         };
-        if let Err(e) = pre {
-            return Some(Err(e));
-        }
-        let mut out = Vec::new();
+        let cc = self.txns.cc();
+        let mut sink = ClaimedPairs::new(cc, txn, (tree.id, range), &mut guard, limit);
         if limit > 0 {
             let Some(r) = SharedReader::run(&self.cache, |m| {
-                bt::scan(m, tree.root, range.0, range.1, reverse, |k, v| {
-                    out.push((k.to_vec(), v.to_vec()));
-                    out.len() < limit
-                })
+                bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
             }) else {
                 self.stats.shared_retries.add(1);
                 return None;
             };
             if let Err(e) = r {
-                if !locked {
+                if !batch {
                     self.stats.ops.add(1);
                 }
                 return Some(Err(e));
             }
         }
-        if !locked {
+        if !batch {
             self.stats.ops.add(1);
         }
         self.stats.shared.add(1);
-        Some(Ok(out))
+        Some(Ok(sink.finish()))
     }
 
     /// Whether the plain reads outside transactions ([`Core::get_committed`]) may run shared:
@@ -298,6 +294,15 @@ impl Core {
             // the same way: nothing was written.
             _ => return None,
         };
+        // What other transactions' scans read is not changed under them (`ranges.rs`): asked
+        // with the leaf latched.
+        if let Plan::Change { leaf, .. } | Plan::Full { leaf, .. } = &plan {
+            if w.latches(*leaf) {
+                if let Err(e) = self.range_check_latched(&w, txn, tree, key, value) {
+                    return Some(Err(e));
+                }
+            }
+        }
         let need = update_log_need(self.cfg.page_size, key, value);
         let (leaf, old, at) = match plan {
             Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
@@ -383,6 +388,66 @@ impl Core {
         debug_assert!(!self.cache.pool.track_uncommitted);
         self.stats.ops.add(1);
         Some(Ok(old))
+    }
+}
+
+impl Core {
+    /// The key-range check of a change of `key` (`None`: a delete) by `txn` whose leaf `w`
+    /// holds latched (see `ranges.rs`); nothing to ask for a put while no scan claims the tree.
+    /// A write not made here (refused for the exclusive path) is checked again there.
+    fn range_check_latched(
+        &self,
+        w: &SharedWriter<'_>,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        let cc = self.txns.cc();
+        if value.is_some() && !cc.claims_any(tree.id) {
+            return Ok(());
+        }
+        let page = w.latched_page().expect("the leaf is latched");
+        let (found, pred, succ) = bt::leaf_place(page, key)?;
+        let change = match (found, value) {
+            (true, Some(_)) => Change::Update,
+            (true, None) => Change::Delete,
+            (false, Some(_)) => Change::Insert { pred, succ },
+            (false, None) => return Ok(()),
+        };
+        cc.before_change(txn, tree.id, key, change)
+    }
+
+    /// [`Core::range_check_latched`] for a write with the core latch exclusive: no scan runs,
+    /// and the key's neighbours are looked for only if another transaction holds a claim. A
+    /// delete is recorded whether or not its key is there.
+    pub(super) fn range_check_exclusive(
+        &mut self,
+        wal: &mut crate::wal::Wal,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        let cc = self.txns.cc();
+        if !cc.claimed_by_others(txn, tree.id) {
+            return match value {
+                Some(_) => Ok(()),
+                None => cc.before_change(txn, tree.id, key, Change::Delete),
+            };
+        }
+        let r = crate::ops::read(&mut self.cache, wal, |m| bt::place(m, tree.root, key));
+        let (found, pred, succ) = self.health.guard(r)?;
+        let change = match (found, value) {
+            (true, Some(_)) => Change::Update,
+            (true, None) => Change::Delete,
+            (false, Some(_)) => Change::Insert {
+                pred: pred.as_deref(),
+                succ: succ.as_deref(),
+            },
+            (false, None) => return Ok(()),
+        };
+        self.txns.cc().before_change(txn, tree.id, key, change)
     }
 }
 

@@ -16,7 +16,7 @@ fn conflicting_transactions_fail_fast_and_retry() {
     a.put(&t, b"x", b"1").unwrap();
     assert!(matches!(b.put(&t, b"x", b"2"), Err(Error::Conflict { .. })));
     assert!(matches!(b.get(&t, b"x"), Err(Error::Conflict { .. })));
-    // A scan locks the whole tree: conflicts with a's intention lock.
+    // A scan meets a's uncommitted insert.
     assert!(matches!(
         b.scan(&t, (Bound::Unbounded, Bound::Unbounded), false, 10),
         Err(Error::Conflict { .. })

@@ -22,6 +22,7 @@ mod misses;
 mod model;
 mod out_of_place;
 mod page_allocation;
+mod ranges;
 mod reopen;
 mod scans;
 mod snapshot;

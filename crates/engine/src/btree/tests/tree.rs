@@ -144,7 +144,7 @@ pub(super) fn check_scan<S: PageStore>(
     limit: usize,
 ) {
     let mut got = Vec::new();
-    tree::scan(s, root, lo, hi, reverse, |k, v| {
+    tree::scan(s, root, lo, hi, reverse, &mut |k: &[u8], v: &[u8]| {
         got.push((k.to_vec(), v.to_vec()));
         got.len() < limit
     })
@@ -531,7 +531,7 @@ fn simple_outcomes_and_overflow() {
         Bound::Unbounded,
         Bound::Unbounded,
         false,
-        |k, _| {
+        &mut |k: &[u8], _: &[u8]| {
             first = Some(k.to_vec());
             false
         },
@@ -540,7 +540,7 @@ fn simple_outcomes_and_overflow() {
     assert_eq!(first, Some(vec![]));
     let mut n = 0;
     let (lo, hi) = (Bound::Unbounded, Bound::Included(b"".as_slice()));
-    tree::scan(&mut s, root, lo, hi, true, |_, _| {
+    tree::scan(&mut s, root, lo, hi, true, &mut |_: &[u8], _: &[u8]| {
         n += 1;
         true
     })

@@ -11,9 +11,42 @@ use crate::error::Result;
 use crate::page::{PageId, NO_PAGE};
 use std::ops::Bound;
 
+/// Where a scan stands when it lets go of a leaf, told to its [`ScanSink`] under the leaf's
+/// latch: what a key-range lock must cover (see `ranges.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach<'a> {
+    /// Every key in range up to this one (in scan order) was given, or is about to be (a value
+    /// in an overflow chain); the scan goes on past it. `None`: no key in range was met in this
+    /// leaf, and the scan goes on.
+    On(Option<&'a [u8]>),
+    /// The scan stopped after this key (the sink said so).
+    Stop(&'a [u8]),
+    /// The range's far bound was reached.
+    Bound,
+    /// The tree has no more keys in the scan's direction.
+    All,
+}
+
+/// What a scan gives its pairs to.
+pub trait ScanSink {
+    /// A key in range and its value, in scan order (under the leaf's latch for an inline value):
+    /// false stops the scan after it.
+    fn pair(&mut self, key: &[u8], value: &[u8]) -> bool;
+    /// How far the scan reached in a leaf, before it lets go of it. An error ends the scan.
+    fn reach(&mut self, _reach: Reach<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> ScanSink for F {
+    fn pair(&mut self, key: &[u8], value: &[u8]) -> bool {
+        self(key, value)
+    }
+}
+
 /// How the visit of one leaf ended.
 enum Visit {
-    /// The caller's function returned false.
+    /// The sink said stop.
     Stopped,
     /// A cell whose value is in an overflow chain: its key and where the value is.
     Overflow {
@@ -30,19 +63,19 @@ enum Visit {
     },
 }
 
-/// Calls `f(key, value)` for the keys within `start..end` in ascending order (descending if
-/// `reverse`) until it returns false.
+/// Gives `f` the keys within `start..end` and their values in ascending order (descending if
+/// `reverse`) until it says stop, and tells it how far it reached in each leaf it visits.
 pub fn scan<S, F>(
     store: &mut S,
     root: PageId,
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
     reverse: bool,
-    mut f: F,
+    f: &mut F,
 ) -> Result<()>
 where
     S: PageStore,
-    F: FnMut(&[u8], &[u8]) -> bool,
+    F: ScanSink + ?Sized,
 {
     if reverse {
         return scan_reverse(store, root, start, end, f);
@@ -61,7 +94,7 @@ where
             _ => start,
         };
         let after = last.as_deref();
-        let visit = store.read_page(pid, |p| visit_up(p, pid, from, end, after, &mut f))??;
+        let visit = store.read_page(pid, |p| visit_up(p, pid, from, end, after, f))??;
         match visit {
             Visit::Stopped => return Ok(()),
             Visit::Overflow {
@@ -71,8 +104,8 @@ where
             } => {
                 // The value, read with the leaf let go; the visit goes on after its key.
                 let v = overflow::read_chain(store, first, total_len)?;
-                if !f(&key, &v) {
-                    return Ok(());
+                if !f.pair(&key, &v) {
+                    return f.reach(Reach::Stop(&key));
                 }
                 (last, resume) = (Some(key), true);
             }
@@ -95,7 +128,7 @@ where
 
 /// The keys of leaf `p` from `from` up to `end`, ascending. `after`: the last key the scan gave
 /// out, which every key visited here must follow.
-fn visit_up<F: FnMut(&[u8], &[u8]) -> bool>(
+fn visit_up<F: ScanSink + ?Sized>(
     p: &[u8],
     pid: PageId,
     from: Bound<&[u8]>,
@@ -123,16 +156,23 @@ fn visit_up<F: FnMut(&[u8], &[u8]) -> bool>(
             Bound::Excluded(e) => k >= e,
         };
         if beyond {
+            f.reach(Reach::Bound)?;
             return Ok(done(visited, true, NO_PAGE));
         }
         if i == first && after.is_some_and(|a| k <= a) {
             return Err(corrupt(pid, "leaf sibling chain out of key order"));
         }
-        if let Some(end) = give(k, v, f, &mut visited) {
+        if let Some(end) = give(k, v, f, &mut visited)? {
             return Ok(end);
         }
     }
-    Ok(done(visited, false, node::right_sibling(p)?))
+    let next = node::right_sibling(p)?;
+    f.reach(if next == NO_PAGE {
+        Reach::All
+    } else {
+        Reach::On(visited)
+    })?;
+    Ok(done(visited, false, next))
 }
 
 /// [`scan`] in descending order: leaf by leaf to the left, each found by a descent to the keys
@@ -142,11 +182,11 @@ fn scan_reverse<S, F>(
     root: PageId,
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
-    mut f: F,
+    f: &mut F,
 ) -> Result<()>
 where
     S: PageStore,
-    F: FnMut(&[u8], &[u8]) -> bool,
+    F: ScanSink + ?Sized,
 {
     let target = match end {
         Bound::Unbounded => Target::Last,
@@ -161,8 +201,9 @@ where
             Some(l) if resume => Bound::Excluded(l.as_slice()),
             _ => end,
         };
-        let (leaf, before) = (path.leaf(), last.as_deref());
-        let visit = store.read_page(leaf, |p| visit_down(p, leaf, start, to, before, &mut f))??;
+        let (leaf, before, lower) = (path.leaf(), last.as_deref(), path.lower.as_deref());
+        let visit =
+            store.read_page(leaf, |p| visit_down(p, leaf, (start, to), before, lower, f))??;
         match visit {
             Visit::Stopped => return Ok(()),
             Visit::Overflow {
@@ -171,8 +212,8 @@ where
                 first,
             } => {
                 let v = overflow::read_chain(store, first, total_len)?;
-                if !f(&key, &v) {
-                    return Ok(());
+                if !f.pair(&key, &v) {
+                    return f.reach(Reach::Stop(&key));
                 }
                 (last, resume) = (Some(key), true);
             }
@@ -183,11 +224,7 @@ where
                 let Some(lower) = path.lower.take() else {
                     return Ok(());
                 };
-                let done = match start {
-                    Bound::Included(s) | Bound::Excluded(s) => ends || lower.as_slice() <= s,
-                    Bound::Unbounded => false,
-                };
-                if done {
+                if ends || ends_below(start, &lower) {
                     return Ok(());
                 }
                 path = descend(store, root, Target::Lt(&lower), true)?;
@@ -201,13 +238,14 @@ where
 }
 
 /// The keys of leaf `p` from `to` down to `start`, descending. `before`: the last key the scan
-/// gave out, which every key visited here must precede.
-fn visit_down<F: FnMut(&[u8], &[u8]) -> bool>(
+/// gave out, which every key visited here must precede. `lower`: the leaf's lower bound (the
+/// separator below it; `None` for the tree's first leaf).
+fn visit_down<F: ScanSink + ?Sized>(
     p: &[u8],
     pid: PageId,
-    start: Bound<&[u8]>,
-    to: Bound<&[u8]>,
+    (start, to): (Bound<&[u8]>, Bound<&[u8]>),
     before: Option<&[u8]>,
+    lower: Option<&[u8]>,
     f: &mut F,
 ) -> Result<Visit> {
     let top = match to {
@@ -229,39 +267,60 @@ fn visit_down<F: FnMut(&[u8], &[u8]) -> bool>(
             Bound::Excluded(s) => k <= s,
         };
         if below {
+            f.reach(Reach::Bound)?;
             return Ok(done(visited, true, NO_PAGE));
         }
         if i + 1 == top && before.is_some_and(|b| k >= b) {
             return Err(corrupt(pid, "leaves out of key order"));
         }
-        if let Some(end) = give(k, v, f, &mut visited) {
+        if let Some(end) = give(k, v, f, &mut visited)? {
             return Ok(end);
         }
     }
+    f.reach(match lower {
+        None => Reach::All,
+        Some(l) if ends_below(start, l) => Reach::Bound,
+        Some(_) => Reach::On(visited),
+    })?;
     Ok(done(visited, false, NO_PAGE))
 }
 
+/// Whether a descending scan from `start` ends below a leaf whose lower bound is `lower`: every
+/// key to its left is below `start`.
+fn ends_below(start: Bound<&[u8]>, lower: &[u8]) -> bool {
+    match start {
+        Bound::Included(s) | Bound::Excluded(s) => lower <= s,
+        Bound::Unbounded => false,
+    }
+}
+
 /// Gives the cell (`k`, `v`) to `f`: `None` to go on (`visited` is then `k`), or how the visit
-/// of the leaf ends (`f` said stop, or the value is in an overflow chain).
-fn give<'p, F: FnMut(&[u8], &[u8]) -> bool>(
+/// of the leaf ends (`f` said stop, or the value is in an overflow chain), told to `f` first.
+/// Inlined: it runs once per key a scan gives.
+#[inline(always)]
+fn give<'p, F: ScanSink + ?Sized>(
     k: &'p [u8],
     v: LeafValue<'p>,
     f: &mut F,
     visited: &mut Option<&'p [u8]>,
-) -> Option<Visit> {
+) -> Result<Option<Visit>> {
     match v {
         LeafValue::Inline(b) => {
-            if !f(k, b) {
-                return Some(Visit::Stopped);
+            if !f.pair(k, b) {
+                f.reach(Reach::Stop(k))?;
+                return Ok(Some(Visit::Stopped));
             }
             *visited = Some(k);
-            None
+            Ok(None)
         }
-        LeafValue::Overflow { total_len, first } => Some(Visit::Overflow {
-            key: k.to_vec(),
-            total_len,
-            first,
-        }),
+        LeafValue::Overflow { total_len, first } => {
+            f.reach(Reach::On(Some(k)))?;
+            Ok(Some(Visit::Overflow {
+                key: k.to_vec(),
+                total_len,
+                first,
+            }))
+        }
     }
 }
 

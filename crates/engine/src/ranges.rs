@@ -1,0 +1,495 @@
+//! Key-range locks: what a serializable scan holds instead of its whole tree in S. The
+//! guarantee is next-key locking's (Mohan, ARIES/KVL, 1990): no phantom, no dirty read, and no
+//! change under the scan's feet until its transaction ends; what differs is the bookkeeping: one
+//! *claim* per scan, a key range that grows leaf by leaf, rather than a lock per key.
+//!
+//! A scan reports, under each leaf's latch before it lets go, how far it has read
+//! ([`Reach`]). Before a claim grows over keys the scan read, the scan probes each for an X
+//! lock of another transaction (an uncommitted insert or update: refused), and the tree's set
+//! of uncommitted deletes for a key in the new extent (refused: its rollback would bring the
+//! key back). While the scan goes on, its claim is *open*: it covers, besides its range, the
+//! gap just past its last key, which a writer that inserts at the end of a leaf the scan has
+//! left could otherwise fill unseen.
+//!
+//! A writer, holding the latch of the leaf it changes, asks [`RangeLocks::check`]:
+//! - an update or a delete is refused if another transaction's claim covers the key; a delete
+//!   is then recorded among the uncommitted deletes until its transaction ends;
+//! - an insert is refused if a claim covers the key, or if it lands in an open claim's gap: its
+//!   predecessor in its leaf is at or before the claim's last key and it is beyond it. An insert
+//!   into an empty leaf, whose neighbours the leaf does not show, is refused by every open claim
+//!   whose start it follows (rare, and only ever stricter).
+//!
+//! Why that is enough (a scan's visit and a writer's change of one leaf exclude each other by
+//! the leaf's latch): a change made before the scan visits its leaf is seen by the scan's probe
+//! (or found among the deletes); a change made after is checked against a claim that already
+//! covers the leaf's keys the scan read, and the gap after the last of them. An insert before
+//! the first key of a leaf the scan has not reached yet will be read when the scan gets there.
+//! Writers look at [`RangeLocks::claims`] first, with no lock taken; a scan counts itself there
+//! before it latches its first leaf, so a writer that saw no claim changed its leaf before the
+//! scan could read it.
+//!
+//! Writes with the core latch exclusive run when no scan does; they find the neighbours with a
+//! descent of their own, and only when another transaction holds a claim on the tree.
+
+use crate::btree::tree::Reach;
+use crate::wal::record::TxnId;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A write as its leaf shows it, for [`RangeLocks::check`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Change<'a> {
+    /// A new value of a key that is there.
+    Update,
+    /// A delete of a key (that is there, or may be).
+    Delete,
+    /// A new key, with the keys just before and after it in its leaf (`None`: it goes first,
+    /// or last, in its leaf).
+    Insert {
+        pred: Option<&'a [u8]>,
+        succ: Option<&'a [u8]>,
+    },
+}
+
+/// The key range one scan has read.
+#[derive(Clone, Debug)]
+struct Claim {
+    txn: TxnId,
+    id: u64,
+    reverse: bool,
+    /// The scan's range: the side it started from stays; the other moves as it reads.
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    /// The range's far bound (where a `Reach::Bound` takes the moving side).
+    far: Bound<Vec<u8>>,
+    /// Nothing read yet: the moving side means nothing.
+    empty: bool,
+    /// The scan goes on: the gap past the moving side is claimed too.
+    open: bool,
+}
+
+fn above_lo(lo: &Bound<Vec<u8>>, k: &[u8]) -> bool {
+    match lo {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn below_hi(hi: &Bound<Vec<u8>>, k: &[u8]) -> bool {
+    match hi {
+        Bound::Included(h) => k <= h.as_slice(),
+        Bound::Excluded(h) => k < h.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
+}
+
+impl Claim {
+    fn covers(&self, k: &[u8]) -> bool {
+        !self.empty && above_lo(&self.lo, k) && below_hi(&self.hi, k)
+    }
+
+    /// Whether an insert of `k` between `pred` and `succ` (its neighbours in its leaf) must be
+    /// refused.
+    fn refuses_insert(&self, k: &[u8], pred: Option<&[u8]>, succ: Option<&[u8]>) -> bool {
+        if self.covers(k) {
+            return true;
+        }
+        if !self.open {
+            return false;
+        }
+        let empty_leaf = pred.is_none() && succ.is_none();
+        if !self.reverse {
+            // Past the moving (upper) side, in the gap right after it.
+            if !above_lo(&self.lo, k) {
+                return false;
+            }
+            match pred {
+                Some(p) if self.empty => !above_lo(&self.lo, p),
+                Some(p) => below_hi(&self.hi, p),
+                None => empty_leaf,
+            }
+        } else {
+            if !below_hi(&self.hi, k) {
+                return false;
+            }
+            match succ {
+                Some(s) if self.empty => !below_hi(&self.hi, s),
+                Some(s) => above_lo(&self.lo, s),
+                None => empty_leaf,
+            }
+        }
+    }
+
+    /// The moving side `reach` takes this claim to, and whether it stays open; `None` if it
+    /// does not move.
+    fn edge(&self, reach: Reach<'_>) -> Option<(Bound<Vec<u8>>, bool)> {
+        match reach {
+            Reach::On(None) => None,
+            Reach::On(Some(k)) => Some((Bound::Included(k.to_vec()), true)),
+            Reach::Stop(k) => Some((Bound::Included(k.to_vec()), false)),
+            Reach::Bound => Some((self.far.clone(), false)),
+            Reach::All => Some((Bound::Unbounded, false)),
+        }
+    }
+
+    /// The range this claim covers with its moving side at `edge`.
+    fn with_edge<'a>(&'a self, edge: &'a Bound<Vec<u8>>) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+        let (lo, hi) = if self.reverse {
+            (edge, &self.hi)
+        } else {
+            (&self.lo, edge)
+        };
+        (
+            lo.as_ref().map(|k| k.as_slice()),
+            hi.as_ref().map(|k| k.as_slice()),
+        )
+    }
+
+    fn set_edge(&mut self, edge: Bound<Vec<u8>>, open: bool) {
+        self.empty = false;
+        self.open = open;
+        if self.reverse {
+            self.lo = edge;
+        } else {
+            self.hi = edge;
+        }
+    }
+}
+
+/// Whether a range holds any key (`BTreeMap::range` refuses the others).
+fn ordered(b: (Bound<&[u8]>, Bound<&[u8]>)) -> bool {
+    match b {
+        (Bound::Included(l), Bound::Included(h)) => l <= h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => l < h,
+        _ => true,
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    claims: Vec<Claim>,
+    /// Keys deleted by transactions that have not ended, and by whom.
+    deleted: BTreeMap<Vec<u8>, TxnId>,
+    next_id: u64,
+}
+
+/// One tree's key-range locks (kept in the tree's gate, `locks.rs`).
+#[derive(Default)]
+pub(crate) struct RangeLocks {
+    /// Claims held, plus scans begun that have not made theirs yet: writers look here first.
+    claims: AtomicU64,
+    /// Entries of `Inner::deleted`.
+    deleted: AtomicU64,
+    inner: Mutex<Inner>,
+}
+
+/// One scan's claim, as the scan keeps it (see [`RangeLocks::reach`]).
+#[derive(Debug)]
+pub(crate) struct ScanClaim {
+    id: Option<u64>,
+    reverse: bool,
+    /// Counted in [`RangeLocks::claims`] and not yet given back or made.
+    counted: bool,
+    /// The scanning transaction writes the tree itself (so the tree's writer count includes
+    /// it: see `cc.rs`).
+    pub own_ix: bool,
+}
+
+impl RangeLocks {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        crate::sync::lock(&self.inner)
+    }
+
+    /// A scan begins: counted before it latches any leaf (see the module notes).
+    pub fn begin(&self, reverse: bool) -> ScanClaim {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        ScanClaim {
+            id: None,
+            reverse,
+            counted: true,
+            own_ix: false,
+        }
+    }
+
+    /// Whether any claim is held, or about to be made (a look with no lock).
+    pub fn any(&self) -> bool {
+        self.claims.load(Ordering::SeqCst) > 0
+    }
+
+    /// Whether another transaction than `txn` holds a claim, or may be about to (a scan
+    /// counted that has not made its claim yet).
+    pub fn others(&self, txn: TxnId) -> bool {
+        let n = self.claims.load(Ordering::SeqCst);
+        if n == 0 {
+            return false;
+        }
+        let g = self.inner();
+        let own = g.claims.iter().filter(|c| c.txn == txn).count() as u64;
+        // Counted scans of `txn` itself are not running now (one thread per transaction).
+        n > own
+    }
+
+    /// The scan of `txn` over `range` reached `reach` (under the latch of the leaf it read):
+    /// grows its claim, unless another transaction's uncommitted delete lies in the new
+    /// extent (`Err` with the key).
+    pub fn reach(
+        &self,
+        txn: TxnId,
+        claim: &mut ScanClaim,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reach: Reach<'_>,
+    ) -> std::result::Result<(), Vec<u8>> {
+        if matches!(reach, Reach::On(None)) && claim.id.is_some() {
+            return Ok(());
+        }
+        let deletes = self.deleted.load(Ordering::SeqCst) > 0;
+        let mut g = self.inner();
+        let Inner {
+            claims,
+            deleted,
+            next_id,
+        } = &mut *g;
+        let i = match claim.id {
+            Some(id) => claims
+                .iter()
+                .position(|c| c.id == id)
+                .expect("a made claim"),
+            None => {
+                // An empty claim: the moving side starts where the range starts.
+                let (lo, hi) = (owned(range.0), owned(range.1));
+                let far = if claim.reverse {
+                    lo.clone()
+                } else {
+                    hi.clone()
+                };
+                claims.push(Claim {
+                    txn,
+                    id: *next_id,
+                    reverse: claim.reverse,
+                    lo,
+                    hi,
+                    far,
+                    empty: true,
+                    open: true,
+                });
+                claim.id = Some(*next_id);
+                *next_id += 1;
+                // The count taken at `begin` now stands for the claim.
+                claim.counted = false;
+                claims.len() - 1
+            }
+        };
+        let c = &mut claims[i];
+        let Some((edge, open)) = c.edge(reach) else {
+            return Ok(());
+        };
+        if deletes {
+            // Another transaction's uncommitted delete in the claim grown: refused, the claim
+            // left as it was (one not made yet stays empty, and is given back at its end).
+            let b = c.with_edge(&edge);
+            if ordered(b) {
+                if let Some((k, _)) = deleted.range::<[u8], _>(b).find(|(_, t)| **t != txn) {
+                    return Err(k.clone());
+                }
+            }
+        }
+        c.set_edge(edge, open);
+        Ok(())
+    }
+
+    /// The scan ended (however): a claim still open closes at its last key; a scan that made
+    /// no claim gives back its count.
+    pub fn end_scan(&self, claim: &mut ScanClaim) {
+        if claim.counted {
+            claim.counted = false;
+            self.claims.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        if let Some(id) = claim.id {
+            let mut g = self.inner();
+            if let Some(c) = g.claims.iter_mut().find(|c| c.id == id) {
+                c.open = false;
+            }
+        }
+    }
+
+    /// Whether `txn` may make `change` to `key` (its leaf latched): `Err` with a description
+    /// of what refuses it. A delete allowed is recorded until `txn` ends.
+    pub fn check(
+        &self,
+        txn: TxnId,
+        key: &[u8],
+        change: Change<'_>,
+    ) -> std::result::Result<(), &'static str> {
+        let delete = matches!(change, Change::Delete);
+        if !delete && self.claims.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        let mut g = self.inner();
+        let refused = g
+            .claims
+            .iter()
+            .filter(|c| c.txn != txn)
+            .any(|c| match change {
+                Change::Update | Change::Delete => c.covers(key),
+                Change::Insert { pred, succ } => c.refuses_insert(key, pred, succ),
+            });
+        if refused {
+            return Err("a key range another transaction scanned");
+        }
+        if delete {
+            let prev = g.deleted.insert(key.to_vec(), txn);
+            debug_assert!(
+                prev.is_none_or(|t| t == txn),
+                "two uncommitted deletes of a key"
+            );
+            if prev.is_none() {
+                self.deleted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    /// `txn` ended: its claims and deletes go.
+    pub fn release(&self, txn: TxnId) {
+        if self.claims.load(Ordering::SeqCst) == 0 && self.deleted.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut g = self.inner();
+        let before = g.claims.len();
+        g.claims.retain(|c| c.txn != txn);
+        let gone = (before - g.claims.len()) as u64;
+        if gone > 0 {
+            self.claims.fetch_sub(gone, Ordering::SeqCst);
+        }
+        let before = g.deleted.len();
+        g.deleted.retain(|_, t| *t != txn);
+        let gone = (before - g.deleted.len()) as u64;
+        if gone > 0 {
+            self.deleted.fetch_sub(gone, Ordering::SeqCst);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inc(k: &[u8]) -> Bound<&[u8]> {
+        Bound::Included(k)
+    }
+
+    #[test]
+    fn a_claim_grows_and_refuses_writers_in_it_and_its_gap() {
+        let r = RangeLocks::default();
+        let mut c = r.begin(false);
+        let range = (inc(b"b"), Bound::Excluded(&b"m"[..]));
+        // Nothing read yet: an insert at the end of the first leaf, after keys below "b", is in
+        // the gap the scan is about to read.
+        r.reach(1, &mut c, range, Reach::On(None)).unwrap();
+        let ins = |pred, succ| Change::Insert { pred, succ };
+        assert!(r.check(2, b"c", ins(Some(&b"a"[..]), None)).is_err());
+        assert!(
+            r.check(2, b"a0", ins(Some(&b"a"[..]), None)).is_ok(),
+            "before the range"
+        );
+        r.reach(1, &mut c, range, Reach::On(Some(b"d"))).unwrap();
+        assert!(r.check(2, b"c", Change::Update).is_err());
+        assert!(r.check(2, b"e", Change::Update).is_ok(), "not read yet");
+        assert!(
+            r.check(2, b"e", ins(Some(&b"d"[..]), None)).is_err(),
+            "the open gap"
+        );
+        assert!(
+            r.check(2, b"f", ins(Some(&b"e"[..]), None)).is_ok(),
+            "past the gap"
+        );
+        assert!(
+            r.check(2, b"f", ins(None, Some(&b"g"[..]))).is_ok(),
+            "a leaf not read yet"
+        );
+        assert!(r.check(1, b"c", Change::Update).is_ok(), "its own claim");
+        // Stopped at "d" (its limit): the gap closes.
+        r.reach(1, &mut c, range, Reach::Stop(b"d")).unwrap();
+        assert!(r.check(2, b"e", ins(Some(&b"d"[..]), None)).is_ok());
+        r.end_scan(&mut c);
+        assert!(r.others(2) && !r.others(1));
+        r.release(1);
+        assert!(!r.others(2));
+        assert!(r.check(2, b"c", Change::Update).is_ok());
+    }
+
+    #[test]
+    fn deletes_refuse_and_are_refused() {
+        let r = RangeLocks::default();
+        r.check(2, b"k", Change::Delete).unwrap();
+        let mut c = r.begin(false);
+        let range = (Bound::Unbounded, Bound::Unbounded);
+        assert_eq!(
+            r.reach(1, &mut c, range, Reach::On(Some(b"z"))),
+            Err(b"k".to_vec())
+        );
+        r.end_scan(&mut c);
+        r.release(2);
+        let mut c = r.begin(false);
+        r.reach(1, &mut c, range, Reach::All).unwrap();
+        r.end_scan(&mut c);
+        assert!(r.check(2, b"k", Change::Delete).is_err());
+        assert!(
+            r.check(2, b"k", ins_none()).is_err(),
+            "the whole tree is claimed"
+        );
+        r.release(1);
+        assert!(r.check(2, b"k", Change::Delete).is_ok());
+    }
+
+    fn ins_none() -> Change<'static> {
+        Change::Insert {
+            pred: None,
+            succ: None,
+        }
+    }
+
+    #[test]
+    fn a_descending_claim_mirrors_an_ascending_one() {
+        let r = RangeLocks::default();
+        let mut c = r.begin(true);
+        let range = (inc(b"b"), inc(b"m"));
+        r.reach(1, &mut c, range, Reach::On(Some(b"h"))).unwrap();
+        let ins = |pred, succ| Change::Insert { pred, succ };
+        assert!(r.check(2, b"i", Change::Update).is_err());
+        assert!(
+            r.check(2, b"g", ins(None, Some(&b"h"[..]))).is_err(),
+            "the open gap"
+        );
+        assert!(r
+            .check(2, b"g", ins(Some(&b"f"[..]), Some(&b"g1"[..])))
+            .is_ok());
+        assert!(
+            r.check(2, b"n", ins(Some(&b"m"[..]), None)).is_ok(),
+            "past the range"
+        );
+        r.reach(1, &mut c, range, Reach::Bound).unwrap();
+        assert!(
+            r.check(2, b"b", Change::Update).is_err(),
+            "down to the start"
+        );
+        assert!(r.check(2, b"a", Change::Update).is_ok());
+        r.end_scan(&mut c);
+        // An empty leaf does not show where its key goes: every open claim refuses.
+        let mut c = r.begin(false);
+        r.reach(3, &mut c, (inc(b"x"), Bound::Unbounded), Reach::On(None))
+            .unwrap();
+        assert!(r.check(2, b"y", ins_none()).is_err());
+        assert!(r.check(2, b"w", ins_none()).is_ok(), "before its start");
+        r.end_scan(&mut c);
+        assert!(r.check(2, b"y", ins_none()).is_ok(), "closed");
+    }
+}
