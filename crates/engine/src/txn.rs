@@ -372,20 +372,15 @@ impl Cursor<'_> {
         let shared = self.txn.shared.shared_op(SCAN_READS, |c| {
             c.scan_shared(id, tree, range, reverse, CURSOR_BATCH, true)
         });
-        let batch = if let Some(r) = shared {
-            r?
-        } else {
-            let mut core = self.txn.shared.core();
-            let mut wal = self.txn.shared.wal.lock();
-            core.scan(
-                &mut wal,
-                self.txn.id,
-                &self.tree,
-                range,
-                self.reverse,
-                CURSOR_BATCH,
-                true,
-            )?
+        let batch = match shared {
+            // A conflict may be waited out, as a scan's (`Txn::scan`): so a long cursor among
+            // a stream of writers is not starved.
+            Some(Err(Error::Conflict { .. })) | None => {
+                self.txn.with_scan_wait(tree, |core, wal| {
+                    core.scan(wal, id, tree, range, reverse, CURSOR_BATCH, true)
+                })?
+            }
+            Some(r) => r?,
         };
         if batch.len() < CURSOR_BATCH {
             self.done = true;
