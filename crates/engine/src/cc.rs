@@ -13,9 +13,6 @@ use std::ops::Bound;
 /// A scan's range of keys.
 pub(crate) type KeyRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
 
-/// A scan's tree and range.
-pub(crate) type ScanAt<'a> = (TreeId, KeyRange<'a>);
-
 /// What keeps a scan free of phantoms ([`ConcurrencyControl::scan_begin`]).
 #[derive(Debug)]
 pub(crate) enum ScanGuard {
@@ -71,22 +68,22 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
         &self,
         txn: TxnId,
         state: &mut CcState,
-        tree: TreeId,
+        at: (TreeId, KeyRange<'_>),
         reverse: bool,
     ) -> Result<ScanGuard>;
-    /// `txn`'s scan of `range` in `tree` read `keys` and reached `reach`, told under the latch of
-    /// the leaf it read: grows its claim, or fails with a conflict (another transaction's
-    /// uncommitted change among the keys or in the extent; the claim stays as it was).
+    /// `txn`'s scan of `tree` read `keys` and reached `reach`, told under the latch of the leaf
+    /// it read: grows its claim, or fails with a conflict (another transaction's uncommitted
+    /// change among the keys or in the extent; the claim stays as it was).
     fn scan_reach(
         &self,
         txn: TxnId,
-        at: ScanAt<'_>,
-        claim: &mut ScanClaim,
+        tree: TreeId,
+        claim: &ScanClaim,
         keys: &mut dyn Iterator<Item = &[u8]>,
         reach: Reach<'_>,
     ) -> Result<()>;
-    /// The scan ended, however: its claim stops growing.
-    fn scan_end(&self, tree: TreeId, claim: &mut ScanClaim);
+    /// The scan (or a cursor's batch) ended, however: its claim stops growing.
+    fn scan_end(&self, tree: TreeId, claim: &ScanClaim);
     /// Before `txn` makes `change` to `key` of `tree`, holding the latch of the key's leaf (or
     /// the core latch exclusive): refused if it changes what another transaction scanned.
     fn before_change(&self, txn: TxnId, tree: TreeId, key: &[u8], change: Change<'_>)
@@ -94,9 +91,6 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
     /// Whether any transaction holds a key-range claim on `tree`, or is about to: a look with no
     /// lock, for writers (see `ranges.rs`).
     fn claims_any(&self, tree: TreeId) -> bool;
-    /// Whether a transaction other than `txn` holds a key-range claim on `tree` (so that a
-    /// write with the core latch exclusive must find its key's neighbours).
-    fn claimed_by_others(&self, txn: TxnId, tree: TreeId) -> bool;
     /// Before `txn` bulk loads `tree` (see `Core::load`): after this, until it ends, it may
     /// change the tree's records without taking their locks, and no other transaction reads or
     /// writes the tree. An error (a conflict) leaves the transaction active.
@@ -229,34 +223,36 @@ impl ConcurrencyControl for TwoPhaseLocking {
 
     fn scan_begin(
         &self,
-        _txn: TxnId,
+        txn: TxnId,
         state: &mut CcState,
-        tree: TreeId,
+        (tree, range): (TreeId, KeyRange<'_>),
         reverse: bool,
     ) -> Result<ScanGuard> {
         if state.trees.contains(&LockKey::Tree(tree)) {
             return Ok(ScanGuard::Tree);
         }
-        let mut claim = self.locks.with_ranges(tree, |r| r.begin(reverse));
-        // Counted, then the loaders looked at (a loader announces itself, then looks at the
-        // counted scans).
-        if self.locks.loading(tree) && !state.trees.contains(&LockKey::TreeLoad(tree)) {
-            self.locks.with_ranges(tree, |r| r.end_scan(&mut claim));
-            return Err(self.locks.refuse(tree));
-        }
-        claim.own_ix = state.trees.contains(&LockKey::TreeIx(tree));
+        let mut claim = self
+            .locks
+            .with_ranges(tree, |r| r.begin(txn, range, reverse));
         let mark = LockKey::TreeRange(tree);
         if !state.trees.contains(&mark) {
             state.trees.push(mark);
         }
+        // Made, then the loaders looked at (a loader announces itself, then looks at the
+        // claims). A claim refused here stays, empty and closed, to the transaction's end.
+        if self.locks.loading(tree) && !state.trees.contains(&LockKey::TreeLoad(tree)) {
+            self.locks.with_ranges(tree, |r| r.end_scan(&claim));
+            return Err(self.locks.refuse(tree));
+        }
+        claim.own_ix = state.trees.contains(&LockKey::TreeIx(tree));
         Ok(ScanGuard::Ranges(claim))
     }
 
     fn scan_reach(
         &self,
         txn: TxnId,
-        (tree, range): ScanAt<'_>,
-        claim: &mut ScanClaim,
+        tree: TreeId,
+        claim: &ScanClaim,
         keys: &mut dyn Iterator<Item = &[u8]>,
         reach: Reach<'_>,
     ) -> Result<()> {
@@ -271,14 +267,14 @@ impl ConcurrencyControl for TwoPhaseLocking {
             }
         }
         self.locks
-            .with_ranges(tree, |r| r.reach(txn, claim, range, reach))
+            .with_ranges(tree, |r| r.reach(txn, claim, reach))
             .map_err(|_| {
                 self.locks
                     .refuse_range(tree, "a record deleted by a transaction")
             })
     }
 
-    fn scan_end(&self, tree: TreeId, claim: &mut ScanClaim) {
+    fn scan_end(&self, tree: TreeId, claim: &ScanClaim) {
         self.locks.with_ranges(tree, |r| r.end_scan(claim));
     }
 
@@ -298,15 +294,10 @@ impl ConcurrencyControl for TwoPhaseLocking {
         self.locks.with_ranges(tree, |r| r.any())
     }
 
-    fn claimed_by_others(&self, txn: TxnId, tree: TreeId) -> bool {
-        self.locks.with_ranges(tree, |r| r.others(txn))
-    }
-
     fn end(&self, txn: TxnId, state: &CcState) {
-        self.locks.release_all(txn, &state.trees);
-        self.locks.release_all(txn, &state.locks);
-        // Claims and uncommitted deletes go once the changes are committed or undone: a
-        // deleter holds the tree in IX or X, a scanner its range mark.
+        // Claims and uncommitted deletes go first (the changes are committed or undone): a
+        // deleter holds the tree in IX or X, a scanner its range mark. Before the record
+        // locks, so that the next deleter of a key finds its delete's entry gone.
         let mut done: smallvec::SmallVec<[TreeId; 4]> = smallvec::SmallVec::new();
         for k in &state.trees {
             if let LockKey::Tree(t) | LockKey::TreeIx(t) | LockKey::TreeRange(t) = *k {
@@ -316,6 +307,8 @@ impl ConcurrencyControl for TwoPhaseLocking {
                 }
             }
         }
+        self.locks.release_all(txn, &state.trees);
+        self.locks.release_all(txn, &state.locks);
     }
 
     fn conflicts(&self) -> u64 {

@@ -3,15 +3,15 @@
 //! no-wait policy: the requester gets `Error::Conflict` at once and is expected to abort and retry,
 //! so there are no deadlocks.
 //!
-//! One exception keeps long readers from starving: a read-only transaction whose whole-tree S
-//! lock (a scan) conflicts with writers may become the tree's *waiting scan* ([`LockManager::
-//! claim_scan`]). While it waits, new writers of that tree are refused (writers already in it
-//! finish), so the scan gets the tree once they end. The waiter holds no write lock and only one
-//! transaction waits per tree, so no wait cycle can form; the caller also bounds the wait.
+//! Isolation: reads take S locks on records, writes take IX on the tree and X on the record,
+//! scans a key-range claim on what they read (`ranges.rs`, kept in the tree's gate here), a bulk
+//! load X on the whole tree. Together this is serializable.
 //!
-//! Isolation: reads take S locks on records, scans take an S lock on the whole tree, writes take
-//! IX on the tree and X on the record. Together this is serializable (scans exclude concurrent
-//! writers of the tree, so there are no phantoms).
+//! One exception keeps long readers from starving: a read-only transaction whose scan is refused
+//! by writers may become the tree's *waiting scan* ([`LockManager::claim_scan`]). While it waits,
+//! new writers of that tree are refused (writers already in it finish), so the scan gets through
+//! once they end. The waiter holds no write lock and only one transaction waits per tree, so no
+//! wait cycle can form; the caller also bounds the wait.
 
 use crate::error::{Error, Result};
 use crate::ranges::RangeLocks;

@@ -24,12 +24,15 @@
 //! (or found among the deletes); a change made after is checked against a claim that already
 //! covers the leaf's keys the scan read, and the gap after the last of them. An insert before
 //! the first key of a leaf the scan has not reached yet will be read when the scan gets there.
-//! Writers look at [`RangeLocks::claims`] first, with no lock taken; a scan counts itself there
-//! before it latches its first leaf, so a writer that saw no claim changed its leaf before the
-//! scan could read it.
+//! Writers look at [`RangeLocks::claims`] first, with no lock taken; a scan makes its claim
+//! (empty) before it latches its first leaf, so a writer that saw no claim changed its leaf
+//! before the scan could read it.
 //!
-//! Writes with the core latch exclusive run when no scan does; they find the neighbours with a
-//! descent of their own, and only when another transaction holds a claim on the tree.
+//! Writes with the core latch exclusive run when no scan does, so every claim is closed then:
+//! only what a claim covers refuses them ([`Change::Put`]), whatever the key's neighbours.
+//!
+//! A claim is made (empty) when its scan begins, and lives, closed once the scan ends, until its
+//! transaction ends; a cursor keeps one claim for all its batches.
 
 use crate::btree::tree::Reach;
 use crate::wal::record::TxnId;
@@ -45,6 +48,9 @@ pub(crate) enum Change<'a> {
     Update,
     /// A delete of a key (that is there, or may be).
     Delete,
+    /// A put with the core latch exclusive, where the key may be new: no scan runs then, so
+    /// every claim is closed and only what a claim covers refuses it.
+    Put,
     /// A new key, with the keys just before and after it in its leaf (`None`: it goes first,
     /// or last, in its leaf).
     Insert {
@@ -66,7 +72,8 @@ struct Claim {
     far: Bound<Vec<u8>>,
     /// Nothing read yet: the moving side means nothing.
     empty: bool,
-    /// The scan goes on: the gap past the moving side is claimed too.
+    /// The scan is running and goes on past the moving side: the gap there is claimed too.
+    /// Set by each report of the scan; cleared when it stops or ends.
     open: bool,
 }
 
@@ -134,8 +141,8 @@ impl Claim {
             Reach::On(None) => None,
             Reach::On(Some(k)) => Some((Bound::Included(k.to_vec()), true)),
             Reach::Stop(k) => Some((Bound::Included(k.to_vec()), false)),
-            Reach::Bound => Some((self.far.clone(), false)),
-            Reach::All => Some((Bound::Unbounded, false)),
+            // The tree's end in the scan's direction: nothing more up to the far bound either.
+            Reach::Bound | Reach::All => Some((self.far.clone(), false)),
         }
     }
 
@@ -193,10 +200,7 @@ pub(crate) struct RangeLocks {
 /// One scan's claim, as the scan keeps it (see [`RangeLocks::reach`]).
 #[derive(Debug)]
 pub(crate) struct ScanClaim {
-    id: Option<u64>,
-    reverse: bool,
-    /// Counted in [`RangeLocks::claims`] and not yet given back or made.
-    counted: bool,
+    id: u64,
     /// The scanning transaction writes the tree itself (so the tree's writer count includes
     /// it: see `cc.rs`).
     pub own_ix: bool,
@@ -207,92 +211,72 @@ impl RangeLocks {
         crate::sync::lock(&self.inner)
     }
 
-    /// A scan begins: counted before it latches any leaf (see the module notes).
-    pub fn begin(&self, reverse: bool) -> ScanClaim {
-        self.claims.fetch_add(1, Ordering::SeqCst);
-        ScanClaim {
-            id: None,
+    /// A scan of `range` (descending if `reverse`) by `txn` begins: its claim, empty, made
+    /// before the scan latches any leaf (see the module notes). A cursor keeps one claim for
+    /// all its batches.
+    pub fn begin(
+        &self,
+        txn: TxnId,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+    ) -> ScanClaim {
+        let (lo, hi) = (owned(range.0), owned(range.1));
+        let far = if reverse { lo.clone() } else { hi.clone() };
+        let mut g = self.inner();
+        let id = g.next_id;
+        g.next_id += 1;
+        g.claims.push(Claim {
+            txn,
+            id,
             reverse,
-            counted: true,
-            own_ix: false,
-        }
+            lo,
+            hi,
+            far,
+            empty: true,
+            // Opened by the scan's first report (a scan not running claims no gap).
+            open: false,
+        });
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        ScanClaim { id, own_ix: false }
     }
 
-    /// Whether any claim is held, or about to be made (a look with no lock).
+    /// Whether any claim is held (a look with no lock).
     pub fn any(&self) -> bool {
         self.claims.load(Ordering::SeqCst) > 0
     }
 
-    /// Whether another transaction than `txn` holds a claim, or may be about to (a scan
-    /// counted that has not made its claim yet).
+    /// Whether another transaction than `txn` holds a claim.
     pub fn others(&self, txn: TxnId) -> bool {
-        let n = self.claims.load(Ordering::SeqCst);
-        if n == 0 {
+        if self.claims.load(Ordering::SeqCst) == 0 {
             return false;
         }
-        let g = self.inner();
-        let own = g.claims.iter().filter(|c| c.txn == txn).count() as u64;
-        // Counted scans of `txn` itself are not running now (one thread per transaction).
-        n > own
+        self.inner().claims.iter().any(|c| c.txn != txn)
     }
 
-    /// The scan of `txn` over `range` reached `reach` (under the latch of the leaf it read):
-    /// grows its claim, unless another transaction's uncommitted delete lies in the new
-    /// extent (`Err` with the key).
+    /// The scan of `txn` reached `reach` (under the latch of the leaf it read): grows its
+    /// claim, unless another transaction's uncommitted delete lies in the claim grown (`Err`
+    /// with the key; the claim stays as it was).
     pub fn reach(
         &self,
         txn: TxnId,
-        claim: &mut ScanClaim,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
+        claim: &ScanClaim,
         reach: Reach<'_>,
     ) -> std::result::Result<(), Vec<u8>> {
-        if matches!(reach, Reach::On(None)) && claim.id.is_some() {
-            return Ok(());
-        }
         let deletes = self.deleted.load(Ordering::SeqCst) > 0;
         let mut g = self.inner();
         let Inner {
-            claims,
-            deleted,
-            next_id,
+            claims, deleted, ..
         } = &mut *g;
-        let i = match claim.id {
-            Some(id) => claims
-                .iter()
-                .position(|c| c.id == id)
-                .expect("a made claim"),
-            None => {
-                // An empty claim: the moving side starts where the range starts.
-                let (lo, hi) = (owned(range.0), owned(range.1));
-                let far = if claim.reverse {
-                    lo.clone()
-                } else {
-                    hi.clone()
-                };
-                claims.push(Claim {
-                    txn,
-                    id: *next_id,
-                    reverse: claim.reverse,
-                    lo,
-                    hi,
-                    far,
-                    empty: true,
-                    open: true,
-                });
-                claim.id = Some(*next_id);
-                *next_id += 1;
-                // The count taken at `begin` now stands for the claim.
-                claim.counted = false;
-                claims.len() - 1
-            }
-        };
-        let c = &mut claims[i];
+        let c = claims
+            .iter_mut()
+            .find(|c| c.id == claim.id)
+            .expect("a claim lives until its transaction ends");
         let Some((edge, open)) = c.edge(reach) else {
+            // Nothing read in that leaf: the edge stays, and the gap past it is claimed.
+            c.open = true;
             return Ok(());
         };
         if deletes {
-            // Another transaction's uncommitted delete in the claim grown: refused, the claim
-            // left as it was (one not made yet stays empty, and is given back at its end).
             let b = c.with_edge(&edge);
             if ordered(b) {
                 if let Some((k, _)) = deleted.range::<[u8], _>(b).find(|(_, t)| **t != txn) {
@@ -304,19 +288,12 @@ impl RangeLocks {
         Ok(())
     }
 
-    /// The scan ended (however): a claim still open closes at its last key; a scan that made
-    /// no claim gives back its count.
-    pub fn end_scan(&self, claim: &mut ScanClaim) {
-        if claim.counted {
-            claim.counted = false;
-            self.claims.fetch_sub(1, Ordering::SeqCst);
-            return;
-        }
-        if let Some(id) = claim.id {
-            let mut g = self.inner();
-            if let Some(c) = g.claims.iter_mut().find(|c| c.id == id) {
-                c.open = false;
-            }
+    /// The scan (or a cursor's batch) ended, however: its claim stops growing, closed at the
+    /// last key it read; a cursor's next batch opens it again.
+    pub fn end_scan(&self, claim: &ScanClaim) {
+        let mut g = self.inner();
+        if let Some(c) = g.claims.iter_mut().find(|c| c.id == claim.id) {
+            c.open = false;
         }
     }
 
@@ -339,6 +316,10 @@ impl RangeLocks {
             .filter(|c| c.txn != txn)
             .any(|c| match change {
                 Change::Update | Change::Delete => c.covers(key),
+                Change::Put => {
+                    debug_assert!(!c.open, "a claim open while the core latch is exclusive");
+                    c.covers(key)
+                }
                 Change::Insert { pred, succ } => c.refuses_insert(key, pred, succ),
             });
         if refused {
@@ -389,18 +370,18 @@ mod tests {
     #[test]
     fn a_claim_grows_and_refuses_writers_in_it_and_its_gap() {
         let r = RangeLocks::default();
-        let mut c = r.begin(false);
         let range = (inc(b"b"), Bound::Excluded(&b"m"[..]));
+        let c = r.begin(1, range, false);
         // Nothing read yet: an insert at the end of the first leaf, after keys below "b", is in
         // the gap the scan is about to read.
-        r.reach(1, &mut c, range, Reach::On(None)).unwrap();
+        r.reach(1, &c, Reach::On(None)).unwrap();
         let ins = |pred, succ| Change::Insert { pred, succ };
         assert!(r.check(2, b"c", ins(Some(&b"a"[..]), None)).is_err());
         assert!(
             r.check(2, b"a0", ins(Some(&b"a"[..]), None)).is_ok(),
             "before the range"
         );
-        r.reach(1, &mut c, range, Reach::On(Some(b"d"))).unwrap();
+        r.reach(1, &c, Reach::On(Some(b"d"))).unwrap();
         assert!(r.check(2, b"c", Change::Update).is_err());
         assert!(r.check(2, b"e", Change::Update).is_ok(), "not read yet");
         assert!(
@@ -417,9 +398,9 @@ mod tests {
         );
         assert!(r.check(1, b"c", Change::Update).is_ok(), "its own claim");
         // Stopped at "d" (its limit): the gap closes.
-        r.reach(1, &mut c, range, Reach::Stop(b"d")).unwrap();
+        r.reach(1, &c, Reach::Stop(b"d")).unwrap();
         assert!(r.check(2, b"e", ins(Some(&b"d"[..]), None)).is_ok());
-        r.end_scan(&mut c);
+        r.end_scan(&c);
         assert!(r.others(2) && !r.others(1));
         r.release(1);
         assert!(!r.others(2));
@@ -430,17 +411,14 @@ mod tests {
     fn deletes_refuse_and_are_refused() {
         let r = RangeLocks::default();
         r.check(2, b"k", Change::Delete).unwrap();
-        let mut c = r.begin(false);
         let range = (Bound::Unbounded, Bound::Unbounded);
-        assert_eq!(
-            r.reach(1, &mut c, range, Reach::On(Some(b"z"))),
-            Err(b"k".to_vec())
-        );
-        r.end_scan(&mut c);
+        let c = r.begin(1, range, false);
+        assert_eq!(r.reach(1, &c, Reach::On(Some(b"z"))), Err(b"k".to_vec()));
+        r.end_scan(&c);
         r.release(2);
-        let mut c = r.begin(false);
-        r.reach(1, &mut c, range, Reach::All).unwrap();
-        r.end_scan(&mut c);
+        let c = r.begin(1, range, false);
+        r.reach(1, &c, Reach::All).unwrap();
+        r.end_scan(&c);
         assert!(r.check(2, b"k", Change::Delete).is_err());
         assert!(
             r.check(2, b"k", ins_none()).is_err(),
@@ -460,9 +438,9 @@ mod tests {
     #[test]
     fn a_descending_claim_mirrors_an_ascending_one() {
         let r = RangeLocks::default();
-        let mut c = r.begin(true);
         let range = (inc(b"b"), inc(b"m"));
-        r.reach(1, &mut c, range, Reach::On(Some(b"h"))).unwrap();
+        let c = r.begin(1, range, true);
+        r.reach(1, &c, Reach::On(Some(b"h"))).unwrap();
         let ins = |pred, succ| Change::Insert { pred, succ };
         assert!(r.check(2, b"i", Change::Update).is_err());
         assert!(
@@ -476,20 +454,19 @@ mod tests {
             r.check(2, b"n", ins(Some(&b"m"[..]), None)).is_ok(),
             "past the range"
         );
-        r.reach(1, &mut c, range, Reach::Bound).unwrap();
+        r.reach(1, &c, Reach::Bound).unwrap();
         assert!(
             r.check(2, b"b", Change::Update).is_err(),
             "down to the start"
         );
         assert!(r.check(2, b"a", Change::Update).is_ok());
-        r.end_scan(&mut c);
+        r.end_scan(&c);
         // An empty leaf does not show where its key goes: every open claim refuses.
-        let mut c = r.begin(false);
-        r.reach(3, &mut c, (inc(b"x"), Bound::Unbounded), Reach::On(None))
-            .unwrap();
+        let c = r.begin(3, (inc(b"x"), Bound::Unbounded), false);
+        r.reach(3, &c, Reach::On(None)).unwrap();
         assert!(r.check(2, b"y", ins_none()).is_err());
         assert!(r.check(2, b"w", ins_none()).is_ok(), "before its start");
-        r.end_scan(&mut c);
+        r.end_scan(&c);
         assert!(r.check(2, b"y", ins_none()).is_ok(), "closed");
     }
 }

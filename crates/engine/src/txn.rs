@@ -125,7 +125,7 @@ impl Txn {
     /// How long a read-only transaction's scan waits, in all, for the writers of its tree.
     const SCAN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-    /// Runs `f` (which locks `tree` whole for reading) under the core latch. If writers of the
+    /// Runs `f` (a scan of `tree`, or a cursor's batch) under the core latch. If writers of the
     /// tree refuse it and this transaction has written nothing, it waits for them to end (up to
     /// [`Txn::SCAN_WAIT`], the latch released) while new writers of the tree are turned away,
     /// so a long reader is not starved by a stream of short writers.
@@ -188,7 +188,7 @@ impl Txn {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let id = self.id;
         let shared = self.shared.shared_op(SCAN_READS, |c| {
-            c.scan_shared(id, tree, range, reverse, limit, false)
+            c.scan_shared(id, tree, range, reverse, limit, None)
         });
         match shared {
             // A conflict may be waited out: that needs the latch exclusive.
@@ -196,7 +196,7 @@ impl Txn {
             Some(r) => return r,
         }
         self.with_scan_wait(tree, |core, wal| {
-            core.scan(wal, id, tree, range, reverse, limit, false)
+            core.scan(wal, id, tree, range, reverse, limit, None)
         })
     }
 
@@ -233,7 +233,8 @@ impl Txn {
         reverse: bool,
     ) -> Result<Cursor<'_>> {
         let id = self.id;
-        self.with_scan_wait(tree, |core, _| core.open_cursor(id, tree))?;
+        let guard =
+            self.with_scan_wait(tree, |core, _| core.open_cursor(id, tree, range, reverse))?;
         let own = |b: Bound<&[u8]>| match b {
             Bound::Included(k) => Bound::Included(k.to_vec()),
             Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
@@ -247,6 +248,7 @@ impl Txn {
             reverse,
             buf: VecDeque::new(),
             done: false,
+            guard,
         })
     }
 
@@ -362,6 +364,8 @@ pub struct Cursor<'t> {
     reverse: bool,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
     done: bool,
+    /// The key-range claim its batches grow (`None` for a snapshot reader).
+    guard: Option<crate::cc::ScanGuard>,
 }
 
 impl Cursor<'_> {
@@ -369,15 +373,24 @@ impl Cursor<'_> {
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.start), as_ref(&self.end));
         let (id, tree, reverse) = (self.txn.id, &self.tree, self.reverse);
+        let guard = &mut self.guard;
         let shared = self.txn.shared.shared_op(SCAN_READS, |c| {
-            c.scan_shared(id, tree, range, reverse, CURSOR_BATCH, true)
+            c.scan_shared(id, tree, range, reverse, CURSOR_BATCH, Some(&mut *guard))
         });
         let batch = match shared {
             // A conflict may be waited out, as a scan's (`Txn::scan`): so a long cursor among
             // a stream of writers is not starved.
             Some(Err(Error::Conflict { .. })) | None => {
                 self.txn.with_scan_wait(tree, |core, wal| {
-                    core.scan(wal, id, tree, range, reverse, CURSOR_BATCH, true)
+                    core.scan(
+                        wal,
+                        id,
+                        tree,
+                        range,
+                        reverse,
+                        CURSOR_BATCH,
+                        Some(&mut *guard),
+                    )
                 })?
             }
             Some(r) => r?,

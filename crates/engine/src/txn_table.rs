@@ -281,7 +281,7 @@ impl TxnTable {
     pub fn scan_begin(
         &self,
         id: TxnId,
-        tree: TreeId,
+        at: (TreeId, crate::cc::KeyRange<'_>),
         reverse: bool,
         checks: impl FnOnce() -> Result<()>,
     ) -> Result<crate::cc::ScanGuard> {
@@ -292,7 +292,7 @@ impl TxnTable {
             st.thread = Some(me);
         }
         checks()?;
-        self.cc.scan_begin(id, &mut st.cc, tree, reverse)
+        self.cc.scan_begin(id, &mut st.cc, at, reverse)
     }
 
     /// The concurrency-control protocol, for what a scan or a write asks it while it holds a

@@ -143,6 +143,9 @@ struct Path {
     idx: SmallVec<[usize; PATH_CAPACITY]>,
     /// The leaf's lower bound (the deepest separator left of the path), if tracked and any.
     lower: Option<Vec<u8>>,
+    /// The leaf's split was pending when the descent read it. A leaf not pending then that is
+    /// pending when read again was split beside meanwhile (a flagged leaf splits only alone).
+    pending: bool,
 }
 
 impl Path {
@@ -185,6 +188,7 @@ fn descend_fenced<S: PageStore>(
         pids,
         idx: SmallVec::new(),
         lower: None,
+        pending: false,
     };
     let mut pid = root;
     loop {
@@ -233,7 +237,8 @@ fn descend_fenced<S: PageStore>(
                 if let Some(f) = fences {
                     f.clear();
                 }
-                let (leaf, moved, lower) = settle_leaf(store, pid, target)?;
+                let (leaf, moved, lower, pending) = settle_leaf(store, pid, target)?;
+                path.pending = pending;
                 if moved {
                     *path.pids.last_mut().expect("a path holds the root") = leaf;
                     if track_lower {
@@ -269,30 +274,31 @@ fn past_last(p: &[u8], key: &[u8]) -> Result<bool> {
 
 /// Where a descent for `target` that reached leaf `pid` through its parent ends: on along the
 /// links of leaves whose split is pending, while the target lies beyond them. Returns the leaf,
-/// whether a link was followed, and then the first key of the leaf reached (its lower bound for
-/// a reverse scan, which goes back to the leaf before with `Target::Lt` of it).
+/// whether a link was followed, the first key of the leaf reached (its lower bound for a
+/// reverse scan, which goes back to the leaf before with `Target::Lt` of it), and whether that
+/// leaf's split is pending.
 fn settle_leaf<S: PageStore>(
     store: &mut S,
     mut pid: PageId,
     target: Target<'_>,
-) -> Result<(PageId, bool, Option<Vec<u8>>)> {
+) -> Result<(PageId, bool, Option<Vec<u8>>, bool)> {
     let mut moved = false;
     let mut lower = None;
     // A chain of n pending splits is n links: n + 1 leaves to look at.
     for _ in 0..=MAX_PENDING_CHAIN {
-        let next = store.read_page(pid, |p| -> Result<Option<PageId>> {
+        let (pending, next) = store.read_page(pid, |p| -> Result<(bool, Option<PageId>)> {
             if !node::split_pending(p)? {
-                return Ok(None);
+                return Ok((false, None));
             }
             let go = match target {
                 Target::First => false,
                 Target::Last | Target::Lt(_) => true,
                 Target::Le(k) => past_last(p, k)?,
             };
-            go.then(|| node::right_sibling(p)).transpose()
+            Ok((true, go.then(|| node::right_sibling(p)).transpose()?))
         })??;
         let Some(next) = next else {
-            return Ok((pid, moved, lower));
+            return Ok((pid, moved, lower, pending));
         };
         if next == NO_PAGE {
             return Err(corrupt(
@@ -310,7 +316,7 @@ fn settle_leaf<S: PageStore>(
         })??;
         if let Target::Lt(k) = target {
             if first.as_deref().is_none_or(|f| node::cmp_key(f, k).is_ge()) {
-                return Ok((pid, moved, lower));
+                return Ok((pid, moved, lower, true));
             }
         }
         pid = next;
@@ -371,6 +377,9 @@ pub fn create<S: PageStore>(store: &mut S) -> Result<PageId> {
     Ok(pid)
 }
 
+/// What [`leaf_place`] finds: whether the key is there, and its neighbours in the leaf.
+pub type LeafPlace<'p> = (bool, Option<&'p [u8]>, Option<&'p [u8]>);
+
 /// Where `key` is in leaf page `p`: whether it is there, and the keys just before and after
 /// its place in the leaf (`None` at either end of the leaf).
 pub fn leaf_place<'p>(p: &'p [u8], key: &[u8]) -> Result<LeafPlace<'p>> {
@@ -392,22 +401,6 @@ pub fn leaf_place<'p>(p: &'p [u8], key: &[u8]) -> Result<LeafPlace<'p>> {
     };
     Ok((found, pred, succ))
 }
-
-/// [`leaf_place`] in the leaf of the tree at `root` that holds (or would hold) `key`, the
-/// neighbours copied.
-pub fn place<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Place> {
-    let leaf = descend(store, root, Target::Le(key), false)?.leaf();
-    store.read_page(leaf, |p| {
-        let (found, pred, succ) = leaf_place(p, key)?;
-        Ok((found, pred.map(<[u8]>::to_vec), succ.map(<[u8]>::to_vec)))
-    })?
-}
-
-/// What [`leaf_place`] finds: whether the key is there, and its neighbours in the leaf.
-pub type LeafPlace<'p> = (bool, Option<&'p [u8]>, Option<&'p [u8]>);
-
-/// What [`place`] finds: whether the key is there, and its neighbours in its leaf.
-pub type Place = (bool, Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// The value of `key`, if any.
 pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -279,7 +279,7 @@ impl Core {
         // Ends with the latch shared released reservations without touching the cache.
         self.sync_page_reserve();
         self.access(txn, tree, Some(key), Access::Write)?;
-        self.range_check_exclusive(wal, txn, tree, key, value)?;
+        self.range_check_exclusive(txn, tree, key, value)?;
         if self.flushless.is_some() {
             return self.write_flushless(wal, txn, tree, key, value);
         }
@@ -414,12 +414,26 @@ impl Core {
         }
     }
 
-    /// Opens a cursor of `txn` on `tree`: the checks, counted as one operation. Each batch it
-    /// reads claims the key range it read (see `ranges.rs`); a snapshot reader's claims nothing.
-    pub fn open_cursor(&mut self, txn: TxnId, tree: &Tree) -> Result<()> {
-        self.checked(txn, tree)?;
+    /// Opens a cursor of `txn` on `tree` over `range`: the checks, counted as one operation,
+    /// and the key-range claim its batches grow (see `ranges.rs`; `None` for a snapshot
+    /// reader, who claims nothing).
+    pub fn open_cursor(
+        &mut self,
+        txn: TxnId,
+        tree: &Tree,
+        range: crate::cc::KeyRange<'_>,
+        reverse: bool,
+    ) -> Result<Option<crate::cc::ScanGuard>> {
+        let guard = if self.is_snapshot(txn) {
+            self.checked(txn, tree)?;
+            None
+        } else {
+            let mut own = None;
+            self.scan_guard(txn, tree, (range, reverse), None, &mut own)?;
+            own
+        };
         self.stats.ops.add(1);
-        Ok(())
+        Ok(guard)
     }
 
     /// `txn`'s scan of `tree` was refused by writers: whether it may wait for them to end (new

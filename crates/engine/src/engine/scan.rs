@@ -7,20 +7,20 @@ use crate::btree::tree as bt;
 use crate::btree::tree::{Reach, ScanSink};
 use crate::cache::PageCache;
 use crate::catalog::Tree;
-use crate::cc::{ConcurrencyControl, ScanAt, ScanGuard};
+use crate::cc::{ConcurrencyControl, KeyRange, ScanGuard};
 use crate::error::Result;
 use crate::health::Health;
 use crate::mvcc::{ReadTally, VersionStore};
 use crate::read_shared::SharedReader;
-use crate::wal::record::TxnId;
+use crate::wal::record::{TreeId, TxnId};
 use crate::wal::Wal;
 use std::ops::Bound;
 
 impl Core {
     /// Up to `limit` pairs of `tree` in `range` for `txn` (descending if `reverse`), kept from
     /// phantoms by a key-range claim (see `ranges.rs`), or by the whole tree if the
-    /// transaction holds it. `batch`: a cursor's batch, counted as an operation when the
-    /// cursor opened.
+    /// transaction holds it. `cursor`: a cursor's batch, with the cursor's claim (made and
+    /// counted as an operation when it opened; `None` for a snapshot reader's).
     #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &mut self,
@@ -30,11 +30,11 @@ impl Core {
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         limit: usize,
-        batch: bool,
+        cursor: Option<&mut Option<ScanGuard>>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         if self.is_snapshot(txn) {
             self.checked(txn, tree)?;
-            if !batch {
+            if cursor.is_none() {
                 self.stats.ops.add(1);
             }
             if limit == 0 {
@@ -55,12 +55,13 @@ impl Core {
             return snapshot_scan(&mut view, range, reverse, limit)
                 .expect("an exclusive view reads every page");
         }
-        let mut guard = self.scan_begin(txn, tree, reverse)?;
+        let (mut own, batch) = (None, cursor.is_some());
+        let guard = self.scan_guard(txn, tree, (range, reverse), cursor, &mut own)?;
         if !batch {
             self.stats.ops.add(1);
         }
         let cc = self.txns.cc();
-        let mut sink = ClaimedPairs::new(cc, txn, (tree.id, range), &mut guard, limit);
+        let mut sink = ClaimedPairs::new(cc, txn, tree.id, guard, limit);
         let r = if limit == 0 {
             Ok(())
         } else {
@@ -74,11 +75,26 @@ impl Core {
     }
 
     /// The checks before a scan of `txn` (not a snapshot reader's), and what keeps it from
-    /// phantoms.
-    pub(super) fn scan_begin(&self, txn: TxnId, tree: &Tree, reverse: bool) -> Result<ScanGuard> {
+    /// phantoms: a cursor's (`cursor`), or a new one kept in `own`.
+    pub(super) fn scan_guard<'g>(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        (range, reverse): (KeyRange<'_>, bool),
+        cursor: Option<&'g mut Option<ScanGuard>>,
+        own: &'g mut Option<ScanGuard>,
+    ) -> Result<&'g ScanGuard> {
+        if let Some(g) = cursor {
+            self.checked(txn, tree)?;
+            return Ok(g
+                .as_ref()
+                .expect("a serializable cursor holds a scan guard"));
+        }
         self.check()?;
-        self.txns
-            .scan_begin(txn, tree.id, reverse, || self.catalog.check_handle(tree))
+        let g = self.txns.scan_begin(txn, (tree.id, range), reverse, || {
+            self.catalog.check_handle(tree)
+        })?;
+        Ok(own.insert(g))
     }
 
     /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
@@ -114,8 +130,8 @@ impl Core {
 pub(super) struct ClaimedPairs<'a> {
     cc: &'a dyn ConcurrencyControl,
     txn: TxnId,
-    at: ScanAt<'a>,
-    guard: &'a mut ScanGuard,
+    tree: TreeId,
+    guard: &'a ScanGuard,
     out: Pairs,
     limit: usize,
     /// Pairs of `out` whose keys the claim was told about.
@@ -126,14 +142,14 @@ impl<'a> ClaimedPairs<'a> {
     pub(super) fn new(
         cc: &'a dyn ConcurrencyControl,
         txn: TxnId,
-        at: ScanAt<'a>,
-        guard: &'a mut ScanGuard,
+        tree: TreeId,
+        guard: &'a ScanGuard,
         limit: usize,
     ) -> ClaimedPairs<'a> {
         ClaimedPairs {
             cc,
             txn,
-            at,
+            tree,
             guard,
             out: Vec::new(),
             limit,
@@ -149,8 +165,8 @@ impl<'a> ClaimedPairs<'a> {
 
 impl Drop for ClaimedPairs<'_> {
     fn drop(&mut self) {
-        if let ScanGuard::Ranges(claim) = &mut *self.guard {
-            self.cc.scan_end(self.at.0, claim);
+        if let ScanGuard::Ranges(claim) = self.guard {
+            self.cc.scan_end(self.tree, claim);
         }
     }
 }
@@ -162,7 +178,7 @@ impl ScanSink for ClaimedPairs<'_> {
     }
 
     fn reach(&mut self, reach: Reach<'_>) -> Result<()> {
-        let ScanGuard::Ranges(claim) = &mut *self.guard else {
+        let ScanGuard::Ranges(claim) = self.guard else {
             return Ok(());
         };
         // A key reached but not given yet: its value is in an overflow chain.
@@ -178,7 +194,7 @@ impl ScanSink for ClaimedPairs<'_> {
             .chain(ahead);
         let r = self
             .cc
-            .scan_reach(self.txn, self.at, claim, &mut keys, reach);
+            .scan_reach(self.txn, self.tree, claim, &mut keys, reach);
         self.told = self.out.len();
         r
     }

@@ -7,7 +7,7 @@ use super::scan::ClaimedPairs;
 use super::{update_log_need, Core, Pairs};
 use crate::btree::tree as bt;
 use crate::catalog::Tree;
-use crate::cc::Access;
+use crate::cc::{Access, ScanGuard};
 use crate::error::Result;
 use crate::page::Lsn;
 use crate::ranges::Change;
@@ -98,8 +98,9 @@ impl Core {
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         limit: usize,
-        batch: bool,
+        cursor: Option<&mut Option<ScanGuard>>,
     ) -> Option<Result<Pairs>> {
+        let batch = cursor.is_some();
         if self.is_snapshot(txn) {
             if let Err(e) = self.checked(txn, tree) {
                 return Some(Err(e));
@@ -114,12 +115,13 @@ impl Core {
             self.stats.shared.add(1);
             return Some(r);
         }
-        let mut guard = match self.scan_begin(txn, tree, reverse) {
+        let mut own = None;
+        let guard = match self.scan_guard(txn, tree, (range, reverse), cursor, &mut own) {
             Ok(g) => g,
             Err(e) => return Some(Err(e)),
         };
         let cc = self.txns.cc();
-        let mut sink = ClaimedPairs::new(cc, txn, (tree.id, range), &mut guard, limit);
+        let mut sink = ClaimedPairs::new(cc, txn, tree.id, guard, limit);
         if limit > 0 {
             let Some(r) = SharedReader::run(&self.cache, |m| {
                 bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
@@ -418,36 +420,23 @@ impl Core {
         cc.before_change(txn, tree.id, key, change)
     }
 
-    /// [`Core::range_check_latched`] for a write with the core latch exclusive: no scan runs,
-    /// and the key's neighbours are looked for only if another transaction holds a claim. A
-    /// delete is recorded whether or not its key is there.
+    /// [`Core::range_check_latched`] for a write with the core latch exclusive: no scan runs
+    /// then, so every claim is closed and only what a claim covers refuses the write (no need
+    /// to know whether the key is new, or its neighbours). A delete is recorded whether or not
+    /// its key is there.
     pub(super) fn range_check_exclusive(
-        &mut self,
-        wal: &mut crate::wal::Wal,
+        &self,
         txn: TxnId,
         tree: &Tree,
         key: &[u8],
         value: Option<&[u8]>,
     ) -> Result<()> {
         let cc = self.txns.cc();
-        if !cc.claimed_by_others(txn, tree.id) {
-            return match value {
-                Some(_) => Ok(()),
-                None => cc.before_change(txn, tree.id, key, Change::Delete),
-            };
+        match value {
+            Some(_) if !cc.claims_any(tree.id) => Ok(()),
+            Some(_) => cc.before_change(txn, tree.id, key, Change::Put),
+            None => cc.before_change(txn, tree.id, key, Change::Delete),
         }
-        let r = crate::ops::read(&mut self.cache, wal, |m| bt::place(m, tree.root, key));
-        let (found, pred, succ) = self.health.guard(r)?;
-        let change = match (found, value) {
-            (true, Some(_)) => Change::Update,
-            (true, None) => Change::Delete,
-            (false, Some(_)) => Change::Insert {
-                pred: pred.as_deref(),
-                succ: succ.as_deref(),
-            },
-            (false, None) => return Ok(()),
-        };
-        self.txns.cc().before_change(txn, tree.id, key, change)
     }
 }
 

@@ -114,13 +114,17 @@ where
                 ends,
                 next,
             } => {
+                // A visit resumed after an overflow value that found nothing more: the key may
+                // have moved to the right sibling with a split beside others meanwhile, so that
+                // leaf too is visited from after the key.
+                resume = resume && l.is_none();
                 if l.is_some() {
                     last = l;
                 }
                 if ends || next == NO_PAGE {
                     return Ok(());
                 }
-                (pid, resume) = (next, false);
+                pid = next;
             }
         }
     }
@@ -194,6 +198,8 @@ where
         Bound::Excluded(k) => Target::Lt(k),
     };
     let mut path = descend(store, root, target, true)?;
+    // What the path was last descended for, past the first descent: `Lt` of this key.
+    let mut seek: Option<Vec<u8>> = None;
     let mut last: Option<Vec<u8>> = None;
     let mut resume = false;
     loop {
@@ -201,9 +207,21 @@ where
             Some(l) if resume => Bound::Excluded(l.as_slice()),
             _ => end,
         };
-        let (leaf, before, lower) = (path.leaf(), last.as_deref(), path.lower.as_deref());
-        let visit =
-            store.read_page(leaf, |p| visit_down(p, leaf, (start, to), before, lower, f))??;
+        let (leaf, before) = (path.leaf(), last.as_deref());
+        let bounds = (path.lower.as_deref(), path.pending);
+        let visit = store.read_page(leaf, |p| {
+            visit_down(p, leaf, (start, to), before, bounds, f)
+        })??;
+        let Some(visit) = visit else {
+            // Split beside others since the descent: its upper keys are in a new right
+            // sibling. Down again for the same keys, along the link.
+            let again = match &seek {
+                Some(k) => Target::Lt(k),
+                None => target,
+            };
+            path = descend(store, root, again, true)?;
+            continue;
+        };
         match visit {
             Visit::Stopped => return Ok(()),
             Visit::Overflow {
@@ -215,6 +233,10 @@ where
                 if !f.pair(&key, &v) {
                     return f.reach(Reach::Stop(&key));
                 }
+                // Down again to the keys below it, not back into the leaf: it may have split
+                // while the chain was read, and some of those keys moved right.
+                path = descend(store, root, Target::Lt(&key), true)?;
+                seek = Some(key.clone());
                 (last, resume) = (Some(key), true);
             }
             Visit::Done { last: l, ends, .. } => {
@@ -231,6 +253,7 @@ where
                 if path.lower.as_ref().is_some_and(|l| *l >= lower) {
                     return Err(corrupt(path.leaf(), "separators out of order"));
                 }
+                seek = Some(lower);
                 resume = false;
             }
         }
@@ -239,15 +262,19 @@ where
 
 /// The keys of leaf `p` from `to` down to `start`, descending. `before`: the last key the scan
 /// gave out, which every key visited here must precede. `lower`: the leaf's lower bound (the
-/// separator below it; `None` for the tree's first leaf).
+/// separator below it; `None` for the tree's first leaf), and whether its split was pending
+/// when the descent found it. `None` (nothing given) if the leaf has been split since.
 fn visit_down<F: ScanSink + ?Sized>(
     p: &[u8],
     pid: PageId,
     (start, to): (Bound<&[u8]>, Bound<&[u8]>),
     before: Option<&[u8]>,
-    lower: Option<&[u8]>,
+    (lower, pending): (Option<&[u8]>, bool),
     f: &mut F,
-) -> Result<Visit> {
+) -> Result<Option<Visit>> {
+    if !pending && node::split_pending_unchecked(p) {
+        return Ok(None);
+    }
     let top = match to {
         Bound::Unbounded => node::cell_count(p)?,
         Bound::Included(e) => match node::search(p, e)? {
@@ -268,13 +295,13 @@ fn visit_down<F: ScanSink + ?Sized>(
         };
         if below {
             f.reach(Reach::Bound)?;
-            return Ok(done(visited, true, NO_PAGE));
+            return Ok(Some(done(visited, true, NO_PAGE)));
         }
         if i + 1 == top && before.is_some_and(|b| k >= b) {
             return Err(corrupt(pid, "leaves out of key order"));
         }
         if let Some(end) = give(k, v, f, &mut visited)? {
-            return Ok(end);
+            return Ok(Some(end));
         }
     }
     f.reach(match lower {
@@ -282,7 +309,7 @@ fn visit_down<F: ScanSink + ?Sized>(
         Some(l) if ends_below(start, l) => Reach::Bound,
         Some(_) => Reach::On(visited),
     })?;
-    Ok(done(visited, false, NO_PAGE))
+    Ok(Some(done(visited, false, NO_PAGE)))
 }
 
 /// Whether a descending scan from `start` ends below a leaf whose lower bound is `lower`: every

@@ -295,6 +295,7 @@ pub fn split_beside(
         pids: [NO_PAGE, left_pid].into_iter().collect(),
         idx: [0].into_iter().collect(),
         lower: None,
+        pending: false,
     };
     let pending = Pending::Leaf {
         key,
