@@ -262,8 +262,22 @@ impl TxnTable {
         access: Access,
         checks: impl FnOnce() -> Result<()>,
     ) -> Result<(Lsn, Lsn)> {
-        // The shard stays locked while the protocol runs (it changes the transaction's
-        // state); lock order: a table shard, then lock-table shards (never the other way).
+        self.with_live(id, checks, |st| {
+            self.cc.before_access(id, &mut st.cc, tree, key, access)?;
+            Ok((st.first_lsn, st.last_lsn))
+        })
+    }
+
+    /// Runs `f` on the state of live transaction `id` once `checks` pass, noting the calling
+    /// thread as its last. The shard stays locked while `f` runs (the protocol changes the
+    /// transaction's state); lock order: a table shard, then lock-table shards (never the
+    /// other way).
+    fn with_live<R>(
+        &self,
+        id: TxnId,
+        checks: impl FnOnce() -> Result<()>,
+        f: impl FnOnce(&mut TxnState) -> Result<R>,
+    ) -> Result<R> {
         let mut shard = self.txns.lock(shard(id));
         let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
         let me = crate::sync::thread_id();
@@ -271,8 +285,7 @@ impl TxnTable {
             st.thread = Some(me);
         }
         checks()?;
-        self.cc.before_access(id, &mut st.cc, tree, key, access)?;
-        Ok((st.first_lsn, st.last_lsn))
+        f(st)
     }
 
     /// Concurrency control before `id` scans `tree` (see
@@ -285,14 +298,9 @@ impl TxnTable {
         reverse: bool,
         checks: impl FnOnce() -> Result<()>,
     ) -> Result<crate::cc::ScanGuard> {
-        let mut shard = self.txns.lock(shard(id));
-        let st = shard.get_mut(&id).ok_or(Error::TxnNotActive)?;
-        let me = crate::sync::thread_id();
-        if st.thread != Some(me) {
-            st.thread = Some(me);
-        }
-        checks()?;
-        self.cc.scan_begin(id, &mut st.cc, at, reverse)
+        self.with_live(id, checks, |st| {
+            self.cc.scan_begin(id, &mut st.cc, at, reverse)
+        })
     }
 
     /// The concurrency-control protocol, for what a scan or a write asks it while it holds a
