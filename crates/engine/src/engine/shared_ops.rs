@@ -298,9 +298,10 @@ impl Core {
         };
         // What other transactions' scans read is not changed under them (`ranges.rs`): asked
         // with the leaf latched.
-        if let Plan::Change { leaf, .. } | Plan::Full { leaf, .. } = &plan {
+        if let Plan::Change { leaf, old, .. } | Plan::Full { leaf, old } = &plan {
             if w.latches(*leaf) {
-                if let Err(e) = self.range_check_latched(&w, txn, tree, key, value) {
+                let there = old.is_some();
+                if let Err(e) = self.range_check_latched(&w, txn, tree, (key, there), value) {
                     return Some(Err(e));
                 }
             }
@@ -395,26 +396,30 @@ impl Core {
 
 impl Core {
     /// The key-range check of a change of `key` (`None`: a delete) by `txn` whose leaf `w`
-    /// holds latched (see `ranges.rs`); nothing to ask for a put while no scan claims the tree.
-    /// A write not made here (refused for the exclusive path) is checked again there.
+    /// holds latched (see `ranges.rs`); `there`: the key is in the leaf. Nothing to ask for a
+    /// put while no scan claims the tree; the leaf is searched for the neighbours of a new key
+    /// only. A write not made here (refused for the exclusive path) is checked again there.
     fn range_check_latched(
         &self,
         w: &SharedWriter<'_>,
         txn: TxnId,
         tree: &Tree,
-        key: &[u8],
+        (key, there): (&[u8], bool),
         value: Option<&[u8]>,
     ) -> Result<()> {
         let cc = self.txns.cc();
         if value.is_some() && !cc.claims_any(tree.id) {
             return Ok(());
         }
-        let page = w.latched_page().expect("the leaf is latched");
-        let (found, pred, succ) = bt::leaf_place(page, key)?;
-        let change = match (found, value) {
+        let change = match (there, value) {
             (true, Some(_)) => Change::Update,
             (true, None) => Change::Delete,
-            (false, Some(_)) => Change::Insert { pred, succ },
+            (false, Some(_)) => {
+                let page = w.latched_page().expect("the leaf is latched");
+                let (found, pred, succ) = bt::leaf_place(page, key)?;
+                debug_assert!(!found, "the plan found no old value");
+                return cc.before_change(txn, tree.id, key, Change::Insert { pred, succ });
+            }
             (false, None) => return Ok(()),
         };
         cc.before_change(txn, tree.id, key, change)
