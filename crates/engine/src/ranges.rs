@@ -159,13 +159,35 @@ impl Claim {
         )
     }
 
+    /// Moves the moving side to `edge`, never back over what the claim covers: a cursor's batch
+    /// run again (after a conflict it waited out, or a page it missed) reports keys behind the
+    /// edge its first try reached; keeping them claimed only refuses more.
     fn set_edge(&mut self, edge: Bound<Vec<u8>>, open: bool) {
-        self.empty = false;
         self.open = open;
-        if self.reverse {
-            self.lo = edge;
+        let (side, reverse) = if self.reverse {
+            (&mut self.lo, true)
         } else {
-            self.hi = edge;
+            (&mut self.hi, false)
+        };
+        if self.empty || reaches(&edge, side, reverse) {
+            *side = edge;
+        }
+        self.empty = false;
+    }
+}
+
+/// Whether moving side `new` reaches at least as far as `old`: further up for an upper side,
+/// further down for a lower one (`reverse`).
+fn reaches(new: &Bound<Vec<u8>>, old: &Bound<Vec<u8>>, reverse: bool) -> bool {
+    use std::cmp::Ordering::{Greater, Less};
+    let beyond = if reverse { Less } else { Greater };
+    match (new, old) {
+        (Bound::Unbounded, _) => true,
+        (_, Bound::Unbounded) => false,
+        // An excluded side reaches past an included one at the same key only if beyond it.
+        (Bound::Excluded(n), Bound::Included(o)) => n.as_slice().cmp(o) == beyond,
+        (Bound::Included(n) | Bound::Excluded(n), Bound::Included(o) | Bound::Excluded(o)) => {
+            n.as_slice().cmp(o) != beyond.reverse()
         }
     }
 }
@@ -426,6 +448,24 @@ mod tests {
         );
         r.release(1);
         assert!(r.check(2, b"k", Change::Delete).is_ok());
+    }
+
+    #[test]
+    fn a_moving_side_reaches_by_its_direction() {
+        let (i, x) = (
+            |k: &[u8]| Bound::Included(k.to_vec()),
+            |k: &[u8]| Bound::Excluded(k.to_vec()),
+        );
+        // Upper sides.
+        assert!(reaches(&i(b"b"), &i(b"a"), false) && reaches(&i(b"a"), &i(b"a"), false));
+        assert!(reaches(&i(b"a"), &x(b"a"), false) && !reaches(&x(b"a"), &i(b"a"), false));
+        assert!(!reaches(&i(b"a"), &i(b"b"), false));
+        assert!(reaches(&Bound::Unbounded, &i(b"z"), false));
+        assert!(!reaches(&i(b"z"), &Bound::Unbounded, false));
+        // Lower sides.
+        assert!(reaches(&i(b"a"), &i(b"b"), true) && !reaches(&i(b"b"), &i(b"a"), true));
+        assert!(reaches(&i(b"a"), &x(b"a"), true) && !reaches(&x(b"a"), &i(b"a"), true));
+        assert!(reaches(&x(b"a"), &i(b"b"), true));
     }
 
     fn ins_none() -> Change<'static> {
