@@ -122,8 +122,8 @@ const SHARDS: usize = 64;
 pub struct LockManager {
     held: Shards<HashMap<LockKey, Holders>>,
     hasher: foldhash::quality::RandomState,
-    /// The transaction waiting for a whole-tree S lock, per tree (rarely used: writers look at
-    /// it only while `scan_waiters_n` says one exists).
+    /// The read-only transaction whose refused scan waits for the tree, per tree (rarely used:
+    /// writers look at it only while `scan_waiters_n` says one exists).
     scan_waiters: Mutex<HashMap<TreeId, TxnId>>,
     scan_waiters_n: AtomicUsize,
     conflicts: AtomicU64,
