@@ -246,8 +246,7 @@ impl PendingLoad {
         // A poisoned handle reads through the write path, which reports it (a victim whose
         // write failed has left the in-flight set, and its page's home is stale).
         if let Some(reader) = self.reader.take().filter(|_| self.health.check().is_ok()) {
-            drop(held.take());
-            if reader.read_page(self.pid, self.slot.bytes_mut()).is_ok() {
+            if self.read_unlocked(&*reader, wp, held.take()) {
                 self.slot.publish();
                 return Ok(());
             }
@@ -260,6 +259,34 @@ impl PendingLoad {
             Err(_) => self.slot.fail(),
         }
         r
+    }
+}
+
+impl PendingLoad {
+    /// Reads the page through `reader` with no lock held across the device read: at once where
+    /// pages have fixed places; else at the place the write path gives under its mutex (`held`,
+    /// or taken), confirmed under it after. Whether the page was read (else it is read again
+    /// under the mutex, which reports an error as an exclusive read would).
+    fn read_unlocked(
+        &mut self,
+        reader: &dyn PageReader,
+        wp: &SharedWritePath,
+        held: Option<WritePathGuard<'_>>,
+    ) -> bool {
+        let buf = self.slot.bytes_mut();
+        if !reader.moves() {
+            drop(held);
+            return reader.read_page(self.pid, buf).is_ok();
+        }
+        let mut w = held.unwrap_or_else(|| crate::sync::lock(wp));
+        let place = match w.locate(self.pid, buf) {
+            Ok(crate::writepath::Located::Served) => return true,
+            Ok(crate::writepath::Located::At(place)) => place,
+            Err(_) => return false,
+        };
+        drop(w);
+        reader.read_placed(self.pid, &place, buf).is_ok()
+            && crate::sync::lock(wp).confirm(self.pid, &place)
     }
 }
 

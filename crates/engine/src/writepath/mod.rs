@@ -215,14 +215,60 @@ impl WriteCounters {
 }
 
 /// Reads of pages from any thread, beside each other and beside the write path's own work,
-/// with no lock ([`WritePath::page_reader`]).
+/// with no lock held across the device read ([`WritePath::page_reader`]).
+///
+/// Where a page's place is fixed (in place), [`PageReader::read_page`] reads it with no lock at
+/// all. Where pages move (out of place, journaled: [`PageReader::moves`]), the place is looked
+/// up first under the write path's mutex ([`WritePath::locate`]), read with the mutex let go
+/// ([`PageReader::read_placed`]), and confirmed under it after ([`WritePath::confirm`]): the
+/// place still holds the page and was not emptied and reused meanwhile, so the bytes read were
+/// the page's. A read not confirmed is made again under the mutex.
 pub trait PageReader: Send + Sync {
+    /// Whether pages move: reads go through [`WritePath::locate`], [`PageReader::read_placed`]
+    /// and [`WritePath::confirm`] instead of [`PageReader::read_page`].
+    fn moves(&self) -> bool {
+        false
+    }
     /// Reads page `pid` into `buf` and verifies it, as [`WritePath::read_page`] does (but an
     /// error poisons nothing: the caller reads again through the write path, which reports
-    /// it). The caller keeps the read apart from a write of the same page in flight.
+    /// it). The caller keeps the read apart from a write of the same page in flight. Only
+    /// where pages do not move.
     fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Reads page `pid` from `place` (as [`WritePath::locate`] gave it) into `buf` and
+    /// verifies it. Only where pages move; errors as [`PageReader::read_page`].
+    fn read_placed(&self, pid: PageId, place: &Place, buf: &mut [u8]) -> Result<()> {
+        let _ = (pid, place, buf);
+        Err(crate::error::Error::InvalidArgument(
+            "internal: this page reader reads pages at fixed places".into(),
+        ))
+    }
     /// Pages read so far and their bytes, to add to the write path's counters.
     fn reads(&self) -> (u64, u64);
+}
+
+/// Where a page that moves is stored, for a [`PageReader`] to read it without the write path's
+/// mutex ([`WritePath::locate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Byte offset of the stored page on the data device.
+    pub offset: u64,
+    /// Its stored bytes.
+    pub len: u32,
+    /// What the write path needs to tell, at [`WritePath::confirm`], whether the place was
+    /// emptied since (out of place: the zone's reset count; journaled: the journal's).
+    pub epoch: u64,
+    /// Journaled: the page is read from its home (not from a journal image).
+    pub home: bool,
+}
+
+/// What [`WritePath::locate`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Located {
+    /// The page is in the caller's buffer already (a copy the write path holds in memory, or
+    /// zeros: never written).
+    Served,
+    /// Read it there with the [`PageReader`], then [`WritePath::confirm`] it.
+    At(Place),
 }
 
 /// A strategy for storing pages on the data device.
@@ -315,6 +361,19 @@ pub trait WritePath: Send + Sync {
     /// place, on files. `None` (the default): every read goes through the write path.
     fn page_reader(&self) -> Option<std::sync::Arc<dyn PageReader>> {
         None
+    }
+    /// Where pages move and the write path offers a [`PageReader`]: where page `pid` is now, for
+    /// that reader to read it with the mutex let go; or the page itself, into `buf`, if it is
+    /// held in memory or was never written. Errors as [`WritePath::read_page`]'s.
+    fn locate(&mut self, pid: PageId, buf: &mut [u8]) -> Result<Located> {
+        self.read_page(pid, buf)?;
+        Ok(Located::Served)
+    }
+    /// Whether `place`, as [`WritePath::locate`] gave it for `pid`, held page `pid` all the
+    /// time since: still its place, and not emptied and written again in between.
+    fn confirm(&self, pid: PageId, place: &Place) -> bool {
+        let _ = (pid, place);
+        false
     }
     /// Number of page ids the data device can hold.
     fn page_capacity(&self) -> u64;

@@ -474,11 +474,30 @@ fn cold_files(
     cfg: DbConfig,
     reads: bool,
 ) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
+    cold_files_as(dir, DbConfig::default(), cfg, reads)
+}
+
+/// [`cold_files`], the database created with `create` (the same write path as `cfg`).
+fn cold_files_as(
+    dir: &std::path::Path,
+    create: DbConfig,
+    cfg: DbConfig,
+    reads: bool,
+) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
     let gate = std::sync::Arc::new(Gate::default());
-    cold_records_on(gated_files(dir, &gate, reads));
+    cold_records_with(gated_files(dir, &gate, reads), create);
     let db = Db::open(gated_files(dir, &gate, reads), cfg).unwrap();
     let t = db.open_tree("t").unwrap();
     (gate, db, t)
+}
+
+/// Settings of a database that writes pages out of place.
+fn out_of_place() -> DbConfig {
+    DbConfig {
+        doublewrite: false,
+        out_of_place: Some(wafer_engine::OopConfig::default()),
+        ..DbConfig::default()
+    }
 }
 
 /// On files, misses of different threads read the device at the same time: while the device
@@ -487,7 +506,42 @@ fn cold_files(
 #[test]
 fn misses_of_two_threads_read_the_device_at_once_on_files() {
     let dir = tempfile::tempdir().unwrap();
-    let (gate, db, t) = cold_files(dir.path(), DbConfig::default(), true);
+    misses_read_at_once(cold_files(dir.path(), DbConfig::default(), true));
+}
+
+/// [`misses_of_two_threads_read_the_device_at_once_on_files`] out of place: the place of a
+/// page is looked up under the write path's mutex, which is let go for the device read.
+#[test]
+fn misses_of_two_threads_read_the_device_at_once_out_of_place() {
+    let dir = tempfile::tempdir().unwrap();
+    misses_read_at_once(cold_files_as(
+        dir.path(),
+        out_of_place(),
+        out_of_place(),
+        true,
+    ));
+}
+
+/// [`misses_of_two_threads_read_the_device_at_once_on_files`] journaled (the host moves images
+/// home: the gated device offers no remap): homes are read with the mutex let go too.
+#[test]
+fn misses_of_two_threads_read_the_device_at_once_journaled() {
+    let dir = tempfile::tempdir().unwrap();
+    misses_read_at_once(cold_files_as(dir.path(), journaled(), journaled(), true));
+}
+
+/// Settings of a database that journals its page writes.
+fn journaled() -> DbConfig {
+    DbConfig {
+        doublewrite: false,
+        journal: Some(wafer_engine::JournalConfig::new(
+            wafer_engine::HomeMethod::Host,
+        )),
+        ..DbConfig::default()
+    }
+}
+
+fn misses_read_at_once((gate, db, t): (std::sync::Arc<Gate>, Db, wafer_engine::Tree)) {
     assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
     let before = db.stats();
     gate.hold_one
@@ -573,7 +627,19 @@ fn a_page_whose_write_is_in_flight_is_read_after_the_write_on_files() {
 #[test]
 fn a_failed_read_without_the_mutex_is_read_again_through_the_write_path() {
     let dir = tempfile::tempdir().unwrap();
-    let (gate, db, t) = cold_files(dir.path(), DbConfig::default(), true);
+    failed_read_again(cold_files(dir.path(), DbConfig::default(), true));
+    let dir = tempfile::tempdir().unwrap();
+    failed_read_again(cold_files_as(
+        dir.path(),
+        out_of_place(),
+        out_of_place(),
+        true,
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    failed_read_again(cold_files_as(dir.path(), journaled(), journaled(), true));
+}
+
+fn failed_read_again((gate, db, t): (std::sync::Arc<Gate>, Db, wafer_engine::Tree)) {
     assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
     let before = db.stats().writes.page_reads;
     read_last_key_corrupted_once(&gate, &db, &t);

@@ -357,8 +357,13 @@ pub struct WallArgs {
     pub buffer_mib: Option<u64>,
     /// Write pages out of place (paper 002: the engine's default out-of-place settings, no
     /// doublewrite buffer) instead of in place.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "journal")]
     pub out_of_place: bool,
+    /// Journal page writes (paper 004) and move them home by this method: baseline, isc-a,
+    /// isc-b, isc-c or check-in (the engine's default journal settings, no doublewrite). On
+    /// files, remaps are the filesystem's copies by reference where it has them, else copies.
+    #[arg(long, value_parser = super::parse_home_method)]
+    pub journal: Option<wafer_workloads::bench::HomeMethod>,
     /// The page cleaner keeps this fraction of the buffer frames clean (the engine's
     /// `cleaner_clean_fraction`, in [0, 0.9); 0: off). It runs in the background maintenance,
     /// so it needs `--background-ms`; with a pool that holds every page it has nothing to do.
@@ -705,6 +710,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         checkpoint_interval_ms: args.checkpoint_interval_ms,
                         buffer_mib: args.buffer_mib,
                         out_of_place: args.out_of_place,
+                        journal: args.journal,
                         load,
                         cleaner_clean_fraction: args.cleaner_clean_fraction,
                         leaf_splits: args.leaf_splits.into(),

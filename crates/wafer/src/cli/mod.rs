@@ -210,6 +210,17 @@ pub fn parse_clean_fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses a journal method by its name (`HomeMethod::name`: baseline, isc-a, ..., check-in).
+pub fn parse_home_method(s: &str) -> Result<wafer_workloads::bench::HomeMethod, String> {
+    let all = wafer_workloads::bench::HomeMethod::ALL;
+    all.into_iter()
+        .find(|m| m.name() == s.trim())
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|m| m.name()).collect();
+            format!("'{s}' is not a journal method ({})", names.join(", "))
+        })
+}
+
 /// Operations below which a run's WAF is noise.
 pub const MIN_MEANINGFUL_OPS: u64 = 10_000;
 

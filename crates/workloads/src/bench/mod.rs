@@ -500,7 +500,7 @@ pub use metrics::{
     Window,
 };
 /// The out-of-place settings a preset chooses (and a config file's `[engine.out_of_place]`).
-pub use wafer_engine::{DbConfig, FlushlessConfig, LeafSplits, OopConfig};
+pub use wafer_engine::{DbConfig, FlushlessConfig, HomeMethod, LeafSplits, OopConfig};
 
 #[cfg(test)]
 mod config_tests {

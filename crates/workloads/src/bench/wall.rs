@@ -42,6 +42,10 @@ pub struct WallConfig {
     /// rather than in place.
     #[serde(default)]
     pub out_of_place: bool,
+    /// Journal page writes (paper 004, the engine's default `JournalConfig` with this method,
+    /// no doublewrite) rather than write them in place.
+    #[serde(default)]
+    pub journal: Option<wafer_engine::HomeMethod>,
     /// Measure the load instead of a workload: `threads` threads insert the `record_count`
     /// records, each its share in hashed key order (so every thread's inserts land all over the
     /// tree and split its leaves), and nothing runs after it. None: one thread loads in key
@@ -256,8 +260,9 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         open_mode: wafer_engine::OpenMode::Create,
         durable_commits: !cfg.buffered_commits,
         checkpoint_interval_ms: cfg.checkpoint_interval_ms,
-        doublewrite: !cfg.out_of_place,
+        doublewrite: !cfg.out_of_place && cfg.journal.is_none(),
         out_of_place: cfg.out_of_place.then(wafer_engine::OopConfig::default),
+        journal: cfg.journal.map(wafer_engine::JournalConfig::new),
         cleaner_clean_fraction: cfg.cleaner_clean_fraction,
         leaf_splits: cfg.leaf_splits,
         ..DbConfig::default()

@@ -120,6 +120,7 @@ impl Journal {
     /// Forgets the journal's images (they are home) and trims its space.
     pub(super) fn empty_journal(&mut self) -> Result<()> {
         self.jmt.clear();
+        self.emptied += 1;
         let used = self.tail;
         self.tail = 0;
         if used > 0 && self.dev.capabilities().trim {

@@ -22,6 +22,7 @@
 
 mod entry;
 mod home;
+mod reader;
 
 use self::entry::Format;
 use super::{LogSink, WriteCounters, WritePath, WriteReason};
@@ -215,6 +216,9 @@ pub struct Journal {
     unlogged: Vec<MapChange>,
     /// Images moved home by `checkpoint`; the journal empties when the checkpoint is complete.
     moved: bool,
+    /// Times the journal was emptied since it was opened: a read made without the write path's
+    /// mutex is confirmed against it ([`WritePath::confirm`]).
+    emptied: u64,
     counters: WriteCounters,
     stats: JournalStats,
     health: Health,
@@ -266,6 +270,7 @@ impl Journal {
             jmt: HashMap::new(),
             unlogged: Vec::new(),
             moved: false,
+            emptied: 0,
             counters: WriteCounters::default(),
             stats: JournalStats::default(),
             health: Health::new(),
@@ -415,35 +420,27 @@ impl Journal {
 
     /// Reads the image at `img` of page `pid` into `buf` (the page).
     fn read_image(&mut self, pid: PageId, img: Image, buf: &mut [u8]) -> Result<()> {
-        if img.len == self.page_size {
-            self.dev.read_at(img.offset, buf)?;
-            self.counters.read_bytes += buf.len() as u64;
-            return page::verify(buf, Some(pid));
-        }
-        let mut stored = vec![0u8; img.span as usize];
-        self.dev.read_at(img.offset, &mut stored)?;
-        self.counters.read_bytes += stored.len() as u64;
-        super::pack::unpack_into(&stored, 0, img.len as usize, pid, buf)
+        let dev = &mut self.dev;
+        let (r, read) = reader::read_image(
+            |at, io| Ok(dev.read_at(at, io)?),
+            self.sector,
+            pid,
+            img.offset,
+            img.len,
+            buf,
+        );
+        self.counters.read_bytes += read;
+        r
     }
 
     /// Reads page `pid` from its home: a raw page, a blob (a Check-In image remapped home), or
     /// zeros (never written).
     fn read_home(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
-        let mut slot = vec![0u8; self.page_size as usize];
-        self.dev.read_at(self.home(pid), &mut slot)?;
-        self.counters.read_bytes += slot.len() as u64;
-        if page::is_zeroed(&slot) {
-            buf.fill(0);
-            return Ok(());
-        }
-        if slot[0] & 0xF0 == super::pack::BLOB_MAGIC {
-            let stored = get_u32(&slot, 13) as usize + super::pack::BLOB_HEADER_BYTES;
-            if stored < slot.len() && super::pack::unpack_into(&slot, 0, stored, pid, buf).is_ok() {
-                return Ok(());
-            }
-        }
-        buf.copy_from_slice(&slot);
-        page::verify(buf, Some(pid))
+        let at = self.home(pid);
+        let dev = &mut self.dev;
+        let (r, read) = reader::read_home(|io| Ok(dev.read_at(at, io)?), pid, buf);
+        self.counters.read_bytes += read;
+        r
     }
 
     fn write_batch(
@@ -542,6 +539,43 @@ impl WritePath for Journal {
             None => self.read_home(pid, buf),
         };
         self.note(r)
+    }
+
+    fn page_reader(&self) -> Option<std::sync::Arc<dyn super::PageReader>> {
+        Some(std::sync::Arc::new(reader::JournalReader::new(
+            self.dev.shared_reader()?,
+            self.sector,
+        )))
+    }
+
+    fn locate(&mut self, pid: PageId, _buf: &mut [u8]) -> Result<super::Located> {
+        self.health.check()?;
+        if pid >= self.page_capacity() {
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the data device",
+            });
+        }
+        let (offset, len, home) = match self.jmt.get(&pid) {
+            Some(img) => (img.offset, img.len, false),
+            None => (self.home(pid), self.page_size, true),
+        };
+        Ok(super::Located::At(super::Place {
+            offset,
+            len,
+            epoch: self.emptied,
+            home,
+        }))
+    }
+
+    /// A journal image stays where it is until the journal is emptied; a page is not written
+    /// (and so neither enters the journal map nor has its home rewritten) while it is read.
+    fn confirm(&self, pid: PageId, place: &super::Place) -> bool {
+        self.emptied == place.epoch
+            && match self.jmt.get(&pid) {
+                Some(img) => !place.home && img.offset == place.offset && img.len == place.len,
+                None => place.home,
+            }
     }
 
     fn write_pages(

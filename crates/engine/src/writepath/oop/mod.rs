@@ -34,6 +34,7 @@ mod config;
 mod gc;
 mod layout;
 mod placement;
+mod reader;
 mod stage;
 
 pub use self::config::OopConfig;
@@ -186,6 +187,30 @@ impl WritePath for OutOfPlace {
         }
         let r = self.area.read(pid, buf);
         self.note(r)
+    }
+
+    fn page_reader(&self) -> Option<std::sync::Arc<dyn super::PageReader>> {
+        Some(std::sync::Arc::new(reader::ZoneReader::new(
+            self.area.backend().dev().shared_reader()?,
+        )))
+    }
+
+    fn locate(&mut self, pid: PageId, buf: &mut [u8]) -> Result<super::Located> {
+        self.fail_check()?;
+        if self.read_staged(pid, buf)? {
+            return Ok(super::Located::Served);
+        }
+        match self.area.locate(pid)? {
+            Some(place) => Ok(super::Located::At(place)),
+            None => {
+                buf.fill(0);
+                Ok(super::Located::Served)
+            }
+        }
+    }
+
+    fn confirm(&self, pid: PageId, place: &super::Place) -> bool {
+        self.area.still_at(pid, place)
     }
 
     fn write_pages(

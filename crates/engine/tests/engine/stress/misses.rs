@@ -158,6 +158,52 @@ fn misses_from_many_threads_on_files_keep_every_record() {
     );
 }
 
+/// [`misses_from_many_threads_on_files_keep_every_record`] out of place, on a data file small
+/// enough that garbage collection moves pages and resets zones all through the run: a miss
+/// reads its page at the place the page map gave, with the write path's mutex let go, and is
+/// read again under it if the page moved or its zone was reset meanwhile.
+#[test]
+fn misses_from_many_threads_out_of_place_keep_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DbConfig {
+        doublewrite: false,
+        out_of_place: Some(wafer_engine::OopConfig {
+            zone_bytes: 64 << 10,
+            max_open_zones: 2,
+            batch_pages: 4,
+            ..wafer_engine::OopConfig::default()
+        }),
+        ..config()
+    };
+    misses_keep_every_record_as(
+        "misses_from_many_threads_out_of_place_keep_every_record",
+        cfg,
+        move || Devices::files(dir.path(), 4 << 20, 4 << 20).map_err(|e| e.to_string()),
+    );
+}
+
+/// [`misses_from_many_threads_on_files_keep_every_record`] journaled (Check-In) with a small
+/// journal: evicted pages are read from journal images while checkpoints (the engine's and
+/// the journal's own) move them home and empty it; a read that a checkpoint overtook is read
+/// again under the write path's mutex.
+#[test]
+fn misses_from_many_threads_journaled_keep_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = DbConfig {
+        doublewrite: false,
+        journal: Some(wafer_engine::JournalConfig {
+            journal_bytes: 1 << 20,
+            ..wafer_engine::JournalConfig::new(wafer_engine::HomeMethod::CheckIn)
+        }),
+        ..config()
+    };
+    misses_keep_every_record_as(
+        "misses_from_many_threads_journaled_keep_every_record",
+        cfg,
+        move || Devices::files(dir.path(), 16 << 20, 4 << 20).map_err(|e| e.to_string()),
+    );
+}
+
 /// The run of [`misses_from_many_threads_keep_every_record`] on the devices `devices` gives
 /// (the same storage each time: the second opens it after the first handle is dropped, as
 /// after a crash).
@@ -165,9 +211,19 @@ fn misses_keep_every_record(
     name: &'static str,
     devices: impl Fn() -> Result<Devices, String> + Send + Sync + 'static,
 ) {
+    misses_keep_every_record_as(name, config(), devices)
+}
+
+/// [`misses_keep_every_record`] with the database's settings `cfg`; out of place, garbage
+/// collection must have run.
+fn misses_keep_every_record_as(
+    name: &'static str,
+    cfg: DbConfig,
+    devices: impl Fn() -> Result<Devices, String> + Send + Sync + 'static,
+) {
     let summary = watchdog(name, move || {
         let started = Instant::now();
-        let db = Db::open(devices()?, config()).map_err(|e| e.to_string())?;
+        let db = Db::open(devices()?, cfg.clone()).map_err(|e| e.to_string())?;
         let t = load(&db)?;
         let before = db.stats();
         let stop = Stop::new();
@@ -203,15 +259,26 @@ fn misses_keep_every_record(
                  {victims} eviction writes"
             ));
         }
+        let gc = after.writes.gc_rounds - before.writes.gc_rounds;
+        if cfg.out_of_place.is_some() && gc == 0 {
+            return Err("expected garbage collection to run".into());
+        }
+        let emptied = match (&after.journal, &before.journal) {
+            (Some(a), Some(b)) => a.checkpoints - b.checkpoints,
+            _ => 0,
+        };
+        if cfg.journal.is_some() && emptied == 0 {
+            return Err("expected the journal to be moved home and emptied".into());
+        }
         check(&db, &t, &gens, "after the run")?;
         drop(db);
-        let db = Db::open(devices()?, config()).map_err(|e| format!("reopen: {e}"))?;
+        let db = Db::open(devices()?, cfg.clone()).map_err(|e| format!("reopen: {e}"))?;
         let t = db.open_tree("cold").map_err(|e| e.to_string())?;
         check(&db, &t, &gens, "after the crash and reopen")?;
         db.verify().map_err(|e| e.to_string())?;
         Ok(format!(
             "{name}: {} records changed, {} reads, {unlatched} pages read unlatched, {victims} \
-             eviction writes, {:?}",
+             eviction writes, {gc} GC rounds, {emptied} journal moves home, {:?}",
             gens.len(),
             reads.iter().sum::<u64>(),
             started.elapsed()

@@ -78,6 +78,7 @@ impl LogArea {
         self.backend.reset_zone(start, self.layout.zone_bytes)?;
         self.stream.kill(Owner::Zone(z));
         self.zones[z as usize].clear();
+        self.resets[z as usize] += 1;
         self.touch_zone(z);
         // The zone trim covers its dead slots; a slot trim issued later would hit new data.
         let end = start + self.layout.zone_bytes;

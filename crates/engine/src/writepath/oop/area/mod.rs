@@ -78,6 +78,27 @@ fn slot_range(off: u64, len: u32) -> std::ops::Range<usize> {
     (off / s) as usize..(off + len as u64).div_ceil(s) as usize
 }
 
+/// Reads the stored page at `off` (`len` bytes) through `read` (one aligned read of the
+/// [`SLOT_BYTES`] slots holding it) and unpacks it into `buf` as page `pid`, verified. Returns
+/// that and the bytes read (also when the unpacking fails).
+pub(crate) fn read_stored(
+    read: impl FnOnce(u64, &mut [u8]) -> Result<()>,
+    off: u64,
+    len: u32,
+    pid: PageId,
+    buf: &mut [u8],
+) -> (Result<()>, u64) {
+    let slot = SLOT_BYTES as u64;
+    let start = off / slot * slot;
+    let end = (off + len as u64).div_ceil(slot) * slot;
+    let mut io = vec![0u8; (end - start) as usize];
+    if let Err(e) = read(start, &mut io) {
+        return (Err(e), 0);
+    }
+    let r = pack::unpack_into(&io, (off - start) as usize, len as usize, pid, buf);
+    (r, io.len() as u64)
+}
+
 /// Dead 4 KiB slots waiting to be trimmed.
 #[derive(Default)]
 struct SlotTrims {
@@ -95,6 +116,9 @@ pub(crate) struct LogArea {
     layout: OopLayout,
     map: Vec<Loc>,
     zones: Vec<Zone>,
+    /// Times each zone was reset (trimmed) since the area was opened: a read made without the
+    /// write path's mutex is confirmed against it ([`LogArea::still_at`]).
+    resets: Vec<u64>,
     free: VecDeque<u32>,
     /// Full zones without valid pages, reclaimable once the log is durable past `last_map_lsn`.
     dead: Vec<u32>,
@@ -119,6 +143,7 @@ impl LogArea {
         };
         LogArea {
             zones: vec![Zone::empty(); layout.zone_count as usize],
+            resets: vec![0; layout.zone_count as usize],
             free: (0..layout.zone_count).collect(),
             map: vec![Loc::EMPTY; layout.pages as usize],
             stream: Groups::new(layout.gc_unit),
@@ -238,14 +263,52 @@ impl LogArea {
             buf.fill(0);
             return Ok(());
         }
-        let slot = SLOT_BYTES as u64;
-        let start = loc.off / slot * slot;
-        let end = (loc.off + loc.len as u64).div_ceil(slot) * slot;
-        let mut io = vec![0u8; (end - start) as usize];
-        self.backend.dev_mut().read_at(start, &mut io)?;
-        self.counters.page_reads += 1;
-        self.counters.read_bytes += io.len() as u64;
-        pack::unpack_into(&io, (loc.off - start) as usize, loc.len as usize, pid, buf)
+        let dev = self.backend.dev_mut();
+        let read = read_stored(
+            |at, io| Ok(dev.read_at(at, io)?),
+            loc.off,
+            loc.len,
+            pid,
+            buf,
+        );
+        if read.1 > 0 {
+            self.counters.page_reads += 1;
+            self.counters.read_bytes += read.1;
+        }
+        read.0
+    }
+
+    /// Where the current copy of page `pid` is, for a read without the write path's mutex
+    /// ([`LogArea::still_at`] after it); None if it was never written. A page id beyond the
+    /// map is `CorruptPage`, as in [`LogArea::read`].
+    pub(crate) fn locate(&self, pid: PageId) -> Result<Option<crate::writepath::Place>> {
+        let Some(&loc) = self.map.get(pid as usize) else {
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the page capacity of the data device",
+            });
+        };
+        Ok(loc.is_some().then(|| crate::writepath::Place {
+            offset: loc.off,
+            len: loc.len,
+            epoch: self.resets[self.layout.zone_of(loc.off) as usize],
+            home: false,
+        }))
+    }
+
+    /// Whether `place` ([`LogArea::locate`] of `pid`) held the copy of `pid` ever since: the
+    /// map still names it and its zone was not reset in between. A copy stays where it is until
+    /// the page is written again or moved by GC, which change the map; it could only come back
+    /// to the same bytes after its zone was reset and written again, which the reset count
+    /// tells. Its slots are trimmed only after it died, so they held it throughout.
+    pub(crate) fn still_at(&self, pid: PageId, place: &crate::writepath::Place) -> bool {
+        let Some(loc) = self.map.get(pid as usize) else {
+            return false;
+        };
+        loc.is_some()
+            && loc.off == place.offset
+            && loc.len == place.len
+            && self.resets[self.layout.zone_of(loc.off) as usize] == place.epoch
     }
 
     // ------------------------------------------------------------------ zones

@@ -6,7 +6,7 @@
 use super::*;
 use crate::writepath::oop::area::backend::{self, ZoneRequest};
 use crate::writepath::oop::area::space::{StoredPage, ZoneState};
-use crate::writepath::oop::area::{snapshot_bytes, LogArea};
+use crate::writepath::oop::area::{read_stored, snapshot_bytes, LogArea};
 use crate::writepath::LogSink;
 
 const DEVICE_BYTES: u64 = 4 << 20;
@@ -146,4 +146,48 @@ fn an_append_that_does_not_fit_its_zone_is_refused() {
     let r = area.append(z, &run[..1], &plan, true);
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{:?}", r.err());
     assert_eq!(area.check_consistency(), Ok(()));
+}
+
+/// A read made without the write path's mutex is confirmed only if its place held the page all
+/// the while: not when the page moved, and not when its zone was reset and the same page
+/// written again at the very same bytes (which the map alone cannot tell).
+#[test]
+fn a_place_is_confirmed_only_while_it_held_the_page() {
+    let dev = Held::new(MemDevice::new(DEVICE_BYTES, 4096));
+    let mut area = area_on(&dev);
+    let mut log = durable_log();
+    let first = area.open_zone(0).expect("a free zone");
+    append(&mut area, first, 0..8, 1);
+    area.close_zone(first).unwrap();
+    let place = area.locate(0).unwrap().expect("page 0 is stored");
+    assert!(area.locate(9).unwrap().is_none(), "never written");
+    assert!(matches!(
+        area.locate(DEVICE_BYTES),
+        Err(Error::CorruptPage { .. })
+    ));
+    let mut buf = vec![0u8; 4096];
+    let read = |at: u64, io: &mut [u8]| Ok(dev.lock().read_at(at, io)?);
+    let (r, bytes) = read_stored(read, place.offset, place.len, 0, &mut buf);
+    r.unwrap();
+    assert!(bytes >= place.len as u64 && buf == version(0, 1).0);
+    assert!(area.still_at(0, &place));
+
+    // Every page moves on; the zone dies and is reset.
+    let second = area.open_zone(0).expect("a free zone");
+    append(&mut area, second, 0..8, 2);
+    assert!(!area.still_at(0, &place), "page 0 moved");
+    assert_eq!(area.reclaim_dead(&mut log).unwrap(), 1);
+    // The zone comes back and takes the first run again: page 0's first version at the same
+    // offset, in a zone reset since.
+    let again = loop {
+        let z = area.open_zone(0).expect("a free zone");
+        if z == first {
+            break z;
+        }
+    };
+    append(&mut area, again, 0..8, 1);
+    let now = area.locate(0).unwrap().expect("page 0 is stored");
+    assert_eq!((now.offset, now.len), (place.offset, place.len));
+    assert!(!area.still_at(0, &place), "the zone was reset in between");
+    assert!(area.still_at(0, &now));
 }

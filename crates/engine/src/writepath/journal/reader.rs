@@ -1,0 +1,114 @@
+//! Reading pages of the journal write path: a journal image (raw, or a blob sized to whole
+//! sectors) or a home (a raw page, a Check-In blob remapped home, or zeros), through the write
+//! path's own device or, from any thread, through the device's shared reader
+//! ([`JournalReader`]: the place is looked up under the write path's mutex, read with it let
+//! go, and confirmed under it after).
+
+use crate::device::SharedRead;
+use crate::error::{Error, Result};
+use crate::page::{self, get_u32, PageId};
+use crate::sync::Striped;
+use crate::writepath::pack;
+use crate::writepath::{PageReader, Place};
+use std::sync::Arc;
+
+/// Reads the journal image of page `pid` at `offset` (`len` stored bytes; the page size:
+/// raw) through `read` into `buf` and verifies it. Returns that and the bytes read.
+pub(super) fn read_image(
+    read: impl FnOnce(u64, &mut [u8]) -> Result<()>,
+    sector: u32,
+    pid: PageId,
+    offset: u64,
+    len: u32,
+    buf: &mut [u8],
+) -> (Result<()>, u64) {
+    if len as usize == buf.len() {
+        if let Err(e) = read(offset, buf) {
+            return (Err(e), 0);
+        }
+        return (page::verify(buf, Some(pid)), buf.len() as u64);
+    }
+    let mut stored = vec![0u8; len.next_multiple_of(sector) as usize];
+    if let Err(e) = read(offset, &mut stored) {
+        return (Err(e), 0);
+    }
+    let r = pack::unpack_into(&stored, 0, len as usize, pid, buf);
+    (r, stored.len() as u64)
+}
+
+/// Reads the home of page `pid` (a page's worth of bytes) through `read` into `buf`: a raw
+/// page, a blob (a Check-In image remapped home), or zeros (never written). Returns that and
+/// the bytes read.
+pub(super) fn read_home(
+    read: impl FnOnce(&mut [u8]) -> Result<()>,
+    pid: PageId,
+    buf: &mut [u8],
+) -> (Result<()>, u64) {
+    let mut slot = vec![0u8; buf.len()];
+    if let Err(e) = read(&mut slot) {
+        return (Err(e), 0);
+    }
+    let n = slot.len() as u64;
+    if page::is_zeroed(&slot) {
+        buf.fill(0);
+        return (Ok(()), n);
+    }
+    if slot[0] & 0xF0 == pack::BLOB_MAGIC {
+        let stored = get_u32(&slot, 13) as usize + pack::BLOB_HEADER_BYTES;
+        if stored < slot.len() && pack::unpack_into(&slot, 0, stored, pid, buf).is_ok() {
+            return (Ok(()), n);
+        }
+    }
+    buf.copy_from_slice(&slot);
+    (page::verify(buf, Some(pid)), n)
+}
+
+/// Reads journaled pages from any thread at the places the write path gave.
+pub(super) struct JournalReader {
+    dev: Arc<dyn SharedRead>,
+    sector: u32,
+    pages: Striped,
+    bytes: Striped,
+}
+
+impl JournalReader {
+    pub(super) fn new(dev: Arc<dyn SharedRead>, sector: u32) -> JournalReader {
+        JournalReader {
+            dev,
+            sector,
+            pages: Striped::default(),
+            bytes: Striped::default(),
+        }
+    }
+}
+
+impl PageReader for JournalReader {
+    fn moves(&self) -> bool {
+        true
+    }
+
+    fn read_page(&self, _pid: PageId, _buf: &mut [u8]) -> Result<()> {
+        Err(Error::InvalidArgument(
+            "internal: journaled pages are read at the place the journal map gives".into(),
+        ))
+    }
+
+    fn read_placed(&self, pid: PageId, place: &Place, buf: &mut [u8]) -> Result<()> {
+        let dev = &self.dev;
+        let (r, read) = if place.home {
+            read_home(|io| Ok(dev.read_at(place.offset, io)?), pid, buf)
+        } else {
+            let read = |at, io: &mut [u8]| Ok(dev.read_at(at, io)?);
+            read_image(read, self.sector, pid, place.offset, place.len, buf)
+        };
+        if read > 0 {
+            self.pages.add(1);
+            self.bytes.add(read);
+        }
+        r
+    }
+
+    fn reads(&self) -> (u64, u64) {
+        (self.pages.get(), self.bytes.get())
+    }
+}
