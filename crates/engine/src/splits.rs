@@ -117,25 +117,28 @@ impl Splits {
     /// operation here (a thread-local look, no shared write after that; a thread that used
     /// more than a few databases since may be counted again, which only makes `Auto` split
     /// beside others sooner).
-    pub fn note_thread(&self) {
+    /// Returns whether this call counted a thread and more than one is counted now.
+    pub fn note_thread(&self) -> bool {
         JOINED.with(|j| {
             let mut j = j.borrow_mut();
             if j.last() == Some(&self.id) {
-                return;
+                return false;
             }
+            let mut several = false;
             match j.iter().position(|&d| d == self.id) {
                 Some(i) => {
                     j.remove(i);
                 }
                 None => {
-                    self.threads.fetch_add(1, Ordering::Relaxed);
+                    several = self.threads.fetch_add(1, Ordering::Relaxed) > 0;
                     if j.len() == JOINED_KEPT {
                         j.remove(0);
                     }
                 }
             }
             j.push(self.id);
-        });
+            several
+        })
     }
 
     /// Whether a split may be made beside other threads now (the mode; with `Auto`, a second

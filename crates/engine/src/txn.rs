@@ -114,7 +114,11 @@ impl Txn {
                         .shared
                         .wait_for_an_end(core, std::time::Duration::from_millis(10));
                 }
-                r => return r,
+                r => {
+                    drop(core);
+                    self.shared.flush_full_log();
+                    return r;
+                }
             }
         }
     }
@@ -151,6 +155,8 @@ impl Txn {
                 }
                 r => {
                     core.stop_waiting(self.id);
+                    drop(core);
+                    self.shared.flush_full_log();
                     return r;
                 }
             }
@@ -272,6 +278,7 @@ impl Txn {
                 if lsn != 0 && !self.shared.durable_commits {
                     // Logged with its End (see `commit_shared`); durable with a later log write.
                     self.shared.core_read().end_commit_shared(self.id)?;
+                    self.shared.flush_full_log();
                 } else if lsn != 0 {
                     // Durable, then its End record: failing to log that only leaves recovery
                     // one record more to look at, so it does not fail the commit.

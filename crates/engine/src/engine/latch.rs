@@ -60,6 +60,15 @@ impl Shared {
         }
     }
 
+    /// Flushes a full log buffer that an append left behind (with several threads, appends do
+    /// not write it with the log locked: `Wal::set_defer_full`), with no latch held. Called
+    /// after operations, holding nothing. A failed flush has poisoned the handle, which the
+    /// next operation reports; an append that finds the buffer four times full writes it
+    /// itself.
+    pub fn flush_full_log(&self) {
+        let _ = self.wal.flush_full();
+    }
+
     /// Wakes the threads waiting for a transaction to end, if any (a commit with no one
     /// waiting makes no system call).
     pub fn notify_ended(&self) {
@@ -103,8 +112,9 @@ impl Shared {
             // Every shared reader and writer runs inside this loop, and a note is taken as soon
             // as its attempt gives up: none is left over from an earlier operation.
             let core = self.core_read();
-            if attempt == 0 {
-                core.cache.splits.note_thread();
+            if attempt == 0 && core.cache.splits.note_thread() {
+                // A second thread: a full log buffer is flushed with the log unlocked.
+                self.wal.set_defer_full(true);
             }
             let r = op(&core);
             drop(core);
@@ -113,6 +123,7 @@ impl Shared {
                     crate::read_shared::take_miss().is_none(),
                     "an attempt that noted a miss completed"
                 );
+                self.flush_full_log();
                 return Some(r);
             }
             let pid = crate::read_shared::take_miss()?;

@@ -27,11 +27,13 @@
 //! 3. It locks again, publishes the new durable LSN (`Wal::finish_flush`), clears the flag and
 //!    wakes the followers.
 //!
-//! The next flush rewrites the partial tail block with the records appended since. Other paths
-//! still flush with the log locked ([`Wal::flush`] / [`Wal::flush_to`]: checkpoints and master
-//! writes, eviction's write-ahead rule, a full log buffer, `Db::flush_log` of the virtual-time
-//! scheduler); they wait for a flush in flight through the I/O lock and never write an older
-//! tail image over a newer one (`log.rs`). A single thread (or a virtual-time scheduler on one
+//! The next flush rewrites the partial tail block with the records appended since. A full log
+//! buffer is flushed the same way once a second thread runs operations
+//! ([`SharedWal::flush_full`], after the operation whose append filled it). Other paths still
+//! flush with the log locked ([`Wal::flush`] / [`Wal::flush_to`]: checkpoints and master
+//! writes, eviction's write-ahead rule, a full log buffer with one thread, `Db::flush_log` of
+//! the virtual-time scheduler); they wait for a flush in flight through the I/O lock and never
+//! write an older tail image over a newer one (`log.rs`). A single thread (or a virtual-time scheduler on one
 //! thread) issues the same device writes either way: nothing can append during its flush.
 
 #[cfg(test)]
@@ -156,6 +158,8 @@ struct Inner {
     durable: AtomicU64,
     /// Group flushes ended so far: the next leader spins on it for a moment too.
     flushes: AtomicU64,
+    /// An append left a full buffer to be flushed outside the lock ([`SharedWal::flush_full`]).
+    full_due: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How long a follower spins for the flush in flight before it sleeps.
@@ -171,6 +175,7 @@ impl SharedWal {
     /// Shares `wal`, with the group commit policy of its configuration.
     pub fn new(wal: Wal) -> SharedWal {
         let policy = wal.config().group_commit;
+        let full_due = wal.full_due_flag();
         SharedWal {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
@@ -188,6 +193,7 @@ impl SharedWal {
                 flushed: Condvar::new(),
                 durable: AtomicU64::new(0),
                 flushes: AtomicU64::new(0),
+                full_due,
             }),
         }
     }
@@ -320,35 +326,80 @@ impl SharedWal {
                 job.end() > lsn,
                 "a flush from the next LSN covers this commit"
             );
-            g.flushing = Some(job.end());
             g.batch = 0;
             // Every committer waiting now appended its record before, so this flush covers it:
             // none is left to lead, and a committer that comes during the flush leads the next.
-            drop(g);
-            let unwind = ClearFlushing(self);
-            let started = Instant::now();
-            let done = job.run();
-            let took = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-            g = self.state();
-            std::mem::forget(unwind);
-            // A quarter of the newest flush: a device that slows down is followed within a few.
-            g.flush_ns = if g.flush_ns == 0 {
-                took
-            } else {
-                (g.flush_ns * 3 + took) / 4
-            };
-            let r = g.wal.finish_flush(done);
+            let r;
+            (g, r) = self.run_flush(g, job);
             g.wal.stats_mut().commit_flushes += 1;
-            g.flushing = None;
-            self.inner
-                .durable
-                .store(g.wal.durable_lsn(), Ordering::Release);
-            self.inner.flushes.fetch_add(1, Ordering::Release);
-            if g.flushed_waiters > 0 {
-                self.inner.flushed.notify_all();
-            }
             r?;
         }
+    }
+
+    /// Runs `job` (taken from the log under `g`) with the log unlocked, marked as the flush in
+    /// flight, then publishes its outcome and wakes whoever waits for a flush.
+    fn run_flush<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, State>,
+        job: crate::wal::log::FlushJob,
+    ) -> (MutexGuard<'a, State>, Result<()>) {
+        debug_assert!(g.flushing.is_none(), "one flush in flight at a time");
+        g.flushing = Some(job.end());
+        drop(g);
+        let unwind = ClearFlushing(self);
+        let started = Instant::now();
+        let done = job.run();
+        let took = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+        let mut g = self.state();
+        std::mem::forget(unwind);
+        // A quarter of the newest flush: a device that slows down is followed within a few.
+        g.flush_ns = if g.flush_ns == 0 {
+            took
+        } else {
+            (g.flush_ns * 3 + took) / 4
+        };
+        let r = g.wal.finish_flush(done);
+        g.flushing = None;
+        self.inner
+            .durable
+            .store(g.wal.durable_lsn(), Ordering::Release);
+        self.inner.flushes.fetch_add(1, Ordering::Release);
+        if g.flushed_waiters > 0 {
+            self.inner.flushed.notify_all();
+        }
+        (g, r)
+    }
+
+    /// Lets appends that fill the log buffer leave its flush to [`SharedWal::flush_full`]
+    /// (see [`Wal::set_defer_full`]): set once a second thread runs operations.
+    pub fn set_defer_full(&self, on: bool) {
+        self.state().wal.set_defer_full(on);
+    }
+
+    /// Flushes a full log buffer an append left behind, with the log unlocked (appends go on
+    /// meanwhile), unless another flush is in flight (it or the next takes these bytes). Call
+    /// it holding no latch: one atomic load when there is nothing to do. An error has
+    /// poisoned the log; it is returned too.
+    pub fn flush_full(&self) -> Result<()> {
+        if !self.inner.full_due.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut g = self.state();
+        if g.flushing.is_some() || g.leader {
+            // The flush in flight, or the leader's next, writes the buffer.
+            return Ok(());
+        }
+        self.inner.full_due.store(false, Ordering::Relaxed);
+        if !g.wal.full() {
+            return Ok(());
+        }
+        let Some(job) = g.wal.begin_flush()? else {
+            return Ok(());
+        };
+        g.wal.stats_mut().buffer_full_flushes += 1;
+        let (g, r) = self.run_flush(g, job);
+        drop(g);
+        r
     }
 
     /// Waits for the end of a flush (or of a leader's turn).

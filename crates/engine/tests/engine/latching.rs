@@ -433,3 +433,80 @@ fn readers_run_while_checkpoint_pages_are_written(checkpoint: fn(&Db) -> wafer_e
     assert!(written > 0, "the maintenance step wrote no checkpoint page");
     db.verify().unwrap();
 }
+
+/// With several threads, an append that fills the log buffer does not write it with the log
+/// latched: the operation ends, then writes it with the log unlocked, and other threads append
+/// and commit meanwhile. The log device holds back the write of a full buffer (the first write
+/// holding a marked value) while another thread commits 200 transactions; before, the filling
+/// append wrote the buffer with the log latched, and they all waited for it.
+#[test]
+fn a_full_log_buffer_is_written_while_other_threads_append() {
+    use std::sync::atomic::Ordering;
+    use wafer_engine::device::MemDevice;
+    let gate = std::sync::Arc::new(Gate::default());
+    let devices = wafer_engine::Devices::new(
+        Box::new(MemDevice::new(32 << 20, 4096)),
+        Box::new(Gated {
+            inner: Box::new(MemDevice::new(8 << 20, 4096)),
+            gate: gate.clone(),
+            reads: false,
+        }),
+    );
+    let cfg = DbConfig {
+        durable_commits: false,
+        log_buffer_bytes: Some(64 << 10),
+        ..DbConfig::default()
+    };
+    let db = Db::open(devices, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    // A second thread's operation: from now on a full buffer is written outside the latch.
+    let other = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"none").unwrap())
+    };
+    assert!(other.join().unwrap().is_none());
+    *gate.writes_holding.lock().unwrap() = Some(b"MARKED-VALUE".to_vec());
+    gate.set(true);
+    let filler = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            // Marked values until the buffer fills and its write waits at the gate.
+            for i in 0..10_000u32 {
+                let mut x = db.begin().unwrap();
+                x.put(&t, format!("m{i:05}").as_bytes(), b"MARKED-VALUE")
+                    .unwrap();
+                x.commit().unwrap();
+            }
+        })
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!filler.is_finished(), "no log write reached the device");
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in 0..200u32 {
+                let mut x = db.begin().unwrap();
+                x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
+                x.commit().unwrap();
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    committer.join().unwrap();
+    filler.join().unwrap();
+    assert!(
+        ran.is_ok(),
+        "commits waited for another thread's write of a full log buffer"
+    );
+    let s = db.stats();
+    assert!(s.wal.buffer_full_flushes > 0, "{:?}", s.wal);
+    for i in (0..10_000u32).step_by(997) {
+        assert!(db.get(&t, format!("m{i:05}").as_bytes()).unwrap().is_some());
+    }
+    db.verify().unwrap();
+}

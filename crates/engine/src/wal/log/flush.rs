@@ -253,3 +253,43 @@ impl Wal {
         r.map_err(|e| self.poison(e))
     }
 }
+
+/// A full buffer left for a flush outside the log's lock may grow to this many times the
+/// buffer before an append flushes it itself (the flush outside is late: the appenders wait).
+const DEFERRED_FULL_BUFFERS: u64 = 4;
+
+impl Wal {
+    /// With `on`, an append that fills the buffer does not write it (with the log locked, every
+    /// other appender waiting for the device): it leaves the flush to
+    /// [`crate::wal::SharedWal::flush_full`], called with the log unlocked, unless the buffer has
+    /// grown to [`DEFERRED_FULL_BUFFERS`] buffers by then. Off (the default), a full buffer is
+    /// written by the append that fills it: a single thread (and the virtual-time driver) writes
+    /// the log at the same points either way.
+    pub(crate) fn set_defer_full(&mut self, on: bool) {
+        self.defer_full = on;
+    }
+
+    /// Whether an append that left `pending` bytes unflushed leaves their flush to
+    /// [`crate::wal::SharedWal::flush_full`] (and says so through [`Wal::full_due_flag`]).
+    pub(super) fn defer_full(&mut self, pending: u64) -> bool {
+        if !self.defer_full || pending >= DEFERRED_FULL_BUFFERS * self.buffer_bytes {
+            return false;
+        }
+        self.full_due
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+
+    /// Whether the buffered bytes not yet durable fill the buffer.
+    pub(crate) fn full(&self) -> bool {
+        self.tail
+            .as_ref()
+            .is_some_and(|t| t.next() - t.durable >= self.buffer_bytes)
+    }
+
+    /// The flag an append raises when it leaves a full buffer to be flushed outside the log's
+    /// lock (read without the lock, cleared by whoever takes that flush).
+    pub(crate) fn full_due_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.full_due.clone()
+    }
+}

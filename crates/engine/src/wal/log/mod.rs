@@ -33,9 +33,12 @@
 //! itself, so that a group-commit leader can write and flush the log without holding the log
 //! (`group.rs`): [`Wal::begin_flush`] takes a copy of the buffered bytes under the log's lock,
 //! [`FlushJob::run`] writes them under the I/O lock only, and [`Wal::finish_flush`] publishes
-//! the new durable LSN under the log's lock again. Every other path (appends whose buffer is
-//! full, [`Wal::flush`], [`Wal::flush_to`], [`Wal::set_master`], reads) takes the I/O lock while
-//! holding the log's lock, so it waits for a flush in progress. The order is always log lock,
+//! the new durable LSN under the log's lock again; so does the flush of a full buffer once
+//! several threads use the log ([`Wal::set_defer_full`]: the append that fills the buffer leaves
+//! it, and `SharedWal::flush_full` writes it after the operation, with the log unlocked). Every
+//! other path (a full buffer with one thread, or grown to four buffers, [`Wal::flush`],
+//! [`Wal::flush_to`], [`Wal::set_master`], reads) takes the I/O lock while holding the log's
+//! lock, so it waits for a flush in progress. The order is always log lock,
 //! then I/O lock; a flush job holds only the I/O lock. See [`Io`] for why an older image of the
 //! tail block can never overwrite a newer one.
 
@@ -56,6 +59,7 @@ mod flush;
 
 pub use config::{WalConfig, WalStats};
 
+pub(crate) use flush::FlushJob;
 use flush::Io;
 
 /// Smallest data area, in blocks.
@@ -166,6 +170,12 @@ pub struct Wal {
     /// The poison signal, shared with the rest of the database once it is open.
     health: Health,
     stats: WalStats,
+    /// A full buffer is left to be flushed outside the log's lock ([`Wal::set_defer_full`]).
+    defer_full: bool,
+    /// Set when an append leaves a full buffer to be flushed ([`SharedWal::flush_full`]).
+    ///
+    /// [`SharedWal::flush_full`]: crate::wal::SharedWal::flush_full
+    full_due: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Wal {
@@ -210,6 +220,8 @@ impl Wal {
             tail: None,
             health: Health::new(),
             stats: WalStats::default(),
+            defer_full: false,
+            full_due: Default::default(),
         }
     }
 
@@ -554,7 +566,7 @@ impl Wal {
         self.last_whole_len = encoded.whole_len as u64;
         self.stats.records += 1;
         self.stats.appended_bytes += len;
-        if pending >= self.buffer_bytes {
+        if pending >= self.buffer_bytes && !self.defer_full(pending) {
             self.stats.buffer_full_flushes += 1;
             self.flush()?;
         }
