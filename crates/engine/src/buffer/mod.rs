@@ -3,7 +3,7 @@
 //! modification (the checkpointer's candidate list), per-frame deferral counts (paper 000) and
 //! per-frame lists of the transactions with uncommitted changes on the page (what a no-steal
 //! policy needs, paper 001). No I/O happens here: reading, writing and eviction decisions are
-//! the page cache's (`cache.rs`).
+//! the page cache's (`cache/`).
 //!
 //! The page table maps a page id to a [`PageState`]: resident in a frame, or evicted while dirty
 //! (a policy that drops dirty pages without writing them and keeps their redo elsewhere).

@@ -57,3 +57,22 @@ impl WalStats {
         self.records as f64 / self.flushes.max(1) as f64
     }
 }
+
+impl super::Wal {
+    pub fn config(&self) -> &WalConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> WalStats {
+        self.stats.clone()
+    }
+
+    pub(crate) fn stats_mut(&mut self) -> &mut WalStats {
+        &mut self.stats
+    }
+
+    /// Statistics of the log device.
+    pub fn device_stats(&self) -> crate::device::DeviceStats {
+        self.io().dev.stats()
+    }
+}

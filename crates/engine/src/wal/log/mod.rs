@@ -786,23 +786,6 @@ impl Wal {
     pub fn block_bytes(&self) -> u64 {
         self.area.block
     }
-
-    pub fn config(&self) -> &WalConfig {
-        &self.cfg
-    }
-
-    pub fn stats(&self) -> WalStats {
-        self.stats.clone()
-    }
-
-    pub(crate) fn stats_mut(&mut self) -> &mut WalStats {
-        &mut self.stats
-    }
-
-    /// Statistics of the log device.
-    pub fn device_stats(&self) -> crate::device::DeviceStats {
-        self.io().dev.stats()
-    }
 }
 
 fn not_ready() -> Error {
