@@ -65,6 +65,7 @@ impl Shared {
     /// after operations, holding nothing. A failed flush has poisoned the handle, which the
     /// next operation reports; an append that finds the buffer four times full writes it
     /// itself.
+    #[inline]
     pub fn flush_full_log(&self) {
         let _ = self.wal.flush_full();
     }

@@ -360,6 +360,11 @@ impl SharedWal {
         };
         let r = g.wal.finish_flush(done);
         g.flushing = None;
+        if g.wal.full() {
+            // Appends during the flight filled the buffer again: the next operation to end
+            // writes it.
+            self.inner.full_due.store(true, Ordering::Relaxed);
+        }
         self.inner
             .durable
             .store(g.wal.durable_lsn(), Ordering::Release);
@@ -380,17 +385,25 @@ impl SharedWal {
     /// meanwhile), unless another flush is in flight (it or the next takes these bytes). Call
     /// it holding no latch: one atomic load when there is nothing to do. An error has
     /// poisoned the log; it is returned too.
+    #[inline]
     pub fn flush_full(&self) -> Result<()> {
         if !self.inner.full_due.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let mut g = self.state();
-        if g.flushing.is_some() || g.leader {
-            // The flush in flight, or the leader's next, writes the buffer.
+        self.flush_full_now()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_full_now(&self) -> Result<()> {
+        // One thread takes each raised flag; the others go on at once.
+        if !self.inner.full_due.swap(false, Ordering::Relaxed) {
             return Ok(());
         }
-        self.inner.full_due.store(false, Ordering::Relaxed);
-        if !g.wal.full() {
+        let mut g = self.state();
+        if g.flushing.is_some() || g.leader || !g.wal.full() {
+            // The flush in flight raises the flag again at its end if the buffer is still
+            // full; a leader's flush takes everything.
             return Ok(());
         }
         let Some(job) = g.wal.begin_flush()? else {

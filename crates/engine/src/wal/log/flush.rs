@@ -183,6 +183,7 @@ impl Wal {
         if tail.durable >= tail.next() {
             return Ok(None);
         }
+        self.taken = tail.next();
         Ok(Some(FlushJob {
             io: self.io.clone(),
             area: self.area,
@@ -272,19 +273,24 @@ impl Wal {
     /// Whether an append that left `pending` bytes unflushed leaves their flush to
     /// [`crate::wal::SharedWal::flush_full`] (and says so through [`Wal::full_due_flag`]).
     pub(super) fn defer_full(&mut self, pending: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
         if !self.defer_full || pending >= DEFERRED_FULL_BUFFERS * self.buffer_bytes {
             return false;
         }
-        self.full_due
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        // Raised once per full buffer not taken by a flush yet (a flush in flight took the
+        // bytes before its end), so appenders do not write the flag's line over and over.
+        if self.full() && !self.full_due.load(Relaxed) {
+            self.full_due.store(true, Relaxed);
+        }
         true
     }
 
-    /// Whether the buffered bytes not yet durable fill the buffer.
+    /// Whether the buffered bytes that no flush has taken yet (neither durable nor in a flush
+    /// in flight) fill the buffer.
     pub(crate) fn full(&self) -> bool {
-        self.tail
-            .as_ref()
-            .is_some_and(|t| t.next() - t.durable >= self.buffer_bytes)
+        self.tail.as_ref().is_some_and(|t| {
+            t.next().saturating_sub(t.durable.max(self.taken)) >= self.buffer_bytes
+        })
     }
 
     /// The flag an append raises when it leaves a full buffer to be flushed outside the log's

@@ -172,6 +172,8 @@ pub struct Wal {
     stats: WalStats,
     /// A full buffer is left to be flushed outside the log's lock ([`Wal::set_defer_full`]).
     defer_full: bool,
+    /// The end of the bytes the last [`Wal::begin_flush`] took (being written, or written).
+    taken: Lsn,
     /// Set when an append leaves a full buffer to be flushed ([`SharedWal::flush_full`]).
     ///
     /// [`SharedWal::flush_full`]: crate::wal::SharedWal::flush_full
@@ -221,6 +223,7 @@ impl Wal {
             health: Health::new(),
             stats: WalStats::default(),
             defer_full: false,
+            taken: 0,
             full_due: Default::default(),
         }
     }
