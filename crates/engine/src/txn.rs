@@ -291,6 +291,7 @@ impl Txn {
                         return Err(e);
                     }
                     self.shared.core_read().end_commit_shared(self.id)?;
+                    self.shared.flush_full_log();
                 }
                 self.shared.notify_ended();
                 return Ok(());
@@ -345,7 +346,10 @@ impl Txn {
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
         let r = core.rollback(&mut wal, self.id);
+        drop(wal);
+        drop(core);
         self.shared.notify_ended();
+        self.shared.flush_full_log();
         r
     }
 }

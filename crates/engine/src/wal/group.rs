@@ -330,18 +330,21 @@ impl SharedWal {
             // Every committer waiting now appended its record before, so this flush covers it:
             // none is left to lead, and a committer that comes during the flush leads the next.
             let r;
-            (g, r) = self.run_flush(g, job);
+            (g, r) = self.run_flush(g, job, true);
             g.wal.stats_mut().commit_flushes += 1;
             r?;
         }
     }
 
     /// Runs `job` (taken from the log under `g`) with the log unlocked, marked as the flush in
-    /// flight, then publishes its outcome and wakes whoever waits for a flush.
+    /// flight, then publishes its outcome and wakes whoever waits for a flush. A `commit`
+    /// flush's time goes into the average a leader's wait is bounded by (a full buffer's
+    /// flush, larger, does not).
     fn run_flush<'a>(
         &'a self,
         mut g: MutexGuard<'a, State>,
         job: crate::wal::log::FlushJob,
+        commit: bool,
     ) -> (MutexGuard<'a, State>, Result<()>) {
         debug_assert!(g.flushing.is_none(), "one flush in flight at a time");
         g.flushing = Some(job.end());
@@ -353,11 +356,13 @@ impl SharedWal {
         let mut g = self.state();
         std::mem::forget(unwind);
         // A quarter of the newest flush: a device that slows down is followed within a few.
-        g.flush_ns = if g.flush_ns == 0 {
-            took
-        } else {
-            (g.flush_ns * 3 + took) / 4
-        };
+        if commit {
+            g.flush_ns = if g.flush_ns == 0 {
+                took
+            } else {
+                (g.flush_ns * 3 + took) / 4
+            };
+        }
         let r = g.wal.finish_flush(done);
         g.flushing = None;
         if g.wal.full() {
@@ -410,7 +415,8 @@ impl SharedWal {
             return Ok(());
         };
         g.wal.stats_mut().buffer_full_flushes += 1;
-        let (g, r) = self.run_flush(g, job);
+        g.wal.stats_mut().buffer_full_unlatched += 1;
+        let (g, r) = self.run_flush(g, job, false);
         drop(g);
         r
     }

@@ -45,6 +45,10 @@ pub struct WalStats {
     pub commit_flushes: u64,
     /// Flushes forced by a full log buffer.
     pub buffer_full_flushes: u64,
+    /// Of those, the flushes made after the operation that filled the buffer, with the log
+    /// unlocked (several threads: `Wal::set_defer_full`).
+    #[serde(default)]
+    pub buffer_full_unlatched: u64,
 }
 
 impl WalStats {

@@ -652,6 +652,8 @@ impl WritePath for Journal {
         }
     }
 
+    // Recovery empties the journal map without counting it in `emptied`: it runs at open,
+    // before any reader without the mutex exists.
     fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
         // The journal as the last checkpoint left it: empty; the location records after it
         // rebuild the JMT.

@@ -112,3 +112,87 @@ impl PageReader for JournalReader {
         (self.pages.get(), self.bytes.get())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{BlockDevice, Handle, MemDevice};
+    use crate::writepath::journal::{HomeMethod, Journal, JournalConfig};
+    use crate::writepath::{Located, LogSink, MemLog, WritePath, WriteReason};
+
+    fn leaf(pid: PageId, lsn: u64, fill: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        page::init(&mut p, pid, page::PageType::Leaf);
+        page::set_page_lsn(&mut p, lsn);
+        p[page::PAGE_HEADER_BYTES..].fill(fill);
+        page::note_write(&mut p);
+        page::seal(&mut p);
+        p
+    }
+
+    /// A journaled page is located at its image, which reads back and is confirmed until a
+    /// checkpoint empties the journal; then it is located at its home. Both for raw images
+    /// (baseline) and compressed ones (Check-In).
+    #[test]
+    fn a_page_is_located_in_the_journal_then_at_home() {
+        for method in [HomeMethod::Host, HomeMethod::CheckIn] {
+            let dev = Handle::new(MemDevice::new(8 << 20, 4096));
+            let cfg = JournalConfig::new(method);
+            let mut j = Journal::create(Box::new(dev.clone()), 4096, cfg).unwrap();
+            j.set_stamp(&crate::identity::Stamp::default()).unwrap();
+            let mut log = MemLog {
+                next: 1 << 40,
+                durable: 1 << 40,
+                records: Vec::new(),
+            };
+            let a = leaf(3, 10, 7);
+            j.write_pages(&[(3, &a)], WriteReason::Eviction, &mut log)
+                .unwrap();
+            j.sync(&mut log).unwrap();
+            let mut buf = vec![0u8; 4096];
+            let Located::At(place) = j.locate(3, &mut buf).unwrap() else {
+                panic!("a journaled page has a place");
+            };
+            assert!(!place.home, "{method:?}: the journal image");
+            let dev2 = dev.clone();
+            let read = |at: u64, io: &mut [u8]| Ok(dev2.lock().read_at(at, io)?);
+            let (r, _) = read_image(read, 4096, 3, place.offset, place.len, &mut buf);
+            r.unwrap();
+            assert_eq!(buf, a, "{method:?}");
+            assert!(j.confirm(3, &place));
+            assert!(!j.confirm(4, &place), "another page");
+            // A checkpoint moves the image home and, once complete, empties the journal.
+            let tag = log.next_lsn();
+            j.checkpoint(tag, 1, tag).unwrap();
+            assert!(
+                j.confirm(3, &place),
+                "moved home, the journal not emptied yet"
+            );
+            j.checkpoint_done();
+            assert!(!j.confirm(3, &place), "{method:?}: the journal was emptied");
+            let Located::At(home) = j.locate(3, &mut buf).unwrap() else {
+                panic!("a page at home has a place");
+            };
+            assert!(home.home);
+            let (r, _) = read_home(|io| Ok(dev.lock().read_at(home.offset, io)?), 3, &mut buf);
+            r.unwrap();
+            assert_eq!(buf, a, "{method:?}: home");
+            assert!(j.confirm(3, &home));
+            // Written again into the emptied journal: the same bytes at the same offset, which
+            // only the count of emptyings tells from the first image.
+            j.write_pages(&[(3, &a)], WriteReason::Eviction, &mut log)
+                .unwrap();
+            j.sync(&mut log).unwrap();
+            let Located::At(again) = j.locate(3, &mut buf).unwrap() else {
+                panic!("a journaled page has a place");
+            };
+            assert_eq!((again.offset, again.len), (place.offset, place.len));
+            assert!(
+                !j.confirm(3, &place),
+                "{method:?}: an earlier journal's image"
+            );
+            assert!(!j.confirm(3, &home), "{method:?}: no longer at home");
+            assert!(j.confirm(3, &again));
+        }
+    }
+}

@@ -43,3 +43,46 @@ fn incompressible_pages_are_stored_raw() {
     wp.read_page(5, &mut buf).unwrap();
     assert_eq!(buf, a);
 }
+
+/// A reader without the write path's mutex gets a staged page from `locate` itself, a stored
+/// one's place (read there, it is the page), and that place is confirmed until the page moves.
+#[test]
+fn a_page_is_located_served_from_the_stage_and_confirmed_until_it_moves() {
+    let dev = Held::new(MemDevice::new(8 << 20, 4096));
+    let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, small_cfg(Codec::Lz4)).unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
+    let mut log = durable_log();
+    let a = page(1, 10, 3, true);
+    write_page(&mut wp, &mut log, 1, &a).unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(
+        wp.locate(1, &mut buf).unwrap(),
+        crate::writepath::Located::Served
+    );
+    assert_eq!(buf, a, "a staged page is served by locate");
+    assert_eq!(
+        wp.locate(7, &mut buf).unwrap(),
+        crate::writepath::Located::Served
+    );
+    assert!(page::is_zeroed(&buf), "never written: zeros");
+    wp.sync(&mut log).unwrap();
+    let crate::writepath::Located::At(place) = wp.locate(1, &mut buf).unwrap() else {
+        panic!("a stored page has a place");
+    };
+    let read = |at: u64, io: &mut [u8]| Ok(dev.lock().read_at(at, io)?);
+    let (r, _) =
+        crate::writepath::oop::area::read_stored(read, place.offset, place.len, 1, &mut buf);
+    r.unwrap();
+    assert_eq!(buf, a);
+    assert!(wp.confirm(1, &place));
+    assert!(!wp.confirm(2, &place), "another page's place");
+    // A newer version, staged then stored elsewhere: the old place is no longer the page's.
+    let b = page(1, 20, 4, true);
+    write_page(&mut wp, &mut log, 1, &b).unwrap();
+    assert!(
+        wp.confirm(1, &place),
+        "staged: the map still names the old copy"
+    );
+    wp.sync(&mut log).unwrap();
+    assert!(!wp.confirm(1, &place), "moved");
+}
