@@ -170,6 +170,8 @@ impl Txn {
             c.write_shared(wal, id, tree, key, value, hint)
         });
         if let Some(r) = shared {
+            // A full log buffer this write's record left behind is written now, no latch held.
+            self.shared.flush_full_log();
             return r;
         }
         // A checkpoint the write must run first runs now, with its page writes outside the

@@ -124,7 +124,6 @@ impl Shared {
                     crate::read_shared::take_miss().is_none(),
                     "an attempt that noted a miss completed"
                 );
-                self.flush_full_log();
                 return Some(r);
             }
             let pid = crate::read_shared::take_miss()?;
