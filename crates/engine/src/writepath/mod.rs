@@ -233,7 +233,12 @@ pub trait PageReader: Send + Sync {
     /// error poisons nothing: the caller reads again through the write path, which reports
     /// it). The caller keeps the read apart from a write of the same page in flight. Only
     /// where pages do not move.
-    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()>;
+    fn read_page(&self, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        let _ = (pid, buf);
+        Err(crate::error::Error::InvalidArgument(
+            "internal: pages that move are read at the place the write path gives".into(),
+        ))
+    }
     /// Reads page `pid` from `place` (as [`WritePath::locate`] gave it) into `buf` and
     /// verifies it. Only where pages move; errors as [`PageReader::read_page`].
     fn read_placed(&self, pid: PageId, place: &Place, buf: &mut [u8]) -> Result<()> {
@@ -244,6 +249,28 @@ pub trait PageReader: Send + Sync {
     }
     /// Pages read so far and their bytes, to add to the write path's counters.
     fn reads(&self) -> (u64, u64);
+}
+
+/// Pages a [`PageReader`] read and their bytes (striped: readers on several cores).
+#[derive(Default)]
+pub(crate) struct ReadCount {
+    pages: crate::sync::Striped,
+    bytes: crate::sync::Striped,
+}
+
+impl ReadCount {
+    /// A read of `bytes` (none: the device read failed, nothing is counted).
+    pub fn note(&self, bytes: u64) {
+        if bytes > 0 {
+            self.pages.add(1);
+            self.bytes.add(bytes);
+        }
+    }
+
+    /// (pages, bytes) so far.
+    pub fn get(&self) -> (u64, u64) {
+        (self.pages.get(), self.bytes.get())
+    }
 }
 
 /// Where a page that moves is stored, for a [`PageReader`] to read it without the write path's

@@ -5,11 +5,10 @@
 //! go, and confirmed under it after).
 
 use crate::device::SharedRead;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::page::{self, get_u32, PageId};
-use crate::sync::Striped;
 use crate::writepath::pack;
-use crate::writepath::{PageReader, Place};
+use crate::writepath::{PageReader, Place, ReadCount};
 use std::sync::Arc;
 
 /// Reads the journal image of page `pid` at `offset` (`len` stored bytes; the page size:
@@ -67,30 +66,19 @@ pub(super) fn read_home(
 pub(super) struct JournalReader {
     dev: Arc<dyn SharedRead>,
     sector: u32,
-    pages: Striped,
-    bytes: Striped,
+    count: ReadCount,
 }
 
 impl JournalReader {
     pub(super) fn new(dev: Arc<dyn SharedRead>, sector: u32) -> JournalReader {
-        JournalReader {
-            dev,
-            sector,
-            pages: Striped::default(),
-            bytes: Striped::default(),
-        }
+        let count = ReadCount::default();
+        JournalReader { dev, sector, count }
     }
 }
 
 impl PageReader for JournalReader {
     fn moves(&self) -> bool {
         true
-    }
-
-    fn read_page(&self, _pid: PageId, _buf: &mut [u8]) -> Result<()> {
-        Err(Error::InvalidArgument(
-            "internal: journaled pages are read at the place the journal map gives".into(),
-        ))
     }
 
     fn read_placed(&self, pid: PageId, place: &Place, buf: &mut [u8]) -> Result<()> {
@@ -101,15 +89,12 @@ impl PageReader for JournalReader {
             let read = |at, io: &mut [u8]| Ok(dev.read_at(at, io)?);
             read_image(read, self.sector, pid, place.offset, place.len, buf)
         };
-        if read > 0 {
-            self.pages.add(1);
-            self.bytes.add(read);
-        }
+        self.count.note(read);
         r
     }
 
     fn reads(&self) -> (u64, u64) {
-        (self.pages.get(), self.bytes.get())
+        self.count.get()
     }
 }
 

@@ -10,38 +10,27 @@
 
 use super::area::read_stored;
 use crate::device::SharedRead;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::page::PageId;
-use crate::sync::Striped;
-use crate::writepath::{PageReader, Place};
+use crate::writepath::{PageReader, Place, ReadCount};
 use std::sync::Arc;
 
 /// Reads stored pages at the places the page map gave, through the device's shared reader.
 pub(super) struct ZoneReader {
     dev: Arc<dyn SharedRead>,
-    pages: Striped,
-    bytes: Striped,
+    count: ReadCount,
 }
 
 impl ZoneReader {
     pub(super) fn new(dev: Arc<dyn SharedRead>) -> ZoneReader {
-        ZoneReader {
-            dev,
-            pages: Striped::default(),
-            bytes: Striped::default(),
-        }
+        let count = ReadCount::default();
+        ZoneReader { dev, count }
     }
 }
 
 impl PageReader for ZoneReader {
     fn moves(&self) -> bool {
         true
-    }
-
-    fn read_page(&self, _pid: PageId, _buf: &mut [u8]) -> Result<()> {
-        Err(Error::InvalidArgument(
-            "internal: out-of-place pages are read at the place the page map gives".into(),
-        ))
     }
 
     fn read_placed(&self, pid: PageId, place: &Place, buf: &mut [u8]) -> Result<()> {
@@ -53,14 +42,11 @@ impl PageReader for ZoneReader {
             pid,
             buf,
         );
-        if read > 0 {
-            self.pages.add(1);
-            self.bytes.add(read);
-        }
+        self.count.note(read);
         r
     }
 
     fn reads(&self) -> (u64, u64) {
-        (self.pages.get(), self.bytes.get())
+        self.count.get()
     }
 }
