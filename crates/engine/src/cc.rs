@@ -38,6 +38,10 @@ pub(crate) struct CcState {
     /// Tree locks held (2PL): few, kept apart so that the check of what a transaction holds
     /// on a tree does not walk its record locks (a bulk load holds thousands).
     pub trees: Vec<LockKey>,
+    /// The record lock the last write access took anew (the last of `locks`), if it did: a
+    /// write refused before it changed anything gives it back
+    /// ([`ConcurrencyControl::refused_write`]).
+    pub fresh: Option<LockKey>,
 }
 
 impl CcState {
@@ -91,6 +95,11 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
     /// Whether any transaction holds a key-range claim on `tree`, or is about to: a look with no
     /// lock, for writers (see `ranges.rs`).
     fn claims_any(&self, tree: TreeId) -> bool;
+    /// `txn`'s write, allowed by [`ConcurrencyControl::before_access`], was refused by
+    /// [`ConcurrencyControl::before_change`] before it changed anything: the record lock that
+    /// access took anew (if it did) is given back, so that the scan that refused it does not
+    /// meet it later. Under strict 2PL a lock under which nothing was read or written may go.
+    fn refused_write(&self, txn: TxnId, state: &mut CcState);
     /// Before `txn` bulk loads `tree` (see `Core::load`): after this, until it ends, it may
     /// change the tree's records without taking their locks, and no other transaction reads or
     /// writes the tree. An error (a conflict) leaves the transaction active.
@@ -167,8 +176,12 @@ impl ConcurrencyControl for TwoPhaseLocking {
                 }
                 let rm = if write { LockMode::X } else { LockMode::S };
                 let rk = LockKey::Record(tree, self.locks.record_name(tree, k));
+                state.fresh = None;
                 if self.locks.acquire(txn, &rk, rm)? {
                     state.locks.push(rk);
+                    if write {
+                        state.fresh = Some(rk);
+                    }
                 }
                 Ok(())
             }
@@ -288,6 +301,16 @@ impl ConcurrencyControl for TwoPhaseLocking {
         self.locks
             .with_ranges(tree, |r| r.check(txn, key, change))
             .map_err(|why| self.locks.refuse_range(tree, why))
+    }
+
+    fn refused_write(&self, txn: TxnId, state: &mut CcState) {
+        let Some(k) = state.fresh.take() else {
+            return;
+        };
+        if state.locks.last() == Some(&k) {
+            state.locks.pop();
+            self.locks.release(txn, &k);
+        }
     }
 
     fn claims_any(&self, tree: TreeId) -> bool {

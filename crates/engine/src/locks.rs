@@ -492,24 +492,30 @@ impl LockManager {
                 // Given back by the protocol's end (`cc.rs`), with the deletes.
                 continue;
             }
-            let mut shard = self.held.lock(self.shard_hash(k));
-            if let Some(h) = shard.get_mut(k) {
-                let before = h.len();
-                let x = h.iter().any(|&(t, m)| t == txn && m == LockMode::X);
-                h.retain(|(t, _)| *t != txn);
-                let released = h.len() < before;
-                if let (LockKey::Record(_, name), true) = (k, x) {
-                    // Uncounted only now: the transaction's changes are committed or undone.
-                    self.write_stripe(*name).fetch_sub(1, Ordering::SeqCst);
-                }
-                if h.is_empty() {
-                    shard.remove(k);
-                }
-                if let (LockKey::Tree(t), true) = (k, released) {
-                    // Every table lock on a tree is S or X (IX goes through the gate).
-                    drop(shard);
-                    self.with_gate(*t, |gate| gate.strong.fetch_sub(1, Ordering::SeqCst));
-                }
+            self.release(txn, k);
+        }
+    }
+
+    /// Releases `txn`'s lock on `k` (a record or a tree's S/X in the table).
+    pub fn release(&self, txn: TxnId, k: &LockKey) {
+        let mut shard = self.held.lock(self.shard_hash(k));
+        if let Some(h) = shard.get_mut(k) {
+            let before = h.len();
+            let x = h.iter().any(|&(t, m)| t == txn && m == LockMode::X);
+            h.retain(|(t, _)| *t != txn);
+            let released = h.len() < before;
+            if let (LockKey::Record(_, name), true) = (k, x) {
+                // Uncounted only now: the transaction's changes are committed or undone (or
+                // it made none under this lock).
+                self.write_stripe(*name).fetch_sub(1, Ordering::SeqCst);
+            }
+            if h.is_empty() {
+                shard.remove(k);
+            }
+            if let (LockKey::Tree(t), true) = (k, released) {
+                // Every table lock on a tree is S or X (IX goes through the gate).
+                drop(shard);
+                self.with_gate(*t, |gate| gate.strong.fetch_sub(1, Ordering::SeqCst));
             }
         }
     }

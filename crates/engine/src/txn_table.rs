@@ -268,6 +268,20 @@ impl TxnTable {
         })
     }
 
+    /// The write `id` was allowed to make was refused before it changed anything (a scan's
+    /// key-range claim): the record lock it took for it goes back
+    /// ([`crate::cc::ConcurrencyControl::refused_write`]).
+    pub fn refused_write(&self, id: TxnId) {
+        let _ = self.with_live(
+            id,
+            || Ok(()),
+            |st| {
+                self.cc.refused_write(id, &mut st.cc);
+                Ok(())
+            },
+        );
+    }
+
     /// Runs `f` on the state of live transaction `id` once `checks` pass, noting the calling
     /// thread as its last. The shard stays locked while `f` runs (the protocol changes the
     /// transaction's state); lock order: a table shard, then lock-table shards (never the

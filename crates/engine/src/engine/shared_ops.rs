@@ -302,6 +302,7 @@ impl Core {
             if w.latches(*leaf) {
                 let there = old.is_some();
                 if let Err(e) = self.range_check_latched(&w, txn, tree, (key, there), value) {
+                    self.txns.refused_write(txn);
                     return Some(Err(e));
                 }
             }
@@ -437,11 +438,15 @@ impl Core {
         value: Option<&[u8]>,
     ) -> Result<()> {
         let cc = self.txns.cc();
-        match value {
+        let r = match value {
             Some(_) if !cc.claims_any(tree.id) => Ok(()),
             Some(_) => cc.before_change(txn, tree.id, key, Change::Put),
             None => cc.before_change(txn, tree.id, key, Change::Delete),
+        };
+        if r.is_err() {
+            self.txns.refused_write(txn);
         }
+        r
     }
 }
 

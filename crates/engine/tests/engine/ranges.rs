@@ -107,6 +107,36 @@ fn a_scan_locks_the_range_it_read_and_no_more() {
     b.commit().unwrap();
 }
 
+/// A write a scan's claim refuses gives back the record lock it took, so the scan's own
+/// transaction can still read and write that record; a lock the writer held before is kept.
+#[test]
+fn a_refused_write_gives_back_the_lock_it_took() {
+    let (_pair, db, t) = setup();
+    let mut a = db.begin().unwrap();
+    let mut b = db.begin().unwrap();
+    scan(&mut a, &t, &range(100, 140), false, usize::MAX).unwrap();
+    assert!(conflict(b.put(&t, &k(120), b"w")), "an update in the range");
+    assert!(conflict(b.delete(&t, &k(122))), "a delete in the range");
+    assert!(conflict(b.put(&t, &k(121), b"w")), "an insert in the range");
+    // Before, b kept X on each, and a met it.
+    assert_eq!(a.get(&t, &k(120)).unwrap().as_deref(), Some(&b"v"[..]));
+    a.put(&t, &k(122), b"a").unwrap();
+    a.put(&t, &k(121), b"a").unwrap();
+    // A lock held before the refused write stays (here c's S, which the write raised to X).
+    let mut c = db.begin().unwrap();
+    c.get(&t, &k(150)).unwrap();
+    scan(&mut a, &t, &range(140, 160), false, usize::MAX).unwrap();
+    assert!(conflict(c.put(&t, &k(150), b"w")), "refused");
+    assert!(conflict(a.put(&t, &k(150), b"a")), "c still holds its lock");
+    a.commit().unwrap();
+    b.commit().unwrap();
+    c.commit().unwrap();
+    let mut x = db.begin().unwrap();
+    assert_eq!(x.get(&t, &k(122)).unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(x.get(&t, &k(121)).unwrap().as_deref(), Some(&b"a"[..]));
+    x.commit().unwrap();
+}
+
 #[test]
 fn a_scan_meets_uncommitted_changes_in_its_range() {
     let (_pair, db, t) = setup();
