@@ -688,10 +688,10 @@ impl Db {
             data_device: Default::default(),
             log_device: wal.device_stats(),
             undo_device: match &core.versions {
-                Some(vs) => Some(vs.read().device_stats()),
+                Some(vs) => Some(vs.store().device_stats()),
                 None => core.roles.undo.as_ref().map(|d| d.stats()),
             },
-            versions: core.versions.as_ref().map(|vs| vs.read().snapshot_stats()),
+            versions: core.versions.as_ref().map(|vs| vs.store().snapshot_stats()),
             temp_device: core.roles.temp.as_ref().map(|d| d.stats()),
             recovery: core.recovery.clone(),
             flushless: core.flushless.as_ref().map(|f| f.snapshot(&core.cache)),

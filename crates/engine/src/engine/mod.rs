@@ -209,7 +209,7 @@ impl Core {
         let current = self.health.guard(r)?;
         match (snapshot, self.versions.as_mut()) {
             (true, Some(vs)) => {
-                let vs = vs.get_mut();
+                let vs = vs.store();
                 let mut tally = crate::mvcc::ReadTally::default();
                 let r = vs.visible(txn, tree.id, key, current, &mut tally);
                 vs.count(&tally);
@@ -250,13 +250,13 @@ impl Core {
             return Ok(());
         }
         self.versions
-            .as_mut()
+            .as_ref()
             .expect("checked above")
-            .get_mut()
+            .store()
             .check_write(txn, tree.id, key)?;
         let r = crate::ops::read(&mut self.cache, wal, |m| bt::get(m, tree.root, key));
         let old = self.health.guard(r)?;
-        let vs = self.versions.as_mut().expect("checked above").get_mut();
+        let vs = self.versions.as_ref().expect("checked above").store();
         let r = vs.before_write(txn, tree.id, key, old.as_deref());
         match r {
             Err(Error::Device(_)) => self.health.guard(r),
@@ -496,7 +496,7 @@ impl Core {
     pub fn end_commit(&mut self, txn: TxnId) -> Result<()> {
         if let Some(vs) = self.versions.as_mut() {
             // Its versions become visible to snapshots that begin from now on.
-            let r = vs.get_mut().commit(txn);
+            let r = vs.store().commit(txn);
             self.health.guard(r)?;
         }
         let st = self.txns.remove(txn)?;
@@ -545,7 +545,7 @@ impl Core {
             r
         };
         if let Some(vs) = self.versions.as_mut() {
-            vs.get_mut().abort(txn);
+            vs.store().abort(txn);
         }
         self.txns.end(txn, &st);
         self.sync_page_reserve();

@@ -45,9 +45,9 @@ impl Core {
                 wal,
                 store: self
                     .versions
-                    .as_mut()
+                    .as_ref()
                     .expect("a snapshot transaction has a store")
-                    .get_mut(),
+                    .store(),
                 health: &self.health,
                 txn,
                 tree,
@@ -242,7 +242,7 @@ trait SnapshotView {
 struct Exclusive<'a> {
     cache: &'a mut PageCache,
     wal: &'a mut Wal,
-    store: &'a mut VersionStore,
+    store: &'a VersionStore,
     health: &'a Health,
     txn: TxnId,
     tree: &'a Tree,
@@ -319,7 +319,7 @@ impl SnapshotView for SharedView<'_> {
         limit: usize,
     ) -> Vec<Vec<u8>> {
         self.versions()
-            .read()
+            .store()
             .head_keys(self.tree.id, r, reverse, limit)
     }
     fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {

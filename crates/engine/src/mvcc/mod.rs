@@ -30,23 +30,28 @@
 
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
+use crate::sync::Shards;
+use crate::txn_table::shard;
 use crate::wal::record::{TreeId, TxnId};
+use heads::Heads;
+use segments::{Segment, UndoIo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+mod heads;
+mod segments;
 mod shared;
 pub(crate) use shared::{Snapshots, Versions};
 
 /// A commit timestamp: commits are numbered 1, 2, ...; 0 is "before every snapshot".
 pub(crate) type Ts = u64;
 
+/// Shards of the live transactions' state.
+const LIVE_SHARDS: usize = 16;
+
 /// The largest extent of a rollback segment.
 const EXTENT_BYTES: u64 = 1 << 20;
-
-/// Undo blocks kept after a read (a database keeps recently read undo blocks in its buffer
-/// cache): a reader following many chains through the same segments reads each block once.
-const CACHED_BLOCKS: usize = 64;
 
 /// Where a before-image is on the undo device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,28 +68,6 @@ struct Head {
     ts: Option<Ts>,
     /// The before-image of the version it replaced.
     prev: Ptr,
-}
-
-/// An extent of a rollback segment.
-struct Extent {
-    id: u32,
-    /// Live transactions that wrote into it.
-    live_writers: u32,
-    /// The newest commit of a transaction that wrote into it.
-    max_ts: Ts,
-}
-
-/// A rollback segment: extents appended in turn.
-#[derive(Default)]
-struct Segment {
-    extents: Vec<Extent>,
-    /// Bytes appended into the last extent.
-    used: u64,
-    /// The unwritten tail: from `tail_from` (a block boundary of the last extent) to `used`.
-    tail: Vec<u8>,
-    tail_from: u64,
-    /// The transaction appending to it now.
-    holder: Option<TxnId>,
 }
 
 /// What a transaction did to the store, for its end.
@@ -126,33 +109,46 @@ pub struct VersionStats {
     pub write_conflicts: u64,
 }
 
-/// The version store (see the module's documentation).
+/// The version store (see the module's documentation). Its parts have latches of their own,
+/// so that snapshot readers and writers of different keys go on beside each other (the core
+/// latch shared, see `shared.rs`):
+///
+/// - the heads, sharded by key ([`Heads`]): a reader or writer of a key takes its shard;
+/// - what only writers change ([`Writers`]: segments, free extents, live transactions' state,
+///   retired commits, counters) under one mutex, held for an append or a commit's bookkeeping
+///   (a reader takes it only to copy a segment's unwritten tail);
+/// - the undo device and its block cache ([`UndoIo`]), taken after the writers' mutex;
+/// - the snapshot registry ([`Snapshots`], striped).
+///
+/// The oldest snapshot is found (a look at every stripe) with none of these held.
 pub(crate) struct VersionStore {
-    /// The undo device and the blocks recently read from it: snapshot readers follow chains
-    /// with the store latched shared (see `shared.rs`), each read under this mutex.
-    io: std::sync::Mutex<UndoIo>,
+    heads: Heads,
+    /// What each live transaction did to the store, sharded by transaction (taken after the
+    /// writers' mutex where both are held).
+    live: Shards<HashMap<TxnId, TxnVersions>>,
+    w: Mutex<Writers>,
+    io: Mutex<UndoIo>,
     block: u64,
     extent_bytes: u64,
-    free: BTreeSet<u32>,
-    heads: HashMap<TreeId, BTreeMap<Vec<u8>, Head>>,
-    live: HashMap<TxnId, TxnVersions>,
-    segments: Vec<Segment>,
     /// Active snapshots and the newest commit timestamp (shared with snapshot readers, which
     /// begin and end beside each other).
     snaps: Arc<Snapshots>,
-    /// Heads of commits waiting for the oldest snapshot to pass their commit.
-    retired: BTreeMap<Ts, Vec<(TreeId, Vec<u8>)>>,
-    /// The counters a snapshot reader moves (with the store latched shared).
+    /// The first timestamp in [`Writers::retired`] (`u64::MAX`: none), read without the mutex
+    /// by a snapshot reader's end.
+    retired_first: AtomicU64,
+    /// The counters a snapshot reader moves.
     reads: ReadCounts,
-    pub stats: VersionStats,
+    /// Write-write conflicts refused (counted before the writers' mutex is taken).
+    write_conflicts: AtomicU64,
 }
 
-/// The undo device and its cache of read blocks.
-struct UndoIo {
-    dev: Box<dyn BlockDevice>,
-    /// Recently read undo blocks: device offset -> contents, with a use stamp.
-    cache: HashMap<u64, (u64, Vec<u8>)>,
-    stamp: u64,
+/// What writers change, under the store's writers' mutex.
+struct Writers {
+    free: BTreeSet<u32>,
+    segments: Vec<Segment>,
+    /// Heads of commits waiting for the oldest snapshot to pass their commit.
+    retired: BTreeMap<Ts, Vec<(TreeId, Vec<u8>)>>,
+    stats: VersionStats,
 }
 
 /// What snapshot reads did, counted by the reader and then added to the store's counters
@@ -264,25 +260,25 @@ impl VersionStore {
             )));
         }
         Ok(VersionStore {
-            io: std::sync::Mutex::new(UndoIo {
-                dev,
-                cache: HashMap::new(),
-                stamp: 0,
+            heads: Heads::new(),
+            live: Shards::new(LIVE_SHARDS),
+            w: Mutex::new(Writers {
+                free: (0..n as u32).collect(),
+                segments: Vec::new(),
+                retired: BTreeMap::new(),
+                stats: VersionStats {
+                    extents_total: n,
+                    extent_bytes,
+                    ..VersionStats::default()
+                },
             }),
+            io: Mutex::new(UndoIo::new(dev)),
             block,
             extent_bytes,
-            free: (0..n as u32).collect(),
-            heads: HashMap::new(),
-            live: HashMap::new(),
-            segments: Vec::new(),
             snaps: Arc::new(Snapshots::new()),
-            retired: BTreeMap::new(),
+            retired_first: AtomicU64::new(u64::MAX),
             reads: ReadCounts::default(),
-            stats: VersionStats {
-                extents_total: n,
-                extent_bytes,
-                ..VersionStats::default()
-            },
+            write_conflicts: AtomicU64::new(0),
         })
     }
 
@@ -291,12 +287,12 @@ impl VersionStore {
         self.io_lock().dev.stats()
     }
 
-    fn io_lock(&self) -> std::sync::MutexGuard<'_, UndoIo> {
+    fn io_lock(&self) -> MutexGuard<'_, UndoIo> {
         crate::sync::lock(&self.io)
     }
 
-    fn io_mut(&mut self) -> &mut UndoIo {
-        self.io.get_mut().unwrap_or_else(|e| e.into_inner())
+    fn writers(&self) -> MutexGuard<'_, Writers> {
+        crate::sync::lock(&self.w)
     }
 
     /// The snapshot registry (begins and ends of snapshot transactions).
@@ -313,17 +309,18 @@ impl VersionStore {
     /// no segment): its commit changes no version any snapshot sees.
     pub fn wrote_nothing(&self, txn: TxnId) -> bool {
         self.live
+            .lock(shard(txn))
             .get(&txn)
             .is_none_or(|t| t.replaced.is_empty() && t.touched.is_empty() && t.segment.is_none())
     }
 
     /// Before a snapshot transaction writes `key`: refuses (first updater wins) when another
     /// transaction wrote it and has not committed, or committed after the snapshot.
-    pub fn check_write(&mut self, txn: TxnId, tree: TreeId, key: &[u8]) -> Result<()> {
+    pub fn check_write(&self, txn: TxnId, tree: TreeId, key: &[u8]) -> Result<()> {
         let Some(snap) = self.snapshot_of(txn) else {
             return Ok(());
         };
-        let Some(h) = self.heads.get(&tree).and_then(|m| m.get(key)) else {
+        let Some(h) = self.heads.get(tree, key) else {
             return Ok(());
         };
         if h.writer == txn {
@@ -340,21 +337,26 @@ impl VersionStore {
             ),
             Some(_) => return Ok(()),
         };
-        self.stats.write_conflicts += 1;
+        self.write_conflicts.fetch_add(1, Ordering::Relaxed);
         Err(Error::Conflict { what })
     }
 
     /// Records that `txn` is about to replace `old` (the tree's version of `key`, None if
     /// absent) with a version of its own. Appends the before-image to its segment and makes
     /// `txn` the key's head. A second change of the same key by `txn` keeps the first image.
+    ///
+    /// The caller holds `key`'s exclusive lock (and the latch of its leaf, or the core latch
+    /// exclusive): no other writer changes its head meanwhile. Only purge may drop it, once
+    /// every snapshot sees past it; then the image made here carries a version every snapshot
+    /// sees, and no reader follows its link on.
     pub fn before_write(
-        &mut self,
+        &self,
         txn: TxnId,
         tree: TreeId,
         key: &[u8],
         old: Option<&[u8]>,
     ) -> Result<()> {
-        let prev_head = self.heads.get(&tree).and_then(|m| m.get(key)).copied();
+        let prev_head = self.heads.get(tree, key);
         if prev_head.is_some_and(|h| h.writer == txn) {
             return Ok(());
         }
@@ -375,181 +377,78 @@ impl VersionStore {
                 self.extent_bytes
             )));
         }
-        let ptr = self.append(txn, &rec)?;
-        self.stats.before_images += 1;
-        self.stats.appended_bytes += rec.len() as u64;
-        let t = self.live.entry(txn).or_default();
-        t.replaced.push((tree, key.to_vec(), prev_head));
-        self.heads.entry(tree).or_default().insert(
-            key.to_vec(),
+        // Taken out of its shard for the append (only `txn`'s own operations reach it), so
+        // that other transactions' ends in that shard do not wait for an undo block's write.
+        let mut t = self.live.lock(shard(txn)).remove(&txn).unwrap_or_default();
+        let mut w = self.writers();
+        let appended = self.append(&mut w, &mut t, txn, &rec);
+        if appended.is_ok() {
+            w.stats.before_images += 1;
+            w.stats.appended_bytes += rec.len() as u64;
+        }
+        drop(w);
+        if appended.is_ok() {
+            t.replaced.push((tree, key.to_vec(), prev_head));
+        }
+        self.live.lock(shard(txn)).insert(txn, t);
+        let ptr = appended?;
+        // The image is appended before the head names it: a reader that finds the head finds
+        // the image.
+        self.heads.insert(
+            tree,
+            key,
             Head {
                 writer: txn,
                 ts: None,
                 prev: ptr,
             },
         );
-        self.stats.heads = self.heads.values().map(|m| m.len() as u64).sum();
         Ok(())
-    }
-
-    /// The segment `txn` holds, taking an idle one (or a new one) on its first append.
-    fn segment_of(&mut self, txn: TxnId) -> usize {
-        if let Some(i) = self.live.get(&txn).and_then(|t| t.segment) {
-            return i;
-        }
-        let i = match self.segments.iter().position(|s| s.holder.is_none()) {
-            Some(i) => i,
-            None => {
-                self.segments.push(Segment::default());
-                self.stats.segments = self.segments.len() as u64;
-                self.segments.len() - 1
-            }
-        };
-        self.segments[i].holder = Some(txn);
-        self.live.entry(txn).or_default().segment = Some(i);
-        i
-    }
-
-    /// Appends `rec` to `txn`'s segment (a new extent when the current one is short), writing
-    /// every block it completes. Its place.
-    fn append(&mut self, txn: TxnId, rec: &[u8]) -> Result<Ptr> {
-        let si = self.segment_of(txn);
-        let seg = &self.segments[si];
-        let room = if seg.extents.is_empty() {
-            0
-        } else {
-            self.extent_bytes - seg.used
-        };
-        if room < rec.len() as u64 {
-            if self.free.is_empty() {
-                // Snapshot readers end without purging unless heads are due (`purge_due`):
-                // extents they alone held may be free to take.
-                self.purge();
-            }
-            let Some(&e) = self.free.iter().next() else {
-                let oldest = self.oldest();
-                return Err(Error::VersionStoreFull(format!(
-                    "all {} extents of {} bytes hold versions that active snapshots may read \
-                     (oldest snapshot at commit {oldest}, {} commits since) or that live \
-                     transactions wrote; end long snapshot transactions or give the undo device \
-                     more space",
-                    self.stats.extents_total,
-                    self.extent_bytes,
-                    self.snaps.last_ts() - oldest
-                )));
-            };
-            self.free.remove(&e);
-            self.stats.extents_in_use += 1;
-            let extent_bytes = self.extent_bytes;
-            let seg = &mut self.segments[si];
-            // The old extent's partial block is written before moving on.
-            let flush = std::mem::take(&mut seg.tail);
-            let flush_at = seg
-                .extents
-                .last()
-                .map(|x| x.id as u64 * extent_bytes + seg.tail_from);
-            seg.extents.push(Extent {
-                id: e,
-                live_writers: 0,
-                max_ts: 0,
-            });
-            seg.used = 0;
-            seg.tail_from = 0;
-            if let Some(at) = flush_at {
-                self.write_padded(at, flush)?;
-            }
-        }
-        let (extent_bytes, block) = (self.extent_bytes, self.block);
-        let seg = &mut self.segments[si];
-        let ext = seg.extents.last_mut().expect("an extent");
-        let ext_id = ext.id;
-        let t = self.live.get_mut(&txn).expect("made by segment_of");
-        if !t.touched.contains(&(si, ext_id)) {
-            t.touched.push((si, ext_id));
-            ext.live_writers += 1;
-        }
-        let offset = ext_id as u64 * extent_bytes + seg.used;
-        seg.tail.extend_from_slice(rec);
-        seg.used += rec.len() as u64;
-        // Whole blocks go to the device now, sequentially.
-        let whole = seg.tail.len() as u64 / block * block;
-        if whole > 0 {
-            let rest = seg.tail.split_off(whole as usize);
-            let out = std::mem::replace(&mut seg.tail, rest);
-            let at = ext_id as u64 * extent_bytes + seg.tail_from;
-            seg.tail_from += whole;
-            self.forget_blocks(at, whole);
-            self.io_mut().dev.write_at(at, &out)?;
-        }
-        Ok(Ptr {
-            offset,
-            len: rec.len() as u32,
-        })
-    }
-
-    /// Writes `data` at `at`, padded with zeros to whole blocks.
-    fn write_padded(&mut self, at: u64, mut data: Vec<u8>) -> Result<()> {
-        if data.is_empty() {
-            return Ok(());
-        }
-        let len = (data.len() as u64).div_ceil(self.block) * self.block;
-        data.resize(len as usize, 0);
-        self.forget_blocks(at, len);
-        self.io_mut().dev.write_at(at, &data)?;
-        Ok(())
-    }
-
-    /// Marks the end of `txn`'s writing into the extents it touched (at commit `ts`, or 0
-    /// for an abort, whose images are never read again) and gives its segment back.
-    fn release(&mut self, t: &TxnVersions, ts: Ts) {
-        for &(si, id) in &t.touched {
-            if let Some(x) = self.segments[si].extents.iter_mut().find(|x| x.id == id) {
-                x.live_writers -= 1;
-                x.max_ts = x.max_ts.max(ts);
-            }
-        }
-        if let Some(si) = t.segment {
-            self.segments[si].holder = None;
-        }
     }
 
     /// `txn` committed: its versions get the next timestamp; what it replaced waits for purge.
-    pub fn commit(&mut self, txn: TxnId) -> Result<()> {
+    pub fn commit(&self, txn: TxnId) -> Result<()> {
         let was_snapshot = self.snaps.end(txn).is_some();
-        let Some(t) = self.live.remove(&txn) else {
+        let Some(t) = self.live.lock(shard(txn)).remove(&txn) else {
             // Its end may let the oldest snapshot move on.
             if was_snapshot {
                 self.purge();
             }
             return Ok(());
         };
+        let mut w = self.writers();
         if t.replaced.is_empty() {
-            self.release(&t, 0);
+            w.release(&t, 0);
+            drop(w);
             self.purge();
             return Ok(());
         }
         // Every head gets the timestamp before snapshots may take it: a snapshot that begins
-        // beside this commit (with the core latch shared) sees all of it or none.
+        // beside this commit sees all of it or none. Commits that change versions take their
+        // timestamps, and publish them, in turn, under the writers' mutex.
         let ts = self.snaps.last_ts() + 1;
         let mut keys = Vec::with_capacity(t.replaced.len());
-        for (tree, key, _) in &t.replaced {
-            if let Some(h) = self.heads.get_mut(tree).and_then(|m| m.get_mut(key)) {
-                debug_assert_eq!(h.writer, txn);
-                h.ts = Some(ts);
-            }
-            keys.push((*tree, key.clone()));
+        for (tree, key, _) in t.replaced {
+            self.heads.stamp(tree, &key, txn, ts);
+            keys.push((tree, key));
         }
         self.snaps.publish(ts);
-        self.release(&t, ts);
-        self.retired.insert(ts, keys);
+        let t = TxnVersions {
+            replaced: Vec::new(),
+            ..t
+        };
+        w.release(&t, ts);
+        w.retired.insert(ts, keys);
+        self.note_retired(&w);
+        drop(w);
         self.purge();
         Ok(())
     }
 
-    /// `txn` rolled back: the heads it replaced come back.
-    pub fn abort(&mut self, txn: TxnId) {
+    /// `txn` rolled back (the core latch exclusive): the heads it replaced come back.
+    pub fn abort(&self, txn: TxnId) {
         let was_snapshot = self.snaps.end(txn).is_some();
-        let Some(t) = self.live.remove(&txn) else {
+        let Some(t) = self.live.lock(shard(txn)).remove(&txn) else {
             if was_snapshot {
                 self.purge();
             }
@@ -557,21 +456,15 @@ impl VersionStore {
         };
         let oldest = self.oldest();
         for (tree, key, prev) in t.replaced.iter().rev() {
-            let m = self.heads.entry(*tree).or_default();
             match prev {
                 // A head every snapshot now sees past was purged while replaced: gone.
                 Some(h) if h.ts.is_some_and(|ts| ts <= oldest) => {
-                    m.remove(key);
+                    self.heads.restore(*tree, key, None)
                 }
-                Some(h) => {
-                    m.insert(key.clone(), *h);
-                }
-                None => {
-                    m.remove(key);
-                }
+                prev => self.heads.restore(*tree, key, *prev),
             }
         }
-        self.release(&t, 0);
+        self.writers().release(&t, 0);
         self.purge();
     }
 
@@ -580,137 +473,58 @@ impl VersionStore {
         self.snaps.oldest()
     }
 
-    /// Whether [`VersionStore::purge`] would free something now (a commit retired at or before
-    /// the oldest snapshot): a snapshot reader's end looks, and purges only then.
-    pub fn purge_due(&self) -> bool {
-        self.retired
-            .first_key_value()
-            .is_some_and(|(&ts, _)| ts <= self.oldest())
+    /// Whether the end of snapshot `snap` (a reader's, which wrote nothing) may let
+    /// [`VersionStore::purge`] free something: a commit is retired at or before the oldest
+    /// snapshot. Only a snapshot older than the first retired commit can have held that back.
+    pub fn purge_due_after(&self, snap: Ts) -> bool {
+        let first = self.retired_first.load(Ordering::SeqCst);
+        first != u64::MAX && snap < first && first <= self.oldest()
+    }
+
+    /// Keeps [`VersionStore::retired_first`] in step with `w.retired`.
+    fn note_retired(&self, w: &Writers) {
+        let first = w.retired.first_key_value().map_or(u64::MAX, |(&ts, _)| ts);
+        self.retired_first.store(first, Ordering::SeqCst);
     }
 
     /// Frees what no active snapshot can read: heads of commits at or before the oldest
     /// snapshot (every commit when there is none), and extents that only such commits (and
-    /// aborted transactions) wrote into; the extent a segment appends to stays.
-    pub fn purge(&mut self) {
+    /// aborted transactions) wrote into; the extent a segment appends to stays. The oldest
+    /// snapshot is found before the writers' mutex is taken: a snapshot that begins meanwhile
+    /// is no older.
+    pub fn purge(&self) {
         let oldest = self.oldest();
-        while let Some(entry) = self.retired.first_entry() {
+        let mut w = self.writers();
+        self.purge_locked(&mut w, oldest);
+    }
+
+    /// [`VersionStore::purge`] with the writers' mutex held, `oldest` found at or before now.
+    fn purge_locked(&self, w: &mut Writers, oldest: Ts) {
+        while let Some(entry) = w.retired.first_entry() {
             let ts = *entry.key();
             if ts > oldest {
                 break;
             }
             for (tree, key) in entry.remove() {
-                if let Some(m) = self.heads.get_mut(&tree) {
-                    if m.get(&key).is_some_and(|h| h.ts == Some(ts)) {
-                        m.remove(&key);
-                    }
-                }
+                self.heads.remove_unless(tree, &key, |h| h.ts != Some(ts));
             }
         }
-        let mut freed = Vec::new();
-        for seg in &mut self.segments {
-            // The extent a segment appends to stays, held or idle: the next transaction goes
-            // on appending after the last one (an append-only stream through the extents).
-            let n = seg.extents.len();
-            let mut i = 0;
-            seg.extents.retain(|x| {
-                i += 1;
-                let dead = i < n && x.live_writers == 0 && x.max_ts <= oldest;
-                if dead {
-                    freed.push(x.id);
-                }
-                !dead
-            });
-        }
-        for id in freed {
-            self.forget_blocks(id as u64 * self.extent_bytes, self.extent_bytes);
-            // The extent's old contents are dead: the device may reclaim them.
-            let extent_bytes = self.extent_bytes;
-            let _ = self
-                .io_mut()
-                .dev
-                .trim(id as u64 * extent_bytes, extent_bytes);
-            self.free.insert(id);
-            self.stats.extents_in_use -= 1;
-            self.stats.extents_freed += 1;
-        }
-        self.stats.heads = self.heads.values().map(|m| m.len() as u64).sum();
-    }
-
-    /// Reads a before-image (from the unwritten tail of a live segment, or the device).
-    fn read_image(&self, p: Ptr, tally: &mut ReadTally) -> Result<Image> {
-        tally.chain_reads += 1;
-        let mut buf = vec![0u8; p.len as usize];
-        // The record may still sit (in part) in a live segment's tail.
-        let ext = (p.offset / self.extent_bytes) as u32;
-        let in_ext = p.offset % self.extent_bytes;
-        let tail = self.segments.iter().find_map(|s| {
-            (s.extents.last().map(|x| x.id) == Some(ext) && in_ext + p.len as u64 > s.tail_from)
-                .then(|| (s.tail_from, s.tail.clone()))
-        });
-        let on_device_end = match &tail {
-            Some((from, _)) => (*from).max(in_ext).min(in_ext + p.len as u64),
-            None => in_ext + p.len as u64,
-        };
-        let dev_len = (on_device_end - in_ext) as usize;
-        if dev_len > 0 {
-            // Whole blocks, each from the cache or the device.
-            let lo = p.offset / self.block * self.block;
-            let hi = (p.offset + dev_len as u64).div_ceil(self.block) * self.block;
-            let mut at = lo;
-            while at < hi {
-                let block = self.block_at(at, tally)?;
-                let b_lo = at.max(p.offset);
-                let b_hi = (at + self.block).min(p.offset + dev_len as u64);
-                buf[(b_lo - p.offset) as usize..(b_hi - p.offset) as usize]
-                    .copy_from_slice(&block[(b_lo - at) as usize..(b_hi - at) as usize]);
-                at += self.block;
+        self.note_retired(w);
+        let dead = w.dead_extents(oldest);
+        if !dead.is_empty() {
+            let mut io = self.io_lock();
+            for id in dead {
+                // Trimmed before it is free to take: nobody writes it meanwhile.
+                io.trim(id as u64 * self.extent_bytes, self.extent_bytes);
+                w.free.insert(id);
+                w.stats.extents_in_use -= 1;
+                w.stats.extents_freed += 1;
             }
-        }
-        if let Some((from, t)) = tail {
-            for (i, b) in buf.iter_mut().enumerate().skip(dev_len) {
-                *b = t[(in_ext + i as u64 - from) as usize];
-            }
-        }
-        decode(&buf, p.offset)
-    }
-
-    /// The undo block at `at`, from the cache or read from the device (and cached).
-    fn block_at(&self, at: u64, tally: &mut ReadTally) -> Result<Vec<u8>> {
-        let mut io = self.io_lock();
-        let io = &mut *io;
-        io.stamp += 1;
-        if let Some((used, b)) = io.cache.get_mut(&at) {
-            *used = io.stamp;
-            return Ok(b.clone());
-        }
-        let mut b = vec![0u8; self.block as usize];
-        io.dev.read_at(at, &mut b)?;
-        tally.blocks_read += 1;
-        if io.cache.len() >= CACHED_BLOCKS {
-            if let Some(&victim) = io
-                .cache
-                .iter()
-                .min_by_key(|(_, (used, _))| *used)
-                .map(|(k, _)| k)
-            {
-                io.cache.remove(&victim);
-            }
-        }
-        io.cache.insert(at, (io.stamp, b.clone()));
-        Ok(b)
-    }
-
-    /// Drops cached blocks in `[at, at + len)` (rewritten or freed).
-    fn forget_blocks(&mut self, at: u64, len: u64) {
-        let io = self.io_mut();
-        if !io.cache.is_empty() {
-            io.cache.retain(|&k, _| k < at || k >= at + len);
         }
     }
 
-    /// What `txn` sees of `key`, whose version in the tree is `current`. Takes the store
-    /// shared: what it changes (the undo block cache, the readers' counters) has its own
-    /// latch.
+    /// What `txn` sees of `key`, whose version in the tree is `current`. Takes the head's
+    /// shard, then (for an older version) follows the chain.
     pub fn visible(
         &self,
         txn: TxnId,
@@ -722,7 +536,7 @@ impl VersionStore {
         let Some(snap) = self.snapshot_of(txn) else {
             return Ok(current);
         };
-        let Some(h) = self.heads.get(&tree).and_then(|m| m.get(key)).copied() else {
+        let Some(h) = self.heads.get(tree, key) else {
             return Ok(current);
         };
         if h.writer == txn || h.ts.is_some_and(|ts| ts <= snap) {
@@ -754,15 +568,7 @@ impl VersionStore {
         reverse: bool,
         limit: usize,
     ) -> Vec<Vec<u8>> {
-        let Some(m) = self.heads.get(&tree) else {
-            return Vec::new();
-        };
-        let r = m.range::<[u8], _>(range).map(|(k, _)| k.clone());
-        if reverse {
-            r.rev().take(limit).collect()
-        } else {
-            r.take(limit).collect()
-        }
+        self.heads.keys_in(tree, range, reverse, limit)
     }
 
     /// Adds what snapshot reads did to the counters.
@@ -784,7 +590,9 @@ impl VersionStore {
             chain_reads: n(&self.reads.chain_reads),
             blocks_read: n(&self.reads.blocks_read),
             old_versions_read: n(&self.reads.old_versions_read),
-            ..self.stats.clone()
+            heads: self.heads.count(),
+            write_conflicts: n(&self.write_conflicts),
+            ..self.writers().stats.clone()
         }
     }
 }

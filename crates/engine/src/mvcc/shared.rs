@@ -1,40 +1,35 @@
 //! The version store as the core's operations share it: the registry of active snapshots,
-//! striped so that snapshot transactions begin and end beside each other, and the store behind
-//! a reader-writer latch.
+//! striped so that snapshot transactions begin and end beside each other, and the store, whose
+//! parts latch themselves (see [`VersionStore`]).
 //!
 //! Who changes what, and why a snapshot reader with the core latch shared sees a consistent
 //! state:
 //!
 //! - A plain write (core latch shared) holds the record's exclusive lock and the latch of its
-//!   leaf; before it changes the leaf it keeps the version it replaces, with the store latched
-//!   exclusive, and makes itself the record's head, uncommitted.
+//!   leaf; before it changes the leaf it appends the version it replaces to its segment and
+//!   then makes itself the record's head, uncommitted (in the head's shard).
 //! - A commit gives its heads their timestamp and only then publishes that timestamp as the
-//!   newest (store exclusive), before its locks go. A snapshot begins at the newest published
-//!   timestamp, so it sees all of a commit or none of it.
+//!   newest, before its locks go; commits that changed versions do both in turn, under the
+//!   store's writers' mutex. A snapshot begins at the newest published timestamp, so it sees
+//!   all of a commit or none of it.
 //! - A snapshot reader reads the record from the tree (under the leaf's latch), then its head
-//!   (store shared). Whatever it read from the tree, a version its snapshot may not see has a
+//!   (in its shard). Whatever it read from the tree, a version its snapshot may not see has a
 //!   head by then that is uncommitted or newer than the snapshot (the head is set before the
 //!   leaf changes), and the reader follows the chain of before-images to the version it sees.
-//!   Chains are append-only, and purge frees only what no registered snapshot reads.
+//!   Chains are append-only, and purge frees only what no registered snapshot reads, so a
+//!   reader needs no latch across its reads of the chain.
 //! - A rollback takes a leaf change and its head back: it runs with the core latch exclusive,
-//!   so no reader is between its two reads then. So does everything else that reaches the
-//!   store through [`Versions::get_mut`], without locking.
+//!   so no reader is between its two reads then.
 //!
-//! Following a chain reads the undo device and its block cache, under the store's own small
-//! mutex, with the store latched shared.
+//! Following a chain reads the undo device and its block cache under their own mutex.
 
 use super::{ReadTally, Ts, VersionStore};
 use crate::error::Result;
 use crate::sync::Shards;
 use crate::wal::record::{TreeId, TxnId};
-use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, TryLockError};
-
-/// Tries at the store's latch before a thread sleeps for it: its holders keep it for about a
-/// microsecond, a sleep and wake-up costs several.
-const SPINS: u32 = 200;
+use std::sync::Arc;
 
 /// Stripes of the snapshot registry.
 const SNAPSHOT_STRIPES: usize = 16;
@@ -128,34 +123,19 @@ impl Snapshots {
 
 /// The version store with its snapshot registry, shared by the core (see the module notes).
 pub(crate) struct Versions {
-    store: ShardedLock<VersionStore>,
+    store: VersionStore,
     snaps: Arc<Snapshots>,
 }
 
 impl Versions {
     pub fn new(store: VersionStore) -> Versions {
         let snaps = store.snapshots().clone();
-        Versions {
-            store: ShardedLock::new(store),
-            snaps,
-        }
+        Versions { store, snaps }
     }
 
-    /// The store, for an operation holding the core latch exclusive.
-    pub fn get_mut(&mut self) -> &mut VersionStore {
-        self.store.get_mut().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The store to look at (heads, counters), the core latch held either way.
-    pub fn read(&self) -> ShardedLockReadGuard<'_, VersionStore> {
-        for _ in 0..SPINS {
-            match self.store.try_read() {
-                Ok(g) => return g,
-                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
-                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
-            }
-        }
-        self.store.read().unwrap_or_else(|e| e.into_inner())
+    /// The store (its parts latch themselves), the core latch held either way.
+    pub fn store(&self) -> &VersionStore {
+        &self.store
     }
 
     /// `txn`'s snapshot, if it is a snapshot transaction.
@@ -168,8 +148,8 @@ impl Versions {
         self.snaps.begin(txn)
     }
 
-    /// [`VersionStore::visible`] with the core latch shared (the store latched shared); what
-    /// it read goes to `tally`, for [`Versions::count`] once the operation is done.
+    /// [`VersionStore::visible`]; what it read goes to `tally`, for [`Versions::count`] once
+    /// the operation is done.
     pub fn visible(
         &self,
         txn: TxnId,
@@ -178,28 +158,17 @@ impl Versions {
         current: Option<Vec<u8>>,
         tally: &mut ReadTally,
     ) -> Result<Option<Vec<u8>>> {
-        self.read().visible(txn, tree, key, current, tally)
+        self.store.visible(txn, tree, key, current, tally)
     }
 
     /// Adds what snapshot reads did to the counters.
     pub fn count(&self, tally: &ReadTally) {
-        self.read().count(tally);
+        self.store.count(tally);
     }
 
-    fn write(&self) -> ShardedLockWriteGuard<'_, VersionStore> {
-        for _ in 0..SPINS {
-            match self.store.try_write() {
-                Ok(g) => return g,
-                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
-                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
-            }
-        }
-        self.store.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// [`VersionStore::check_write`] and [`VersionStore::before_write`] with the core latch
-    /// shared: the caller holds the latch of the leaf that has `key` (so `old` is its version
-    /// and no other writer of the leaf runs) and `key`'s exclusive lock.
+    /// [`VersionStore::check_write`] and [`VersionStore::before_write`]: the caller holds the
+    /// latch of the leaf that has `key` (so `old` is its version and no other writer of the
+    /// leaf runs), or the core latch exclusive, and `key`'s exclusive lock.
     pub fn before_write(
         &self,
         txn: TxnId,
@@ -207,25 +176,26 @@ impl Versions {
         key: &[u8],
         old: Option<&[u8]>,
     ) -> Result<()> {
-        let mut store = self.write();
-        store.check_write(txn, tree, key)?;
-        store.before_write(txn, tree, key, old)
+        self.store.check_write(txn, tree, key)?;
+        self.store.before_write(txn, tree, key, old)
     }
 
-    /// [`VersionStore::commit`] with the core latch shared.
+    /// [`VersionStore::commit`].
     pub fn commit(&self, txn: TxnId) -> Result<()> {
-        self.write().commit(txn)
+        self.store.commit(txn)
     }
 
     /// The end of a transaction that logged nothing, with the core latch shared: a snapshot
     /// reader's snapshot is released (the store purged only if that lets heads go); a
     /// before-image that a refused write left is committed, as the exclusive commit would.
     pub fn end_unlogged(&self, txn: TxnId) -> Result<()> {
-        if !self.read().wrote_nothing(txn) {
+        if !self.store.wrote_nothing(txn) {
             return self.commit(txn);
         }
-        if self.snaps.end(txn).is_some() && self.read().purge_due() {
-            self.write().purge();
+        if let Some(snap) = self.snaps.end(txn) {
+            if self.store.purge_due_after(snap) {
+                self.store.purge();
+            }
         }
         Ok(())
     }
