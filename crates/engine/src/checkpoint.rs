@@ -485,19 +485,23 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// The page cleaner, after a checkpoint step, in two halves like it: when fewer frames
-    /// than `cleaner_clean_fraction` of the pool are clean, copies of up to `batch_pages`
-    /// dirty pages the CLOCK hand reaches first, to be written with the core latch released
-    /// and then given to [`Checkpointer::cleaner_attach`]. (The write path's background work,
-    /// out of place its garbage collection, comes next, run by the caller without the core
-    /// latch: `Db::maintenance`.)
+    /// The page cleaner, after a checkpoint step, in two halves like it: it keeps clean the
+    /// victims eviction takes next (as InnoDB's page cleaner flushes the tail of its LRU list).
+    /// Among the next `cleaner_clean_fraction` of the pool's frames the CLOCK hand would take,
+    /// copies of up to `batch_pages` dirty pages, in the order the hand reaches them, to be
+    /// written with the core latch released and then given to
+    /// [`Checkpointer::cleaner_attach`]. (The write path's background work, out of place its
+    /// garbage collection, comes next, run by the caller without the core latch:
+    /// `Db::maintenance`.)
     pub fn cleaner_detach(&self, cache: &mut PageCache) -> Option<Detached> {
-        let want =
+        let window =
             (self.settings.cleaner_clean_fraction * cache.pool.frame_count() as f64) as usize;
-        if want == 0 || cache.pool.clean_frames() >= want {
+        if window == 0 {
             return None;
         }
-        let picks = cache.pool.cleaner_candidates(self.settings.batch_pages);
+        let picks = cache
+            .pool
+            .cleaner_candidates(self.settings.batch_pages, window);
         cache.detach(&picks, WriteReason::Eviction)
     }
 

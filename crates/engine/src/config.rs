@@ -81,7 +81,9 @@ pub struct DbConfig {
     pub checkpoint_interval_ms: u64,
     /// Pages the checkpointer writes per step (per `maintenance` call).
     pub checkpoint_batch_pages: usize,
-    /// The page cleaner keeps at least this fraction of frames clean (0 disables it).
+    /// The page cleaner keeps the victims eviction takes next clean: each maintenance step it
+    /// writes up to `checkpoint_batch_pages` dirty pages among the next this fraction of the
+    /// frames the CLOCK hand would take (0 disables it).
     pub cleaner_clean_fraction: f64,
     /// Hot-page-aware checkpointing (paper 000): a checkpoint defers a page it selects until it
     /// has been deferred this many consecutive times (0: plain checkpoints, write everything).

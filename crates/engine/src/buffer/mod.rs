@@ -588,28 +588,28 @@ impl BufferPool {
         self.flush_list.iter().next().map(|&(l, _)| l)
     }
 
-    /// Frames that are free or clean and unpinned (what eviction can take without a write).
-    pub fn clean_frames(&self) -> usize {
-        self.frames
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.pins == 0 && (f.pid.is_none() || !f.dirty))
-            // A frame being loaded cannot be taken until its load is published.
-            .filter(|&(i, _)| self.mem.bits(i as u32).load(Ordering::Relaxed) & LOADING == 0)
-            .count()
-    }
-
-    /// Up to `n` dirty unpinned pages the CLOCK hand will reach first (the page cleaner's picks).
-    pub fn cleaner_candidates(&self, n: usize) -> Vec<PageId> {
+    /// The page cleaner's picks: up to `n` dirty pages among the next `window` frames the
+    /// CLOCK hand would take as victims now (unpinned, not loading, not referenced; free frames
+    /// count too), in the order it reaches them. Empty when those victims are all clean.
+    pub fn cleaner_candidates(&self, n: usize, window: usize) -> Vec<PageId> {
         let len = self.frames.len();
-        (0..len)
-            .map(|i| (self.hand + i) % len)
-            .filter(|&i| self.mem.bits(i as u32).load(Ordering::Relaxed) & REFERENCED == 0)
-            .map(|i| &self.frames[i])
-            .filter(|f| f.dirty && f.pins == 0)
-            .filter_map(|f| f.pid)
-            .take(n)
-            .collect()
+        let mut victims = 0;
+        let mut picks = Vec::new();
+        for i in (0..len).map(|i| (self.hand + i) % len) {
+            if victims >= window || picks.len() >= n {
+                break;
+            }
+            let f = &self.frames[i];
+            let b = self.mem.bits(i as u32).load(Ordering::Relaxed);
+            if f.pins > 0 || b & (LOADING | REFERENCED) != 0 {
+                continue;
+            }
+            victims += 1;
+            if f.dirty {
+                picks.extend(f.pid);
+            }
+        }
+        picks
     }
 
     /// Checks the documented invariants (tests and debug builds): the flush list holds exactly

@@ -364,8 +364,8 @@ pub struct WallArgs {
     /// files, remaps are the filesystem's copies by reference where it has them, else copies.
     #[arg(long, value_parser = super::parse_home_method)]
     pub journal: Option<wafer_workloads::bench::HomeMethod>,
-    /// The page cleaner keeps this fraction of the buffer frames clean (the engine's
-    /// `cleaner_clean_fraction`, in [0, 0.9); 0: off). It runs in the background maintenance,
+    /// The page cleaner keeps clean the next victims, this fraction of the buffer frames, that
+    /// eviction would take (the engine's `cleaner_clean_fraction`, in [0, 0.9); 0: off). It runs in the background maintenance,
     /// so it needs `--background-ms`; with a pool that holds every page it has nothing to do.
     #[arg(long, default_value_t = 0.0, requires = "background_ms", value_parser = super::parse_clean_fraction)]
     pub cleaner_clean_fraction: f64,

@@ -89,7 +89,8 @@ pub struct TpccArgs {
     /// (paper 000; 0 = plain checkpoints) [default: 0]
     #[arg(long)]
     pub max_checkpoint_count: Option<u32>,
-    /// The page cleaner keeps this fraction of the buffer frames clean, in [0, 0.9) (0: off)
+    /// The page cleaner keeps clean the next victims, this fraction of the buffer frames, that
+    /// eviction would take, in [0, 0.9) (0: off)
     /// [default: 0]
     #[arg(long, value_parser = super::parse_clean_fraction)]
     pub cleaner_clean_fraction: Option<f64>,

@@ -54,7 +54,8 @@ pub struct WallConfig {
     #[serde(default)]
     pub load: Option<WallLoad>,
     /// The engine's `cleaner_clean_fraction`: the page cleaner, run by the background
-    /// maintenance (`background_ms`), keeps this fraction of the frames clean (0: off).
+    /// maintenance (`background_ms`), keeps clean the next victims, this fraction of the
+    /// frames, that eviction would take (0: off).
     #[serde(default)]
     pub cleaner_clean_fraction: f64,
     /// The engine's `leaf_splits`: where a full leaf splits (beside the other threads, or
