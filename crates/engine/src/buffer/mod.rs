@@ -664,4 +664,31 @@ mod tests {
         ));
         assert_eq!(BufferPool::new(1, 4096).unwrap().frame_count(), MIN_FRAMES);
     }
+
+    /// The page cleaner's picks are the dirty pages among the victims the CLOCK hand takes
+    /// next, even when nearly every frame is clean (the old trigger, a fraction of all frames
+    /// clean, then picked nothing): referenced and pinned frames are not victims yet.
+    #[test]
+    fn the_cleaner_picks_the_dirty_victims_the_hand_reaches_next() {
+        let mut p = BufferPool::new(MIN_FRAMES, 4096).unwrap();
+        let n = p.frame_count() as u32;
+        for f in 0..n {
+            p.install(f, 100 + f as PageId);
+            p.mem.bits(f).store(0, Ordering::Relaxed);
+        }
+        for f in [1, 3, 5, n - 1] {
+            p.mark_dirty(f, 1, 0);
+        }
+        // Frame 1 is referenced and frame 5 pinned: the hand passes them by.
+        p.touch_hit_shared(1);
+        p.frames[5].pins = 1;
+        assert_eq!(p.cleaner_candidates(64, 4), vec![103]);
+        assert_eq!(
+            p.cleaner_candidates(64, n as usize),
+            vec![103, 100 + (n - 1) as PageId]
+        );
+        assert_eq!(p.cleaner_candidates(1, n as usize), vec![103]);
+        assert!(p.cleaner_candidates(64, 0).is_empty());
+        p.frames[5].pins = 0;
+    }
 }
