@@ -43,6 +43,9 @@ impl Heads {
 
     /// The head of `key` in `tree`.
     pub fn get(&self, tree: TreeId, key: &[u8]) -> Option<Head> {
+        if self.none() {
+            return None;
+        }
         let s = self.shards.lock(hash(tree, key));
         s.trees.get(&tree).and_then(|m| m.get(key)).copied()
     }
@@ -55,7 +58,7 @@ impl Heads {
             *h = head;
         } else {
             m.insert(key.to_vec(), head);
-            self.count.fetch_add(1, Ordering::Relaxed);
+            self.count.fetch_add(1, Ordering::SeqCst);
         }
     }
 
@@ -76,7 +79,7 @@ impl Heads {
         };
         if m.get(key).is_some_and(|h| !keep(h)) {
             m.remove(key);
-            self.count.fetch_sub(1, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -98,6 +101,9 @@ impl Heads {
         limit: usize,
     ) -> Vec<Vec<u8>> {
         let mut keys = Vec::new();
+        if self.none() {
+            return keys;
+        }
         self.shards.each(|s| {
             let Some(m) = s.trees.get(&tree) else {
                 return;
@@ -116,6 +122,14 @@ impl Heads {
         }
         keys.truncate(limit);
         keys
+    }
+
+    /// Whether there is no head at all (most of the time, when no snapshot is older than the
+    /// newest commits): a look needs no shard then. A head a reader must see was inserted
+    /// before the leaf change the reader saw (under the leaf's latch, which orders the two),
+    /// so its count is seen too; one purged since, every snapshot sees past.
+    fn none(&self) -> bool {
+        self.count.load(Ordering::SeqCst) == 0
     }
 
     /// Heads in all shards.
