@@ -114,17 +114,21 @@ pub struct VersionStats {
 /// latch shared, see `shared.rs`):
 ///
 /// - the heads, sharded by key ([`Heads`]): a reader or writer of a key takes its shard;
-/// - what only writers change ([`Writers`]: segments, free extents, live transactions' state,
-///   retired commits, counters) under one mutex, held for an append or a commit's bookkeeping
-///   (a reader takes it only to copy a segment's unwritten tail);
-/// - the undo device and its block cache ([`UndoIo`]), taken after the writers' mutex;
+/// - what only writers change ([`Writers`]: segments, free extents, retired commits,
+///   counters) under one mutex, held for an append or a commit's bookkeeping, not across the
+///   write of the undo blocks an append completes (a reader takes it only to copy a segment's
+///   unwritten tail);
+/// - each live transaction's own state, in shards by transaction, out of its shard while the
+///   transaction appends (never held with the writers' mutex);
+/// - the undo device and its block cache ([`UndoIo`]), taken after the writers' mutex where
+///   both are held (moving to a new extent, purge's trims);
 /// - the snapshot registry ([`Snapshots`], striped).
 ///
-/// The oldest snapshot is found (a look at every stripe) with none of these held.
+/// The oldest snapshot is found (a look at every stripe) with none of these held, but when an
+/// append finds no free extent.
 pub(crate) struct VersionStore {
     heads: Heads,
-    /// What each live transaction did to the store, sharded by transaction (taken after the
-    /// writers' mutex where both are held).
+    /// What each live transaction did to the store, sharded by transaction.
     live: Shards<HashMap<TxnId, TxnVersions>>,
     w: Mutex<Writers>,
     io: Mutex<UndoIo>,
@@ -387,6 +391,12 @@ impl VersionStore {
             w.stats.appended_bytes += rec.len() as u64;
         }
         drop(w);
+        let appended = appended.and_then(|(ptr, blocks)| {
+            if let Some(b) = blocks {
+                self.write_blocks(b)?;
+            }
+            Ok(ptr)
+        });
         if appended.is_ok() {
             t.replaced.push((tree, key.to_vec(), prev_head));
         }

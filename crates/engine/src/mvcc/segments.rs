@@ -41,6 +41,13 @@ pub(super) struct Segment {
     holder: Option<TxnId>,
 }
 
+/// Whole blocks of a segment's tail, to be written to the undo device.
+pub(super) struct Blocks {
+    segment: usize,
+    at: u64,
+    data: Vec<u8>,
+}
+
 /// The undo device and its cache of read blocks.
 pub(super) struct UndoIo {
     pub dev: Box<dyn BlockDevice>,
@@ -158,15 +165,16 @@ impl Writers {
 }
 
 impl VersionStore {
-    /// Appends `rec` to the segment of `txn` (whose state is `t`) (a new extent when the current one is short), writing
-    /// every block it completes. Its place.
+    /// Appends `rec` to the segment of `txn`, whose state is `t` (a new extent when the
+    /// current one is short). Its place, and the whole blocks it completed, to be written with
+    /// the writers' mutex released ([`VersionStore::write_blocks`]).
     pub(super) fn append(
         &self,
         w: &mut Writers,
         t: &mut TxnVersions,
         txn: TxnId,
         rec: &[u8],
-    ) -> Result<Ptr> {
+    ) -> Result<(Ptr, Option<Blocks>)> {
         let si = w.segment_of(t, txn);
         let seg = &w.segments[si];
         let room = if seg.extents.is_empty() {
@@ -176,7 +184,7 @@ impl VersionStore {
         };
         if room < rec.len() as u64 {
             if w.free.is_empty() {
-                // Snapshot readers end without purging unless heads are due (`purge_due`):
+                // Snapshot readers end without purging unless heads are due (`purge_due_after`):
                 // extents they alone held may be free to take.
                 self.purge_locked(w, self.snaps.oldest());
             }
@@ -222,19 +230,35 @@ impl VersionStore {
         let offset = ext_id as u64 * self.extent_bytes + seg.used;
         seg.tail.extend_from_slice(rec);
         seg.used += rec.len() as u64;
-        // Whole blocks go to the device now, sequentially.
+        // Whole blocks go to the device next, sequentially. They stay in the tail, where
+        // readers find them, until they are written.
         let whole = seg.tail.len() as u64 / self.block * self.block;
-        if whole > 0 {
-            let rest = seg.tail.split_off(whole as usize);
-            let out = std::mem::replace(&mut seg.tail, rest);
-            let at = ext_id as u64 * self.extent_bytes + seg.tail_from;
-            seg.tail_from += whole;
-            self.io_lock().write(at, &out)?;
-        }
-        Ok(Ptr {
+        let blocks = (whole > 0).then(|| Blocks {
+            segment: si,
+            at: ext_id as u64 * self.extent_bytes + seg.tail_from,
+            data: seg.tail[..whole as usize].to_vec(),
+        });
+        let ptr = Ptr {
             offset,
             len: rec.len() as u32,
-        })
+        };
+        Ok((ptr, blocks))
+    }
+
+    /// Writes the whole blocks an append completed, the writers' mutex not held (so that
+    /// readers copying a tail and other writers do not wait for the device), then takes them
+    /// out of the segment's tail. Only the segment's transaction appends to it, and the extent
+    /// it appends to is never freed, so the tail is as the append left it. After a failed
+    /// write the blocks stay in the tail, and the next append writes them again.
+    pub(super) fn write_blocks(&self, b: Blocks) -> Result<()> {
+        self.io_lock().write(b.at, &b.data)?;
+        let mut w = self.writers();
+        let seg = &mut w.segments[b.segment];
+        let len = b.data.len();
+        debug_assert_eq!(seg.tail[..len], b.data[..]);
+        seg.tail.drain(..len);
+        seg.tail_from += len as u64;
+        Ok(())
     }
 
     /// Writes `data` at `at`, padded with zeros to whole blocks.

@@ -46,8 +46,8 @@ struct Stripe {
 pub(crate) struct Snapshots {
     stripes: Shards<Stripe>,
     /// Commits so far that changed versions (the newest timestamp). Moved by a commit holding
-    /// the store exclusively, after its heads carry the new value; read by snapshots that
-    /// begin beside it.
+    /// the store's writers' mutex, after its heads carry the new value; read by snapshots
+    /// that begin beside it.
     last_ts: AtomicU64,
 }
 
@@ -114,7 +114,7 @@ impl Snapshots {
     }
 
     /// Makes `ts`, the next timestamp, the newest commit: once its heads carry it (commits
-    /// are serialized by the store's latch, or the core latch exclusive).
+    /// are serialized by the store's writers' mutex).
     pub fn publish(&self, ts: Ts) {
         debug_assert_eq!(ts, self.last_ts() + 1);
         self.last_ts.store(ts, Ordering::SeqCst);

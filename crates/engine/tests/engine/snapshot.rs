@@ -679,11 +679,12 @@ fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
 }
 
 /// Snapshot readers do not wait for a writer's write of an undo block: the version store's
-/// writers append under a mutex of their own, and a reader looks only at its key's head (its
-/// shard). The undo device holds back the write of the first block of another transaction's
-/// before-images (marked values, in other leaves) while another thread runs 200 snapshot
-/// transactions that read a key with a head, a key without one, and a key no one wrote; before,
-/// every snapshot read latched the whole store, which the writer held across the device write.
+/// writers append under a mutex of their own, not held across that write, and a reader looks
+/// only at its key's head (its shard). The undo device holds back the write of the first block
+/// of another transaction's before-images (marked values, in other leaves) while another thread
+/// runs 200 snapshot transactions that read a key with a head, a key without one, and a key no
+/// one wrote, and an older snapshot follows a chain to a version still in memory; before, every
+/// snapshot read latched the whole store, which the writer held across the device write.
 #[test]
 fn snapshot_readers_run_while_an_undo_block_is_written() {
     use crate::support::{Gate, Gated};
@@ -743,12 +744,14 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
                 assert!(r.get(&t, b"none").unwrap().is_none());
                 r.commit().unwrap();
             }
+            assert_eq!(old.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
             done_tx.send(()).unwrap();
+            old
         })
     };
     let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
     gate.set(false);
-    reader.join().unwrap();
+    let mut old = reader.join().unwrap();
     writer.join().unwrap();
     assert!(
         ran.is_ok(),
