@@ -155,6 +155,20 @@ struct Writers {
     stats: VersionStats,
 }
 
+/// A live transaction's state taken out of its shard, put back when dropped.
+struct TakenState<'a> {
+    store: &'a VersionStore,
+    txn: TxnId,
+    t: TxnVersions,
+}
+
+impl Drop for TakenState<'_> {
+    fn drop(&mut self) {
+        let t = std::mem::take(&mut self.t);
+        self.store.live.lock(shard(self.txn)).insert(self.txn, t);
+    }
+}
+
 /// What snapshot reads did, counted by the reader and then added to the store's counters
 /// ([`VersionStore::count`]): a read that gives up for the exclusive path adds nothing.
 #[derive(Clone, Copy, Debug, Default)]
@@ -382,10 +396,16 @@ impl VersionStore {
             )));
         }
         // Taken out of its shard for the append (only `txn`'s own operations reach it), so
-        // that other transactions' ends in that shard do not wait for an undo block's write.
-        let mut t = self.live.lock(shard(txn)).remove(&txn).unwrap_or_default();
+        // that other transactions' ends in that shard do not wait for an undo block's write;
+        // put back when this ends, a panic included (its extents would stay held otherwise).
+        let mut taken = TakenState {
+            store: self,
+            txn,
+            t: self.live.lock(shard(txn)).remove(&txn).unwrap_or_default(),
+        };
+        let t = &mut taken.t;
         let mut w = self.writers();
-        let appended = self.append(&mut w, &mut t, txn, &rec);
+        let appended = self.append(&mut w, t, txn, &rec);
         if appended.is_ok() {
             w.stats.before_images += 1;
             w.stats.appended_bytes += rec.len() as u64;
@@ -400,7 +420,7 @@ impl VersionStore {
         if appended.is_ok() {
             t.replaced.push((tree, key.to_vec(), prev_head));
         }
-        self.live.lock(shard(txn)).insert(txn, t);
+        drop(taken);
         let ptr = appended?;
         // The image is appended before the head names it: a reader that finds the head finds
         // the image.
