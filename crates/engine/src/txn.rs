@@ -7,6 +7,7 @@ use crate::engine::LeafHint;
 use crate::engine::{Core, Shared, POINT_READS, SCAN_READS};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
+use crate::scan_buf::ScanBuf;
 use crate::wal::record::{Body, TxnId};
 use crate::wal::Wal;
 use std::collections::VecDeque;
@@ -205,6 +206,31 @@ impl Txn {
         }
         self.with_scan_wait(tree, |core, wal| {
             core.scan(wal, id, tree, range, reverse, limit, None)
+        })
+    }
+
+    /// [`Txn::scan`] into `buf` (emptied first), which keeps every key and value in one
+    /// allocation: nothing is allocated per pair, and a buffer scanned into again reuses its
+    /// memory. The same locks, conflicts and waits as `scan`.
+    pub fn scan_into(
+        &mut self,
+        tree: &Tree,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+        limit: usize,
+        buf: &mut ScanBuf,
+    ) -> Result<()> {
+        let id = self.id;
+        let shared = self.shared.shared_op(SCAN_READS, |c| {
+            c.scan_shared_to((id, tree), (range, reverse), limit, None, &mut *buf)
+        });
+        match shared {
+            // A conflict may be waited out: that needs the latch exclusive.
+            Some(Err(Error::Conflict { .. })) | None => {}
+            Some(r) => return r,
+        }
+        self.with_scan_wait(tree, |core, wal| {
+            core.scan_to(wal, (id, tree), (range, reverse), limit, None, &mut *buf)
         })
     }
 

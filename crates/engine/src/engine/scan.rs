@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::health::Health;
 use crate::mvcc::{ReadTally, VersionStore};
 use crate::read_shared::SharedReader;
+use crate::scan_buf::PairOut;
 use crate::wal::record::{TreeId, TxnId};
 use crate::wal::Wal;
 use std::ops::Bound;
@@ -31,14 +32,30 @@ impl Core {
         reverse: bool,
         limit: usize,
         cursor: Option<&mut Option<ScanGuard>>,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    ) -> Result<Pairs> {
+        let mut out = Vec::new();
+        self.scan_to(wal, (txn, tree), (range, reverse), limit, cursor, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Core::scan`], its pairs put in `out` (emptied first).
+    pub(crate) fn scan_to<O: PairOut>(
+        &mut self,
+        wal: &mut Wal,
+        (txn, tree): (TxnId, &Tree),
+        (range, reverse): (KeyRange<'_>, bool),
+        limit: usize,
+        cursor: Option<&mut Option<ScanGuard>>,
+        out: &mut O,
+    ) -> Result<()> {
+        out.clear_pairs();
         if self.is_snapshot(txn) {
             self.checked(txn, tree)?;
             if cursor.is_none() {
                 self.stats.ops.add(1);
             }
             if limit == 0 {
-                return Ok(Vec::new());
+                return Ok(());
             }
             let mut view = Exclusive {
                 cache: &mut self.cache,
@@ -52,7 +69,7 @@ impl Core {
                 txn,
                 tree,
             };
-            return snapshot_scan(&mut view, range, reverse, limit)
+            return snapshot_scan(&mut view, (range, reverse), limit, out)
                 .expect("an exclusive view reads every page");
         }
         let (mut own, batch) = (None, cursor.is_some());
@@ -61,7 +78,7 @@ impl Core {
             self.stats.ops.add(1);
         }
         let cc = self.txns.cc();
-        let mut sink = ClaimedPairs::new(cc, txn, tree.id, guard, limit);
+        let mut sink = ClaimedPairs::new(cc, (txn, tree.id), guard, limit, out);
         let r = if limit == 0 {
             Ok(())
         } else {
@@ -69,9 +86,8 @@ impl Core {
                 bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
             })
         };
-        let out = sink.finish();
-        self.health.guard(r)?;
-        Ok(out)
+        drop(sink);
+        self.health.guard(r)
     }
 
     /// The checks before a scan of `txn` (not a snapshot reader's), and what keeps it from
@@ -100,16 +116,15 @@ impl Core {
     /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
     /// needs is not in memory (the caller runs `scan` exclusive; nothing was changed). A
     /// snapshot reader takes no lock.
-    pub(super) fn scan_snapshot_shared(
+    pub(super) fn scan_snapshot_shared<O: PairOut>(
         &self,
-        txn: TxnId,
-        tree: &Tree,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-        reverse: bool,
+        (txn, tree): (TxnId, &Tree),
+        (range, reverse): (KeyRange<'_>, bool),
         limit: usize,
-    ) -> Option<Result<Pairs>> {
+        out: &mut O,
+    ) -> Option<Result<()>> {
         if limit == 0 {
-            return Some(Ok(Vec::new()));
+            return Some(Ok(()));
         }
         let mut view = SharedView {
             core: self,
@@ -118,7 +133,7 @@ impl Core {
             hits: 0,
             tally: ReadTally::default(),
         };
-        let r = snapshot_scan(&mut view, range, reverse, limit)?;
+        let r = snapshot_scan(&mut view, (range, reverse), limit, out)?;
         self.cache.pool.shared_hits.add(view.hits);
         view.versions().count(&view.tally);
         Some(r)
@@ -127,43 +142,40 @@ impl Core {
 
 /// The pairs of a scan, up to a limit, with the scan's key-range claim grown leaf by leaf as it
 /// reads (see `ranges.rs`); ends the claim's growth when finished (or dropped).
-pub(super) struct ClaimedPairs<'a> {
+pub(super) struct ClaimedPairs<'a, O: PairOut> {
     cc: &'a dyn ConcurrencyControl,
     txn: TxnId,
     tree: TreeId,
     guard: &'a ScanGuard,
-    out: Pairs,
+    out: &'a mut O,
     limit: usize,
     /// Pairs of `out` whose keys the claim was told about.
     told: usize,
 }
 
-impl<'a> ClaimedPairs<'a> {
+impl<'a, O: PairOut> ClaimedPairs<'a, O> {
+    /// The pairs go to `out`, emptied first.
     pub(super) fn new(
         cc: &'a dyn ConcurrencyControl,
-        txn: TxnId,
-        tree: TreeId,
+        (txn, tree): (TxnId, TreeId),
         guard: &'a ScanGuard,
         limit: usize,
-    ) -> ClaimedPairs<'a> {
+        out: &'a mut O,
+    ) -> ClaimedPairs<'a, O> {
+        out.clear_pairs();
         ClaimedPairs {
             cc,
             txn,
             tree,
             guard,
-            out: Vec::new(),
+            out,
             limit,
             told: 0,
         }
     }
-
-    /// The pairs read.
-    pub(super) fn finish(mut self) -> Pairs {
-        std::mem::take(&mut self.out)
-    }
 }
 
-impl Drop for ClaimedPairs<'_> {
+impl<O: PairOut> Drop for ClaimedPairs<'_, O> {
     fn drop(&mut self) {
         if let ScanGuard::Ranges(claim) = self.guard {
             self.cc.scan_end(self.tree, claim);
@@ -171,10 +183,10 @@ impl Drop for ClaimedPairs<'_> {
     }
 }
 
-impl ScanSink for ClaimedPairs<'_> {
+impl<O: PairOut> ScanSink for ClaimedPairs<'_, O> {
     fn pair(&mut self, key: &[u8], value: &[u8]) -> bool {
-        self.out.push((key.to_vec(), value.to_vec()));
-        self.out.len() < self.limit
+        self.out.push_pair(key, value);
+        self.out.pair_count() < self.limit
     }
 
     fn reach(&mut self, reach: Reach<'_>) -> Result<()> {
@@ -182,20 +194,17 @@ impl ScanSink for ClaimedPairs<'_> {
             return Ok(());
         };
         // A key reached but not given yet: its value is in an overflow chain.
+        let n = self.out.pair_count();
         let ahead = match reach {
-            Reach::On(Some(k)) | Reach::Stop(k) if self.out.last().is_none_or(|p| p.0 != k) => {
-                Some(k)
-            }
+            Reach::On(Some(k)) | Reach::Stop(k) if n == 0 || self.out.key_at(n - 1) != k => Some(k),
             _ => None,
         };
-        let mut keys = self.out[self.told..]
-            .iter()
-            .map(|p| p.0.as_slice())
-            .chain(ahead);
+        let out = &*self.out;
+        let mut keys = (self.told..n).map(|i| out.key_at(i)).chain(ahead);
         let r = self
             .cc
             .scan_reach(self.txn, self.tree, claim, &mut keys, reach);
-        self.told = self.out.len();
+        self.told = n;
         r
     }
 }
@@ -341,17 +350,17 @@ impl SnapshotView for SharedView<'_> {
 /// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
 /// range is done. `None` when the view refused a window. The heads are looked at again after
 /// the tree is read (see the loop).
-fn snapshot_scan(
+fn snapshot_scan<O: PairOut>(
     view: &mut impl SnapshotView,
-    range: (Bound<&[u8]>, Bound<&[u8]>),
-    reverse: bool,
+    (range, reverse): (KeyRange<'_>, bool),
     limit: usize,
-) -> Option<Result<Pairs>> {
+    out: &mut O,
+) -> Option<Result<()>> {
     let window = limit.clamp(1, 1024);
     let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
         (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
     let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
-    let mut out = Vec::new();
+    out.clear_pairs();
     loop {
         let r = (
             bounds.0.as_ref().map(|k| k.as_slice()),
@@ -400,29 +409,30 @@ fn snapshot_scan(
         }
         merged.extend(hs.map(|h| (h, None, true)));
         for (k, current, headed) in merged {
-            if out.len() >= limit {
-                return Some(Ok(out));
+            if out.pair_count() >= limit {
+                return Some(Ok(()));
             }
             if !headed {
-                out.push((k, current.expect("a key without a head came from the tree")));
+                let v = current.expect("a key without a head came from the tree");
+                out.push_pair(&k, &v);
                 continue;
             }
             // A head key missing from the tree was deleted (or is being written).
             match view.visible(&k, current) {
-                Ok(Some(v)) => out.push((k, v)),
+                Ok(Some(v)) => out.push_pair(&k, &v),
                 Ok(None) => {}
                 Err(e) => return Some(Err(e)),
             }
         }
         match end {
-            Some(e) if out.len() < limit => {
+            Some(e) if out.pair_count() < limit => {
                 if reverse {
                     bounds.1 = Bound::Excluded(e);
                 } else {
                     bounds.0 = Bound::Excluded(e);
                 }
             }
-            _ => return Some(Ok(out)),
+            _ => return Some(Ok(())),
         }
     }
 }

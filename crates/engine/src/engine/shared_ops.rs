@@ -7,11 +7,12 @@ use super::scan::ClaimedPairs;
 use super::{update_log_need, Core, Pairs};
 use crate::btree::tree as bt;
 use crate::catalog::Tree;
-use crate::cc::{Access, ScanGuard};
+use crate::cc::{Access, KeyRange, ScanGuard};
 use crate::error::Result;
 use crate::page::Lsn;
 use crate::ranges::Change;
 use crate::read_shared::{SharedReader, SharedWriter};
+use crate::scan_buf::PairOut;
 use crate::txn_table::txn_reserve;
 use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::SharedWal;
@@ -100,12 +101,29 @@ impl Core {
         limit: usize,
         cursor: Option<&mut Option<ScanGuard>>,
     ) -> Option<Result<Pairs>> {
+        let mut out = Vec::new();
+        let r = self.scan_shared_to((txn, tree), (range, reverse), limit, cursor, &mut out)?;
+        Some(r.map(|()| out))
+    }
+
+    /// [`Core::scan_shared`], its pairs put in `out` (emptied first; what a refused attempt
+    /// put there is to be dropped).
+    pub(crate) fn scan_shared_to<O: PairOut>(
+        &self,
+        (txn, tree): (TxnId, &Tree),
+        (range, reverse): (KeyRange<'_>, bool),
+        limit: usize,
+        cursor: Option<&mut Option<ScanGuard>>,
+        out: &mut O,
+    ) -> Option<Result<()>> {
+        out.clear_pairs();
         let batch = cursor.is_some();
         if self.is_snapshot(txn) {
             if let Err(e) = self.checked(txn, tree) {
                 return Some(Err(e));
             }
-            let Some(r) = self.scan_snapshot_shared(txn, tree, range, reverse, limit) else {
+            let Some(r) = self.scan_snapshot_shared((txn, tree), (range, reverse), limit, out)
+            else {
                 self.stats.shared_retries.add(1);
                 return None;
             };
@@ -121,7 +139,7 @@ impl Core {
             Err(e) => return Some(Err(e)),
         };
         let cc = self.txns.cc();
-        let mut sink = ClaimedPairs::new(cc, txn, tree.id, guard, limit);
+        let mut sink = ClaimedPairs::new(cc, (txn, tree.id), guard, limit, out);
         if limit > 0 {
             let Some(r) = SharedReader::run(&self.cache, |m| {
                 bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
@@ -140,7 +158,7 @@ impl Core {
             self.stats.ops.add(1);
         }
         self.stats.shared.add(1);
-        Some(Ok(sink.finish()))
+        Some(Ok(()))
     }
 
     /// Whether the plain reads outside transactions ([`Core::get_committed`]) may run shared:
