@@ -410,6 +410,38 @@ pub fn leaf_cell_at(page: &[u8], i: usize) -> Result<(&[u8], LeafValue<'_>)> {
     leaf_cell_h(page, &h, i)
 }
 
+/// A leaf whose header is read and checked once, for reading many of its cells (a scan).
+pub struct Leaf<'a> {
+    page: &'a [u8],
+    h: Hdr,
+}
+
+impl<'a> Leaf<'a> {
+    /// `page` as a leaf (an error if it is not one).
+    pub fn of(page: &'a [u8]) -> Result<Leaf<'a>> {
+        let h = hdr(page)?;
+        if h.kind != NodeKind::Leaf {
+            return Err(corrupt(page, "expected a leaf"));
+        }
+        Ok(Leaf { page, h })
+    }
+
+    /// Cells in the leaf.
+    pub fn len(&self) -> usize {
+        self.h.n
+    }
+
+    /// Whether the leaf has no cell.
+    pub fn is_empty(&self) -> bool {
+        self.h.n == 0
+    }
+
+    /// Key and value of cell `i` ([`leaf_cell_at`], each cell still bounds-checked).
+    pub fn cell(&self, i: usize) -> Result<(&'a [u8], LeafValue<'a>)> {
+        leaf_cell_h(self.page, &self.h, i)
+    }
+}
+
 fn leaf_cell_h<'a>(page: &'a [u8], h: &Hdr, i: usize) -> Result<(&'a [u8], LeafValue<'a>)> {
     let (s, e) = cell_range(page, h, i)?;
     let cell = &page[s..e];

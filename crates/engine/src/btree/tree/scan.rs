@@ -140,7 +140,8 @@ fn visit_up<F: ScanSink + ?Sized>(
     after: Option<&[u8]>,
     f: &mut F,
 ) -> Result<Visit> {
-    let n = node::cell_count(p)?;
+    let leaf = node::Leaf::of(p)?;
+    let n = leaf.len();
     let first = match from {
         Bound::Unbounded => 0,
         Bound::Included(s) => match node::search(p, s)? {
@@ -153,7 +154,7 @@ fn visit_up<F: ScanSink + ?Sized>(
     };
     let mut visited = None;
     for i in first..n {
-        let (k, v) = node::leaf_cell_at(p, i)?;
+        let (k, v) = leaf.cell(i)?;
         let beyond = match end {
             Bound::Unbounded => false,
             Bound::Included(e) => k > e,
@@ -275,8 +276,9 @@ fn visit_down<F: ScanSink + ?Sized>(
     if !pending && node::split_pending_unchecked(p) {
         return Ok(None);
     }
+    let leaf = node::Leaf::of(p)?;
     let top = match to {
-        Bound::Unbounded => node::cell_count(p)?,
+        Bound::Unbounded => leaf.len(),
         Bound::Included(e) => match node::search(p, e)? {
             Search::Found(i) => i + 1,
             Search::NotFound(i) => i,
@@ -287,7 +289,7 @@ fn visit_down<F: ScanSink + ?Sized>(
     };
     let mut visited = None;
     for i in (0..top).rev() {
-        let (k, v) = node::leaf_cell_at(p, i)?;
+        let (k, v) = leaf.cell(i)?;
         let below = match start {
             Bound::Unbounded => false,
             Bound::Included(s) => k < s,
