@@ -431,11 +431,6 @@ impl<'a> Leaf<'a> {
         self.h.n
     }
 
-    /// Whether the leaf has no cell.
-    pub fn is_empty(&self) -> bool {
-        self.h.n == 0
-    }
-
     /// Key and value of cell `i` ([`leaf_cell_at`], each cell still bounds-checked).
     pub fn cell(&self, i: usize) -> Result<(&'a [u8], LeafValue<'a>)> {
         leaf_cell_h(self.page, &self.h, i)
