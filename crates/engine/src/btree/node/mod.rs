@@ -165,9 +165,11 @@ pub fn check_page_size(page_size: usize) -> Result<()> {
 
 mod cell;
 mod flags;
+mod leaf;
 mod restructure;
 use cell::{internal_cell, leaf_cell};
 pub use flags::*;
+pub use leaf::*;
 pub use restructure::*;
 
 fn corrupt(page: &[u8], reason: &'static str) -> Error {
@@ -399,66 +401,6 @@ pub fn cmp_key(a: &[u8], b: &[u8]) -> Ordering {
 /// Key of cell `i`.
 pub fn key_at(page: &[u8], i: usize) -> Result<&[u8]> {
     key_h(page, &hdr(page)?, i)
-}
-
-/// Key and value of leaf cell `i`.
-pub fn leaf_cell_at(page: &[u8], i: usize) -> Result<(&[u8], LeafValue<'_>)> {
-    let h = hdr(page)?;
-    if h.kind != NodeKind::Leaf {
-        return Err(corrupt(page, "expected a leaf"));
-    }
-    leaf_cell_h(page, &h, i)
-}
-
-/// A leaf whose header is read and checked once, for reading many of its cells (a scan).
-pub struct Leaf<'a> {
-    page: &'a [u8],
-    h: Hdr,
-}
-
-impl<'a> Leaf<'a> {
-    /// `page` as a leaf (an error if it is not one).
-    pub fn of(page: &'a [u8]) -> Result<Leaf<'a>> {
-        let h = hdr(page)?;
-        if h.kind != NodeKind::Leaf {
-            return Err(corrupt(page, "expected a leaf"));
-        }
-        Ok(Leaf { page, h })
-    }
-
-    /// Cells in the leaf.
-    pub fn len(&self) -> usize {
-        self.h.n
-    }
-
-    /// Key and value of cell `i` ([`leaf_cell_at`], each cell still bounds-checked).
-    pub fn cell(&self, i: usize) -> Result<(&'a [u8], LeafValue<'a>)> {
-        leaf_cell_h(self.page, &self.h, i)
-    }
-}
-
-fn leaf_cell_h<'a>(page: &'a [u8], h: &Hdr, i: usize) -> Result<(&'a [u8], LeafValue<'a>)> {
-    let (s, e) = cell_range(page, h, i)?;
-    let cell = &page[s..e];
-    let key = cell_key(cell);
-    let t = 2 + key.len();
-    let val = match cell[t] {
-        TAG_INLINE => LeafValue::Inline(&cell[t + 5..]),
-        _ => LeafValue::Overflow {
-            total_len: get_u32(cell, t + 1),
-            first: get_u64(cell, t + 5),
-        },
-    };
-    Ok((key, val))
-}
-
-/// All (key, value) pairs of a leaf, in key order.
-pub fn leaf_entries(page: &[u8]) -> Result<Vec<(&[u8], LeafValue<'_>)>> {
-    let h = hdr(page)?;
-    if h.kind != NodeKind::Leaf {
-        return Err(corrupt(page, "expected a leaf"));
-    }
-    (0..h.n).map(|i| leaf_cell_h(page, &h, i)).collect()
 }
 
 /// Child `c` of an internal node: 0 is the leftmost child, `c >= 1` the child of cell `c - 1`.
