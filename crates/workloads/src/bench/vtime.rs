@@ -303,17 +303,18 @@ fn apply_op(t: &mut wafer_engine::Txn, tree: &Tree, op: &YcsbOp) -> Result<(), E
         YcsbOp::ReadModifyWrite { key, value } => t
             .get(tree, key)
             .and_then(|_| t.put(tree, key, value).map(|_| ())),
-        YcsbOp::Scan { start_key, len } => t
-            .scan(
-                tree,
-                (
-                    std::ops::Bound::Included(&start_key[..]),
-                    std::ops::Bound::Unbounded,
-                ),
-                false,
-                *len,
-            )
-            .map(|_| ()),
+        YcsbOp::Scan { start_key, len } => {
+            // Into a buffer each client thread reuses: no allocation per pair.
+            thread_local! {
+                static BUF: std::cell::RefCell<wafer_engine::ScanBuf> =
+                    std::cell::RefCell::new(wafer_engine::ScanBuf::new());
+            }
+            let range = (
+                std::ops::Bound::Included(&start_key[..]),
+                std::ops::Bound::Unbounded,
+            );
+            BUF.with(|b| t.scan_into(tree, range, false, *len, &mut b.borrow_mut()))
+        }
     }
 }
 
