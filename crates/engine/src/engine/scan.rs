@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::health::Health;
 use crate::mvcc::{ReadTally, VersionStore};
 use crate::read_shared::SharedReader;
-use crate::scan_buf::PairOut;
+use crate::scan_buf::{PairOut, ScanBuf};
 use crate::wal::record::{TreeId, TxnId};
 use crate::wal::Wal;
 use std::ops::Bound;
@@ -213,29 +213,29 @@ impl<O: PairOut> ScanSink for ClaimedPairs<'_, O> {
 fn window<S: crate::btree::PageStore>(
     m: &mut S,
     root: crate::page::PageId,
-    r: (Bound<&[u8]>, Bound<&[u8]>),
-    reverse: bool,
+    (r, reverse): (KeyRange<'_>, bool),
     want: usize,
-) -> Result<Pairs> {
-    let mut pairs = Vec::with_capacity(want.min(1024));
+    buf: &mut ScanBuf,
+) -> Result<()> {
+    buf.clear();
     bt::scan(m, root, r.0, r.1, reverse, &mut |k: &[u8], v: &[u8]| {
-        pairs.push((k.to_vec(), v.to_vec()));
-        pairs.len() < want
-    })?;
-    Ok(pairs)
+        buf.push_pair(k, v);
+        buf.len() < want
+    })
 }
 
 /// What a snapshot scan reads: the tree a window at a time, the keys with a head in the version
 /// store, and the version the snapshot sees of one record.
 trait SnapshotView {
-    /// Up to `want` pairs of the tree in `range`; `None` when refused (a page not in memory,
-    /// for a view that does not read the device).
+    /// Up to `want` pairs of the tree in `range`, into `buf` (emptied first); `None` when
+    /// refused (a page not in memory, for a view that does not read the device).
     fn tree_window(
         &mut self,
         range: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         want: usize,
-    ) -> Option<Result<Pairs>>;
+        buf: &mut ScanBuf,
+    ) -> Option<Result<()>>;
     /// Up to `limit` keys with a head in `range`, in scan order.
     fn heads(
         &mut self,
@@ -263,9 +263,10 @@ impl SnapshotView for Exclusive<'_> {
         r: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         want: usize,
-    ) -> Option<Result<Pairs>> {
+        buf: &mut ScanBuf,
+    ) -> Option<Result<()>> {
         let res = crate::ops::read(self.cache, self.wal, |m| {
-            window(m, self.tree.root, r, reverse, want)
+            window(m, self.tree.root, (r, reverse), want, buf)
         });
         Some(self.health.guard(res))
     }
@@ -315,9 +316,10 @@ impl SnapshotView for SharedView<'_> {
         r: (Bound<&[u8]>, Bound<&[u8]>),
         reverse: bool,
         want: usize,
-    ) -> Option<Result<Pairs>> {
+        buf: &mut ScanBuf,
+    ) -> Option<Result<()>> {
         let res = SharedReader::run_tallied(&self.core.cache, &mut self.hits, |m| {
-            window(m, self.tree.root, r, reverse, want)
+            window(m, self.tree.root, (r, reverse), want, buf)
         })?;
         Some(self.core.health.guard(res))
     }
@@ -361,6 +363,8 @@ fn snapshot_scan<O: PairOut>(
         (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
     let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
     out.clear_pairs();
+    // The tree's window, reused from window to window.
+    let mut tree = ScanBuf::new();
     loop {
         let r = (
             bounds.0.as_ref().map(|k| k.as_slice()),
@@ -369,15 +373,14 @@ fn snapshot_scan<O: PairOut>(
         let heads = view.heads(r, reverse, window);
         let heads_done = heads.len() < window;
         let want = window + heads.len();
-        let pairs = match view.tree_window(r, reverse, want)? {
-            Ok(p) => p,
-            Err(e) => return Some(Err(e)),
-        };
-        let tree_done = pairs.len() < want;
+        if let Err(e) = view.tree_window(r, reverse, want, &mut tree)? {
+            return Some(Err(e));
+        }
+        let tree_done = tree.len() < want;
         // The window ends at the nearer of the two last keys read (when more may follow).
         let mut end: Option<Vec<u8>> = None;
         if !tree_done {
-            end = pairs.last().map(|p| p.0.clone());
+            end = tree.iter().last().map(|(k, _)| k.to_vec());
         }
         if !heads_done {
             let h = heads.last().expect("a full window").clone();
@@ -396,33 +399,35 @@ fn snapshot_scan<O: PairOut>(
             Some(e) => view.heads((r.0, Bound::Included(e)), reverse, usize::MAX),
             None => view.heads(r, reverse, usize::MAX),
         };
-        // (key, the tree's version, whether it has a head): a key without one, looked at
-        // after the tree was read, is seen as the tree has it (what `visible` would say).
-        let mut merged: Vec<(Vec<u8>, Option<Vec<u8>>, bool)> = Vec::new();
+        // The tree's pairs merged with the head keys, in scan order: a key without a head,
+        // looked at after the tree was read, is seen as the tree has it (what `visible` would
+        // say); a head key missing from the tree was deleted (or is being written).
         let mut hs = heads.into_iter().filter(|h| inside(h)).peekable();
-        for (k, v) in pairs.into_iter().filter(|p| inside(&p.0)) {
-            while let Some(h) = hs.next_if(|h| before(h, &k)) {
-                merged.push((h, None, true));
+        for (k, v) in tree.iter().filter(|(k, _)| inside(k)) {
+            while let Some(h) = hs.next_if(|h| before(h, k)) {
+                if let Some(r) = emit(view, out, limit, (&h, None)) {
+                    return Some(r);
+                }
             }
-            let headed = hs.next_if(|h| *h == k).is_some();
-            merged.push((k, Some(v), headed));
+            let r = if hs.next_if(|h| h.as_slice() == k).is_some() {
+                emit(view, out, limit, (k, Some(v)))
+            } else if out.pair_count() >= limit {
+                Some(Ok(()))
+            } else {
+                out.push_pair(k, v);
+                None
+            };
+            if let Some(r) = r {
+                return Some(r);
+            }
         }
-        merged.extend(hs.map(|h| (h, None, true)));
-        for (k, current, headed) in merged {
-            if out.pair_count() >= limit {
-                return Some(Ok(()));
+        for h in hs {
+            if let Some(r) = emit(view, out, limit, (&h, None)) {
+                return Some(r);
             }
-            if !headed {
-                let v = current.expect("a key without a head came from the tree");
-                out.push_pair(&k, &v);
-                continue;
-            }
-            // A head key missing from the tree was deleted (or is being written).
-            match view.visible(&k, current) {
-                Ok(Some(v)) => out.push_pair(&k, &v),
-                Ok(None) => {}
-                Err(e) => return Some(Err(e)),
-            }
+        }
+        if out.pair_count() >= limit {
+            return Some(Ok(()));
         }
         match end {
             Some(e) if out.pair_count() < limit => {
@@ -435,4 +440,24 @@ fn snapshot_scan<O: PairOut>(
             _ => return Some(Ok(())),
         }
     }
+}
+
+/// One key with a head in a snapshot scan's window (`current`: its version in the tree, if it
+/// is there): the version the snapshot sees goes to `out`. `Some` ends the scan (`limit` pairs
+/// given already, or an error).
+fn emit<O: PairOut>(
+    view: &mut impl SnapshotView,
+    out: &mut O,
+    limit: usize,
+    (key, current): (&[u8], Option<&[u8]>),
+) -> Option<Result<()>> {
+    if out.pair_count() >= limit {
+        return Some(Ok(()));
+    }
+    match view.visible(key, current.map(|v| v.to_vec())) {
+        Ok(Some(v)) => out.push_pair(key, &v),
+        Ok(None) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    None
 }
