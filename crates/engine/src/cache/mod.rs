@@ -522,16 +522,27 @@ mod tests {
         c.pool.check_invariants();
     }
 
+    /// Leaf pages `pids` created dirty, page `pid` at LSN `40 + pid`: their frames.
+    fn dirty_leaves(
+        c: &mut PageCache,
+        log: &mut MemLog,
+        pids: std::ops::RangeInclusive<PageId>,
+    ) -> Vec<u32> {
+        pids.map(|pid| {
+            let f = c.create(pid, log).unwrap();
+            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
+            crate::page::set_page_lsn(c.pool.data_mut(f), 40 + pid);
+            c.pool.mark_dirty(f, 40 + pid, 3);
+            f
+        })
+        .collect()
+    }
+
     #[test]
     fn write_back_writes_dirty_victims_under_the_wal_rule() {
         let mut c = cache();
         let mut log = MemLog::default();
-        for pid in 1..=8 {
-            let f = c.create(pid, &mut log).unwrap();
-            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
-            crate::page::set_page_lsn(c.pool.data_mut(f), 40 + pid);
-            c.pool.mark_dirty(f, 40 + pid, 3);
-        }
+        dirty_leaves(&mut c, &mut log, 1..=8);
         c.fetch(9, &mut log).unwrap();
         assert_eq!(crate::sync::lock(&c.wp).counters().eviction_writes, 1);
         assert!(log.durable > 41, "the log was forced before the page write");
@@ -545,14 +556,7 @@ mod tests {
     fn a_detached_batch_cleans_only_the_frames_still_as_copied() {
         let mut c = cache();
         let mut log = MemLog::default();
-        let mut frames = Vec::new();
-        for pid in 1..=3 {
-            let f = c.create(pid, &mut log).unwrap();
-            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
-            crate::page::set_page_lsn(c.pool.data_mut(f), 40 + pid);
-            c.pool.mark_dirty(f, 40 + pid, 3);
-            frames.push(f);
-        }
+        let frames = dirty_leaves(&mut c, &mut log, 1..=3);
         let dirty = |c: &PageCache| {
             frames
                 .iter()
