@@ -1,7 +1,9 @@
 //! The buffer pool's page table: page id -> where the page is ([`PageState`]), as a two-level
 //! array of 4-byte entries. Page ids are dense (the pages of a device), so the ids are cut into
 //! chunks of 1,024, and a chunk's array is made when a page of it is first put in: 4 bytes per
-//! page id of the chunks ever cached. A lookup is two dependent loads without hashing, and the
+//! page id of the chunks ever cached. The entries are atomics: with the core latch shared, a
+//! miss may claim an absent entry of an existing chunk for the frame it loads the page into
+//! ([`PageTable::claim`]); every other change is made with the latch exclusive (`&mut`). A lookup is two dependent loads without hashing, and the
 //! entries of pages near each other share cache lines (a hash map's buckets took about a tenth
 //! of a cached read: a miss per tree level). Ids beyond [`MAX_CHUNKS`] chunks, which no device
 //! of today has, go to a hash map.
@@ -9,6 +11,7 @@
 use crate::buffer::PageState;
 use crate::page::PageId;
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
@@ -19,7 +22,17 @@ const EVICTED_DIRTY: u32 = u32::MAX - 1;
 /// The largest frame index an entry can hold (see `config::MAX_BUFFER_PAGES`).
 pub const MAX_FRAME: u32 = u32::MAX - 2;
 
-type Chunk = Box<[u32; CHUNK]>;
+type Chunk = Box<[AtomicU32; CHUNK]>;
+
+/// Why [`PageTable::claim`] did not claim an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unclaimed {
+    /// The entry holds this (another thread's claim, a resident page, a failed load).
+    Taken(PageState),
+    /// The page's chunk does not exist yet, or its id is kept in the hash map: only an
+    /// exclusive change may put it in.
+    NoPlace,
+}
 
 #[derive(Default)]
 pub(crate) struct PageTable {
@@ -55,9 +68,31 @@ impl PageTable {
     #[inline]
     pub fn get(&self, pid: PageId) -> Option<PageState> {
         match place(pid) {
-            Some((c, i)) => decode(self.chunks.get(c)?.as_ref()?[i]),
+            // Acquire: pairs with a claim's release, so the frame's bits set before it are seen.
+            Some((c, i)) => decode(self.chunks.get(c)?.as_ref()?[i].load(Ordering::Acquire)),
             None => self.far.get(&pid).copied(),
         }
+    }
+
+    /// Puts `pid` in frame `f` if its entry is absent, with the core latch shared: the claim
+    /// of a miss (one thread wins a race for a page). The frame's state (its bits) is set
+    /// before: the release publishes it to whoever finds the entry.
+    pub fn claim(&self, pid: PageId, f: u32) -> Result<(), Unclaimed> {
+        let Some((c, i)) = place(pid) else {
+            return Err(Unclaimed::NoPlace);
+        };
+        let Some(Some(chunk)) = self.chunks.get(c) else {
+            return Err(Unclaimed::NoPlace);
+        };
+        chunk[i]
+            .compare_exchange(
+                ABSENT,
+                encode(PageState::Resident(f)),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(|e| Unclaimed::Taken(decode(e).expect("a claim failed on an absent entry")))
     }
 
     pub fn insert(&mut self, pid: PageId, s: PageState) {
@@ -68,15 +103,16 @@ impl PageTable {
         if self.chunks.len() <= c {
             self.chunks.resize_with(c + 1, || None);
         }
-        let chunk = self.chunks[c].get_or_insert_with(|| Box::new([ABSENT; CHUNK]));
-        chunk[i] = encode(s);
+        let chunk = self.chunks[c]
+            .get_or_insert_with(|| Box::new(std::array::from_fn(|_| AtomicU32::new(ABSENT))));
+        *chunk[i].get_mut() = encode(s);
     }
 
     pub fn remove(&mut self, pid: PageId) {
         match place(pid) {
             Some((c, i)) => {
                 if let Some(Some(chunk)) = self.chunks.get_mut(c) {
-                    chunk[i] = ABSENT;
+                    *chunk[i].get_mut() = ABSENT;
                 }
             }
             None => {
@@ -93,8 +129,9 @@ impl PageTable {
             .enumerate()
             .filter_map(|(c, chunk)| chunk.as_ref().map(|ch| (c, ch)))
             .flat_map(|(c, ch)| {
-                ch.iter().enumerate().filter_map(move |(i, &e)| {
-                    decode(e).map(|s| (((c << CHUNK_BITS) | i) as PageId, s))
+                ch.iter().enumerate().filter_map(move |(i, e)| {
+                    decode(e.load(Ordering::Relaxed))
+                        .map(|s| (((c << CHUNK_BITS) | i) as PageId, s))
                 })
             });
         near.chain(self.far.iter().map(|(&p, &s)| (p, s)))

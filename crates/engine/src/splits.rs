@@ -152,6 +152,21 @@ impl Splits {
         mode && self.room()
     }
 
+    /// Whether a second thread has run operations on this database (see
+    /// [`Splits::note_thread`]).
+    pub fn several_threads(&self) -> bool {
+        self.threads.load(Ordering::Relaxed) > 1
+    }
+
+    /// Whether `pid` is a page a split beside other threads made, not in the page table yet
+    /// (core latch shared: a thread that learnt the page id from the split's leaf sees it).
+    pub fn adopting(&self, pid: PageId) -> bool {
+        self.adopt_any.load(Ordering::Acquire)
+            && crate::sync::lock(&self.adopt)
+                .iter()
+                .any(|&(_, p)| p == pid)
+    }
+
     /// A frame from the stock (`None` when it is empty); the next exclusive change fills it up
     /// again.
     pub fn take_frame(&self) -> Option<u32> {

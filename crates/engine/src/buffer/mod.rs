@@ -31,7 +31,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
-use crate::page_table::PageTable;
+use crate::page_table::{PageTable, Unclaimed};
 use crate::sync::Striped;
 use crate::wal::record::TxnId;
 use crossbeam_utils::CachePadded;
@@ -100,6 +100,10 @@ pub struct PoolStats {
     /// reserved under it: docs/engine.md, "Misses").
     #[serde(default)]
     pub unlatched_reads: u64,
+    /// Of those, the misses whose frames were reserved with the core latch shared, from the
+    /// frames set aside for them (`cache/miss_stock.rs`).
+    #[serde(default)]
+    pub reserved_shared: u64,
 }
 
 impl PoolStats {
@@ -126,6 +130,8 @@ pub(crate) struct BufferPool {
     pub stats: PoolStats,
     /// Hits of readers sharing the core latch.
     pub shared_hits: Striped,
+    /// Misses reserved with the core latch shared ([`BufferPool::claim_loading`]).
+    shared_misses: Striped,
     /// Pages read for an operation that then tries again ([`BufferPool::rehits_ahead`], and
     /// each published load): its access to the page it read counts as a hit, which this takes
     /// back (a miss once, as an operation that read the page itself counts it).
@@ -181,6 +187,7 @@ impl BufferPool {
             flush_list: BTreeSet::new(),
             stats: PoolStats::default(),
             shared_hits: Striped::default(),
+            shared_misses: Striped::default(),
             rehits: 0,
             track_uncommitted: false,
             latches: (0..FRAME_LATCHES)
@@ -369,6 +376,8 @@ impl BufferPool {
         let mut s = self.stats.clone();
         let published = self.mem.published.load(Ordering::Relaxed);
         s.hits = (s.hits + self.shared_hits.get()).saturating_sub(self.rehits + published);
+        s.reserved_shared = self.shared_misses.get();
+        s.misses += s.reserved_shared;
         s.unlatched_reads = published;
         s
     }
@@ -383,6 +392,54 @@ impl BufferPool {
     pub fn install_loading(&mut self, f: u32, pid: PageId) -> LoadSlot {
         self.install_as(f, pid, LOADING);
         LoadSlot::new(Arc::clone(&self.mem), f)
+    }
+
+    /// Reserves frame `f`, a free frame set aside for misses (pinned, holding no page), for
+    /// `pid` with the core latch **shared**: the page reads as loading until the slot is
+    /// published, as after [`BufferPool::install_loading`]. The frame's own bookkeeping (its
+    /// page id, its pin) is left to [`BufferPool::adopt_loaded`], with the latch exclusive;
+    /// meanwhile only the page table, the frame's bits and its bytes are used, and the pin
+    /// keeps the CLOCK sweep away. Fails if the page's entry is not absent (another thread
+    /// claimed it first, or a failed load still holds it) or may not be claimed now.
+    pub fn claim_loading(&self, f: u32, pid: PageId) -> std::result::Result<LoadSlot, Unclaimed> {
+        let bits = self.mem.bits(f);
+        debug_assert_eq!(
+            bits.load(Ordering::Relaxed),
+            0,
+            "a frame set aside holds nothing"
+        );
+        bits.store(LOADING, Ordering::Relaxed);
+        match self.table.claim(pid, f) {
+            Ok(()) => {
+                self.shared_misses.add(1);
+                Ok(LoadSlot::new(Arc::clone(&self.mem), f))
+            }
+            Err(e) => {
+                // Nobody found the frame: the entry never named it.
+                bits.store(0, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    /// Sets free frame `f` aside for misses reserved with the latch shared (core latch
+    /// exclusive): pinned, so the CLOCK sweep passes it by, and its bits cleared (an evicted
+    /// page leaves its reference and guard bits behind).
+    pub fn set_aside(&mut self, f: u32) {
+        debug_assert!(self.frames[f as usize].pid.is_none());
+        self.pin(f);
+        self.mem.bits(f).store(0, Ordering::Relaxed);
+    }
+
+    /// Completes the reservation of a frame claimed with the latch shared (core latch
+    /// exclusive): the frame holds `pid` (loading, loaded or failed) and is unpinned, as
+    /// [`BufferPool::install_loading`] leaves a frame.
+    pub fn adopt_loaded(&mut self, f: u32, pid: PageId) {
+        debug_assert_eq!(self.table.get(pid), Some(PageState::Resident(f)));
+        let fr = &mut self.frames[f as usize];
+        debug_assert!(fr.pid.is_none() && !fr.dirty && fr.pins == 1);
+        fr.pid = Some(pid);
+        fr.pins -= 1;
     }
 
     fn install_as(&mut self, f: u32, pid: PageId, bits: u8) {

@@ -16,6 +16,7 @@
 //! [`PendingLoad::write_victim`] writes a dirty victim's copy and [`PendingLoad::read`] reads the
 //! page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
+mod miss_stock;
 mod unlatched;
 
 pub(crate) use self::unlatched::{Detached, PendingLoad, Reserved, SharedWritePath};
@@ -91,6 +92,9 @@ pub(crate) struct PageCache {
     /// Leaf splits made with the core latch shared: their frames, allocations and pending
     /// separators (`splits.rs`).
     pub splits: crate::splits::Splits,
+    /// Free frames for misses reserved with the core latch shared, and the pages loaded into
+    /// them since the latch was last exclusive (`miss_stock.rs`).
+    misses: miss_stock::MissStock,
 }
 
 impl PageCache {
@@ -106,6 +110,7 @@ impl PageCache {
             eviction: Box::new(WriteBack),
             after_read: None,
             splits: crate::splits::Splits::new(crate::config::LeafSplits::Auto),
+            misses: Default::default(),
         }
     }
 
@@ -178,14 +183,20 @@ impl PageCache {
         // `Full`, `LogFull`): it is written here, the frame still dirty, and the error goes to
         // the operation. In place only a device error can fail it.
         let (f, victim) = self.victim_with(log, !self.writes_log)?;
+        let mut victims: Vec<VictimCopy> = victim.into_iter().collect();
+        let slot = self.pool.install_loading(f, pid);
+        // The frames for the next misses, which other threads then reserve with the latch
+        // shared; in place their dirty victims are written with this one.
+        self.fill_miss_stock(log, &mut victims);
         let reader = self
             .reader
             .clone()
             .filter(|_| !self.in_flight.contains(pid));
         Ok(Reserved::Load(PendingLoad {
             pid,
-            slot: self.pool.install_loading(f, pid),
-            victim,
+            slot,
+            victims,
+            victims_log: None,
             reader,
             health: health.clone(),
         }))
@@ -239,7 +250,10 @@ impl PageCache {
         let mut chosen = self
             .pool
             .pick_victim_waiting(|fr| steal || fr.uncommitted.is_empty());
-        if chosen.is_none() && take_stock && self.release_split_stock() {
+        if chosen.is_none()
+            && take_stock
+            && (self.release_split_stock() | self.release_miss_stock())
+        {
             // The frames set aside for splits beside other threads come back first.
             chosen = self
                 .pool
@@ -271,7 +285,6 @@ impl PageCache {
                             pid,
                             lsn: page::page_lsn(data),
                             data: data.to_vec(),
-                            log: None,
                             _in_flight: self.enter_in_flight(vec![pid]),
                         });
                     }

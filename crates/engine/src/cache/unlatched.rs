@@ -111,7 +111,11 @@ pub(crate) enum Reserved {
 pub(crate) struct PendingLoad {
     pub(super) pid: PageId,
     pub(super) slot: crate::buffer::LoadSlot,
-    pub(super) victim: Option<VictimCopy>,
+    /// Dirty victims to write first, in place: the frame's own victim and those of frames the
+    /// reservation set aside for misses reserved with the latch shared (`miss_stock.rs`).
+    pub(super) victims: Vec<VictimCopy>,
+    /// The log, once forced past the victims (a page write in place logs nothing).
+    pub(super) victims_log: Option<crate::writepath::DurableLog>,
     /// Reads the page without the write path's mutex, if the write path offers that and no
     /// write of the page is in flight ([`InFlight`]).
     pub(super) reader: Option<std::sync::Arc<dyn PageReader>>,
@@ -123,48 +127,47 @@ pub(super) struct VictimCopy {
     pub(super) pid: PageId,
     pub(super) data: Vec<u8>,
     pub(super) lsn: page::Lsn,
-    /// The log once forced past the copy (a page write in place logs nothing).
-    pub(super) log: Option<crate::writepath::DurableLog>,
     /// The page, entered as in flight until the copy is written.
     pub(super) _in_flight: Option<InFlightGuard>,
 }
 
 impl PendingLoad {
-    /// Whether a dirty victim is to be written first. Then the caller takes the write path's
+    /// Whether dirty victims are to be written first. Then the caller takes the write path's
     /// mutex before it lets the core latch go: until the write, the device holds an older image
     /// of a page the pool no longer has, and whoever reads that page, or checkpoints, needs the
-    /// mutex too, so they come after the write. It also forces the log past the victim
+    /// mutex too, so they come after the write. It also forces the log past the victims
     /// ([`PendingLoad::force_victim`]), the log latch held, the core latch not.
     pub fn writes_victim(&self) -> bool {
-        self.victim.is_some()
+        !self.victims.is_empty()
     }
 
-    /// Forces the log past the dirty victim's changes (the write-ahead rule). A failure
-    /// poisons the handle: the pool no longer has the page, and its changes are in a log that
-    /// cannot be made durable.
+    /// Forces the log past the dirty victims' changes (the write-ahead rule). A failure
+    /// poisons the handle: the pool no longer has the pages, and their changes are in a log
+    /// that cannot be made durable.
     pub fn force_victim(&mut self, log: &mut dyn LogSink) -> Result<()> {
-        let Some(v) = self.victim.as_mut() else {
+        let Some(lsn) = self.victims.iter().map(|v| v.lsn).max() else {
             return Ok(());
         };
-        if let Err(e) = log.force(v.lsn) {
+        if let Err(e) = log.force(lsn) {
             self.health.poison(&e);
             return Err(e);
         }
-        v.log = Some(crate::writepath::DurableLog::of(log));
+        self.victims_log = Some(crate::writepath::DurableLog::of(log));
         Ok(())
     }
 
-    /// Writes the dirty victim (if any; the log forced past it, in place) through `held`, the
-    /// write path under its mutex, taken before the latches were let go, with no core or log
-    /// latch held. A failure poisons the database, since the pool no longer has that page's
-    /// changes (the log does: reopening recovers them); the frame is freed when the load is
-    /// dropped.
+    /// Writes the dirty victims (if any; the log forced past them, in place), as one batch,
+    /// through `held`, the write path under its mutex, taken before the latches were let go,
+    /// with no core or log latch held. A failure poisons the database, since the pool no
+    /// longer has those pages' changes (the log does: reopening recovers them); the frame is
+    /// freed when the load is dropped.
     pub fn write_victim(&mut self, held: &mut Option<WritePathGuard<'_>>) -> Result<()> {
-        let Some(v) = self.victim.take() else {
+        if self.victims.is_empty() {
             return Ok(());
-        };
-        let batch = [(v.pid, &v.data[..])];
-        let r = match (v.log, held.as_mut()) {
+        }
+        let victims = std::mem::take(&mut self.victims);
+        let batch: Vec<(PageId, &[u8])> = victims.iter().map(|v| (v.pid, &v.data[..])).collect();
+        let r = match (self.victims_log.take(), held.as_mut()) {
             (Some(mut durable), Some(w)) => {
                 w.write_pages(&batch, WriteReason::Eviction, &mut durable)
             }
@@ -191,7 +194,10 @@ impl PendingLoad {
         wp: &SharedWritePath,
         mut held: Option<WritePathGuard<'_>>,
     ) -> Result<()> {
-        debug_assert!(self.victim.is_none(), "the dirty victim is written first");
+        debug_assert!(
+            self.victims.is_empty(),
+            "the dirty victims are written first"
+        );
         // A poisoned handle reads through the write path, which reports it (a victim whose
         // write failed has left the in-flight set, and its page's home is stale).
         if let Some(reader) = self.reader.take().filter(|_| self.health.check().is_ok()) {

@@ -131,6 +131,26 @@ impl Shared {
                 // No attempt is left to use the page: the exclusive run reads it.
                 return None;
             }
+            {
+                // From the frames set aside for misses, with the latch shared, when there are.
+                let core = self.core_read();
+                core.check().ok()?;
+                match core.cache.reserve_shared(pid, &core.health) {
+                    Some(Reserved::Cached) => continue,
+                    Some(Reserved::Wait(w)) => {
+                        drop(core);
+                        w.wait();
+                        continue;
+                    }
+                    Some(Reserved::Load(load)) => {
+                        let wp = std::sync::Arc::clone(&core.cache.wp);
+                        drop(core);
+                        load.read(&wp, None).ok()?;
+                        continue;
+                    }
+                    None => {}
+                }
+            }
             let mut core = self.core();
             let mut wal = self.wal.lock();
             core.check().ok()?;
@@ -182,6 +202,7 @@ impl Shared {
         // Pages made by splits with the latch shared join the page table, and changes made with
         // it shared are marked dirty, before anyone looks.
         g.cache.adopt_split_pages();
+        g.cache.adopt_loaded_pages();
         g.cache.pool.apply_dirty();
         g.exclusive_epoch += 1;
         g

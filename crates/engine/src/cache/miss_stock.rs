@@ -1,0 +1,301 @@
+//! Misses reserved with the core latch shared (docs/engine.md, "Misses").
+//!
+//! A miss needs a frame. Choosing a victim (the CLOCK sweep, the eviction of a page other
+//! threads may be reading with no latch) needs the core latch exclusive, and with several
+//! threads missing, taking it for every miss made them queue behind each other and behind
+//! every reader (YCSB-A with misses ran slower on two threads than on one). So an exclusive
+//! reservation also sets aside a *stock* of free frames (pinned, holding no page), their
+//! victims evicted as its own is, and the next misses take a frame from the stock with the
+//! latch **shared**:
+//!
+//! 1. the frame is marked loading and claimed in the page table (a compare-and-swap of the
+//!    page's absent entry: of two threads missing the same page, one claims it and the other
+//!    waits for its load);
+//! 2. it is read and published as any reserved frame is ([`PendingLoad::read`]), no latch
+//!    held;
+//! 3. the frame's own bookkeeping (its page id, its pin) is completed when the core latch is
+//!    next taken exclusive ([`PageCache::adopt_loaded_pages`], before anything looks at frames),
+//!    which leaves it as an exclusive reservation would have.
+//!
+//! Until then the page is found through the page table, its bits and its bytes, as any page
+//! with the latch shared; the pin keeps the CLOCK sweep off the frame. A miss reserved so has
+//! no victim to write: that was done by the exclusive reservation that filled the stock (in
+//! place, its dirty victims' copies are written with its own, in one batch, the latches
+//! released).
+//!
+//! What still reserves exclusive: a miss when the stock is empty (it fills it again), a page
+//! evicted dirty or read with an after-read hook (`PageCache::reserve`), a page made by a split
+//! beside other threads and not adopted yet, a page whose table chunk does not exist, and a
+//! page a failed load still holds. A lone thread never uses the stock: the engine is then as
+//! it was, and virtual time unchanged.
+
+use super::unlatched::{PendingLoad, Reserved, VictimCopy};
+use super::PageCache;
+use crate::buffer::Seen;
+use crate::page::PageId;
+use crate::page_table::Unclaimed;
+use crate::writepath::LogSink;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Frames the stock is filled to: one exclusive reservation in this many misses (at most a
+/// sixteenth of the pool, as the split stock; a pool of fewer than 16 frames has none).
+const STOCK_FRAMES: usize = 32;
+
+#[derive(Default)]
+pub(super) struct MissStock {
+    /// Free frames, pinned, holding no page.
+    frames: Mutex<Vec<u32>>,
+    /// A miss found the stock empty: the next exclusive reservation fills it.
+    want: AtomicBool,
+    /// Frames claimed with the latch shared, and their pages: adopted when the latch is next
+    /// exclusive.
+    loaded: Mutex<Vec<(u32, PageId)>>,
+    /// Whether `loaded` may hold any (read without its mutex by every exclusive latch).
+    loaded_any: AtomicBool,
+}
+
+impl PageCache {
+    /// Reserves a miss of `pid` with the core latch shared, from the stock (see the module
+    /// notes). `None`: reserve it exclusive ([`PageCache::reserve`]).
+    pub fn reserve_shared(&self, pid: PageId, health: &crate::health::Health) -> Option<Reserved> {
+        if !self.splits.several_threads() {
+            return None;
+        }
+        match self.pool.seen(pid) {
+            Seen::Resident(_) => return Some(Reserved::Cached),
+            Seen::Loading(f) => return Some(Reserved::Wait(self.pool.load_wait(f))),
+            Seen::EvictedDirty => return None,
+            Seen::Absent if self.after_read.is_some() => return None,
+            Seen::Absent => {}
+        }
+        if self.splits.adopting(pid) {
+            // A split beside others made it: its frame joins the page table exclusive.
+            return None;
+        }
+        let Some(f) = crate::sync::lock(&self.misses.frames).pop() else {
+            self.misses.want.store(true, Ordering::Relaxed);
+            return None;
+        };
+        match self.pool.claim_loading(f, pid) {
+            Ok(slot) => {
+                crate::sync::lock(&self.misses.loaded).push((f, pid));
+                self.misses.loaded_any.store(true, Ordering::Release);
+                let reader = self
+                    .reader
+                    .clone()
+                    .filter(|_| !self.in_flight.contains(pid));
+                Some(Reserved::Load(PendingLoad {
+                    pid,
+                    slot,
+                    victims: Vec::new(),
+                    victims_log: None,
+                    reader,
+                    health: health.clone(),
+                }))
+            }
+            Err(taken) => {
+                crate::sync::lock(&self.misses.frames).push(f);
+                match taken {
+                    // Another thread claimed it since: wait for its load, or use the page.
+                    Unclaimed::Taken(_) => match self.pool.seen(pid) {
+                        Seen::Resident(_) => Some(Reserved::Cached),
+                        Seen::Loading(g) => Some(Reserved::Wait(self.pool.load_wait(g))),
+                        // A failed load holds the entry: the exclusive latch frees it.
+                        _ => None,
+                    },
+                    Unclaimed::NoPlace => None,
+                }
+            }
+        }
+    }
+
+    /// Completes the frames claimed with the latch shared (core latch exclusive, before
+    /// anything looks at frames or applies dirty marks: those of changes to these pages).
+    pub fn adopt_loaded_pages(&mut self) {
+        // Set under the core latch shared, read under it exclusive: no miss is being claimed.
+        if !self.misses.loaded_any.swap(false, Ordering::Acquire) {
+            return;
+        }
+        let loaded = std::mem::take(&mut *crate::sync::lock(&self.misses.loaded));
+        for (f, pid) in loaded {
+            self.pool.adopt_loaded(f, pid);
+        }
+    }
+
+    /// Gives the stock's frames back to the pool (core latch exclusive: an eviction that found
+    /// every other frame pinned). Whether there were any.
+    pub(super) fn release_miss_stock(&mut self) -> bool {
+        let stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
+        for &f in &stock {
+            self.pool.unpin(f);
+        }
+        !stock.is_empty()
+    }
+
+    /// Fills the stock if a miss found it empty (core latch exclusive, in an exclusive
+    /// reservation). Victims are evicted as the reservation's own: in place, the copies of
+    /// dirty ones join `victims`, written with its own; else they are written here. A victim
+    /// whose write fails (out of place: no space) stays in the pool, and the stock waits: the
+    /// failure is met again by whichever eviction comes next.
+    pub(super) fn fill_miss_stock(&mut self, log: &mut dyn LogSink, victims: &mut Vec<VictimCopy>) {
+        if !self.misses.want.swap(false, Ordering::Relaxed) || !self.splits.several_threads() {
+            return;
+        }
+        let want = STOCK_FRAMES.min(self.pool.frame_count() / 16);
+        let mut stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
+        while stock.len() < want {
+            let Ok((f, copy)) = self.victim_from(log, !self.writes_log, false) else {
+                break;
+            };
+            victims.extend(copy);
+            self.pool.set_aside(f);
+            stock.push(f);
+        }
+        *crate::sync::lock(&self.misses.frames) = stock;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::BufferPool;
+    use crate::device::MemDevice;
+    use crate::writepath::{InPlace, MemLog, WriteReason};
+
+    /// A cache of 32 frames (a stock of 2) over 40 leaf pages on the device, page `p` with
+    /// byte 100 = `p`; `several`: a second thread has run operations.
+    fn cache(several: bool) -> PageCache {
+        let dev = Box::new(MemDevice::new(4 << 20, 4096));
+        let wp = InPlace::create(dev, 4096, 8, false).unwrap();
+        let mut c = PageCache::new(BufferPool::new(32, 4096).unwrap(), Box::new(wp));
+        let mut log = durable_log();
+        for pid in 1..=40 {
+            let f = c.create(pid, &mut log).unwrap();
+            crate::page::init(c.pool.data_mut(f), pid, crate::page::PageType::Leaf);
+            c.pool.data_mut(f)[100] = pid as u8;
+            c.pool.mark_dirty(f, pid, 0);
+        }
+        let cached: Vec<PageId> = (1..=40).collect();
+        c.write_batch(&cached, &mut log, WriteReason::Checkpoint)
+            .unwrap();
+        c.splits.note_thread();
+        if several {
+            std::thread::scope(|s| {
+                s.spawn(|| c.splits.note_thread());
+            });
+        }
+        c
+    }
+
+    /// A log durable past every change the tests make.
+    fn durable_log() -> MemLog {
+        MemLog {
+            durable: 1000,
+            ..Default::default()
+        }
+    }
+
+    /// The first miss: the stock is empty, so it is reserved exclusive (which fills the stock
+    /// if several threads run) and read. Returns the pages still missing.
+    fn first_miss(
+        c: &mut PageCache,
+        log: &mut MemLog,
+        health: &crate::health::Health,
+    ) -> Vec<PageId> {
+        let missing = absent(c);
+        assert!(missing.len() >= 8);
+        assert!(c.reserve_shared(missing[0], health).is_none());
+        let r = c.reserve(missing[0], log, health).unwrap();
+        read(c, Some(r));
+        missing
+    }
+
+    fn absent(c: &PageCache) -> Vec<PageId> {
+        (1..=40).filter(|&p| c.pool.state(p).is_none()).collect()
+    }
+
+    fn read(c: &PageCache, r: Option<Reserved>) {
+        match r {
+            Some(Reserved::Load(load)) => load.read(&c.wp, None).unwrap(),
+            _ => panic!("expected a frame reserved for a load"),
+        }
+    }
+
+    #[test]
+    fn misses_take_frames_set_aside_with_the_latch_shared() {
+        let mut c = cache(true);
+        let health = crate::health::Health::default();
+        let mut log = durable_log();
+        // The stock is empty: an exclusive reservation is needed, and it fills the stock.
+        let missing = first_miss(&mut c, &mut log, &health);
+        // Two misses from the stock; a second thread missing the same page waits for its load.
+        let (p, q) = (missing[1], missing[2]);
+        let load = c.reserve_shared(p, &health);
+        assert!(matches!(
+            c.reserve_shared(p, &health),
+            Some(Reserved::Wait(_))
+        ));
+        read(&c, load);
+        assert!(matches!(
+            c.reserve_shared(p, &health),
+            Some(Reserved::Cached)
+        ));
+        read(&c, c.reserve_shared(q, &health));
+        assert!(
+            c.reserve_shared(missing[3], &health).is_none(),
+            "the stock of two frames is used up"
+        );
+        for pid in [missing[0], p, q] {
+            let f = c.pool.lookup(pid).expect("cached");
+            assert_eq!(
+                c.pool.data(f)[100],
+                pid as u8,
+                "page {pid} read into its frame"
+            );
+        }
+        // The frames' bookkeeping waits for the exclusive latch.
+        let f = c.pool.lookup(p).unwrap();
+        assert_eq!(c.pool.frames[f as usize].pid, None);
+        c.adopt_loaded_pages();
+        assert_eq!(c.pool.frames[f as usize].pid, Some(p));
+        assert_eq!(c.pool.frames[f as usize].pins, 0);
+        assert_eq!(c.pool.state(q).map(|_| ()), Some(()));
+        c.pool.check_invariants();
+        let s = c.pool.stats();
+        assert_eq!((s.reserved_shared, s.misses), (2, 3));
+    }
+
+    #[test]
+    fn a_lone_thread_sets_no_frame_aside() {
+        let mut c = cache(false);
+        let health = crate::health::Health::default();
+        let mut log = durable_log();
+        let missing = first_miss(&mut c, &mut log, &health);
+        assert!(c.reserve_shared(missing[1], &health).is_none());
+        assert!(crate::sync::lock(&c.misses.frames).is_empty());
+        assert!(c.pool.lookup(missing[0]).is_some());
+        c.pool.check_invariants();
+    }
+
+    /// A pool whose other frames are all pinned takes the frames set aside back.
+    #[test]
+    fn an_eviction_with_every_other_frame_pinned_takes_the_stock_back() {
+        let mut c = cache(true);
+        let health = crate::health::Health::default();
+        let mut log = durable_log();
+        let missing = first_miss(&mut c, &mut log, &health);
+        let cached: Vec<u32> = (1..=40).filter_map(|p| c.pool.lookup(p)).collect();
+        assert_eq!(cached.len(), 30, "two frames are set aside");
+        for &f in &cached {
+            c.pool.pin(f);
+        }
+        let f = c.fetch(missing[1], &mut log).unwrap();
+        assert_eq!(c.pool.data(f)[100], missing[1] as u8);
+        assert!(crate::sync::lock(&c.misses.frames).is_empty());
+        for &f in &cached {
+            c.pool.unpin(f);
+        }
+        c.pool.check_invariants();
+    }
+}
