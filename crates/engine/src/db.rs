@@ -246,6 +246,10 @@ pub struct EngineStats {
     /// their separators posted to the parents later.
     #[serde(default)]
     pub splits_beside: u64,
+    /// Times the core latch was taken exclusive (every thread then waits; this call's own
+    /// counted): operations run alone, misses reserved exclusive, background steps.
+    #[serde(default)]
+    pub exclusive_latches: u64,
 }
 
 /// A snapshot of every counter, for reports and DB WAF.
@@ -681,6 +685,7 @@ impl Db {
                 shared_ops: core.stats.shared.get(),
                 shared_retries: core.stats.shared_retries.get(),
                 splits_beside: core.stats.splits_beside.get(),
+                exclusive_latches: core.exclusive_epoch,
             },
             pool: core.cache.pool.stats(),
             writes: WriteCounters::default(),

@@ -22,12 +22,15 @@
 //!   it agree on them;
 //! - dirty marks of those writes, queued ([`BufferPool::queue_dirty`]) and applied when the
 //!   latch is next taken exclusive, before anyone looks at dirty state;
-//! - a frame *loading* a page ([`LoadSlot`], `memory.rs`): reserved for the page under the exclusive latch
-//!   (in the page table, but marked `LOADING`), then filled by its loader with no core latch
-//!   held and published with one atomic store of its bits. Until then nobody else touches its
-//!   bytes: a lookup of the page waits for the store (with either latch: the loader needs
-//!   neither), the CLOCK sweep passes the frame by, and it is never dirty. A load that fails
-//!   publishes `FAILED`: the page reads as not cached, and the exclusive latch frees the frame.
+//! - a frame *loading* a page ([`LoadSlot`], `memory.rs`): reserved for the page under the
+//!   exclusive latch (in the page table, but marked `LOADING`), or with it shared from the
+//!   frames set aside for misses ([`BufferPool::claim_loading`]: the page-table entry claimed
+//!   by a compare-and-swap, the frame's bookkeeping completed by [`BufferPool::adopt_loaded`]
+//!   under the exclusive latch); then filled by its loader with no core latch held and
+//!   published with one atomic store of its bits. Until then nobody else touches its bytes: a
+//!   lookup of the page waits for the store (with either latch: the loader needs neither), the
+//!   CLOCK sweep passes the frame by, and it is never dirty. A load that fails publishes
+//!   `FAILED`: the page reads as not cached, and the exclusive latch frees the frame.
 
 use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};

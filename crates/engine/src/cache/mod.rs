@@ -12,9 +12,10 @@
 //! Today's engine uses [`WriteBack`] (steal, write dirty victims) and no hook.
 //!
 //! A miss of an operation that runs with the core latch shared is read with the latch released:
-//! [`PageCache::reserve`] (exclusive) picks the victim and reserves the frame,
-//! [`PendingLoad::write_victim`] writes a dirty victim's copy and [`PendingLoad::read`] reads the
-//! page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
+//! [`PageCache::reserve`] (exclusive) picks the victim and reserves the frame, or, with several
+//! threads, [`PageCache::reserve_shared`] takes a frame set aside for misses (`miss_stock.rs`);
+//! [`PendingLoad::write_victim`] writes the dirty victims' copies and [`PendingLoad::read`] reads
+//! the page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
 mod miss_stock;
 mod unlatched;

@@ -102,9 +102,10 @@ impl Shared {
 
     /// Runs `op` with the core latch shared (one of the `*_shared` operations of
     /// `shared_ops.rs`). When it gives up because a page it needs is not in memory, that page is
-    /// read with the core latch released ([`PageCache::reserve`] takes it exclusive only to
-    /// pick the victim and reserve the frame; a dirty victim, in place, is written with the
-    /// latch released too) and `op` runs again, for up to `reads` pages ([`POINT_READS`]
+    /// read with the core latch released (its frame taken, with several threads, from those set
+    /// aside for misses with the latch still shared: [`PageCache::reserve_shared`]; else
+    /// [`PageCache::reserve`] takes it exclusive only to pick the victim and reserve the frame,
+    /// and a dirty victim, in place, is written with the latch released too) and `op` runs again, for up to `reads` pages ([`POINT_READS`]
     /// for an operation on one key, [`SCAN_READS`] for a scan, which starts over after each).
     /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
     /// reading the page failed: the exclusive path meets the error again and reports it).
@@ -118,8 +119,8 @@ impl Shared {
                 self.wal.set_defer_full(true);
             }
             let r = op(&core);
-            drop(core);
             if let Some(r) = r {
+                drop(core);
                 debug_assert!(
                     crate::read_shared::take_miss().is_none(),
                     "an attempt that noted a miss completed"
@@ -131,25 +132,22 @@ impl Shared {
                 // No attempt is left to use the page: the exclusive run reads it.
                 return None;
             }
-            {
-                // From the frames set aside for misses, with the latch shared, when there are.
-                let core = self.core_read();
-                core.check().ok()?;
-                match core.cache.reserve_shared(pid, &core.health) {
-                    Some(Reserved::Cached) => continue,
-                    Some(Reserved::Wait(w)) => {
-                        drop(core);
-                        w.wait();
-                        continue;
-                    }
-                    Some(Reserved::Load(load)) => {
-                        let wp = std::sync::Arc::clone(&core.cache.wp);
-                        drop(core);
-                        load.read(&wp, None).ok()?;
-                        continue;
-                    }
-                    None => {}
+            // From the frames set aside for misses, still with the latch shared, if it can.
+            core.check().ok()?;
+            match core.cache.reserve_shared(pid, &core.health) {
+                Some(Reserved::Cached) => continue,
+                Some(Reserved::Wait(w)) => {
+                    drop(core);
+                    w.wait();
+                    continue;
                 }
+                Some(Reserved::Load(load)) => {
+                    let wp = std::sync::Arc::clone(&core.cache.wp);
+                    drop(core);
+                    load.read(&wp, None).ok()?;
+                    continue;
+                }
+                None => drop(core),
             }
             let mut core = self.core();
             let mut wal = self.wal.lock();

@@ -108,6 +108,12 @@ pub struct WallResult {
     pub misses: u64,
     #[serde(default)]
     pub unlatched_reads: u64,
+    /// Of the misses, those reserved with the core latch shared (`PoolStats::reserved_shared`).
+    #[serde(default)]
+    pub reserved_shared: u64,
+    /// Times the core latch was taken exclusive during the measured run.
+    #[serde(default)]
+    pub exclusive_latches: u64,
     /// Pages the page cleaner wrote during the measured run.
     #[serde(default)]
     pub cleaner_writes: u64,
@@ -352,6 +358,8 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
         misses,
         unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
+        reserved_shared: after.pool.reserved_shared - before.pool.reserved_shared,
+        exclusive_latches: after.engine.exclusive_latches - before.engine.exclusive_latches,
         cleaner_writes: after.engine.cleaner_writes - before.engine.cleaner_writes,
     })
 }

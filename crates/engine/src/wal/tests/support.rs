@@ -25,7 +25,7 @@ impl Held {
     }
     /// Runs `f` on the raw bytes.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(self.0.lock().unwrap().bytes_mut())
+        f(&mut self.0.lock().unwrap().bytes_mut())
     }
 }
 
