@@ -237,9 +237,9 @@ pub trait BlockDevice: Send + Sync {
     /// beside each other and beside the owner's commands, with no lock, and a read sees every
     /// write that completed before it began. Keeping a read apart from a write of the same
     /// bytes in flight is the caller's business. Offered where reading needs nothing of the
-    /// owner (files and block devices: `pread`); `None`, the default, elsewhere: a simulated
-    /// SSD's reads advance its model, a fault injector's see its volatile cache, and the
-    /// memory device's bytes belong to its owner.
+    /// owner (files and block devices: `pread`; the memory device: a copy under its bytes'
+    /// reader lock); `None`, the default, elsewhere: a simulated SSD's reads advance its model,
+    /// and a fault injector's see its volatile cache.
     fn shared_reader(&self) -> Option<Arc<dyn SharedRead>> {
         None
     }
