@@ -371,6 +371,12 @@ impl Txn {
     }
 
     fn rollback(&mut self) -> Result<()> {
+        // Nothing logged: it ends with the core latch shared.
+        let shared = self.shared.core_read().rollback_shared(self.id);
+        if let Some(r) = shared {
+            self.shared.notify_ended();
+            return r;
+        }
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
         let r = core.rollback(&mut wal, self.id);

@@ -216,6 +216,37 @@ impl Core {
         Some(r)
     }
 
+    /// [`Core::rollback`] with the core latch shared, for a transaction that logged nothing
+    /// (and, with a version store, left no before-image): nothing to undo, so it only ends,
+    /// its locks released, as the commit of such a transaction does. `None`: roll it back
+    /// exclusive (it logged changes, the mode rolls back exclusive, or the handle is poisoned,
+    /// which the exclusive rollback reports). A reader that a writer's lock refused
+    /// (`Db::get`'s transaction) and a writer refused before its first change end so.
+    pub fn rollback_shared(&self, txn: TxnId) -> Option<Result<()>> {
+        if !self.writes_shared() || self.check().is_err() {
+            return None;
+        }
+        match self.txns.last_lsn(txn) {
+            Ok(0) => {}
+            Ok(_) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        if let Some(vs) = &self.versions {
+            if !vs.wrote_nothing(txn) {
+                return None;
+            }
+            // Its snapshot, if any, is released.
+            if let Err(e) = self.health.guard(vs.end_unlogged(txn)) {
+                return Some(Err(e));
+            }
+        }
+        let r = self.txns.commit_point(txn).map(|prev| {
+            debug_assert_eq!(prev, 0, "a transaction's own thread ends it");
+            self.stats.aborts.add(1);
+        });
+        Some(r)
+    }
+
     /// [`Core::end_commit`] with the core latch shared, for a commit [`Core::commit_shared`]
     /// logged.
     pub fn end_commit_shared(&self, txn: TxnId) -> Result<()> {

@@ -199,4 +199,10 @@ impl Versions {
         }
         Ok(())
     }
+
+    /// Whether `txn` left no version in the store (no before-image): its rollback has nothing
+    /// to take back there.
+    pub fn wrote_nothing(&self, txn: TxnId) -> bool {
+        self.store.wrote_nothing(txn)
+    }
 }

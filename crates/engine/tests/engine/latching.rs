@@ -515,3 +515,50 @@ fn a_full_log_buffer_is_written_while_other_threads_append() {
     }
     db.verify().unwrap();
 }
+
+/// A transaction that logged nothing is rolled back with the core latch shared: a reader that a
+/// writer's lock refused, a writer refused before its first change (as `Db::get` and YCSB's
+/// clients retry them, on hot keys). One with changes to undo still takes the latch exclusive.
+#[test]
+fn a_rollback_with_nothing_to_undo_runs_shared() {
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    let (db, t) = loaded((0..100).map(|i| (key(i), b"v".to_vec())));
+    let exclusive = |db: &Db| db.stats().engine.exclusive_latches;
+    let mut writer = db.begin().unwrap();
+    writer.put(&t, &key(7), b"w").unwrap();
+    let s = db.stats().engine;
+    let (before, aborted) = (s.exclusive_latches, s.aborts);
+    for _ in 0..10 {
+        let mut r = db.begin().unwrap();
+        assert!(matches!(
+            r.get(&t, &key(7)),
+            Err(wafer_engine::Error::Conflict { .. })
+        ));
+        drop(r);
+        let mut w = db.begin().unwrap();
+        assert_eq!(w.get(&t, &key(8)).unwrap().as_deref(), Some(&b"v"[..]));
+        assert!(matches!(
+            w.put(&t, &key(7), b"x"),
+            Err(wafer_engine::Error::Conflict { .. })
+        ));
+        w.abort().unwrap();
+    }
+    // The first `stats` call's own exclusive latch is counted in the second.
+    let s = db.stats().engine;
+    assert_eq!(
+        s.exclusive_latches,
+        before + 1,
+        "no rollback took the latch exclusive"
+    );
+    assert_eq!(s.aborts, aborted + 20, "each counts as an abort");
+    // Their locks are gone: the writer changes the key they read.
+    writer.put(&t, &key(8), b"w").unwrap();
+    let before = exclusive(&db);
+    writer.abort().unwrap();
+    assert!(
+        exclusive(&db) >= before + 2,
+        "a rollback with changes runs exclusive"
+    );
+    assert_eq!(db.get(&t, &key(7)).unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db.get(&t, &key(8)).unwrap().as_deref(), Some(&b"v"[..]));
+}
