@@ -247,10 +247,7 @@ impl PageCache {
     /// every other frame pinned). Whether there were any.
     pub(crate) fn release_split_stock(&mut self) -> bool {
         let stock = std::mem::take(&mut *crate::sync::lock(&self.splits.stock));
-        for &f in &stock {
-            self.pool.unpin(f);
-        }
-        !stock.is_empty()
+        self.pool.give_back(&stock)
     }
 
     /// Fills the stock of free frames if a split found it empty (core latch exclusive). Dirty

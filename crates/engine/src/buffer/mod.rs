@@ -434,6 +434,15 @@ impl BufferPool {
         self.mem.bits(f).store(0, Ordering::Relaxed);
     }
 
+    /// Gives frames set aside (pinned, holding no page) back to the CLOCK sweep (core latch
+    /// exclusive). Whether there were any.
+    pub fn give_back(&mut self, frames: &[u32]) -> bool {
+        for &f in frames {
+            self.unpin(f);
+        }
+        !frames.is_empty()
+    }
+
     /// Completes the reservation of a frame claimed with the latch shared (core latch
     /// exclusive): the frame holds `pid` (loading, loaded or failed) and is unpinned, as
     /// [`BufferPool::install_loading`] leaves a frame.

@@ -29,7 +29,7 @@
 //! page a failed load still holds. A lone thread never uses the stock: the engine is then as
 //! it was, and virtual time unchanged.
 
-use super::unlatched::{PendingLoad, Reserved, VictimCopy};
+use super::unlatched::{Reserved, VictimCopy};
 use super::PageCache;
 use crate::buffer::Seen;
 use crate::page::PageId;
@@ -81,18 +81,12 @@ impl PageCache {
             Ok(slot) => {
                 crate::sync::lock(&self.misses.loaded).push((f, pid));
                 self.misses.loaded_any.store(true, Ordering::Release);
-                let reader = self
-                    .reader
-                    .clone()
-                    .filter(|_| !self.in_flight.contains(pid));
-                Some(Reserved::Load(PendingLoad {
+                Some(Reserved::Load(self.pending_load(
                     pid,
                     slot,
-                    victims: Vec::new(),
-                    victims_log: None,
-                    reader,
-                    health: health.clone(),
-                }))
+                    Vec::new(),
+                    health,
+                )))
             }
             Err(taken) => {
                 crate::sync::lock(&self.misses.frames).push(f);
@@ -127,10 +121,7 @@ impl PageCache {
     /// every other frame pinned). Whether there were any.
     pub(super) fn release_miss_stock(&mut self) -> bool {
         let stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
-        for &f in &stock {
-            self.pool.unpin(f);
-        }
-        !stock.is_empty()
+        self.pool.give_back(&stock)
     }
 
     /// Fills the stock if a miss found it empty (core latch exclusive, in an exclusive

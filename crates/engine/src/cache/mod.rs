@@ -189,18 +189,32 @@ impl PageCache {
         // The frames for the next misses, which other threads then reserve with the latch
         // shared; in place their dirty victims are written with this one.
         self.fill_miss_stock(log, &mut victims);
+        Ok(Reserved::Load(
+            self.pending_load(pid, slot, victims, health),
+        ))
+    }
+
+    /// The load of `pid` into the frame of `slot`, its dirty victims' copies to be written
+    /// first: read through the write path's reader unless a write of the page is in flight.
+    fn pending_load(
+        &self,
+        pid: PageId,
+        slot: crate::buffer::LoadSlot,
+        victims: Vec<VictimCopy>,
+        health: &crate::health::Health,
+    ) -> PendingLoad {
         let reader = self
             .reader
             .clone()
             .filter(|_| !self.in_flight.contains(pid));
-        Ok(Reserved::Load(PendingLoad {
+        PendingLoad {
             pid,
             slot,
             victims,
             victims_log: None,
             reader,
             health: health.clone(),
-        }))
+        }
     }
 
     /// A frame for a page that is being created (not read from the device): zeroed.
