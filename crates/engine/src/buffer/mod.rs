@@ -103,8 +103,9 @@ pub struct PoolStats {
     /// reserved under it: docs/engine.md, "Misses").
     #[serde(default)]
     pub unlatched_reads: u64,
-    /// Of those, the misses whose frames were reserved with the core latch shared, from the
-    /// frames set aside for them (`cache/miss_stock.rs`).
+    /// Of the misses, those whose frames were reserved with the core latch shared, from the
+    /// frames set aside for them (`cache/miss_stock.rs`); one whose load failed counts here
+    /// (not in `unlatched_reads`), and again as the miss of its exclusive retry.
     #[serde(default)]
     pub reserved_shared: u64,
 }

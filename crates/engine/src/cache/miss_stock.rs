@@ -14,7 +14,8 @@
 //! 2. it is read and published as any reserved frame is ([`PendingLoad::read`]), no latch
 //!    held;
 //! 3. the frame's own bookkeeping (its page id, its pin) is completed when the core latch is
-//!    next taken exclusive ([`PageCache::adopt_loaded_pages`], before anything looks at frames),
+//!    next taken exclusive ([`PageCache::adopt_loaded_pages`], with the split pages' adoption
+//!    and before the dirty marks are applied: before any exclusive code looks at frames),
 //!    which leaves it as an exclusive reservation would have.
 //!
 //! Until then the page is found through the page table, its bits and its bytes, as any page
@@ -132,21 +133,31 @@ impl PageCache {
     }
 
     /// Fills the stock if a miss found it empty (core latch exclusive, in an exclusive
-    /// reservation). Victims are evicted as the reservation's own: in place, the copies of
-    /// dirty ones join `victims`, written with its own; else they are written here. A victim
-    /// whose write fails (out of place: no space) stays in the pool, and the stock waits: the
-    /// failure is met again by whichever eviction comes next.
+    /// reservation, after its own frame was marked loading). In place, victims are evicted as
+    /// the reservation's own, the copies of dirty ones joining `victims`, written with its own
+    /// with the latches released. Out of place and journaled, where a dirty victim's write logs
+    /// its place and forces the log, the stock takes only clean frames: such writes, one after
+    /// another, would hold every thread up. The sweep does not wait for frames being loaded
+    /// (the reservation's own load starts only after this returns): when every other frame is
+    /// pinned, the stock stays short. A victim whose copy cannot be taken stays in the pool,
+    /// and the stock waits.
     pub(super) fn fill_miss_stock(&mut self, log: &mut dyn LogSink, victims: &mut Vec<VictimCopy>) {
         if !self.misses.want.swap(false, Ordering::Relaxed) || !self.splits.several_threads() {
             return;
         }
         let want = stock_size(self.pool.frame_count());
+        let (steal, clean_only) = (self.eviction.steal(), self.writes_log);
         let mut stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
         while stock.len() < want {
-            let Ok((f, copy)) = self.victim_from(log, !self.writes_log, false) else {
+            let Some(f) = self.pool.pick_victim(|fr| {
+                (steal || fr.uncommitted.is_empty()) && !(clean_only && fr.dirty)
+            }) else {
                 break;
             };
-            victims.extend(copy);
+            match self.evict_victim(f, log, true) {
+                Ok(copy) => victims.extend(copy),
+                Err(_) => break,
+            }
             self.pool.set_aside(f);
             stock.push(f);
         }
@@ -282,6 +293,48 @@ mod tests {
         assert!(c.reserve_shared(missing[1], &health).is_none());
         assert!(crate::sync::lock(&c.misses.frames).is_empty());
         assert!(c.pool.lookup(missing[0]).is_some());
+        c.pool.check_invariants();
+    }
+
+    /// An exclusive reservation that would fill the stock when every frame but its own is
+    /// pinned leaves the stock short: it does not wait for a loading frame, its own among them,
+    /// whose load can only start once it returns (it waited forever before).
+    #[test]
+    fn a_reservation_with_every_other_frame_pinned_leaves_the_stock_short() {
+        let mut c = cache(true);
+        let health = crate::health::Health::default();
+        let mut log = durable_log();
+        let missing = first_miss(&mut c, &mut log, &health);
+        read(&c, c.reserve_shared(missing[1], &health));
+        read(&c, c.reserve_shared(missing[2], &health));
+        assert!(
+            c.reserve_shared(missing[3], &health).is_none(),
+            "stock used up"
+        );
+        c.adopt_loaded_pages();
+        let cached: Vec<u32> = (1..=40).filter_map(|p| c.pool.lookup(p)).collect();
+        assert_eq!(cached.len(), 32, "every frame holds a page");
+        for &f in &cached[1..] {
+            c.pool.pin(f);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pid = missing[3];
+        std::thread::spawn(move || {
+            let r = c.reserve(pid, &mut log, &health).unwrap();
+            read(&c, Some(r));
+            tx.send(c).unwrap();
+        });
+        let mut c = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the reservation returned");
+        assert!(crate::sync::lock(&c.misses.frames).is_empty());
+        assert_eq!(
+            c.pool.data(c.pool.lookup(missing[3]).unwrap())[100],
+            missing[3] as u8
+        );
+        for &f in &cached[1..] {
+            c.pool.unpin(f);
+        }
         c.pool.check_invariants();
     }
 

@@ -158,7 +158,8 @@ impl PageCache {
 
     /// Readies a miss of `pid` to be read with the core latch released ([`PendingLoad`]): the
     /// victim is chosen (and a dirty one written or dropped) as [`PageCache::fetch`] would, and
-    /// the frame reserved for the page. Or the page is cached already (another thread's load),
+    /// the frame reserved for the page; the frames set aside for misses are refilled if a miss
+    /// found none (`miss_stock.rs`), in place with their dirty victims' copies in the load's. Or the page is cached already (another thread's load),
     /// or it is read here and now, exclusive, when an after-read hook must see it or it was
     /// evicted dirty (its redo is applied under the latch).
     pub fn reserve(
@@ -286,6 +287,18 @@ impl PageCache {
                 }
             ))
         })?;
+        Ok((chosen, self.evict_victim(chosen, log, detach)?))
+    }
+
+    /// Empties frame `chosen`, picked by the CLOCK sweep: a dirty page is written back (with
+    /// `detach`, its sealed copy returned instead, to be written with the core latch
+    /// released) or dropped as the policy says.
+    fn evict_victim(
+        &mut self,
+        chosen: u32,
+        log: &mut dyn LogSink,
+        detach: bool,
+    ) -> Result<Option<VictimCopy>> {
         let fr = &self.pool.frames[chosen as usize];
         let mut copy = None;
         if let Some(pid) = fr.pid {
@@ -312,7 +325,7 @@ impl PageCache {
             }
             self.pool.evict(chosen, keep_dirty);
         }
-        Ok((chosen, copy))
+        Ok(copy)
     }
 
     /// Writes several dirty pages as one batch (checkpoints, the page cleaner). Pages not

@@ -173,7 +173,8 @@ impl Core {
     /// that keep per-transaction state only an exclusive operation may change (the flushless
     /// tables, per-frame lists of uncommitted writers for a no-steal policy). With a version
     /// store they may: the before-image is kept under the leaf's latch (see
-    /// [`crate::mvcc::Versions`]); a rollback stays exclusive.
+    /// [`crate::mvcc::Versions`]); a rollback stays exclusive unless it has nothing to undo
+    /// ([`Core::rollback_shared`]).
     fn writes_shared(&self) -> bool {
         self.flushless.is_none() && !self.cache.pool.track_uncommitted
     }
