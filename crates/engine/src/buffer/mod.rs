@@ -521,6 +521,12 @@ impl BufferPool {
         None
     }
 
+    /// Puts the CLOCK hand back on frame `f`, which [`BufferPool::pick_victim`] just picked
+    /// and the caller leaves in place: the next sweep picks it first.
+    pub fn hand_back(&mut self, f: u32) {
+        self.hand = f as usize;
+    }
+
     /// Empties frame `f` (its page written, or dropped as `EvictedDirty` if `keep_dirty`).
     pub fn evict(&mut self, f: u32, keep_dirty: bool) {
         let fr = &mut self.frames[f as usize];

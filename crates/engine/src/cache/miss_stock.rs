@@ -136,8 +136,10 @@ impl PageCache {
     /// reservation, after its own frame was marked loading). In place, victims are evicted as
     /// the reservation's own, the copies of dirty ones joining `victims`, written with its own
     /// with the latches released. Out of place and journaled, where a dirty victim's write logs
-    /// its place and forces the log, the stock takes only clean frames: such writes, one after
-    /// another, would hold every thread up. The sweep does not wait for frames being loaded
+    /// its place and forces the log, the fill stops at the first dirty victim the sweep meets
+    /// (the hand is left on it): such writes, one after another, would hold every thread up,
+    /// and taking clean frames past it would change what CLOCK evicts (and sweep the whole
+    /// pool when most frames are dirty). The sweep does not wait for frames being loaded
     /// (the reservation's own load starts only after this returns): when every other frame is
     /// pinned, the stock stays short. A victim whose copy cannot be taken stays in the pool,
     /// and the stock waits.
@@ -146,14 +148,20 @@ impl PageCache {
             return;
         }
         let want = stock_size(self.pool.frame_count());
-        let (steal, clean_only) = (self.eviction.steal(), self.writes_log);
+        let steal = self.eviction.steal();
         let mut stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
         while stock.len() < want {
-            let Some(f) = self.pool.pick_victim(|fr| {
-                (steal || fr.uncommitted.is_empty()) && !(clean_only && fr.dirty)
-            }) else {
+            let Some(f) = self
+                .pool
+                .pick_victim(|fr| steal || fr.uncommitted.is_empty())
+            else {
                 break;
             };
+            if self.writes_log && self.pool.frames[f as usize].dirty {
+                // The next victim is the next exclusive reservation's, where it is written.
+                self.pool.hand_back(f);
+                break;
+            }
             match self.evict_victim(f, log, true) {
                 Ok(copy) => victims.extend(copy),
                 Err(_) => break,
