@@ -1,12 +1,12 @@
-//! The buffer pool's page table: page id -> where the page is ([`PageState`]), as a two-level
-//! array of 4-byte entries. Page ids are dense (the pages of a device), so the ids are cut into
-//! chunks of 1,024, and a chunk's array is made when a page of it is first put in: 4 bytes per
-//! page id of the chunks ever cached. The entries are atomics: with the core latch shared, a
-//! miss may claim an absent entry of an existing chunk for the frame it loads the page into
-//! ([`PageTable::claim`]); every other change is made with the latch exclusive (`&mut`). A lookup is two dependent loads without hashing, and the
-//! entries of pages near each other share cache lines (a hash map's buckets took about a tenth
-//! of a cached read: a miss per tree level). Ids beyond [`MAX_CHUNKS`] chunks, which no device
-//! of today has, go to a hash map.
+//! The buffer pool's page table: page id -> where the page is ([`PageState`]), as a two-level array
+//! of 4-byte entries. Page ids are dense (the pages of a device), so the ids are cut into chunks of
+//! 1,024, and a chunk's array is made when a page of it is first put in: 4 bytes per page id of the
+//! chunks ever cached. The entries are atomics: with the core latch shared, a miss may claim an
+//! absent entry of an existing chunk for the frame it loads the page into ([`PageTable::claim`]);
+//! every other change is made with the latch exclusive (`&mut`). A lookup is two dependent loads
+//! without hashing, and the entries of pages near each other share cache lines (a hash map's
+//! buckets took about a tenth of a cached read: a miss per tree level). Ids beyond [`MAX_CHUNKS`]
+//! chunks, which no device of today has, go to a hash map.
 
 use crate::buffer::PageState;
 use crate::page::PageId;

@@ -159,10 +159,10 @@ impl std::ops::DerefMut for PageBytes {
     }
 }
 
-/// A frame reserved for a page being read with no core latch held
-/// (`BufferPool::install_loading`, or `BufferPool::claim_loading` with the latch shared): its loader's to fill, then to publish. Dropped
-/// unpublished (an error or a panic on the way), the load counts as failed, so nobody waits for
-/// it forever.
+/// A frame reserved for a page being read with no core latch held (`BufferPool::install_loading`,
+/// or `BufferPool::claim_loading` with the latch shared): its loader's to fill, then to publish.
+/// Dropped unpublished (an error or a panic on the way), the load counts as failed, so nobody waits
+/// for it forever.
 pub(crate) struct LoadSlot {
     mem: Arc<FrameMem>,
     f: u32,

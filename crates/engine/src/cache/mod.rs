@@ -157,11 +157,11 @@ impl PageCache {
     }
 
     /// Readies a miss of `pid` to be read with the core latch released ([`PendingLoad`]): the
-    /// victim is chosen (and a dirty one written or dropped) as [`PageCache::fetch`] would, and
-    /// the frame reserved for the page; the frames set aside for misses are refilled if a miss
-    /// found none (`miss_stock.rs`), in place with their dirty victims' copies in the load's. Or the page is cached already (another thread's load),
-    /// or it is read here and now, exclusive, when an after-read hook must see it or it was
-    /// evicted dirty (its redo is applied under the latch).
+    /// victim is chosen (and a dirty one written or dropped) as [`PageCache::fetch`] would, and the
+    /// frame reserved for the page; the frames set aside for misses are refilled if a miss found
+    /// none (`miss_stock.rs`), in place with their dirty victims' copies in the load's. Or the page
+    /// is cached already (another thread's load), or it is read here and now, exclusive, when an
+    /// after-read hook must see it or it was evicted dirty (its redo is applied under the latch).
     pub fn reserve(
         &mut self,
         pid: PageId,

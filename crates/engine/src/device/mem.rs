@@ -1,10 +1,9 @@
 //! An in-memory device: a byte vector. Writes are durable at once (flush is a no-op); wrap it in a
 //! `FaultDevice` to model volatile caches and power cuts. Other threads read it through a
-//! [`SharedRead`] (`BlockDevice::shared_reader`) beside each other and beside its owner's
-//! commands: the bytes are behind a reader-writer lock, taken for each copy. Trim zeroes (and gives the memory of
-//! whole pages back to the kernel); remap copies (a move also
-//! zeroes the source), mapped in blocks; a copy command is a memcpy per operation (not counted
-//! as host I/O in the statistics).
+//! [`SharedRead`] (`BlockDevice::shared_reader`) beside each other and beside its owner's commands:
+//! the bytes are behind a reader-writer lock, taken for each copy. Trim zeroes (and gives the
+//! memory of whole pages back to the kernel); remap copies (a move also zeroes the source), mapped
+//! in blocks; a copy command is a memcpy per operation (not counted as host I/O in the statistics).
 
 use super::{
     check_copy, check_io, check_remap, BlockDevice, Capabilities, CopyOp, DeviceError, DeviceStats,

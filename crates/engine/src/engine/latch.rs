@@ -105,8 +105,9 @@ impl Shared {
     /// read with the core latch released (its frame taken, with several threads, from those set
     /// aside for misses with the latch still shared: [`PageCache::reserve_shared`]; else
     /// [`PageCache::reserve`] takes it exclusive only to pick the victim and reserve the frame,
-    /// and a dirty victim, in place, is written with the latch released too) and `op` runs again, for up to `reads` pages ([`POINT_READS`]
-    /// for an operation on one key, [`SCAN_READS`] for a scan, which starts over after each).
+    /// and a dirty victim, in place, is written with the latch released too) and `op` runs
+    /// again, for up to `reads` pages ([`POINT_READS`] for an operation on one key,
+    /// [`SCAN_READS`] for a scan, which starts over after each).
     /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
     /// reading the page failed: the exclusive path meets the error again and reports it).
     pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
