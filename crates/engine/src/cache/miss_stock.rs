@@ -228,6 +228,33 @@ mod tests {
         missing
     }
 
+    /// Pins the frames of the cached pages but the first `spare`: the frames pinned.
+    fn pin_cached(c: &mut PageCache, spare: usize) -> Vec<u32> {
+        let cached: Vec<u32> = (1..=40).filter_map(|p| c.pool.lookup(p)).collect();
+        for &f in &cached[spare..] {
+            c.pool.pin(f);
+        }
+        cached[spare..].to_vec()
+    }
+
+    /// Unpins `pinned` and checks the pool.
+    fn unpin_and_check(c: &mut PageCache, pinned: &[u32]) {
+        for &f in pinned {
+            c.pool.unpin(f);
+        }
+        c.pool.check_invariants();
+    }
+
+    /// A cache as [`cache`] makes it after its first miss ([`first_miss`]), with the health,
+    /// the log and the pages still missing.
+    fn after_first_miss(several: bool) -> (PageCache, crate::health::Health, MemLog, Vec<PageId>) {
+        let mut c = cache(several);
+        let health = crate::health::Health::default();
+        let mut log = durable_log();
+        let missing = first_miss(&mut c, &mut log, &health);
+        (c, health, log, missing)
+    }
+
     fn absent(c: &PageCache) -> Vec<PageId> {
         (1..=40).filter(|&p| c.pool.state(p).is_none()).collect()
     }
@@ -241,11 +268,8 @@ mod tests {
 
     #[test]
     fn misses_take_frames_set_aside_with_the_latch_shared() {
-        let mut c = cache(true);
-        let health = crate::health::Health::default();
-        let mut log = durable_log();
         // The stock is empty: an exclusive reservation is needed, and it fills the stock.
-        let missing = first_miss(&mut c, &mut log, &health);
+        let (mut c, health, _, missing) = after_first_miss(true);
         // Two misses from the stock; a second thread missing the same page waits for its load.
         let (p, q) = (missing[1], missing[2]);
         let load = c.reserve_shared(p, &health);
@@ -294,10 +318,7 @@ mod tests {
 
     #[test]
     fn a_lone_thread_sets_no_frame_aside() {
-        let mut c = cache(false);
-        let health = crate::health::Health::default();
-        let mut log = durable_log();
-        let missing = first_miss(&mut c, &mut log, &health);
+        let (c, health, _, missing) = after_first_miss(false);
         assert!(c.reserve_shared(missing[1], &health).is_none());
         assert!(crate::sync::lock(&c.misses.frames).is_empty());
         assert!(c.pool.lookup(missing[0]).is_some());
@@ -309,10 +330,7 @@ mod tests {
     /// whose load can only start once it returns (it waited forever before).
     #[test]
     fn a_reservation_with_every_other_frame_pinned_leaves_the_stock_short() {
-        let mut c = cache(true);
-        let health = crate::health::Health::default();
-        let mut log = durable_log();
-        let missing = first_miss(&mut c, &mut log, &health);
+        let (mut c, health, mut log, missing) = after_first_miss(true);
         read(&c, c.reserve_shared(missing[1], &health));
         read(&c, c.reserve_shared(missing[2], &health));
         assert!(
@@ -320,11 +338,12 @@ mod tests {
             "stock used up"
         );
         c.adopt_loaded_pages();
-        let cached: Vec<u32> = (1..=40).filter_map(|p| c.pool.lookup(p)).collect();
-        assert_eq!(cached.len(), 32, "every frame holds a page");
-        for &f in &cached[1..] {
-            c.pool.pin(f);
-        }
+        let pinned = pin_cached(&mut c, 1);
+        assert_eq!(
+            pinned.len(),
+            31,
+            "every frame holds a page, all but one pinned"
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         let pid = missing[3];
         std::thread::spawn(move || {
@@ -340,30 +359,18 @@ mod tests {
             c.pool.data(c.pool.lookup(missing[3]).unwrap())[100],
             missing[3] as u8
         );
-        for &f in &cached[1..] {
-            c.pool.unpin(f);
-        }
-        c.pool.check_invariants();
+        unpin_and_check(&mut c, &pinned);
     }
 
     /// A pool whose other frames are all pinned takes the frames set aside back.
     #[test]
     fn an_eviction_with_every_other_frame_pinned_takes_the_stock_back() {
-        let mut c = cache(true);
-        let health = crate::health::Health::default();
-        let mut log = durable_log();
-        let missing = first_miss(&mut c, &mut log, &health);
-        let cached: Vec<u32> = (1..=40).filter_map(|p| c.pool.lookup(p)).collect();
-        assert_eq!(cached.len(), 30, "two frames are set aside");
-        for &f in &cached {
-            c.pool.pin(f);
-        }
+        let (mut c, _, mut log, missing) = after_first_miss(true);
+        let pinned = pin_cached(&mut c, 0);
+        assert_eq!(pinned.len(), 30, "two frames are set aside");
         let f = c.fetch(missing[1], &mut log).unwrap();
         assert_eq!(c.pool.data(f)[100], missing[1] as u8);
         assert!(crate::sync::lock(&c.misses.frames).is_empty());
-        for &f in &cached {
-            c.pool.unpin(f);
-        }
-        c.pool.check_invariants();
+        unpin_and_check(&mut c, &pinned);
     }
 }
