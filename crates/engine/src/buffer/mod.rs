@@ -108,6 +108,10 @@ pub struct PoolStats {
     /// (not in `unlatched_reads`), and again as the miss of its exclusive retry.
     #[serde(default)]
     pub reserved_shared: u64,
+    /// Out of place and journaled, dirty pages written ahead of the misses that would take
+    /// their frames, with the core latch released (`cache/clean_ahead.rs`).
+    #[serde(default)]
+    pub written_ahead: u64,
 }
 
 impl PoolStats {

@@ -30,6 +30,7 @@
 //! page a failed load still holds. A lone thread never uses the stock: the engine is then as
 //! it was, and virtual time unchanged.
 
+use super::clean_ahead::AheadBatch;
 use super::unlatched::{Reserved, VictimCopy};
 use super::PageCache;
 use crate::buffer::Seen;
@@ -132,24 +133,32 @@ impl PageCache {
         self.pool.give_back(&stock)
     }
 
-    /// Fills the stock if a miss found it empty (core latch exclusive, in an exclusive
-    /// reservation, after its own frame was marked loading). In place, victims are evicted as
-    /// the reservation's own, the copies of dirty ones joining `victims`, written with its own
-    /// with the latches released. Out of place and journaled, where a dirty victim's write logs
-    /// its place and forces the log, the fill stops at the first dirty victim the sweep meets
-    /// (the hand is left on it): such writes, one after another, would hold every thread up,
-    /// and taking clean frames past it would change what CLOCK evicts (and sweep the whole
-    /// pool when most frames are dirty). The sweep does not wait for frames being loaded
-    /// (the reservation's own load starts only after this returns): when every other frame is
-    /// pinned, the stock stays short. A victim whose copy cannot be taken stays in the pool,
-    /// and the stock waits.
-    pub(super) fn fill_miss_stock(&mut self, log: &mut dyn LogSink, victims: &mut Vec<VictimCopy>) {
+    /// Fills the stock if a miss found it empty (core and log latches exclusive, in an
+    /// exclusive reservation, after its own frame was marked loading). In place, victims are
+    /// evicted as the reservation's own, the copies of dirty ones joining `victims`, written
+    /// with its own with the latches released. Out of place and journaled, where a dirty
+    /// victim's write logs its place and forces the log, the fill stops at the first dirty
+    /// victim the sweep meets (the hand is left on it): such writes, one after another, would
+    /// hold every thread up, and taking clean frames past it would change what CLOCK evicts
+    /// (and sweep the whole pool when most frames are dirty; measured: docs/engine.md). The
+    /// dirty pages among the next victims are then returned, to be written ahead with the
+    /// core latch released (`clean_ahead.rs`), so that the next fill finds them clean. The
+    /// sweep does not wait for frames being loaded (the reservation's own load starts only
+    /// after this returns): when every other frame is pinned, the stock stays short. A victim
+    /// whose copy cannot be taken stays in the pool, and the stock waits.
+    pub(super) fn fill_miss_stock(
+        &mut self,
+        log: &mut dyn LogSink,
+        victims: &mut Vec<VictimCopy>,
+        health: &crate::health::Health,
+    ) -> Option<AheadBatch> {
         if !self.misses.want.swap(false, Ordering::Relaxed) || !self.splits.several_threads() {
-            return;
+            return None;
         }
         let want = stock_size(self.pool.frame_count());
         let steal = self.eviction.steal();
         let mut stock = std::mem::take(&mut *crate::sync::lock(&self.misses.frames));
+        let mut ahead = None;
         while stock.len() < want {
             let Some(f) = self
                 .pool
@@ -158,8 +167,11 @@ impl PageCache {
                 break;
             };
             if self.writes_log && self.pool.frames[f as usize].dirty {
-                // The next victim is the next exclusive reservation's, where it is written.
+                // The hand stays on it; it and the dirty pages after it are written ahead.
                 self.pool.hand_back(f);
+                if steal {
+                    ahead = self.clean_ahead(want, health);
+                }
                 break;
             }
             match self.evict_victim(f, log, true) {
@@ -170,6 +182,7 @@ impl PageCache {
             stock.push(f);
         }
         *crate::sync::lock(&self.misses.frames) = stock;
+        ahead
     }
 }
 

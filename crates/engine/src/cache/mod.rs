@@ -17,6 +17,7 @@
 //! [`PendingLoad::write_victim`] writes the dirty victims' copies and [`PendingLoad::read`] reads
 //! the page (see `buffer.rs` for the loading frame, docs/engine.md "Misses" for the protocol).
 
+mod clean_ahead;
 mod miss_stock;
 mod unlatched;
 
@@ -96,6 +97,9 @@ pub(crate) struct PageCache {
     /// Free frames for misses reserved with the core latch shared, and the pages loaded into
     /// them since the latch was last exclusive (`miss_stock.rs`).
     misses: miss_stock::MissStock,
+    /// Out of place and journaled, batches of the next victims written ahead of the misses
+    /// with the core latch released, to attach when it is next exclusive (`clean_ahead.rs`).
+    written_ahead: std::sync::Arc<clean_ahead::Written>,
 }
 
 impl PageCache {
@@ -112,6 +116,7 @@ impl PageCache {
             after_read: None,
             splits: crate::splits::Splits::new(crate::config::LeafSplits::Auto),
             misses: Default::default(),
+            written_ahead: Default::default(),
         }
     }
 
@@ -180,6 +185,9 @@ impl PageCache {
             self.pool.rehits_ahead();
             return Ok(Reserved::Cached);
         }
+        // Batches written ahead since the core latch was taken: the log latch, held by their
+        // writer until it queued them, is held now.
+        self.adopt_cleaned_pages();
         self.pool.stats.misses += 1;
         // Out of place and journaled a victim's write can fail without poisoning (no space:
         // `Full`, `LogFull`): it is written here, the frame still dirty, and the error goes to
@@ -188,11 +196,12 @@ impl PageCache {
         let mut victims: Vec<VictimCopy> = victim.into_iter().collect();
         let slot = self.pool.install_loading(f, pid);
         // The frames for the next misses, which other threads then reserve with the latch
-        // shared; in place their dirty victims are written with this one.
-        self.fill_miss_stock(log, &mut victims);
-        Ok(Reserved::Load(
-            self.pending_load(pid, slot, victims, health),
-        ))
+        // shared; in place their dirty victims are written with this one, out of place and
+        // journaled the dirty pages the hand reaches next after it (`clean_ahead.rs`).
+        let ahead = self.fill_miss_stock(log, &mut victims, health);
+        let mut load = self.pending_load(pid, slot, victims, health);
+        load.ahead = ahead;
+        Ok(Reserved::Load(load))
     }
 
     /// The load of `pid` into the frame of `slot`, its dirty victims' copies to be written
@@ -213,6 +222,7 @@ impl PageCache {
             slot,
             victims,
             victims_log: None,
+            ahead: None,
             reader,
             health: health.clone(),
         }

@@ -116,6 +116,9 @@ pub(crate) struct PendingLoad {
     pub(super) victims: Vec<VictimCopy>,
     /// The log, once forced past the victims (a page write in place logs nothing).
     pub(super) victims_log: Option<crate::writepath::DurableLog>,
+    /// Out of place and journaled, the dirty pages the CLOCK hand reaches next, to write
+    /// before the read, the log latch held ([`PendingLoad::take_ahead`]).
+    pub(super) ahead: Option<super::clean_ahead::AheadBatch>,
     /// Reads the page without the write path's mutex, if the write path offers that and no
     /// write of the page is in flight ([`InFlight`]).
     pub(super) reader: Option<std::sync::Arc<dyn PageReader>>,
@@ -139,6 +142,15 @@ impl PendingLoad {
     /// ([`PendingLoad::force_victim`]), the log latch held, the core latch not.
     pub fn writes_victim(&self) -> bool {
         !self.victims.is_empty()
+    }
+
+    /// The dirty pages to write ahead of the misses (`clean_ahead.rs`), if the reservation
+    /// took any: the caller lets the core latch go, keeps the log latch, and writes them
+    /// ([`super::clean_ahead::AheadBatch::write`]) before the read. Never with victims to
+    /// write (those are in place, these out of place and journaled).
+    pub fn take_ahead(&mut self) -> Option<super::clean_ahead::AheadBatch> {
+        debug_assert!(self.ahead.is_none() || self.victims.is_empty());
+        self.ahead.take()
     }
 
     /// Forces the log past the dirty victims' changes (the write-ahead rule). A failure

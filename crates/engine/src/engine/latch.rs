@@ -176,6 +176,13 @@ impl Shared {
                 load.force_victim(&mut *wal).ok()?;
                 drop(wal);
                 load.write_victim(&mut held).ok()?;
+            } else if let Some(ahead) = load.take_ahead() {
+                // Out of place and journaled, the dirty pages the hand reaches next: written
+                // with the core latch released, the log latch held until they are queued for
+                // the next exclusive latch (`cache/clean_ahead.rs`).
+                drop(core);
+                ahead.write(&mut *wal, &wp);
+                drop(wal);
             } else {
                 drop(wal);
                 drop(core);
@@ -203,6 +210,7 @@ impl Shared {
         g.cache.adopt_split_pages();
         g.cache.adopt_loaded_pages();
         g.cache.pool.apply_dirty();
+        g.cache.adopt_cleaned_pages();
         g.exclusive_epoch += 1;
         g
     }

@@ -111,6 +111,10 @@ pub struct WallResult {
     /// Of the misses, those reserved with the core latch shared (`PoolStats::reserved_shared`).
     #[serde(default)]
     pub reserved_shared: u64,
+    /// Out of place and journaled, dirty pages written ahead of the misses that would take
+    /// their frames, the core latch released (`PoolStats::written_ahead`).
+    #[serde(default)]
+    pub written_ahead: u64,
     /// Times the core latch was taken exclusive during the measured run.
     #[serde(default)]
     pub exclusive_latches: u64,
@@ -359,6 +363,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         misses,
         unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
         reserved_shared: after.pool.reserved_shared - before.pool.reserved_shared,
+        written_ahead: after.pool.written_ahead - before.pool.written_ahead,
         exclusive_latches: after.engine.exclusive_latches - before.engine.exclusive_latches,
         cleaner_writes: after.engine.cleaner_writes - before.engine.cleaner_writes,
     })

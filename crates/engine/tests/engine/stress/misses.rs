@@ -261,6 +261,10 @@ fn misses_keep_every_record_as(
                  eviction writes"
             ));
         }
+        let ahead = after.pool.written_ahead - before.pool.written_ahead;
+        if (cfg.out_of_place.is_some() || cfg.journal.is_some()) && ahead == 0 {
+            return Err("expected dirty pages written ahead of the misses".into());
+        }
         let gc = after.writes.gc_rounds - before.writes.gc_rounds;
         if cfg.out_of_place.is_some() && gc == 0 {
             return Err("expected garbage collection to run".into());
@@ -280,7 +284,8 @@ fn misses_keep_every_record_as(
         db.verify().map_err(|e| e.to_string())?;
         Ok(format!(
             "{name}: {} records changed, {} reads, {unlatched} pages read unlatched ({shared} \
-             reserved shared), {victims} eviction writes, {gc} GC rounds, {emptied} journal moves home, {:?}",
+             reserved shared), {victims} eviction writes ({ahead} written ahead), {gc} GC rounds, \
+             {emptied} journal moves home, {:?}",
             gens.len(),
             reads.iter().sum::<u64>(),
             started.elapsed()
