@@ -31,11 +31,26 @@ use std::sync::{Arc, Mutex};
 
 /// Batches written ahead, waiting to be attached with the core latch exclusive.
 #[derive(Default)]
-pub(super) struct Written {
+pub(crate) struct Written {
     /// Each batch and whether its write succeeded.
     batches: Mutex<Vec<(Detached, bool)>>,
     /// Whether `batches` may hold any (read without its mutex by every exclusive latch).
     any: AtomicBool,
+    /// Whether a batch is being written (set with the core and log latches held, where it is
+    /// taken; cleared by its writer, the log latch still held, once it is queued). One at a
+    /// time: the next is taken under the log latch its writer holds.
+    writing: AtomicBool,
+}
+
+impl Written {
+    /// Whether a batch is being written now. A thread about to take the core latch exclusive
+    /// first waits for it, holding nothing, by taking and letting go the log latch its writer
+    /// holds (`Shared::core`): else it would take the core latch, stopping every reader, and
+    /// then wait for the log latch, and it would find the batch's pages still dirty (and
+    /// might write them again).
+    pub fn writing(&self) -> bool {
+        self.writing.load(Ordering::Acquire)
+    }
 }
 
 /// Copies of the dirty pages the hand reaches next, to be written with the core latch
@@ -56,6 +71,7 @@ impl Drop for AheadBatch {
             crate::sync::lock(&self.written.batches).push((batch, self.ok));
             self.written.any.store(true, Ordering::Release);
         }
+        self.written.writing.store(false, Ordering::Release);
     }
 }
 
@@ -68,6 +84,10 @@ impl AheadBatch {
     /// space leaves the pages dirty, for the reservation that meets them to report.
     pub fn write(mut self, log: &mut dyn LogSink, wp: &SharedWritePath) {
         let Some(batch) = &self.batch else { return };
+        if self.health.check().is_err() {
+            // Poisoned since the reservation: nothing more is written (queued unwritten).
+            return;
+        }
         let r = batch.force(log).and_then(|()| {
             let mut w = crate::sync::lock(wp);
             batch.write_pages(&mut **w, log)
@@ -82,9 +102,11 @@ impl PageCache {
     /// journaled, several threads running, after a fill of the stock stopped at a dirty
     /// victim). `None` if there are none.
     pub(super) fn clean_ahead(&mut self, victims: usize, health: &Health) -> Option<AheadBatch> {
-        debug_assert!(self.writes_log && self.eviction.steal());
-        let picks = self.pool.cleaner_candidates(victims, victims);
+        debug_assert!(self.writes_ahead());
+        let mut picks = self.pool.cleaner_candidates(victims, victims);
+        picks.retain(|&pid| self.eviction.dirty_victim(pid) == super::DirtyVictim::WriteBack);
         let batch = self.detach(&picks, WriteReason::Eviction)?;
+        self.written_ahead.writing.store(true, Ordering::Release);
         Some(AheadBatch {
             batch: Some(batch),
             ok: false,
@@ -93,19 +115,30 @@ impl PageCache {
         })
     }
 
+    /// Whether dirty victims are written ahead of the misses here: out of place or journaled
+    /// (a page write logs its place), steal, and no after-read hook (the flushless mode drops
+    /// its dirty victims unwritten; its misses are read exclusive and never fill the stock
+    /// anyway). Only pages the policy would write back are taken.
+    pub(super) fn writes_ahead(&self) -> bool {
+        self.writes_log && self.eviction.steal() && self.after_read.is_none()
+    }
+
+    /// The batches written ahead of the misses ([`Written::writing`]).
+    pub fn written_ahead(&self) -> Arc<Written> {
+        self.written_ahead.clone()
+    }
+
     /// Attaches the batches written ahead since the latch was last exclusive (core latch
     /// exclusive, after the dirty marks are applied, as a checkpoint's batch is attached):
-    /// their pages still as copied are clean.
+    /// their pages still as copied are clean, and counted.
     pub fn adopt_cleaned_pages(&mut self) {
         if !self.written_ahead.any.swap(false, Ordering::Acquire) {
             return;
         }
         let batches = std::mem::take(&mut *crate::sync::lock(&self.written_ahead.batches));
         for (batch, ok) in batches {
-            self.attach(&batch, ok);
-            if ok {
-                self.pool.stats.written_ahead += batch.page_count() as u64;
-            }
+            let cleaned = self.attach(&batch, ok);
+            self.pool.stats.written_ahead += cleaned as u64;
         }
     }
 }

@@ -169,7 +169,7 @@ impl PageCache {
             if self.writes_log && self.pool.frames[f as usize].dirty {
                 // The hand stays on it; it and the dirty pages after it are written ahead.
                 self.pool.hand_back(f);
-                if steal {
+                if self.writes_ahead() {
                     ahead = self.clean_ahead(want, health);
                 }
                 break;

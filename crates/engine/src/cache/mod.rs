@@ -21,6 +21,7 @@ mod clean_ahead;
 mod miss_stock;
 mod unlatched;
 
+pub(crate) use self::clean_ahead::Written;
 pub(crate) use self::unlatched::{Detached, PendingLoad, Reserved, SharedWritePath};
 use self::unlatched::{InFlight, InFlightGuard, VictimCopy};
 use crate::buffer::{BufferPool, PageState, Seen};
@@ -435,21 +436,24 @@ impl PageCache {
     /// A detached write is done (`written`: it succeeded): each frame that still holds its
     /// page as copied is clean; one changed since stays dirty, its recovery LSN raised to the
     /// copy's (the device holds every change up to it). A frame evicted or written again
-    /// meanwhile is left as it is.
-    pub fn attach(&mut self, d: &Detached, written: bool) {
+    /// meanwhile is left as it is. Returns how many frames it made clean.
+    pub fn attach(&mut self, d: &Detached, written: bool) -> usize {
         if !written {
-            return;
+            return 0;
         }
+        let mut cleaned = 0;
         for &(f, pid, lsn, _) in &d.pages {
             if self.pool.lookup(pid) != Some(f) || !self.pool.frames[f as usize].dirty {
                 continue;
             }
             if page::page_lsn(self.pool.data(f)) == lsn {
                 self.pool.mark_clean(f);
+                cleaned += 1;
             } else {
                 self.pool.raise_rec_lsn(f, lsn);
             }
         }
+        cleaned
     }
 
     /// Writes dirty frames through the write path, after forcing the log up to their newest page

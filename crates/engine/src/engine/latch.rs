@@ -21,6 +21,8 @@ pub(crate) const SCAN_READS: usize = 2;
 /// What `Db` and `Txn` handles share.
 pub(crate) struct Shared {
     core: ShardedLock<Core>,
+    /// The page cache's batches written ahead of the misses (whether one is being written).
+    ahead: std::sync::Arc<crate::cache::Written>,
     pub wal: SharedWal,
     pub health: Health,
     /// [`crate::DbConfig::durable_commits`].
@@ -50,6 +52,7 @@ impl Shared {
         let durable_commits = core.cfg.durable_commits;
         Shared {
             durable_commits,
+            ahead: core.cache.written_ahead(),
             core: ShardedLock::new(core),
             wal,
             health,
@@ -196,6 +199,12 @@ impl Shared {
     /// state: the handle is poisoned, and the guard is handed out so that reads of counters
     /// still work.
     pub fn core(&self) -> CoreGuard<'_> {
+        if self.ahead.writing() {
+            // Out of place or journaled, a miss's batch of dirty pages is being written ahead
+            // with the log latch held: wait for it before stopping every reader
+            // (`cache/clean_ahead.rs`). Nothing is held here (the core latch comes first).
+            drop(self.wal.lock());
+        }
         let mut g = match self.core.write() {
             Ok(g) => g,
             Err(p) => {
