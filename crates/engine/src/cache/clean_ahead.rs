@@ -18,7 +18,9 @@
 //! exclusive, where the batch is attached as a checkpoint's is (`PageCache::attach`): a page
 //! still as copied is clean, and the next fill of the stock takes it without a write. A batch
 //! refused for want of space leaves its pages dirty (the exclusive reservation that meets them
-//! then reports the error, as before); a device error poisons the handle.
+//! then reports the error, as before); a device error poisons the handle. A thread about to
+//! take the core latch exclusive while a batch is being written waits for it first, holding
+//! nothing ([`Written::writing`]).
 //!
 //! A lone thread has no stock and writes nothing ahead: virtual time is unchanged.
 
