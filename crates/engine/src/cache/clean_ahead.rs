@@ -24,10 +24,10 @@
 //!
 //! A lone thread has no stock and writes nothing ahead: virtual time is unchanged.
 
-use super::unlatched::{Detached, SharedWritePath};
+use super::unlatched::Detached;
 use super::PageCache;
 use crate::health::Health;
-use crate::writepath::{LogSink, WriteReason};
+use crate::writepath::WriteReason;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,7 +56,7 @@ impl Written {
 }
 
 /// Copies of the dirty pages the hand reaches next, to be written with the core latch
-/// released, the log latch held ([`AheadBatch::write`]).
+/// released, the log latch held ([`AheadBatch::batch`], [`AheadBatch::written`]).
 pub(crate) struct AheadBatch {
     batch: Option<Detached>,
     /// Whether the batch was written (queued with it when this is dropped).
@@ -78,22 +78,17 @@ impl Drop for AheadBatch {
 }
 
 impl AheadBatch {
-    /// Writes the batch: the log forced past the copies, then the pages through the write path
-    /// under its mutex, `log` the log latch held since the copies were taken (and until this
-    /// returns), the core latch not held. The outcome is queued for the next exclusive latch
-    /// before this returns, so the next exclusive reservation (which takes the log latch after
-    /// the core latch) finds it. A device error poisons the handle; a refusal for want of
-    /// space leaves the pages dirty, for the reservation that meets them to report.
-    pub fn write(mut self, log: &mut dyn LogSink, wp: &SharedWritePath) {
-        let Some(batch) = &self.batch else { return };
-        if self.health.check().is_err() {
-            // Poisoned since the reservation: nothing more is written (queued unwritten).
-            return;
-        }
-        let r = batch.force(log).and_then(|()| {
-            let mut w = crate::sync::lock(wp);
-            batch.write_pages(&mut **w, log)
-        });
+    /// The copies, to be written by the caller with the core latch released, the log latch
+    /// held since they were taken (`Shared::write_detached`, as a checkpoint's batch).
+    pub fn batch(&self) -> &Detached {
+        self.batch.as_ref().expect("a batch until dropped")
+    }
+
+    /// The batch's write is done, with `r`: queued for the next exclusive latch (the caller
+    /// still holds the log latch, so the next exclusive reservation, which takes the log latch
+    /// after the core latch, finds it). A device error poisons the handle; a refusal for want
+    /// of space leaves the pages dirty, for the reservation that meets them to report.
+    pub fn written(mut self, r: crate::error::Result<()>) {
         self.ok = self.health.guard(r).is_ok();
     }
 }
@@ -154,7 +149,17 @@ mod tests {
     use crate::error::{Error, Result};
     use crate::page::{Lsn, PageId};
     use crate::wal::record::MapChange;
-    use crate::writepath::{MemLog, OopConfig, OutOfPlace};
+    use crate::writepath::{LogSink, MemLog, OopConfig, OutOfPlace};
+
+    /// Writes `ahead` as `Shared::write_detached` does out of place (the log forced, then the
+    /// pages through the write path with the log as its sink).
+    fn write(ahead: AheadBatch, log: &mut dyn LogSink, c: &PageCache) {
+        let r = ahead.batch().force(log).and_then(|()| {
+            let mut w = crate::sync::lock(&c.wp);
+            ahead.batch().write_pages(&mut **w, log)
+        });
+        ahead.written(r);
+    }
 
     /// A log whose appends are refused for want of space (its forces succeed).
     struct FullLog(MemLog);
@@ -252,7 +257,7 @@ mod tests {
             ..MemLog::default()
         };
         let writes_before = crate::sync::lock(&c.wp).counters().eviction_writes;
-        ahead.write(&mut log, &c.wp.clone());
+        write(ahead, &mut log, &c);
         assert_eq!(
             crate::sync::lock(&c.wp).counters().eviction_writes,
             writes_before + 4
@@ -312,7 +317,7 @@ mod tests {
         let health = Health::default();
         let (ahead, pids) = reserve_with_ahead(&mut c, &health);
         let mut full = FullLog(MemLog::default());
-        ahead.write(&mut full, &c.wp.clone());
+        write(ahead, &mut full, &c);
         c.adopt_cleaned_pages();
         assert!(pids.iter().all(|&p| dirty(&c, p)));
         assert!(health.check().is_ok(), "no space is not a device error");
@@ -323,7 +328,7 @@ mod tests {
         let (ahead, pids) = reserve_with_ahead(&mut c, &health);
         let f = c.pool.lookup(pids[1]).unwrap();
         crate::page::set_page_lsn(c.pool.data_mut(f), 500);
-        ahead.write(&mut MemLog::default(), &c.wp.clone());
+        write(ahead, &mut MemLog::default(), &c);
         c.adopt_cleaned_pages();
         assert!(dirty(&c, pids[1]));
         assert!(!dirty(&c, pids[0]) && !dirty(&c, pids[2]));

@@ -132,13 +132,14 @@ impl Shared {
         c.checkpointer.finish(&mut c.cache, &mut wal, &c.txns)
     }
 
-    /// Writes a detached batch, the core latch not held: the log forced past the copies (the
-    /// write-ahead rule), then the pages under the write path's mutex, taken while the log latch
-    /// is still held so that no other page write comes between the copies and theirs. Out of
-    /// place or journaled, page writes log their locations, so the log latch stays held (writers
-    /// wait for it); in place it is let go once the mutex is held, and writers log meanwhile.
-    /// Returns the result and the log latch (taken again if it was let go).
-    fn write_detached<'a>(
+    /// Writes a detached batch (a checkpoint's, the page cleaner's, or one written ahead of the
+    /// misses: `Shared::shared_op`), the core latch not held: the log forced past the copies (the
+    /// write-ahead rule), then the pages under the write path's mutex, taken while the log latch is
+    /// still held so that no other page write comes between the copies and theirs. Out of place or
+    /// journaled, page writes log their locations, so the log latch stays held (writers wait for
+    /// it); in place it is let go once the mutex is held, and writers log meanwhile. Returns the
+    /// result and the log latch (taken again if it was let go).
+    pub(super) fn write_detached<'a>(
         &'a self,
         batch: &Detached,
         mut wal: WalGuard<'a>,

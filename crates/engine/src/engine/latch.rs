@@ -181,11 +181,18 @@ impl Shared {
                 load.write_victim(&mut held).ok()?;
             } else if let Some(ahead) = load.take_ahead() {
                 // Out of place and journaled, the dirty pages the hand reaches next: written
-                // with the core latch released, the log latch held until they are queued for
-                // the next exclusive latch (`cache/clean_ahead.rs`).
+                // as a checkpoint's batch is, with the core latch released, the log latch held
+                // until they are queued for the next exclusive latch (`cache/clean_ahead.rs`).
+                // Not once the handle is poisoned (queued unwritten: they stay dirty).
                 drop(core);
-                ahead.write(&mut *wal, &wp);
-                drop(wal);
+                if self.health.check().is_ok() {
+                    let (r, w) = self.write_detached(ahead.batch(), wal, &wp);
+                    ahead.written(r);
+                    drop(w);
+                } else {
+                    drop(ahead);
+                    drop(wal);
+                }
             } else {
                 drop(wal);
                 drop(core);
