@@ -120,6 +120,7 @@ impl BlockDevice for MemDevice {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             trim: true,
+            block_trims: true,
             remap: true,
             copy: true,
             mapping_unit_bytes: self.block,

@@ -84,6 +84,14 @@ impl From<std::io::Error> for DeviceError {
 pub struct Capabilities {
     /// Discard of ranges.
     pub trim: bool,
+    /// Trimming blocks one at a time, as each dies, is worth its cost: a trim is a command the
+    /// device takes beside its other I/O (an SSD's deallocate, a simulated SSD's trim, the
+    /// memory device's). False where each trim stalls the device's other I/O: a regular file's
+    /// trim punches a hole, for which the filesystem stops every other read and write of the
+    /// file (ext4 and XFS take the file's lock exclusive) and, with ext4's `discard` mount
+    /// option, waits for the disk; and a punched block is allocated again when next written.
+    /// Callers then trim only large ranges (a whole zone reclaimed).
+    pub block_trims: bool,
     /// Number of FDP placement ids (0 = none).
     pub placement_ids: u32,
     /// Zoned: zone size in bytes (None = conventional).

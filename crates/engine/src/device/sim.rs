@@ -320,6 +320,7 @@ impl BlockDevice for SimDevice {
         let zoned = self.is_zoned();
         Capabilities {
             trim: !zoned,
+            block_trims: !zoned,
             placement_ids: match &cfg.mode {
                 Mode::Fdp(f) => f.handles,
                 _ => 0,

@@ -605,6 +605,8 @@ impl BlockDevice for FileDevice {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             trim: self.punch_hole,
+            // A punch per dead block stalls the file's other I/O (see `Capabilities`).
+            block_trims: false,
             remap: !self.block_device,
             copy: true,
             mapping_unit_bytes: if self.reflink {

@@ -65,8 +65,10 @@ impl Journal {
                 self.stats.device_move_bytes += ops.iter().map(|o| o.len).sum::<u64>();
             }
         }
-        // A compressed image leaves the rest of its home slot stale: trim it.
-        if self.dev.capabilities().trim {
+        // A compressed image leaves the rest of its home slot stale: trim it, where the device
+        // takes a trim per page at little cost.
+        let caps = self.dev.capabilities();
+        if caps.trim && caps.block_trims {
             for &(pid, img) in &images {
                 if (img.span as u64) < ps {
                     self.dev

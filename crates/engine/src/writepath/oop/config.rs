@@ -30,7 +30,10 @@ pub struct OopConfig {
     pub gc_background_zones: u32,
     /// Trim each 4 KiB slot once no live page is left in it (conventional and FDP devices), so
     /// the SSD knows as much about dead data as the database: without it the SSD keeps copying
-    /// dead pages of zones that DB GC has not reclaimed yet.
+    /// dead pages of zones that DB GC has not reclaimed yet. Only on devices that take a trim
+    /// per block at little cost (`Capabilities::block_trims`): not on regular files, where a
+    /// trim punches a hole and stalls the file's other I/O; there whole zones are trimmed when
+    /// reclaimed.
     pub trim_slots: bool,
     /// Seed of random placement.
     pub seed: u64,

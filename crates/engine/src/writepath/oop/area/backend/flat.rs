@@ -184,7 +184,7 @@ impl ZoneBackend for Flat {
         trim_runs(self.dev.as_mut(), self.trim, &[(start, len)])
     }
     fn trims_slots(&self) -> bool {
-        self.trim
+        self.trim && self.dev.capabilities().block_trims
     }
     /// Snapshots are rewritten in place (FDP: with the last placement id).
     fn write_snapshot(
