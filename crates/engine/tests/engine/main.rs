@@ -30,3 +30,4 @@ mod splits_beside;
 mod stress;
 mod support;
 mod waf;
+mod write_ahead;

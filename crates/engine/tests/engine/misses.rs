@@ -12,7 +12,11 @@ fn gated_reads(pair: &MemPair, gate: &std::sync::Arc<Gate>) -> wafer_engine::Dev
 }
 
 /// Data and log devices over `pair`, the data device's reads (or writes) through `gate`.
-fn gated(pair: &MemPair, gate: &std::sync::Arc<Gate>, reads: bool) -> wafer_engine::Devices {
+pub(crate) fn gated(
+    pair: &MemPair,
+    gate: &std::sync::Arc<Gate>,
+    reads: bool,
+) -> wafer_engine::Devices {
     let mut p = pair
         .shared
         .split(&[crate::support::DATA_BYTES, crate::support::LOG_BYTES])
@@ -51,7 +55,7 @@ fn cold_records_on(devices: wafer_engine::Devices) {
 }
 
 /// [`cold_records`] on `devices`, the database created with `cfg`.
-fn cold_records_with(devices: wafer_engine::Devices, cfg: DbConfig) {
+pub(crate) fn cold_records_with(devices: wafer_engine::Devices, cfg: DbConfig) {
     let db = Db::open(devices, cfg).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut x = db.begin().unwrap();
@@ -183,7 +187,7 @@ fn small_pool_with_dirty_pages(
 
 /// [`small_pool_with_dirty_pages`], the database made and opened with `cfg` (its pool of 64
 /// frames).
-fn small_pool_with_dirty_pages_as(
+pub(crate) fn small_pool_with_dirty_pages_as(
     pair: &MemPair,
     gate: &std::sync::Arc<Gate>,
     cfg: DbConfig,
@@ -208,7 +212,7 @@ fn small_pool_with_dirty_pages_as(
     (db, t)
 }
 
-fn want(i: u32) -> Vec<u8> {
+pub(crate) fn want(i: u32) -> Vec<u8> {
     let v = if (9_000..11_000).contains(&i) {
         "w"
     } else {
@@ -496,7 +500,7 @@ fn cold_files_as(
 }
 
 /// Settings of a database that writes pages out of place.
-fn out_of_place() -> DbConfig {
+pub(crate) fn out_of_place() -> DbConfig {
     DbConfig {
         doublewrite: false,
         out_of_place: Some(wafer_engine::OopConfig::default()),
@@ -535,7 +539,7 @@ fn misses_of_two_threads_read_the_device_at_once_journaled() {
 }
 
 /// Settings of a database that journals its page writes.
-fn journaled() -> DbConfig {
+pub(crate) fn journaled() -> DbConfig {
     DbConfig {
         doublewrite: false,
         journal: Some(wafer_engine::JournalConfig::new(
@@ -650,82 +654,4 @@ fn failed_read_again((gate, db, t): (std::sync::Arc<Gate>, Db, wafer_engine::Tre
     assert_eq!(db.stats().writes.page_reads - before, 2, "read twice");
     db.begin().unwrap().commit().unwrap();
     db.verify().unwrap();
-}
-
-/// Out of place, dirty victims are mostly written ahead of the misses that take their frames,
-/// in batches, with the core latch released (`cache/clean_ahead.rs`), rather than each by an
-/// exclusive reservation of its own; every record reads back, and again after a reopen.
-#[test]
-fn dirty_victims_are_mostly_written_ahead_out_of_place() {
-    dirty_victims_written_ahead_as(out_of_place());
-}
-
-/// [`dirty_victims_are_mostly_written_ahead_out_of_place`], journaled.
-#[test]
-fn dirty_victims_are_mostly_written_ahead_journaled() {
-    dirty_victims_written_ahead_as(journaled());
-}
-
-fn dirty_victims_written_ahead_as(cfg: DbConfig) {
-    let pair = MemPair::new();
-    cold_records_with(pair.devices(), cfg.clone());
-    let cfg = DbConfig {
-        buffer_pages: 64,
-        ..cfg
-    };
-    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
-    let t = db.open_tree("t").unwrap();
-    let key = |i: u32| format!("k{i:06}").into_bytes();
-    // Two threads rewrite every record, then read every record twice: the pool of 64 frames
-    // holds about a third of the pages, so reads meet dirty victims.
-    let pass = |k: u32, db: &Db, t: &wafer_engine::Tree| {
-        for chunk in (0..20_000u32)
-            .filter(|i| i % 2 == k)
-            .collect::<Vec<_>>()
-            .chunks(50)
-        {
-            let mut x = db.begin().unwrap();
-            for &i in chunk {
-                x.put(t, &key(i), format!("w{i}").as_bytes()).unwrap();
-            }
-            x.commit().unwrap();
-        }
-    };
-    let read = |db: &Db, t: &wafer_engine::Tree| {
-        for _ in 0..2 {
-            for i in 0..20_000u32 {
-                let got = db.get(t, &key(i)).unwrap();
-                assert_eq!(got, Some(format!("w{i}").into_bytes()), "record {i}");
-            }
-        }
-    };
-    std::thread::scope(|s| {
-        for k in 0..2 {
-            let (db, t) = (&db, &t);
-            s.spawn(move || pass(k, db, t));
-        }
-    });
-    let before = db.stats();
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| read(&db, &t));
-        }
-    });
-    let after = db.stats();
-    let written = after.writes.eviction_writes - before.writes.eviction_writes;
-    let ahead = after.pool.written_ahead - before.pool.written_ahead;
-    let exclusive = after.engine.exclusive_latches - before.engine.exclusive_latches;
-    eprintln!("{written} eviction writes, {ahead} written ahead, {exclusive} exclusive latches");
-    assert!(
-        written > 50,
-        "reads met dirty victims: {written} eviction writes"
-    );
-    assert!(
-        ahead * 2 > written,
-        "most dirty victims written ahead: {ahead} of {written}"
-    );
-    db.verify().unwrap();
-    drop(db);
-    let db = Db::open(pair.devices(), cfg).unwrap();
-    read(&db, &db.open_tree("t").unwrap());
 }
