@@ -160,6 +160,9 @@ struct Inner {
     flushes: AtomicU64,
     /// An append left a full buffer to be flushed outside the lock ([`SharedWal::flush_full`]).
     full_due: Arc<std::sync::atomic::AtomicBool>,
+    /// What [`SharedWal::set_defer_full`] last set, so that a thread's first operation does not
+    /// take the log's lock (and wait for whoever holds it) to set it again.
+    defer_full: std::sync::atomic::AtomicBool,
 }
 
 /// How long a follower spins for the flush in flight before it sleeps.
@@ -194,6 +197,7 @@ impl SharedWal {
                 durable: AtomicU64::new(0),
                 flushes: AtomicU64::new(0),
                 full_due,
+                defer_full: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -383,7 +387,12 @@ impl SharedWal {
     /// Lets appends that fill the log buffer leave its flush to [`SharedWal::flush_full`]
     /// (see [`Wal::set_defer_full`]): set once a second thread runs operations.
     pub fn set_defer_full(&self, on: bool) {
-        self.state().wal.set_defer_full(on);
+        if self.inner.defer_full.load(Ordering::Acquire) == on {
+            return;
+        }
+        let mut g = self.state();
+        g.wal.set_defer_full(on);
+        self.inner.defer_full.store(on, Ordering::Release);
     }
 
     /// Flushes a full log buffer an append left behind, with the log unlocked (appends go on

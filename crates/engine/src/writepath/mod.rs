@@ -247,6 +247,25 @@ pub trait PageReader: Send + Sync {
             "internal: this page reader reads pages at fixed places".into(),
         ))
     }
+    /// Where pages move: whether this reader also looks their places up and confirms them
+    /// itself ([`PageReader::locate`], [`PageReader::confirm`]), with no part of the write
+    /// path's mutex, so a miss never waits for the write path's device I/O.
+    fn locates(&self) -> bool {
+        false
+    }
+    /// Where page `pid` is now, as [`WritePath::locate`] says. Only where
+    /// [`PageReader::locates`].
+    fn locate(&self, pid: PageId) -> Result<Place> {
+        let _ = pid;
+        Err(crate::error::Error::InvalidArgument(
+            "internal: this page reader leaves places to the write path".into(),
+        ))
+    }
+    /// As [`WritePath::confirm`]. Only where [`PageReader::locates`].
+    fn confirm(&self, pid: PageId, place: &Place) -> bool {
+        let _ = (pid, place);
+        false
+    }
     /// Pages read so far and their bytes, to add to the write path's counters.
     fn reads(&self) -> (u64, u64);
 }

@@ -655,3 +655,60 @@ fn failed_read_again((gate, db, t): (std::sync::Arc<Gate>, Db, wafer_engine::Tre
     db.begin().unwrap().commit().unwrap();
     db.verify().unwrap();
 }
+
+/// Journaled, a miss looks its page's place up and confirms it without the write path's mutex
+/// (the journal map is shared with the page reader: `writepath/journal/places.rs`), so it does
+/// not wait for the write path's device I/O: while the device holds a checkpoint's journal
+/// append back, under that mutex, another thread reads records whose pages are not cached.
+/// Before, its look-up waited for the append (and for the journal's own checkpoint, which
+/// moves every journaled page home from inside a write).
+#[test]
+fn a_journaled_miss_does_not_wait_for_the_write_paths_device_io() {
+    let pair = MemPair::new();
+    cold_records_with(pair.devices(), journaled());
+    let gate = std::sync::Arc::new(Gate::default());
+    let db = Db::open(gated(&pair, &gate, false), journaled()).unwrap();
+    let t = db.open_tree("t").unwrap();
+    // Two threads miss a few pages each: an exclusive reservation sets frames aside, from
+    // which later misses are reserved with the core latch shared (no log latch).
+    std::thread::scope(|s| {
+        for k in 0..2u32 {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for i in (k * 50..20_000).step_by(1_000) {
+                    let key = format!("k{i:06}");
+                    assert!(db.get(t, key.as_bytes()).unwrap().is_some());
+                }
+            });
+        }
+    });
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"k000000", b"changed").unwrap();
+    x.commit().unwrap();
+    gate.set(true);
+    let checkpoint = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint().unwrap())
+    };
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
+        std::thread::yield_now();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in [10_500u32, 13_500, 16_500] {
+                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(got, Some(format!("v{i}").into_bytes()));
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    reader.join().unwrap();
+    checkpoint.join().unwrap();
+    assert!(ran.is_ok(), "a miss waited for the write path's device I/O");
+    db.verify().unwrap();
+}

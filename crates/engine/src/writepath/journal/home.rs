@@ -12,7 +12,8 @@ impl Journal {
     /// Moves the newest image of every journaled page home, by the configured method, and
     /// makes the homes durable.
     pub(super) fn move_home(&mut self) -> Result<()> {
-        let mut images: Vec<(PageId, Image)> = self.jmt.iter().map(|(p, i)| (*p, *i)).collect();
+        let mut images: Vec<(PageId, Image)> =
+            self.dir.read().jmt.iter().map(|(p, i)| (*p, *i)).collect();
         // In journal order: the device reads the journal sequentially.
         images.sort_unstable_by_key(|(_, i)| i.offset);
         let ps = self.page_size as u64;
@@ -103,6 +104,8 @@ impl Journal {
         self.move_home()?;
         let ps = self.page_size;
         let home: Vec<MapChange> = self
+            .dir
+            .read()
             .jmt
             .keys()
             .map(|&pid| MapChange {
@@ -121,8 +124,12 @@ impl Journal {
 
     /// Forgets the journal's images (they are home) and trims its space.
     pub(super) fn empty_journal(&mut self) -> Result<()> {
-        self.jmt.clear();
-        self.emptied += 1;
+        {
+            // One step for readers: the map cleared and the count bumped together.
+            let mut places = self.dir.write();
+            places.jmt.clear();
+            places.emptied += 1;
+        }
         let used = self.tail;
         self.tail = 0;
         if used > 0 && self.dev.capabilities().trim {

@@ -22,6 +22,7 @@
 
 mod entry;
 mod home;
+mod places;
 mod reader;
 
 use self::entry::Format;
@@ -33,7 +34,6 @@ use crate::identity::{DataStamp, Stamp};
 use crate::page::{self, get_u32, get_u64, put_u32, put_u64, Lsn, PageId};
 use crate::wal::record::MapChange;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 const MAGIC: &[u8; 8] = b"WAFERJN1";
 const FORMAT_VERSION: u32 = 1;
@@ -211,14 +211,13 @@ pub struct Journal {
     journal_bytes: u64,
     /// Next append, relative to `journal_start` (on a mapping-unit boundary).
     tail: u64,
-    jmt: HashMap<PageId, Image>,
+    /// The journal map and the count of times the journal was emptied, shared with the page
+    /// reader (`places.rs`).
+    dir: places::Directory,
     /// Locations written since the last `sync`, logged by it.
     unlogged: Vec<MapChange>,
     /// Images moved home by `checkpoint`; the journal empties when the checkpoint is complete.
     moved: bool,
-    /// Times the journal was emptied since it was opened: a read made without the write path's
-    /// mutex is confirmed against it ([`WritePath::confirm`]).
-    emptied: u64,
     counters: WriteCounters,
     stats: JournalStats,
     health: Health,
@@ -259,6 +258,14 @@ impl Journal {
                 cfg.method.name()
             )));
         }
+        let homes = places::Homes {
+            start: page_size as u64 + journal_bytes,
+            page_size,
+            pages: (dev
+                .capacity_bytes()
+                .saturating_sub(page_size as u64 + journal_bytes))
+                / page_size as u64,
+        };
         Ok(Journal {
             dev,
             page_size,
@@ -267,10 +274,9 @@ impl Journal {
             journal_start: page_size as u64,
             journal_bytes,
             tail: 0,
-            jmt: HashMap::new(),
+            dir: places::Directory::new(homes),
             unlogged: Vec::new(),
             moved: false,
-            emptied: 0,
             counters: WriteCounters::default(),
             stats: JournalStats::default(),
             health: Health::new(),
@@ -381,7 +387,7 @@ impl Journal {
     }
 
     fn home(&self, pid: PageId) -> u64 {
-        self.journal_start + self.journal_bytes + pid * self.page_size as u64
+        self.dir.homes().home(pid)
     }
 
     /// Zeroes a byte range: a trim where trimmed blocks read as zeros, else writes.
@@ -476,13 +482,15 @@ impl Journal {
         }
         let base = self.journal_start + self.tail;
         self.dev.write_at(base, &batch.bytes)?;
+        // The images enter the map once their bytes are on the device.
+        let mut places = self.dir.write();
         for p in &batch.placed {
             let img = Image {
                 offset: base + p.at as u64,
                 len: p.len as u32,
                 span: p.span as u32,
             };
-            if self.jmt.insert(p.pid, img).is_some() {
+            if places.jmt.insert(p.pid, img).is_some() {
                 self.stats.superseded += 1;
             }
             self.unlogged.push(MapChange {
@@ -493,6 +501,7 @@ impl Journal {
             self.stats.images_merged += p.merged as u64;
             self.counters.stored_user_bytes += p.len as u64;
         }
+        drop(places);
         self.tail = self.next_batch_at(end);
         self.stats.images += pages.len() as u64;
         self.stats.peak_journal_bytes = self.stats.peak_journal_bytes.max(self.tail);
@@ -534,7 +543,8 @@ impl WritePath for Journal {
             });
         }
         self.counters.page_reads += 1;
-        let r = match self.jmt.get(&pid).copied() {
+        let img = self.dir.read().jmt.get(&pid).copied();
+        let r = match img {
             Some(img) => self.read_image(pid, img, buf),
             None => self.read_home(pid, buf),
         };
@@ -545,37 +555,19 @@ impl WritePath for Journal {
         Some(std::sync::Arc::new(reader::JournalReader::new(
             self.dev.shared_reader()?,
             self.sector,
+            self.dir.clone(),
         )))
     }
 
     fn locate(&mut self, pid: PageId, _buf: &mut [u8]) -> Result<super::Located> {
         self.health.check()?;
-        if pid >= self.page_capacity() {
-            return Err(Error::CorruptPage {
-                pid,
-                reason: "page id beyond the data device",
-            });
-        }
-        let (offset, len, home) = match self.jmt.get(&pid) {
-            Some(img) => (img.offset, img.len, false),
-            None => (self.home(pid), self.page_size, true),
-        };
-        Ok(super::Located::At(super::Place {
-            offset,
-            len,
-            epoch: self.emptied,
-            home,
-        }))
+        Ok(super::Located::At(self.dir.locate(pid)?))
     }
 
     /// A journal image stays where it is until the journal is emptied; a page is not written
     /// (and so neither enters the journal map nor has its home rewritten) while it is read.
     fn confirm(&self, pid: PageId, place: &super::Place) -> bool {
-        self.emptied == place.epoch
-            && match self.jmt.get(&pid) {
-                Some(img) => !place.home && img.offset == place.offset && img.len == place.len,
-                None => place.home,
-            }
+        self.dir.confirm(pid, place)
     }
 
     fn write_pages(
@@ -657,7 +649,7 @@ impl WritePath for Journal {
     fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
         // The journal as the last checkpoint left it: empty; the location records after it
         // rebuild the JMT.
-        self.jmt.clear();
+        self.dir.write().jmt.clear();
         self.unlogged.clear();
         self.tail = 0;
         Ok(())
@@ -673,7 +665,7 @@ impl WritePath for Journal {
             }
             if c.offset == self.home(c.pid) && c.len == self.page_size {
                 // A journal checkpoint moved the page home.
-                self.jmt.remove(&c.pid);
+                self.dir.write().jmt.remove(&c.pid);
                 continue;
             }
             let start = self.journal_start;
@@ -692,7 +684,7 @@ impl WritePath for Journal {
             } else {
                 entry::sized(c.len as usize, self.unit as usize, self.sector as usize).0 as u32
             };
-            self.jmt.insert(
+            self.dir.write().jmt.insert(
                 c.pid,
                 Image {
                     offset: c.offset,
@@ -709,6 +701,8 @@ impl WritePath for Journal {
         // superseded or were never logged).
         let start = self.journal_start;
         self.tail = self
+            .dir
+            .read()
             .jmt
             .values()
             .map(|i| self.next_batch_at(i.offset - start + i.span as u64))
@@ -722,8 +716,7 @@ impl WritePath for Journal {
     }
 
     fn page_capacity(&self) -> u64 {
-        let ps = self.page_size as u64;
-        (self.dev.capacity_bytes() - self.journal_start - self.journal_bytes) / ps
+        self.dir.homes().pages
     }
 
     fn counters(&self) -> &WriteCounters {

@@ -1,9 +1,10 @@
 //! Reading pages of the journal write path: a journal image (raw, or a blob sized to whole
 //! sectors) or a home (a raw page, a Check-In blob remapped home, or zeros), through the write
 //! path's own device or, from any thread, through the device's shared reader
-//! ([`JournalReader`]: the place is looked up under the write path's mutex, read with it let
-//! go, and confirmed under it after).
+//! ([`JournalReader`]: the place is looked up in the shared journal map, read, and confirmed
+//! there after, none of it under the write path's mutex; `places.rs`).
 
+use super::places::Directory;
 use crate::device::SharedRead;
 use crate::error::Result;
 use crate::page::{self, get_u32, PageId};
@@ -67,12 +68,18 @@ pub(super) struct JournalReader {
     dev: Arc<dyn SharedRead>,
     sector: u32,
     count: ReadCount,
+    dir: Directory,
 }
 
 impl JournalReader {
-    pub(super) fn new(dev: Arc<dyn SharedRead>, sector: u32) -> JournalReader {
+    pub(super) fn new(dev: Arc<dyn SharedRead>, sector: u32, dir: Directory) -> JournalReader {
         let count = ReadCount::default();
-        JournalReader { dev, sector, count }
+        JournalReader {
+            dev,
+            sector,
+            count,
+            dir,
+        }
     }
 }
 
@@ -91,6 +98,18 @@ impl PageReader for JournalReader {
         };
         self.count.note(read);
         r
+    }
+
+    fn locates(&self) -> bool {
+        true
+    }
+
+    fn locate(&self, pid: PageId) -> Result<Place> {
+        self.dir.locate(pid)
+    }
+
+    fn confirm(&self, pid: PageId, place: &Place) -> bool {
+        self.dir.confirm(pid, place)
     }
 
     fn reads(&self) -> (u64, u64) {
@@ -139,6 +158,13 @@ mod tests {
                 panic!("a journaled page has a place");
             };
             assert!(!place.home, "{method:?}: the journal image");
+            // The page reader finds the same place, and confirms as the write path does,
+            // without the write path (`places.rs`).
+            let reader = j
+                .page_reader()
+                .expect("the memory device reads from any thread");
+            assert!(reader.locates());
+            assert_eq!(reader.locate(3).unwrap(), place);
             let dev2 = dev.clone();
             let read = |at: u64, io: &mut [u8]| Ok(dev2.lock().read_at(at, io)?);
             let (r, _) = read_image(read, 4096, 3, place.offset, place.len, &mut buf);
@@ -155,6 +181,10 @@ mod tests {
             );
             j.checkpoint_done();
             assert!(!j.confirm(3, &place), "{method:?}: the journal was emptied");
+            assert!(
+                !reader.confirm(3, &place),
+                "{method:?}: the reader sees it emptied"
+            );
             let Located::At(home) = j.locate(3, &mut buf).unwrap() else {
                 panic!("a page at home has a place");
             };
@@ -178,6 +208,12 @@ mod tests {
             );
             assert!(!j.confirm(3, &home), "{method:?}: no longer at home");
             assert!(j.confirm(3, &again));
+            assert!(!reader.confirm(3, &home) && reader.confirm(3, &again));
+            assert_eq!(reader.locate(3).unwrap(), again);
+            assert!(
+                reader.locate(j.page_capacity()).is_err(),
+                "beyond the device"
+            );
         }
     }
 }
