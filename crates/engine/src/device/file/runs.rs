@@ -1,0 +1,213 @@
+//! Copies through memory, several ranges to one read.
+//!
+//! Where the filesystem cannot clone (ext4, or any range not aligned to its block), a remap is a
+//! read and a write per range, and so is every copy command. A journal checkpoint moves every
+//! journaled page home in journal order, so the sources of consecutive ranges usually follow
+//! each other on the device: one read of the stretch they span (gaps of at most [`MAX_GAP`]
+//! included) then serves all of them, and each range costs one write instead of a read and a
+//! write. The result is the same as copying range by range, in order: a range joins a run only
+//! if no range of the run writes into the stretch the run reads, so nothing the run reads is
+//! changed by the run before it is read.
+
+use super::{AlignedBuf, DeviceError, FileDevice, ALIGN, BOUNCE_MAX_BYTES};
+use std::os::unix::fs::FileExt;
+
+/// Bytes between two sources that one read still spans (read and not used).
+pub(super) const MAX_GAP: u64 = 16 << 10;
+
+/// One range to copy: `len` bytes from `src` to `dst`, the source punched after (a remap's move).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Piece {
+    pub src: u64,
+    pub dst: u64,
+    pub len: u64,
+    pub punch: bool,
+}
+
+fn overlaps(a: u64, a_len: u64, b: u64, b_len: u64) -> bool {
+    a < b + b_len && b < a + a_len
+}
+
+/// How many of `pieces`, from the first, one read serves (at least one; pieces of no length
+/// are taken along).
+pub(super) fn run_len(pieces: &[Piece]) -> usize {
+    let Some(first) = pieces.first() else {
+        return 0;
+    };
+    let start = first.src;
+    let mut end = first.src + first.len;
+    let mut n = 1;
+    if overlaps(first.dst, first.len, start, end - start) {
+        return 1;
+    }
+    for p in &pieces[1..] {
+        if p.len > 0 {
+            let new_end = p.src + p.len;
+            let follows = p.src >= end && p.src - end <= MAX_GAP;
+            if !follows || new_end - start > BOUNCE_MAX_BYTES as u64 {
+                break;
+            }
+            // Nothing the run writes may fall in what it reads.
+            let read = (start, new_end - start);
+            let writes_read = pieces[..=n]
+                .iter()
+                .any(|q| q.len > 0 && overlaps(q.dst, q.len, read.0, read.1));
+            if writes_read {
+                break;
+            }
+            end = new_end;
+        }
+        n += 1;
+    }
+    n
+}
+
+impl FileDevice {
+    /// Copies `pieces` through memory, in order, one read for each run of them ([`run_len`]);
+    /// returns the bytes copied.
+    pub(super) fn copy_pieces(&mut self, pieces: &[Piece]) -> Result<u64, DeviceError> {
+        let mut copied = 0;
+        let mut i = 0;
+        while i < pieces.len() {
+            let n = run_len(&pieces[i..]);
+            copied += self.copy_run(&pieces[i..i + n])?;
+            i += n;
+        }
+        Ok(copied)
+    }
+
+    /// One run: one read of the stretch its sources span, then each piece's write (and punch).
+    fn copy_run(&mut self, run: &[Piece]) -> Result<u64, DeviceError> {
+        let live: Vec<&Piece> = run.iter().filter(|p| p.len > 0).collect();
+        let (Some(first), Some(last)) = (live.first(), live.last()) else {
+            return Ok(0);
+        };
+        if live.len() == 1 {
+            let p = *first;
+            self.copy_through(p.src, p.dst, p.len)?;
+            if p.punch {
+                self.punch(p.src, p.len)?;
+            }
+            return Ok(p.len);
+        }
+        let start = first.src;
+        let span = (last.src + last.len - start) as usize;
+        let mut buf = AlignedBuf::new(span.next_multiple_of(ALIGN));
+        let b = &mut buf.as_mut_slice()[..span];
+        self.file
+            .read_exact_at(b, start)
+            .map_err(|e| super::io_err(&self.path, "read", e))?;
+        let mut copied = 0;
+        for p in live {
+            let at = (p.src - start) as usize;
+            self.file
+                .write_all_at(&b[at..at + p.len as usize], p.dst)
+                .map_err(|e| super::io_err(&self.path, "write", e))?;
+            if p.punch {
+                self.punch(p.src, p.len)?;
+            }
+            copied += p.len;
+        }
+        Ok(copied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(src: u64, dst: u64, len: u64) -> Piece {
+        Piece {
+            src,
+            dst,
+            len,
+            punch: false,
+        }
+    }
+
+    #[test]
+    fn runs_follow_sources_and_never_read_what_they_write() {
+        let k = 4096;
+        // Sources one after another (and one gap of 8 KiB): one run.
+        let p = [
+            piece(0, 100 * k, k),
+            piece(k, 200 * k, 2 * k),
+            piece(5 * k, 300 * k, k),
+        ];
+        assert_eq!(run_len(&p), 3);
+        // A gap beyond MAX_GAP, or a source behind the last: a new run.
+        let p = [piece(0, 100 * k, k), piece(k + MAX_GAP + k, 200 * k, k)];
+        assert_eq!(run_len(&p), 1);
+        let p = [piece(4 * k, 100 * k, k), piece(0, 200 * k, k)];
+        assert_eq!(run_len(&p), 1);
+        // A piece writing into what the run reads ends it before that piece.
+        let p = [
+            piece(0, 100 * k, k),
+            piece(k, 200 * k, k),
+            piece(2 * k, 0, k),
+        ];
+        assert_eq!(run_len(&p), 2);
+        // A later source falling where an earlier piece writes: the earlier write comes first
+        // in order, so the later piece starts a new run.
+        let p = [piece(0, 3 * k, k), piece(k, 200 * k, 3 * k)];
+        assert_eq!(run_len(&p), 1);
+        // No longer than the bounce limit.
+        let big = BOUNCE_MAX_BYTES as u64;
+        let p = [piece(0, 10 * big, big / 2), piece(big / 2, 20 * big, big)];
+        assert_eq!(run_len(&p), 1);
+    }
+
+    /// Batches whose sources mostly follow each other, some writing into sources of later
+    /// pieces, moves among them: the file holds what copying piece by piece, in order, gives.
+    #[test]
+    fn a_batch_copies_as_piece_by_piece_in_order() {
+        use crate::device::BlockDevice;
+        use rand::{Rng, SeedableRng};
+        let k = 4096u64;
+        let blocks = 512u64;
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = FileDevice::open(dir.path().join("dev"), Some(blocks * k), true).unwrap();
+        let mut model = vec![0u8; (blocks * k) as usize];
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+        rng.fill(&mut model[..]);
+        d.write_at(0, &model).unwrap();
+        let punches = d.capabilities().trim;
+        let mut reads_saved = 0;
+        for _ in 0..60 {
+            let mut pieces = Vec::new();
+            let mut src = rng.random_range(0..blocks / 2);
+            for _ in 0..rng.random_range(1..12) {
+                let len = rng.random_range(0..3u64);
+                if src + len > blocks {
+                    break;
+                }
+                let dst = rng.random_range(0..blocks - len);
+                pieces.push(Piece {
+                    src: src * k,
+                    dst: dst * k,
+                    len: len * k,
+                    punch: rng.random_bool(0.2),
+                });
+                src += len + rng.random_range(0..3u64) * rng.random_range(0..2u64);
+            }
+            let mut i = 0;
+            while i < pieces.len() {
+                let n = run_len(&pieces[i..]);
+                reads_saved += n - 1;
+                i += n;
+            }
+            d.copy_pieces(&pieces).unwrap();
+            for p in &pieces {
+                let (s, t, n) = (p.src as usize, p.dst as usize, p.len as usize);
+                model.copy_within(s..s + n, t);
+                if p.punch && punches {
+                    model[s..s + n].fill(0);
+                }
+            }
+            let mut back = vec![0u8; model.len()];
+            d.read_at(0, &mut back).unwrap();
+            assert!(back == model, "the file differs from copying in order");
+        }
+        assert!(reads_saved > 50, "runs formed: {reads_saved} reads saved");
+    }
+}

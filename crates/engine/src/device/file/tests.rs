@@ -1,0 +1,161 @@
+//! Tests of the file device: round trips, direct and buffered, errors, sizes, remaps.
+
+use super::*;
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn roundtrip(dir: &Path, direct: bool) {
+    let path = dir.join("dev");
+    let mut d = if direct {
+        FileDevice::open(&path, Some(1 << 20), true).unwrap()
+    } else {
+        let d = FileDevice::open_buffered(&path, Some(1 << 20), true).unwrap();
+        assert!(!d.direct_io());
+        d
+    };
+    assert_eq!(d.capacity_bytes(), 1 << 20);
+    assert_eq!(d.block_bytes(), 4096);
+    // A Vec is rarely 4096-aligned; an offset slice certainly is not.
+    let mut big = pattern(3 * 4096 + 1, 5);
+    let data = &big[1..];
+    d.write_at(8192, data).unwrap();
+    let mut back = vec![0u8; 3 * 4096 + 3];
+    d.read_at(8192, &mut back[3..]).unwrap();
+    assert_eq!(&back[3..], data);
+    // An aligned buffer takes the direct path.
+    let mut ab = AlignedBuf::new(4096);
+    ab.as_mut_slice().copy_from_slice(&pattern(4096, 9));
+    d.write_at(0, ab.as_slice()).unwrap();
+    d.flush().unwrap();
+    let s = d.stats();
+    assert_eq!((s.writes, s.reads, s.flushes), (2, 1, 1));
+    assert_eq!(s.write_bytes, 4 * 4096);
+    assert_eq!(s.media_write_bytes, None);
+    big.clear();
+    drop(d);
+
+    // Reopen: the capacity comes from the file length and the data persisted.
+    let mut d = FileDevice::open(&path, None, false).unwrap();
+    assert_eq!(d.capacity_bytes(), 1 << 20);
+    let mut b = vec![0u8; 4096];
+    d.read_at(0, &mut b).unwrap();
+    assert_eq!(b, pattern(4096, 9));
+    d.read_at(8192, &mut b).unwrap();
+    assert_eq!(b, pattern(3 * 4096 + 1, 5)[1..4097]);
+
+    // Trim punches a hole where the filesystem can.
+    d.trim(8192, 4096).unwrap();
+    if d.capabilities().trim {
+        d.read_at(8192, &mut b).unwrap();
+        assert_eq!(b, vec![0u8; 4096]);
+    }
+    d.read_at(12288, &mut b).unwrap();
+    assert_eq!(b, pattern(3 * 4096 + 1, 5)[4097..8193]);
+}
+
+#[test]
+fn roundtrip_in_tempdir() {
+    let dir = tempfile::tempdir().unwrap();
+    // Works whether or not the filesystem accepts O_DIRECT.
+    roundtrip(dir.path(), true);
+}
+
+#[test]
+fn roundtrip_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    roundtrip(dir.path(), false);
+}
+
+#[test]
+fn roundtrip_on_tmpfs() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return;
+    }
+    let Ok(dir) = tempfile::tempdir_in(shm) else {
+        return;
+    };
+    // Older tmpfs refuses O_DIRECT (newer kernels accept it); either way the device works.
+    roundtrip(dir.path(), true);
+}
+
+#[test]
+fn large_unaligned_io_is_chunked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = FileDevice::open(dir.path().join("dev"), Some(4 << 20), true).unwrap();
+    let n = BOUNCE_MAX_BYTES + 2 * 4096;
+    let src = pattern(n + 1, 3);
+    d.write_at(4096, &src[1..]).unwrap();
+    let mut back = vec![0u8; n + 1];
+    d.read_at(4096, &mut back[1..]).unwrap();
+    assert_eq!(back[1..], src[1..]);
+}
+
+#[test]
+fn errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev");
+    assert!(matches!(
+        FileDevice::open(&path, Some(4096), false),
+        Err(DeviceError::Io(_))
+    ));
+    assert!(matches!(
+        FileDevice::open(&path, Some(1000), true),
+        Err(DeviceError::Unaligned { .. })
+    ));
+    let mut d = FileDevice::open(&path, Some(64 * 1024), true).unwrap();
+    let mut b = vec![0u8; 4096];
+    assert!(matches!(
+        d.read_at(64 * 1024, &mut b),
+        Err(DeviceError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        d.write_at(60 * 1024, &[0u8; 8192]),
+        Err(DeviceError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        d.write_at(512, &b),
+        Err(DeviceError::Unaligned { .. })
+    ));
+    assert!(matches!(
+        d.read_at(0, &mut b[..100]),
+        Err(DeviceError::Unaligned { .. })
+    ));
+    assert!(matches!(
+        d.trim(4096, 100),
+        Err(DeviceError::Unaligned { .. })
+    ));
+    assert_eq!(d.stats(), DeviceStats::default());
+}
+
+#[test]
+fn capacity_prefix_of_larger_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev");
+    drop(FileDevice::open(&path, Some(1 << 20), true).unwrap());
+    let d = FileDevice::open(&path, Some(64 * 1024), false).unwrap();
+    assert_eq!(d.capacity_bytes(), 64 * 1024);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+}
+
+#[test]
+fn a_truncated_file_is_not_zero_extended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev");
+    drop(FileDevice::open(&path, Some(1 << 20), true).unwrap());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(64 * 1024)
+        .unwrap();
+    assert!(matches!(
+        FileDevice::open(&path, Some(1 << 20), true),
+        Err(DeviceError::WrongSize { .. })
+    ));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 64 * 1024);
+}
