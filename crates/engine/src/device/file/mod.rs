@@ -592,15 +592,7 @@ impl BlockDevice for FileDevice {
         check_remap(ops, self.capacity, BLOCK_BYTES)?;
         if !self.reflink {
             // Copies, sources that follow each other read together (`runs`).
-            let pieces: Vec<runs::Piece> = ops
-                .iter()
-                .map(|op| runs::Piece {
-                    src: op.src,
-                    dst: op.dst,
-                    len: op.len,
-                    punch: op.mode == RemapMode::Move,
-                })
-                .collect();
+            let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
             self.remap_stats.remap_copied_bytes += self.copy_pieces(&pieces)?;
             return Ok(());
         }
@@ -614,15 +606,7 @@ impl BlockDevice for FileDevice {
     /// order. Checked whole first.
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         check_copy(ops, self.capacity, BLOCK_BYTES)?;
-        let pieces: Vec<runs::Piece> = ops
-            .iter()
-            .map(|op| runs::Piece {
-                src: op.src,
-                dst: op.dst,
-                len: op.len,
-                punch: false,
-            })
-            .collect();
+        let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
         self.remap_stats.copy_bytes += self.copy_pieces(&pieces)?;
         Ok(())
     }

@@ -9,7 +9,8 @@
 //! if no range of the run writes into the stretch the run reads, so nothing the run reads is
 //! changed by the run before it is read.
 
-use super::{AlignedBuf, DeviceError, FileDevice, ALIGN, BOUNCE_MAX_BYTES};
+use super::BOUNCE_MAX_BYTES;
+use super::{AlignedBuf, CopyOp, DeviceError, FileDevice, RemapMode, RemapOp, ALIGN};
 use std::os::unix::fs::FileExt;
 
 /// Bytes between two sources that one read still spans (read and not used).
@@ -22,6 +23,29 @@ pub(super) struct Piece {
     pub dst: u64,
     pub len: u64,
     pub punch: bool,
+}
+
+impl From<&RemapOp> for Piece {
+    /// A remap done as a copy: a move punches its source after.
+    fn from(op: &RemapOp) -> Piece {
+        Piece {
+            src: op.src,
+            dst: op.dst,
+            len: op.len,
+            punch: op.mode == RemapMode::Move,
+        }
+    }
+}
+
+impl From<&CopyOp> for Piece {
+    fn from(op: &CopyOp) -> Piece {
+        Piece {
+            src: op.src,
+            dst: op.dst,
+            len: op.len,
+            punch: false,
+        }
+    }
 }
 
 fn overlaps(a: u64, a_len: u64, b: u64, b_len: u64) -> bool {

@@ -10,27 +10,10 @@ use std::collections::HashMap;
 fn gc_reclaims_zones_and_keeps_every_page() {
     let mut wp = new_wp(small_cfg(Codec::None), 4 << 20);
     let mut log = durable_log();
-    let n = wp.page_capacity() * 8 / 10;
-    let mut latest = HashMap::new();
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
-    for round in 0..6u64 {
-        for i in 0..n {
-            // Skewed overwrites: low page ids far more often.
-            let pid = if round == 0 {
-                i
-            } else {
-                (rng.next_u64() % n).min(rng.next_u64() % n)
-            };
-            let p = page(pid, 100 + round * n + i, (pid % 200) as u8, false);
-            wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-                .unwrap();
-            latest.insert(pid, p);
-            if i % 50 == 0 {
-                wp.maintain(&mut log).unwrap();
-            }
-        }
-    }
-    wp.sync(&mut log).unwrap();
+    // Skewed overwrites: low page ids far more often.
+    let latest = overwrite(&mut wp, &mut log, 6, 7, |rng, n| {
+        (rng.next_u64() % n).min(rng.next_u64() % n)
+    });
     let c = wp.counters().clone();
     assert!(c.gc_rounds > 0 && c.zones_reclaimed > 0, "{c:?}");
     assert!(c.gc_write_bytes > 0);
@@ -44,11 +27,7 @@ fn gc_reclaims_zones_and_keeps_every_page() {
             + c.padding_bytes
             + c.metadata_bytes
     );
-    let mut buf = vec![0u8; 4096];
-    for (pid, p) in &latest {
-        wp.read_page(*pid, &mut buf).unwrap();
-        assert_eq!(&buf, p, "page {pid}");
-    }
+    reads_back(&mut wp, &latest);
     // GC forced the log past the location records of its copies before trimming victims (the
     // test itself never forces it).
     assert!(log.durable > LOG_BASE);
@@ -74,29 +53,48 @@ fn slots_are_trimmed_one_by_one_only_where_block_trims_are_cheap() {
         let mut wp = OutOfPlace::create(dev, 4096, small_cfg(Codec::None)).unwrap();
         wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
         let mut log = durable_log();
-        let n = wp.page_capacity() * 8 / 10;
-        let mut latest = HashMap::new();
-        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
-        for round in 0..4u64 {
-            for i in 0..n {
-                let pid = if round == 0 { i } else { rng.next_u64() % n };
-                let p = page(pid, 100 + round * n + i, (pid % 200) as u8, false);
-                wp.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
-                    .unwrap();
-                latest.insert(pid, p);
-                if i % 50 == 0 {
-                    wp.maintain(&mut log).unwrap();
-                }
-            }
-        }
-        wp.sync(&mut log).unwrap();
+        let latest = overwrite(&mut wp, &mut log, 4, 11, |rng, n| rng.next_u64() % n);
         let c = wp.counters().clone();
         assert!(c.zones_reclaimed > 0, "{c:?}");
         assert_eq!(c.slots_trimmed > 0, slot_trims, "{c:?}");
-        let mut buf = vec![0u8; 4096];
-        for (pid, p) in &latest {
-            wp.read_page(*pid, &mut buf).unwrap();
-            assert_eq!(&buf, p, "page {pid}");
+        reads_back(&mut wp, &latest);
+    }
+}
+
+/// Writes 80% of the page ids once, then `rounds - 1` rounds of as many overwrites of the ids
+/// `pick` draws (seeded by `seed`), with background maintenance every 50 writes, and syncs.
+/// Returns each page's last image.
+fn overwrite(
+    wp: &mut OutOfPlace,
+    log: &mut MemLog,
+    rounds: u64,
+    seed: u64,
+    pick: impl Fn(&mut rand_pcg::Pcg64, u64) -> u64,
+) -> HashMap<PageId, Vec<u8>> {
+    let n = wp.page_capacity() * 8 / 10;
+    let mut latest = HashMap::new();
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    for round in 0..rounds {
+        for i in 0..n {
+            let pid = if round == 0 { i } else { pick(&mut rng, n) };
+            let p = page(pid, 100 + round * n + i, (pid % 200) as u8, false);
+            wp.write_pages(&[(pid, &p)], WriteReason::Eviction, log)
+                .unwrap();
+            latest.insert(pid, p);
+            if i % 50 == 0 {
+                wp.maintain(log).unwrap();
+            }
         }
+    }
+    wp.sync(log).unwrap();
+    latest
+}
+
+/// Every page of `latest` reads back as its image there.
+fn reads_back(wp: &mut OutOfPlace, latest: &HashMap<PageId, Vec<u8>>) {
+    let mut buf = vec![0u8; 4096];
+    for (pid, p) in latest {
+        wp.read_page(*pid, &mut buf).unwrap();
+        assert_eq!(&buf, p, "page {pid}");
     }
 }
