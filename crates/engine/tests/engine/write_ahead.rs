@@ -157,7 +157,7 @@ fn readers_go_on_during_a_batch(cfg: DbConfig) {
             // A write is held at the device: do the spinner's reads still return?
             std::thread::sleep(std::time::Duration::from_millis(50));
             let before = reads.load(SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::thread::sleep(std::time::Duration::from_millis(1000));
             let during = reads.load(SeqCst) - before;
             eprintln!("attempt {attempt}: {during} reads while a write was held");
             if during > 10 {

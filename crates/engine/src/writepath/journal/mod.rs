@@ -258,13 +258,11 @@ impl Journal {
                 cfg.method.name()
             )));
         }
+        let start = (page_size as u64).saturating_add(journal_bytes);
         let homes = places::Homes {
-            start: page_size as u64 + journal_bytes,
+            start,
             page_size,
-            pages: (dev
-                .capacity_bytes()
-                .saturating_sub(page_size as u64 + journal_bytes))
-                / page_size as u64,
+            pages: dev.capacity_bytes().saturating_sub(start) / page_size as u64,
         };
         Ok(Journal {
             dev,
@@ -367,6 +365,13 @@ impl Journal {
         if !page_size.is_power_of_two() || page_size < 1024 || journal_bytes == 0 {
             return Err(Error::NotADatabase(format!(
                 "bad page size {page_size} or journal size {journal_bytes} in header"
+            )));
+        }
+        let cap = dev.capacity_bytes();
+        if journal_bytes >= cap.saturating_sub(page_size as u64) {
+            return Err(Error::NotADatabase(format!(
+                "the header's journal of {journal_bytes} bytes does not fit the data device of \
+                 {cap} bytes"
             )));
         }
         let mut id = [0u8; 16];
@@ -644,12 +649,15 @@ impl WritePath for Journal {
         }
     }
 
-    // Recovery empties the journal map without counting it in `emptied`: it runs at open,
-    // before any reader without the mutex exists.
     fn recover_begin(&mut self, _checkpoint_lsn: Lsn) -> Result<()> {
         // The journal as the last checkpoint left it: empty; the location records after it
-        // rebuild the JMT.
-        self.dir.write().jmt.clear();
+        // rebuild the JMT. Recovery runs before any miss, but a place found before it would not
+        // be confirmed after it either: the count of emptyings moves with the clearing.
+        {
+            let mut places = self.dir.write();
+            places.jmt.clear();
+            places.emptied += 1;
+        }
         self.unlogged.clear();
         self.tail = 0;
         Ok(())
@@ -729,5 +737,33 @@ impl WritePath for Journal {
 
     fn device_stats(&self) -> DeviceStats {
         self.dev.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Handle, MemDevice};
+
+    /// A header whose journal does not fit the data device (a device shorter than the one the
+    /// database was made on) is refused as not this database, before any home is computed.
+    #[test]
+    fn a_journal_larger_than_the_device_is_refused() {
+        let cfg = JournalConfig::new(HomeMethod::Host);
+        let dev = Handle::new(MemDevice::new(8 << 20, 4096));
+        let mut j = Journal::create(Box::new(dev.clone()), 4096, cfg.clone()).unwrap();
+        j.set_stamp(&Stamp::default()).unwrap();
+        let journal = j.journal_bytes;
+        drop(j);
+        let mut first = vec![0u8; 4096];
+        dev.lock().read_at(0, &mut first).unwrap();
+        let mut small = MemDevice::new(journal, 4096);
+        small.write_at(0, &first).unwrap();
+        let r = Journal::open(Box::new(small), cfg.clone());
+        assert!(matches!(r, Err(Error::NotADatabase(_))), "{:?}", r.err());
+        assert!(
+            Journal::open(Box::new(dev), cfg).is_ok(),
+            "the whole device opens"
+        );
     }
 }

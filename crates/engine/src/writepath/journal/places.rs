@@ -30,8 +30,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub(super) struct Places {
     /// Page id -> its newest image in the journal.
     pub jmt: HashMap<PageId, Image>,
-    /// Times the journal was emptied since it was opened (recovery's rebuild does not count: it
-    /// runs before any reader exists).
+    /// Times the journal was emptied since it was opened (recovery's rebuild counts too).
     pub emptied: u64,
 }
 
@@ -68,8 +67,8 @@ impl Directory {
         self.homes
     }
 
-    /// The map, to read. A panic while it was written cannot leave it half changed (each change
-    /// is one map operation), so a poisoned lock is taken as it is.
+    /// The map, to read. What the write path does under the lock (map inserts and removals,
+    /// vector pushes) panics only if memory runs out, so a poisoned lock is taken as it is.
     pub(super) fn read(&self) -> RwLockReadGuard<'_, Places> {
         self.places.read().unwrap_or_else(|p| p.into_inner())
     }
