@@ -593,8 +593,10 @@ impl BlockDevice for FileDevice {
         if !self.reflink {
             // Copies, sources that follow each other read together (`runs`).
             let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
-            self.remap_stats.remap_copied_bytes += self.copy_pieces(&pieces)?;
-            return Ok(());
+            let mut copied = 0;
+            let r = self.copy_pieces(&pieces, &mut copied);
+            self.remap_stats.remap_copied_bytes += copied;
+            return r;
         }
         for op in ops {
             self.remap_one(op)?;
@@ -607,8 +609,10 @@ impl BlockDevice for FileDevice {
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         check_copy(ops, self.capacity, BLOCK_BYTES)?;
         let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
-        self.remap_stats.copy_bytes += self.copy_pieces(&pieces)?;
-        Ok(())
+        let mut copied = 0;
+        let r = self.copy_pieces(&pieces, &mut copied);
+        self.remap_stats.copy_bytes += copied;
+        r
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -9,8 +9,7 @@
 //! if no range of the run writes into the stretch the run reads, so nothing the run reads is
 //! changed by the run before it is read.
 
-use super::BOUNCE_MAX_BYTES;
-use super::{AlignedBuf, CopyOp, DeviceError, FileDevice, RemapMode, RemapOp, ALIGN};
+use super::{CopyOp, DeviceError, FileDevice, RemapMode, RemapOp, BOUNCE_MAX_BYTES};
 use std::os::unix::fs::FileExt;
 
 /// Bytes between two sources that one read still spans (read and not used).
@@ -87,52 +86,72 @@ pub(super) fn run_len(pieces: &[Piece]) -> usize {
 }
 
 impl FileDevice {
-    /// Copies `pieces` through memory, in order, one read for each run of them ([`run_len`]);
-    /// returns the bytes copied.
-    pub(super) fn copy_pieces(&mut self, pieces: &[Piece]) -> Result<u64, DeviceError> {
-        let mut copied = 0;
+    /// Copies `pieces` through memory, in order, one read for each run of them ([`run_len`]),
+    /// adding to `copied` the bytes of each piece written (also when a later one fails).
+    pub(super) fn copy_pieces(
+        &mut self,
+        pieces: &[Piece],
+        copied: &mut u64,
+    ) -> Result<(), DeviceError> {
         let mut i = 0;
         while i < pieces.len() {
             let n = run_len(&pieces[i..]);
-            copied += self.copy_run(&pieces[i..i + n])?;
+            self.copy_run(&pieces[i..i + n], copied)?;
             i += n;
         }
-        Ok(copied)
+        Ok(())
     }
 
-    /// One run: one read of the stretch its sources span, then each piece's write (and punch).
-    fn copy_run(&mut self, run: &[Piece]) -> Result<u64, DeviceError> {
+    /// One run: one read of the stretch its sources span (into the device's bounce buffer:
+    /// a run is at most its size), then each piece's write (and punch).
+    fn copy_run(&mut self, run: &[Piece], copied: &mut u64) -> Result<(), DeviceError> {
         let live: Vec<&Piece> = run.iter().filter(|p| p.len > 0).collect();
         let (Some(first), Some(last)) = (live.first(), live.last()) else {
-            return Ok(0);
+            return Ok(());
         };
         if live.len() == 1 {
             let p = *first;
             self.copy_through(p.src, p.dst, p.len)?;
+            *copied += p.len;
             if p.punch {
                 self.punch(p.src, p.len)?;
             }
-            return Ok(p.len);
+            return Ok(());
         }
         let start = first.src;
         let span = (last.src + last.len - start) as usize;
-        let mut buf = AlignedBuf::new(span.next_multiple_of(ALIGN));
-        let b = &mut buf.as_mut_slice()[..span];
+        debug_assert!(
+            span <= BOUNCE_MAX_BYTES,
+            "a run reads at most the bounce buffer"
+        );
+        let mut buf = self.take_bounce(span);
+        let r = self.write_run(&live, start, &mut buf.as_mut_slice()[..span], copied);
+        self.bounce = Some(buf);
+        r
+    }
+
+    /// Reads `b.len()` bytes at `start` into `b`, then writes each of `live` from there.
+    fn write_run(
+        &mut self,
+        live: &[&Piece],
+        start: u64,
+        b: &mut [u8],
+        copied: &mut u64,
+    ) -> Result<(), DeviceError> {
         self.file
             .read_exact_at(b, start)
             .map_err(|e| super::io_err(&self.path, "read", e))?;
-        let mut copied = 0;
         for p in live {
             let at = (p.src - start) as usize;
             self.file
                 .write_all_at(&b[at..at + p.len as usize], p.dst)
                 .map_err(|e| super::io_err(&self.path, "write", e))?;
+            *copied += p.len;
             if p.punch {
                 self.punch(p.src, p.len)?;
             }
-            copied += p.len;
         }
-        Ok(copied)
+        Ok(())
     }
 }
 
@@ -220,7 +239,9 @@ mod tests {
                 reads_saved += n - 1;
                 i += n;
             }
-            d.copy_pieces(&pieces).unwrap();
+            let mut copied = 0;
+            d.copy_pieces(&pieces, &mut copied).unwrap();
+            assert_eq!(copied, pieces.iter().map(|p| p.len).sum::<u64>());
             for p in &pieces {
                 let (s, t, n) = (p.src as usize, p.dst as usize, p.len as usize);
                 model.copy_within(s..s + n, t);
