@@ -11,16 +11,17 @@
 //! So when the fill stops at a dirty victim, the reservation also takes sealed copies of the
 //! dirty pages among the next victims the hand will take (as many as the stock holds, as the
 //! page cleaner picks them: `BufferPool::cleaner_candidates`), and writes them as one batch
-//! once it has let the core latch go, the log latch still held (the batch logs the pages'
-//! places; held since the copies were taken, it keeps any other write of those pages from
-//! coming between the copies and theirs, as for a checkpoint's batch). Readers go on
-//! meanwhile. The frames keep their pages, dirty, until the core latch is next taken
-//! exclusive, where the batch is attached as a checkpoint's is (`PageCache::attach`): a page
-//! still as copied is clean, and the next fill of the stock takes it without a write. A batch
-//! refused for want of space leaves its pages dirty (the exclusive reservation that meets them
-//! then reports the error, as before); a device error poisons the handle. A thread about to
-//! take the core latch exclusive while a batch is being written waits for it first, holding
-//! nothing ([`Written::writing`]).
+//! once it has let the core and log latches go, as a checkpoint's batch is written
+//! (`Shared::write_detached`: the batch's location records take the log latch one append at
+//! a time). Readers, writers and commits go on meanwhile. The frames keep their pages, dirty,
+//! until the core latch is next taken exclusive, where the batch is attached as a
+//! checkpoint's is (`PageCache::attach`): a page still as copied is clean, and the next fill
+//! of the stock takes it without a write. A batch refused for want of space leaves its pages
+//! dirty (the exclusive reservation that meets them then reports the error, as before); a
+//! device error poisons the handle. The writer holds a ticket (`engine/latch.rs`, `Writers`)
+//! until the batch is queued, so the core latch is not taken exclusive before: no other write
+//! of the batch's pages comes between its copies and its write, and the next exclusive latch
+//! finds the batch queued.
 //!
 //! A lone thread has no stock and writes nothing ahead: virtual time is unchanged.
 
@@ -38,25 +39,10 @@ pub(crate) struct Written {
     batches: Mutex<Vec<(Detached, bool)>>,
     /// Whether `batches` may hold any (read without its mutex by every exclusive latch).
     any: AtomicBool,
-    /// Whether a batch is being written (set with the core and log latches held, where it is
-    /// taken; cleared by its writer, the log latch still held, once it is queued). One at a
-    /// time: the next is taken under the log latch its writer holds.
-    writing: AtomicBool,
-}
-
-impl Written {
-    /// Whether a batch is being written now. A thread about to take the core latch exclusive
-    /// first waits for it, holding nothing, by taking and letting go the log latch its writer
-    /// holds (`Shared::core`): else it would take the core latch, stopping every reader, and
-    /// then wait for the log latch, and it would find the batch's pages still dirty (and
-    /// might write them again).
-    pub fn writing(&self) -> bool {
-        self.writing.load(Ordering::Acquire)
-    }
 }
 
 /// Copies of the dirty pages the hand reaches next, to be written with the core latch
-/// released, the log latch held ([`AheadBatch::batch`], [`AheadBatch::written`]).
+/// released ([`AheadBatch::batch`], [`AheadBatch::written`]).
 pub(crate) struct AheadBatch {
     batch: Option<Detached>,
     /// Whether the batch was written (queued with it when this is dropped).
@@ -73,20 +59,18 @@ impl Drop for AheadBatch {
             crate::sync::lock(&self.written.batches).push((batch, self.ok));
             self.written.any.store(true, Ordering::Release);
         }
-        self.written.writing.store(false, Ordering::Release);
     }
 }
 
 impl AheadBatch {
-    /// The copies, to be written by the caller with the core latch released, the log latch
-    /// held since they were taken (`Shared::write_detached`, as a checkpoint's batch).
+    /// The copies, to be written by the caller with the core latch released
+    /// (`Shared::write_detached`, as a checkpoint's batch).
     pub fn batch(&self) -> &Detached {
         self.batch.as_ref().expect("a batch until dropped")
     }
 
     /// The batch's write is done, with `r`: queued for the next exclusive latch (the caller
-    /// still holds the log latch, so the next exclusive reservation, which takes the log latch
-    /// after the core latch, finds it). A device error poisons the handle; a refusal for want
+    /// still holds its writer's ticket, so the next exclusive latch finds it). A device error poisons the handle; a refusal for want
     /// of space leaves the pages dirty, for the reservation that meets them to report.
     pub fn written(mut self, r: crate::error::Result<()>) {
         self.ok = self.health.guard(r).is_ok();
@@ -103,7 +87,6 @@ impl PageCache {
         let mut picks = self.pool.cleaner_candidates(victims, victims);
         picks.retain(|&pid| self.eviction.dirty_victim(pid) == super::DirtyVictim::WriteBack);
         let batch = self.detach(&picks, WriteReason::Eviction)?;
-        self.written_ahead.writing.store(true, Ordering::Release);
         Some(AheadBatch {
             batch: Some(batch),
             ok: false,
@@ -118,11 +101,6 @@ impl PageCache {
     /// anyway). Only pages the policy would write back are taken.
     pub(super) fn writes_ahead(&self) -> bool {
         self.writes_log && self.eviction.steal() && self.after_read.is_none()
-    }
-
-    /// The batches written ahead of the misses ([`Written::writing`]).
-    pub fn written_ahead(&self) -> Arc<Written> {
-        self.written_ahead.clone()
     }
 
     /// Attaches the batches written ahead since the latch was last exclusive (core latch

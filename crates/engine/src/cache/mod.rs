@@ -21,7 +21,6 @@ mod clean_ahead;
 mod miss_stock;
 mod unlatched;
 
-pub(crate) use self::clean_ahead::Written;
 pub(crate) use self::unlatched::{Detached, PendingLoad, Reserved, SharedWritePath};
 use self::unlatched::{InFlight, InFlightGuard, VictimCopy};
 use crate::buffer::{BufferPool, PageState, Seen};
@@ -70,9 +69,10 @@ pub trait AfterRead: Send + Sync {
 /// Buffer pool + write path.
 pub(crate) struct PageCache {
     pub pool: BufferPool,
-    /// The write path, under its own mutex (taken after the core and log latches): a
-    /// checkpoint's batch ([`PageCache::detach`]) and a miss ([`PendingLoad::read`]) use it with
-    /// the core latch released; other uses hold the core latch exclusive and may wait for those.
+    /// The write path, under its own mutex: a checkpoint's batch ([`PageCache::detach`]) and a
+    /// miss ([`PendingLoad::read`]) use it with the core latch released (a batch's writer takes
+    /// the log latch after it, an append at a time); other uses hold the core latch exclusive,
+    /// and the log latch before it, and may wait for a miss's read, never for a batch.
     pub wp: SharedWritePath,
     /// Never-used pages an allocation must leave untouched once the free list is empty: the
     /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while
@@ -186,8 +186,8 @@ impl PageCache {
             self.pool.rehits_ahead();
             return Ok(Reserved::Cached);
         }
-        // Batches written ahead since the core latch was taken: the log latch, held by their
-        // writer until it queued them, is held now.
+        // Batches written ahead and queued (none since the core latch was taken exclusive: a
+        // writer holds its ticket until its batch is queued, `engine/latch.rs`).
         self.adopt_cleaned_pages();
         self.pool.stats.misses += 1;
         // Out of place and journaled a victim's write can fail without poisoning (no space:

@@ -83,8 +83,9 @@ impl Detached {
     }
 
     /// Writes the copies through `wp` (the log forced past them already). The caller holds
-    /// the write path's mutex, and the log's latch unless the write path does not log
-    /// ([`WritePath::writes_log`]), and not the core latch.
+    /// the write path's mutex and a writer's ticket (`engine/latch.rs`), and neither the core
+    /// latch nor the log latch: a write path that logs ([`WritePath::writes_log`]) is given a
+    /// log that takes the latch for each append (`writepath::SharedLog`).
     pub fn write_pages(&self, wp: &mut dyn WritePath, log: &mut dyn LogSink) -> Result<()> {
         debug_assert!(self.max_lsn < log.durable_lsn(), "write-ahead rule");
         let batch: Vec<(PageId, &[u8])> = self.pages.iter().map(|p| (p.1, &p.3[..])).collect();
@@ -117,7 +118,7 @@ pub(crate) struct PendingLoad {
     /// The log, once forced past the victims (a page write in place logs nothing).
     pub(super) victims_log: Option<crate::writepath::DurableLog>,
     /// Out of place and journaled, the dirty pages the CLOCK hand reaches next, to write
-    /// before the read, the log latch held ([`PendingLoad::take_ahead`]).
+    /// before the read ([`PendingLoad::take_ahead`]).
     pub(super) ahead: Option<super::clean_ahead::AheadBatch>,
     /// Reads the page without the write path's mutex, if the write path offers that and no
     /// write of the page is in flight ([`InFlight`]).
@@ -139,14 +140,14 @@ impl PendingLoad {
     /// mutex before it lets the core latch go: until the write, the device holds an older image
     /// of a page the pool no longer has, and whoever reads that page, or checkpoints, needs the
     /// mutex too, so they come after the write. It also forces the log past the victims
-    /// ([`PendingLoad::force_victim`]), the log latch held, the core latch not.
+    /// ([`PendingLoad::force_victim`]), with no latch held.
     pub fn writes_victim(&self) -> bool {
         !self.victims.is_empty()
     }
 
     /// The dirty pages to write ahead of the misses (`clean_ahead.rs`), if the reservation
-    /// took any: the caller lets the core latch go, keeps the log latch, and writes them
-    /// ([`super::clean_ahead::AheadBatch::write`]) before the read. Never with victims to
+    /// took any: the caller lets the core and log latches go and writes them
+    /// (`Shared::write_detached`) before the read. Never with victims to
     /// write (those are in place, these out of place and journaled).
     pub fn take_ahead(&mut self) -> Option<super::clean_ahead::AheadBatch> {
         debug_assert!(self.ahead.is_none() || self.victims.is_empty());

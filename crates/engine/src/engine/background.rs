@@ -8,39 +8,43 @@ use super::{CoreGuard, Shared};
 use crate::cache::{Detached, SharedWritePath};
 use crate::error::Result;
 use crate::wal::WalGuard;
+use crate::writepath::SharedLog;
 
 impl Shared {
     /// One maintenance step (`Db::maintenance`).
     pub fn maintenance(&self) -> Result<()> {
         let mut core = self.core();
-        let mut wal = self.wal.lock();
-        let step = core.maintenance_detach(&mut wal)?;
+        let step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();
         if let Some(batch) = &step.batch {
+            let ticket = self.writers.enter(&core);
             drop(core);
-            let (written, w) = self.write_detached(batch, wal, &wp);
-            drop(w);
+            let written = self.write_detached(batch, &wp);
+            drop(ticket);
             core = self.core();
-            wal = self.wal.lock();
-            core.maintenance_attach(&mut wal, batch, written)?;
+            core.maintenance_attach(&mut self.wal.lock(), batch, written)?;
         }
         // The page cleaner: its batch written the same way, with the core latch released.
         if let Some(batch) = core.cleaner_detach() {
+            let ticket = self.writers.enter(&core);
             drop(core);
-            let (written, w) = self.write_detached(&batch, wal, &wp);
-            drop(w);
+            let written = self.write_detached(&batch, &wp);
+            drop(ticket);
             core = self.core();
-            wal = self.wal.lock();
             core.cleaner_attach(&batch, written)?;
         }
-        drop(core);
         if step.write_path_work {
             // The write path's own background work (out of place: garbage collection), which
             // needs the write path and the log only.
-            let r = crate::sync::lock(&wp).maintain(&mut *wal).map(|_| ());
+            let ticket = self.writers.enter(&core);
+            drop(core);
+            let r = crate::sync::lock(&wp)
+                .maintain(&mut SharedLog(&self.wal))
+                .map(|_| ());
+            drop(ticket);
+            self.flush_full_log();
             if let Err(e) = &r {
-                drop(wal);
-                self.core().health.poison(e);
+                self.health.poison(e);
             }
             return r;
         }
@@ -114,50 +118,44 @@ impl Shared {
         let mut ck = c
             .checkpointer
             .begin(&mut c.cache, &mut wal, &c.txns, force_all);
+        drop(wal);
         loop {
             let c = &mut *core;
             let Some(batch) = c.checkpointer.next_detached(&mut c.cache, &mut ck) else {
                 break;
             };
             let wp = core.cache.wp.clone();
+            let ticket = self.writers.enter(&core);
             drop(core);
-            let (written, w) = self.write_detached(&batch, wal, &wp);
-            drop(w);
+            let written = self.write_detached(&batch, &wp);
+            drop(ticket);
             core = self.core();
-            wal = self.wal.lock();
             core.cache.attach(&batch, written.is_ok());
             written.and_then(|()| core.check())?;
         }
+        let mut wal = self.wal.lock();
         let c = &mut *core;
         c.checkpointer.finish(&mut c.cache, &mut wal, &c.txns)
     }
 
     /// Writes a detached batch (a checkpoint's, the page cleaner's, or one written ahead of the
-    /// misses: `Shared::shared_op`), the core latch not held: the log forced past the copies (the
-    /// write-ahead rule), then the pages under the write path's mutex, taken while the log latch is
-    /// still held so that no other page write comes between the copies and theirs. Out of place or
-    /// journaled, page writes log their locations, so the log latch stays held (writers wait for
-    /// it); in place it is let go once the mutex is held, and writers log meanwhile. Returns the
-    /// result and the log latch (taken again if it was let go).
-    pub(super) fn write_detached<'a>(
-        &'a self,
-        batch: &Detached,
-        mut wal: WalGuard<'a>,
-        wp: &SharedWritePath,
-    ) -> (Result<()>, WalGuard<'a>) {
-        if let Err(e) = batch.force(&mut *wal) {
-            return (Err(e), wal);
-        }
+    /// misses: `Shared::shared_op`) with no latch held, the caller holding a writer's ticket
+    /// (`Writers`) taken where the copies were, with the core latch exclusive: the log forced
+    /// past the copies (the write-ahead rule), then the pages under the write path's mutex. Out
+    /// of place or journaled, page writes log their locations, each append taking the log latch
+    /// for itself ([`SharedLog`]); in place they log nothing. Writers and commits go on
+    /// meanwhile.
+    pub(super) fn write_detached(&self, batch: &Detached, wp: &SharedWritePath) -> Result<()> {
+        let mut log = SharedLog(&self.wal);
+        batch.force(&mut log)?;
         let mut w = crate::sync::lock(wp);
-        if w.writes_log() {
-            let r = batch.write_pages(&mut **w, &mut *wal);
-            drop(w);
-            return (r, wal);
-        }
-        let mut durable = crate::writepath::DurableLog::of(&*wal);
-        drop(wal);
-        let r = batch.write_pages(&mut **w, &mut durable);
+        let r = if w.writes_log() {
+            batch.write_pages(&mut **w, &mut log)
+        } else {
+            batch.write_pages(&mut **w, &mut crate::writepath::DurableLog::of(&log))
+        };
         drop(w);
-        (r, self.wal.lock())
+        self.flush_full_log();
+        r
     }
 }

@@ -7,6 +7,7 @@ use super::{Core, CoreGuard, CoreRead};
 use crate::cache::Reserved;
 use crate::health::Health;
 use crate::wal::SharedWal;
+use crate::writepath::SharedLog;
 use crossbeam_utils::sync::ShardedLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -18,11 +19,65 @@ pub(crate) const POINT_READS: usize = 8;
 /// first leaves; a long scan of pages not in memory runs exclusive (one pass).
 pub(crate) const SCAN_READS: usize = 2;
 
+/// Threads writing pages with the core latch released, holding the write path's mutex, that may
+/// take the log latch meanwhile (a detached batch of a checkpoint, the page cleaner or the
+/// misses; a dirty victim in place; the write path's own background work): each holds a
+/// [`Ticket`], taken with the core latch held. Every other thread takes the log latch before
+/// the write path's mutex (with the core latch exclusive: a victim written out of place, a
+/// checkpoint's end), so the core latch is taken exclusive only while no ticket is out
+/// ([`Shared::core`]): such a thread never waits for the write path's mutex while a ticket
+/// holder waits for its log latch. A ticket holder never takes the core latch exclusive.
+/// Since every batch's copies are taken with the core latch exclusive, this also keeps any
+/// other write of a batch's pages from coming between its copies and its write, which the
+/// log latch, held from the copies to the end of the write, did before.
+#[derive(Default)]
+pub(crate) struct Writers {
+    out: AtomicUsize,
+    lock: Mutex<()>,
+    done: Condvar,
+}
+
+/// One writer of [`Writers`], out until dropped.
+pub(crate) struct Ticket<'a>(&'a Writers);
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if self.0.out.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _g = crate::sync::lock(&self.0.lock);
+            self.0.done.notify_all();
+        }
+    }
+}
+
+impl Writers {
+    /// A ticket for a page write about to run with the core latch let go; `_core` is the proof
+    /// that the latch (shared or exclusive) is held while it is taken.
+    pub fn enter(&self, _core: &Core) -> Ticket<'_> {
+        self.out.fetch_add(1, Ordering::SeqCst);
+        Ticket(self)
+    }
+
+    fn none(&self) -> bool {
+        self.out.load(Ordering::SeqCst) == 0
+    }
+
+    /// Waits until no ticket is out (holding no latch).
+    fn wait_none(&self) {
+        if self.none() {
+            return;
+        }
+        let mut g = crate::sync::lock(&self.lock);
+        while !self.none() {
+            g = self.done.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 /// What `Db` and `Txn` handles share.
 pub(crate) struct Shared {
     core: ShardedLock<Core>,
-    /// The page cache's batches written ahead of the misses (whether one is being written).
-    ahead: std::sync::Arc<crate::cache::Written>,
+    /// Page writes under way with the core latch released ([`Writers`]).
+    pub(super) writers: Writers,
     pub wal: SharedWal,
     pub health: Health,
     /// [`crate::DbConfig::durable_commits`].
@@ -52,7 +107,7 @@ impl Shared {
         let durable_commits = core.cfg.durable_commits;
         Shared {
             durable_commits,
-            ahead: core.cache.written_ahead(),
+            writers: Writers::default(),
             core: ShardedLock::new(core),
             wal,
             health,
@@ -169,32 +224,32 @@ impl Shared {
                 Reserved::Load(load) => load,
             };
             let wp = std::sync::Arc::clone(&core.cache.wp);
+            drop(wal);
             let mut held = None;
             if load.writes_victim() {
-                // A dirty victim's write must come before anyone else's use of the write path
-                // (a read of that page, a checkpoint): its mutex is taken before the latches
-                // go. The log is forced past the victim with the core latch released.
+                // In place, a dirty victim's write must come before anyone else's use of the
+                // write path (a read of that page, a checkpoint): its mutex is taken before the
+                // core latch goes. The log is forced past the victim with no latch held.
+                let _ticket = self.writers.enter(&core);
                 held = Some(crate::sync::lock(&wp));
                 drop(core);
-                load.force_victim(&mut *wal).ok()?;
-                drop(wal);
+                load.force_victim(&mut SharedLog(&self.wal)).ok()?;
                 load.write_victim(&mut held).ok()?;
             } else if let Some(ahead) = load.take_ahead() {
                 // Out of place and journaled, the dirty pages the hand reaches next: written
-                // as a checkpoint's batch is, with the core latch released, the log latch held
-                // until they are queued for the next exclusive latch (`cache/clean_ahead.rs`).
-                // Not once the handle is poisoned (queued unwritten: they stay dirty).
+                // as a checkpoint's batch is, with the core latch released, and queued for the
+                // next exclusive latch (`cache/clean_ahead.rs`). Not once the handle is
+                // poisoned (queued unwritten: they stay dirty).
+                let ticket = self.writers.enter(&core);
                 drop(core);
                 if self.health.check().is_ok() {
-                    let (r, w) = self.write_detached(ahead.batch(), wal, &wp);
+                    let r = self.write_detached(ahead.batch(), &wp);
                     ahead.written(r);
-                    drop(w);
                 } else {
                     drop(ahead);
-                    drop(wal);
                 }
+                drop(ticket);
             } else {
-                drop(wal);
                 drop(core);
             }
             load.read(&wp, held).ok()?;
@@ -206,19 +261,21 @@ impl Shared {
     /// state: the handle is poisoned, and the guard is handed out so that reads of counters
     /// still work.
     pub fn core(&self) -> CoreGuard<'_> {
-        if self.ahead.writing() {
-            // Out of place or journaled, a miss's batch of dirty pages is being written ahead
-            // with the log latch held: wait for it before stopping every reader
-            // (`cache/clean_ahead.rs`). Nothing is held here (the core latch comes first).
-            drop(self.wal.lock());
-        }
-        let mut g = match self.core.write() {
-            Ok(g) => g,
-            Err(p) => {
-                let g = p.into_inner();
-                g.health
-                    .poison_with(|| "a thread panicked inside the engine".into());
-                g
+        // Not while a page write with the core latch released is under way (`Writers`): wait
+        // for it holding nothing, rather than stop every reader and then wait for it.
+        let mut g = loop {
+            self.writers.wait_none();
+            let g = match self.core.write() {
+                Ok(g) => g,
+                Err(p) => {
+                    let g = p.into_inner();
+                    g.health
+                        .poison_with(|| "a thread panicked inside the engine".into());
+                    g
+                }
+            };
+            if self.writers.none() {
+                break g;
             }
         };
         // Pages made by splits with the latch shared join the page table, and changes made with

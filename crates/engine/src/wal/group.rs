@@ -384,6 +384,43 @@ impl SharedWal {
         (g, r)
     }
 
+    /// Makes the log durable past `lsn` (every record starting at or below it) with the log
+    /// unlocked while it writes, as a group-commit leader does: appends go on meanwhile. For a
+    /// page write that runs with no latch held (the write-ahead rule; out of place and
+    /// journaled, the location records a write logs). A flush in flight, or a leader gathering
+    /// its batch, is waited for (its flush takes every record appended before it); otherwise
+    /// this thread flushes everything buffered. One thread issues the same device writes as
+    /// [`Wal::flush_to`] with the log locked.
+    pub fn force(&self, lsn: Lsn) -> Result<()> {
+        let mut g = self.state();
+        loop {
+            if g.wal.durable_lsn() > lsn {
+                return Ok(());
+            }
+            g.wal.check_ok()?;
+            if lsn >= g.wal.next_lsn() {
+                return Err(Error::InvalidArgument(format!(
+                    "force({lsn}): no record at that LSN was appended (next LSN {})",
+                    g.wal.next_lsn()
+                )));
+            }
+            if g.flushing.is_some() || g.leader {
+                g = self.wait_flushed(g);
+                continue;
+            }
+            let Some(job) = g.wal.begin_flush()? else {
+                // Nothing buffered, yet not durable past `lsn`: cannot happen for an LSN
+                // below the next one; the loop's checks above would have returned.
+                return Err(Error::Poisoned(format!(
+                    "internal: the log has nothing to flush yet is not durable past {lsn}"
+                )));
+            };
+            let r;
+            (g, r) = self.run_flush(g, job, false);
+            r?;
+        }
+    }
+
     /// Lets appends that fill the log buffer leave its flush to [`SharedWal::flush_full`]
     /// (see [`Wal::set_defer_full`]): set once a second thread runs operations.
     pub fn set_defer_full(&self, on: bool) {

@@ -51,6 +51,31 @@ impl LogSink for crate::wal::Wal {
     }
 }
 
+/// The shared log as seen by a page write that runs with no latch held (a detached batch, a
+/// dirty victim, the write path's background work): each call takes the log's latch for
+/// itself, for one append or one look, and `force` flushes with it let go
+/// ([`crate::wal::SharedWal::force`]), so other threads log and commit while the pages are at
+/// the device. The caller holds the write path's mutex (which is why it may not hold the log
+/// latch: that comes before the write path's mutex for every other thread) and a writer's
+/// ticket (`engine/latch.rs`, `Writers`), which keeps every thread that might take the log
+/// latch and then the write path's mutex (the core latch exclusive) waiting, holding nothing.
+pub(crate) struct SharedLog<'a>(pub &'a crate::wal::SharedWal);
+
+impl LogSink for SharedLog<'_> {
+    fn force(&mut self, lsn: Lsn) -> Result<()> {
+        self.0.force(lsn)
+    }
+    fn next_lsn(&self) -> Lsn {
+        self.0.lock().next_lsn()
+    }
+    fn durable_lsn(&self) -> Lsn {
+        self.0.lock().durable_lsn()
+    }
+    fn log_map(&mut self, changes: &[MapChange]) -> Result<Lsn> {
+        self.0.lock().log_map(changes)
+    }
+}
+
 /// The log as seen by a write path that writes pages while another thread may append to it
 /// ([`WritePath::writes_log`] false): the durable and next LSNs as they were when the caller
 /// let the log go. Forcing below the durable end is a no-op; anything else is refused.
