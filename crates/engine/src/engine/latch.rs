@@ -15,9 +15,11 @@ use std::sync::{Condvar, Mutex};
 /// Pages an operation on one key reads with the core latch released before it runs exclusive
 /// (see [`Shared::shared_op`]): a descent of a cold tree reads a page per level.
 pub(crate) const POINT_READS: usize = 8;
-/// The same for a scan, which starts over after each page it reads: a short scan's descent and
-/// first leaves; a long scan of pages not in memory runs exclusive (one pass).
-pub(crate) const SCAN_READS: usize = 2;
+/// The same for a scan, which starts over after each page it reads (over pages now cached): a
+/// short scan's descent and leaves; a long scan of pages not in memory runs exclusive (one
+/// pass). It was 2 until the twentieth session: then a third of YCSB-E's scans with misses
+/// took the core latch exclusive, and two threads ran no faster than one (docs/results.md).
+pub(crate) const SCAN_READS: usize = 8;
 
 /// Threads writing pages with the core latch released, holding the write path's mutex, that may
 /// take the log latch meanwhile (a detached batch of a checkpoint, the page cleaner or the

@@ -4,6 +4,7 @@
 //! outside the latch. The data device is gated (`support::Gated`) to hold an I/O back.
 
 use crate::support::{Gate, Gated, MemPair};
+use std::ops::Bound;
 use wafer_engine::{Db, DbConfig};
 
 /// Data and log devices over `pair`, the data device read through `gate`.
@@ -141,6 +142,35 @@ fn cached_operations_run_while_another_thread_reads_a_page_from_the_device() {
         Some(&b"changed"[..])
     );
     db.verify().unwrap();
+}
+
+/// A scan whose leaves are not in memory reads them with the core latch released and then runs
+/// shared, for a handful of leaves (a YCSB-E scan's): it counts as a shared operation, and
+/// its pages as read without the latch. With two pages allowed (as until the twentieth
+/// session) it ran exclusive from the third, and the test fails.
+#[test]
+fn a_scan_of_a_few_cold_leaves_reads_them_and_runs_shared() {
+    let (_gate, db, t) = cold_db(DbConfig::default());
+    let before = db.stats();
+    let mut x = db.begin().unwrap();
+    let (lo, hi) = (b"k010000".as_slice(), b"k011000".as_slice());
+    let got = x
+        .scan(&t, (Bound::Included(lo), Bound::Excluded(hi)), false, 5_000)
+        .unwrap();
+    x.commit().unwrap();
+    assert_eq!(got.len(), 1_000);
+    assert_eq!(got[0].0, b"k010000");
+    let after = db.stats();
+    let reads = after.pool.unlatched_reads - before.pool.unlatched_reads;
+    assert!(
+        (4..=8).contains(&reads),
+        "the scan read {reads} pages with the latch released (a few leaves expected)"
+    );
+    assert_eq!(
+        after.engine.shared_ops - before.engine.shared_ops,
+        1,
+        "the scan ran exclusive after its reads"
+    );
 }
 
 /// Gets the last key with the device's next read corrupted (a page that fails its checksum
