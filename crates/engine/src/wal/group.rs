@@ -125,6 +125,23 @@ struct State {
 }
 
 impl State {
+    /// Whether the record at `lsn` is durable (durability first: a record made durable stays
+    /// so, whatever failed since). Else an error if the log failed or no record at `lsn` was
+    /// appended (`what` names the caller in the message).
+    fn durable_past(&self, lsn: Lsn, what: &str) -> Result<bool> {
+        if self.wal.durable_lsn() > lsn {
+            return Ok(true);
+        }
+        self.wal.check_ok()?;
+        if lsn >= self.wal.next_lsn() {
+            return Err(Error::InvalidArgument(format!(
+                "{what}({lsn}): no record at that LSN was appended (next LSN {})",
+                self.wal.next_lsn()
+            )));
+        }
+        Ok(false)
+    }
+
     /// Whether the record at `lsn` is durable or the flush in flight will make it so.
     fn covered(&self, lsn: Lsn) -> bool {
         self.wal.durable_lsn() > lsn || self.flushing.is_some_and(|end| end > lsn)
@@ -241,16 +258,9 @@ impl SharedWal {
         loop {
             // Durability first: a commit whose record is durable has committed, whatever failed
             // since (the handle may be poisoned by another thread's data write).
-            if g.wal.durable_lsn() > lsn {
+            if g.durable_past(lsn, "commit_wait")? {
                 then(&mut g.wal);
                 return Ok(());
-            }
-            g.wal.check_ok()?;
-            if lsn >= g.wal.next_lsn() {
-                return Err(Error::InvalidArgument(format!(
-                    "commit_wait({lsn}): no record at that LSN was appended (next LSN {})",
-                    g.wal.next_lsn()
-                )));
             }
             if g.leader || g.covered(lsn) {
                 if !spun {
@@ -394,15 +404,8 @@ impl SharedWal {
     pub fn force(&self, lsn: Lsn) -> Result<()> {
         let mut g = self.state();
         loop {
-            if g.wal.durable_lsn() > lsn {
+            if g.durable_past(lsn, "force")? {
                 return Ok(());
-            }
-            g.wal.check_ok()?;
-            if lsn >= g.wal.next_lsn() {
-                return Err(Error::InvalidArgument(format!(
-                    "force({lsn}): no record at that LSN was appended (next LSN {})",
-                    g.wal.next_lsn()
-                )));
             }
             if g.flushing.is_some() || g.leader {
                 g = self.wait_flushed(g);

@@ -288,16 +288,8 @@ fn readers_run_while_a_whole_checkpoint_writes_its_pages() {
 /// and the change waited for the device.
 #[test]
 fn writers_commit_while_a_checkpoint_writes_its_pages_out_of_place_and_journaled() {
-    use crate::misses::{journaled, out_of_place};
-    // Small batches: a step's pages reach the device, not only the write path's stage.
-    let small_batches = DbConfig {
-        out_of_place: Some(wafer_engine::OopConfig {
-            batch_pages: 4,
-            ..wafer_engine::OopConfig::default()
-        }),
-        ..out_of_place()
-    };
-    for cfg in [small_batches, journaled()] {
+    use crate::misses::{journaled, out_of_place_small_batches};
+    for cfg in [out_of_place_small_batches(), journaled()] {
         readers_run_while_checkpoint_pages_are_written(Db::maintenance, cfg.clone());
         readers_run_while_checkpoint_pages_are_written(Db::checkpoint, cfg);
     }

@@ -538,6 +538,18 @@ pub(crate) fn out_of_place() -> DbConfig {
     }
 }
 
+/// [`out_of_place`] with batches of 4 pages: a few pages written reach the device, not only
+/// the write path's stage.
+pub(crate) fn out_of_place_small_batches() -> DbConfig {
+    DbConfig {
+        out_of_place: Some(wafer_engine::OopConfig {
+            batch_pages: 4,
+            ..wafer_engine::OopConfig::default()
+        }),
+        ..out_of_place()
+    }
+}
+
 /// On files, misses of different threads read the device at the same time: while the device
 /// holds one thread's read back, another thread's miss reads its page and returns. Before,
 /// each read held the write path's mutex, and the second miss waited for the first.

@@ -2,7 +2,10 @@
 //! journaled (`cache/clean_ahead.rs`): how many are, and that readers go on while a batch is at
 //! the device.
 
-use crate::misses::{cold_records_with, journaled, out_of_place, small_pool_with_dirty_pages_as};
+use crate::misses::{
+    cold_records_with, journaled, out_of_place, out_of_place_small_batches,
+    small_pool_with_dirty_pages_as,
+};
 use crate::support::{Gate, MemPair};
 use std::sync::atomic::Ordering::SeqCst;
 use wafer_engine::{Db, DbConfig};
@@ -94,14 +97,7 @@ fn dirty_victims_written_ahead_as(cfg: DbConfig) {
 /// the test holds back up to 12 writes and needs one of them to let the reader through.
 #[test]
 fn readers_go_on_while_a_batch_written_ahead_is_at_the_device() {
-    let small_batches = DbConfig {
-        out_of_place: Some(wafer_engine::OopConfig {
-            batch_pages: 4,
-            ..wafer_engine::OopConfig::default()
-        }),
-        ..out_of_place()
-    };
-    for cfg in [journaled(), small_batches] {
+    for cfg in [journaled(), out_of_place_small_batches()] {
         readers_go_on_during_a_batch(cfg);
     }
 }

@@ -314,6 +314,43 @@ fn appends_go_on_during_a_flush_and_the_next_flush_makes_them_durable() {
     assert!(found.contains(&c1) && found.contains(&c2), "{found:?}");
 }
 
+/// `SharedWal::force` (a page write's write-ahead rule, out of place its location records)
+/// flushes with the log unlocked: appends go on while the device holds its write; a second
+/// force meanwhile waits for that flush and leads the next; an LSN never appended is an error.
+#[test]
+fn a_force_flushes_with_the_log_unlocked() {
+    let dev = Gated::new(1 << 20, 512);
+    let wal = shared_on(dev.boxed(), GroupCommit::immediate());
+    let a = wal.append(1, 0, update(1)).unwrap();
+    dev.arm();
+    let first = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.force(a))
+    };
+    dev.wait_entered();
+    let b = within_5s({
+        let wal = wal.clone();
+        move || wal.append(2, 0, update(2)).unwrap()
+    });
+    assert!(wal.durable_lsn() <= a, "durable before the device wrote");
+    let second = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.force(b))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!second.is_finished(), "a second flush ran beside the first");
+    dev.open();
+    first.join().unwrap().unwrap();
+    second.join().unwrap().unwrap();
+    assert!(wal.durable_lsn() > b);
+    assert_eq!(wal.stats().flushes, 2);
+    let next = wal.lock().next_lsn();
+    assert!(wal.force(next + 100).is_err());
+    // Forcing what is durable does nothing.
+    wal.force(a).unwrap();
+    assert_eq!(wal.stats().flushes, 2);
+}
+
 #[test]
 fn a_flush_with_the_log_locked_waits_for_the_flush_in_flight() {
     let dev = Gated::new(1 << 20, 512);
