@@ -53,10 +53,15 @@ impl Health {
 
     /// Passes a result through, poisoning the handle on a device error.
     pub fn guard<T>(&self, r: Result<T>) -> Result<T> {
-        if let Err(e @ Error::Device(_)) = &r {
+        self.note(&r);
+        r
+    }
+
+    /// Poisons the handle if `r` is a device error.
+    pub fn note<T>(&self, r: &Result<T>) {
+        if let Err(e @ Error::Device(_)) = r {
             self.poison(e);
         }
-        r
     }
 }
 

@@ -70,10 +70,18 @@ impl AheadBatch {
     }
 
     /// The batch's write is done, with `r`: queued for the next exclusive latch (the caller
-    /// still holds its writer's ticket, so the next exclusive latch finds it). A device error poisons the handle; a refusal for want
-    /// of space leaves the pages dirty, for the reservation that meets them to report.
-    pub fn written(mut self, r: crate::error::Result<()>) {
-        self.ok = self.health.guard(r).is_ok();
+    /// still holds its writer's ticket, so the next exclusive latch finds it). A device error
+    /// poisons the handle; a refusal for want of space leaves the pages dirty, for the
+    /// reservation that meets them to report.
+    pub fn written(mut self, r: &crate::error::Result<()>) {
+        self.health.note(r);
+        self.ok = r.is_ok();
+    }
+}
+
+impl std::borrow::Borrow<Detached> for AheadBatch {
+    fn borrow(&self) -> &Detached {
+        self.batch()
     }
 }
 
@@ -136,7 +144,7 @@ mod tests {
             let mut w = crate::sync::lock(&c.wp);
             ahead.batch().write_pages(&mut **w, log)
         });
-        ahead.written(r);
+        ahead.written(&r);
     }
 
     /// A log whose appends are refused for want of space (its forces succeed).

@@ -69,10 +69,11 @@ pub trait AfterRead: Send + Sync {
 /// Buffer pool + write path.
 pub(crate) struct PageCache {
     pub pool: BufferPool,
-    /// The write path, under its own mutex: a checkpoint's batch ([`PageCache::detach`]) and a
-    /// miss ([`PendingLoad::read`]) use it with the core latch released (a batch's writer takes
-    /// the log latch after it, an append at a time); other uses hold the core latch exclusive,
-    /// and the log latch before it, and may wait for a miss's read, never for a batch.
+    /// The write path, under its own mutex: a checkpoint's batch ([`PageCache::detach`]), a
+    /// dirty victim in place and a miss ([`PendingLoad::read`]) use it with the core latch
+    /// released (a batch's writer holding a ticket may take the log latch after it, an append
+    /// at a time); other uses hold the core latch exclusive (most with the log latch, taken
+    /// before it) or nothing (`Db::stats`), and may wait for those.
     pub wp: SharedWritePath,
     /// Never-used pages an allocation must leave untouched once the free list is empty: the
     /// pages the rollbacks of live transactions may need (`TxnTable::pages_reserved`). Zero while

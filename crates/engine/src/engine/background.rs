@@ -1,14 +1,16 @@
 //! Checkpoints with their page writes outside the core latch: a maintenance step (one batch of
 //! a background checkpoint, one of the page cleaner, then the write path's own background work) and
 //! a whole checkpoint asked for by the user (`Db::checkpoint`), batch after batch. Each batch is
-//! taken as sealed copies under the core latch, written with it released (readers, and in
-//! place writers too, go on), and handed back under it (`PageCache::attach`).
+//! taken as sealed copies under the core latch, written with the core and log latches released
+//! (readers, shared writers and commits go on), and handed back under it (`PageCache::attach`).
 
+use super::latch::Ticket;
 use super::{CoreGuard, Shared};
 use crate::cache::{Detached, SharedWritePath};
 use crate::error::Result;
 use crate::wal::WalGuard;
 use crate::writepath::SharedLog;
+use std::borrow::Borrow;
 
 impl Shared {
     /// One maintenance step (`Db::maintenance`).
@@ -17,26 +19,24 @@ impl Shared {
         let step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();
         if let Some(batch) = &step.batch {
-            let ticket = self.writers.enter(&core);
+            let ticket = self.writers.enter(&mut core);
             drop(core);
-            let written = self.write_detached(batch, &wp);
-            drop(ticket);
+            let written = self.write_detached(batch, &wp, ticket, |_, _| ());
             core = self.core();
             core.maintenance_attach(&mut self.wal.lock(), batch, written)?;
         }
         // The page cleaner: its batch written the same way, with the core latch released.
         if let Some(batch) = core.cleaner_detach() {
-            let ticket = self.writers.enter(&core);
+            let ticket = self.writers.enter(&mut core);
             drop(core);
-            let written = self.write_detached(&batch, &wp);
-            drop(ticket);
+            let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
             core.cleaner_attach(&batch, written)?;
         }
         if step.write_path_work {
             // The write path's own background work (out of place: garbage collection), which
             // needs the write path and the log only.
-            let ticket = self.writers.enter(&core);
+            let ticket = self.writers.enter(&mut core);
             drop(core);
             let r = crate::sync::lock(&wp)
                 .maintain(&mut SharedLog(&self.wal))
@@ -125,10 +125,9 @@ impl Shared {
                 break;
             };
             let wp = core.cache.wp.clone();
-            let ticket = self.writers.enter(&core);
+            let ticket = self.writers.enter(&mut core);
             drop(core);
-            let written = self.write_detached(&batch, &wp);
-            drop(ticket);
+            let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
             core.cache.attach(&batch, written.is_ok());
             written.and_then(|()| core.check())?;
@@ -139,22 +138,42 @@ impl Shared {
     }
 
     /// Writes a detached batch (a checkpoint's, the page cleaner's, or one written ahead of the
-    /// misses: `Shared::shared_op`) with no latch held, the caller holding a writer's ticket
-    /// (`Writers`) taken where the copies were, with the core latch exclusive: the log forced
-    /// past the copies (the write-ahead rule), then the pages under the write path's mutex. Out
-    /// of place or journaled, page writes log their locations, each append taking the log latch
-    /// for itself ([`SharedLog`]); in place they log nothing. Writers and commits go on
-    /// meanwhile.
-    pub(super) fn write_detached(&self, batch: &Detached, wp: &SharedWritePath) -> Result<()> {
+    /// misses: `Shared::shared_op`) with no latch held: the log forced past the copies (the
+    /// write-ahead rule, with the log latch let go during the flush), then the pages under the
+    /// write path's mutex. Out of place or journaled, page writes log their locations, each
+    /// append taking the log latch for itself ([`SharedLog`]); in place they log nothing.
+    /// Shared writers and commits go on meanwhile.
+    ///
+    /// `ticket` (`Writers`), taken where the copies were, with the core latch exclusive, is
+    /// given back as soon as the write no longer needs it: in place once the write path's mutex
+    /// is held (nothing else can then come between the copies and their write, and the write
+    /// takes no log latch), so exclusive operations go on during the device write unless they
+    /// need the mutex; out of place and journaled after the write and after `done` has seen its
+    /// outcome (a batch written ahead is queued there, so the next exclusive latch finds it).
+    pub(super) fn write_detached<B: Borrow<Detached>>(
+        &self,
+        held: B,
+        wp: &SharedWritePath,
+        ticket: Ticket<'_>,
+        done: impl FnOnce(B, &Result<()>),
+    ) -> Result<()> {
+        let mut ticket = Some(ticket);
         let mut log = SharedLog(&self.wal);
-        batch.force(&mut log)?;
-        let mut w = crate::sync::lock(wp);
-        let r = if w.writes_log() {
-            batch.write_pages(&mut **w, &mut log)
-        } else {
-            batch.write_pages(&mut **w, &mut crate::writepath::DurableLog::of(&log))
-        };
-        drop(w);
+        let batch: &Detached = held.borrow();
+        let r = batch.force(&mut log).and_then(|()| {
+            // In place, the log as the write path sees it (taken before the mutex, which must
+            // not wait for the log latch once the ticket is given back).
+            let mut durable = crate::writepath::DurableLog::of(&log);
+            let mut w = crate::sync::lock(wp);
+            if w.writes_log() {
+                batch.write_pages(&mut **w, &mut log)
+            } else {
+                drop(ticket.take());
+                batch.write_pages(&mut **w, &mut durable)
+            }
+        });
+        done(held, &r);
+        drop(ticket);
         self.flush_full_log();
         r
     }

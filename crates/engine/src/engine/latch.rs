@@ -53,8 +53,8 @@ impl Drop for Ticket<'_> {
 
 impl Writers {
     /// A ticket for a page write about to run with the core latch let go; `_core` is the proof
-    /// that the latch (shared or exclusive) is held while it is taken.
-    pub fn enter(&self, _core: &Core) -> Ticket<'_> {
+    /// that the latch is held exclusive while it is taken (the copies are taken there too).
+    pub fn enter(&self, _core: &mut Core) -> Ticket<'_> {
         self.out.fetch_add(1, Ordering::SeqCst);
         Ticket(self)
     }
@@ -232,25 +232,28 @@ impl Shared {
                 // In place, a dirty victim's write must come before anyone else's use of the
                 // write path (a read of that page, a checkpoint): its mutex is taken before the
                 // core latch goes. The log is forced past the victim with no latch held.
-                let _ticket = self.writers.enter(&core);
+                let ticket = self.writers.enter(&mut core);
                 held = Some(crate::sync::lock(&wp));
                 drop(core);
                 load.force_victim(&mut SharedLog(&self.wal)).ok()?;
+                // The write itself takes no log latch: exclusive operations may go on.
+                drop(ticket);
                 load.write_victim(&mut held).ok()?;
             } else if let Some(ahead) = load.take_ahead() {
                 // Out of place and journaled, the dirty pages the hand reaches next: written
                 // as a checkpoint's batch is, with the core latch released, and queued for the
                 // next exclusive latch (`cache/clean_ahead.rs`). Not once the handle is
                 // poisoned (queued unwritten: they stay dirty).
-                let ticket = self.writers.enter(&core);
+                let ticket = self.writers.enter(&mut core);
                 drop(core);
                 if self.health.check().is_ok() {
-                    let r = self.write_detached(ahead.batch(), &wp);
-                    ahead.written(r);
+                    // Queued (`written`) before the ticket is given back; its error, if any,
+                    // is the batch's to report.
+                    let _ = self.write_detached(ahead, &wp, ticket, |ahead, r| ahead.written(r));
                 } else {
                     drop(ahead);
+                    drop(ticket);
                 }
-                drop(ticket);
             } else {
                 drop(core);
             }

@@ -122,6 +122,9 @@ struct State {
     /// How long a group flush takes, a moving average in nanoseconds: a leader waits for more
     /// committers at most this long (see [`State::batch_wait_us`]).
     flush_ns: u64,
+    /// A forced flush ([`SharedWal::force`]) waits for the leader gathering its batch: the
+    /// leader flushes at once rather than wait for more committers.
+    urgent: bool,
 }
 
 impl State {
@@ -208,6 +211,7 @@ impl SharedWal {
                     joined_waiters: 0,
                     flushed_waiters: 0,
                     flush_ns: 0,
+                    urgent: false,
                 }),
                 joined: Condvar::new(),
                 flushed: Condvar::new(),
@@ -310,7 +314,7 @@ impl SharedWal {
                     max_delay_us: g.batch_wait_us(),
                     ..g.policy
                 };
-                if policy.should_flush(g.batch, others, waited_us) {
+                if g.urgent || policy.should_flush(g.batch, others, waited_us) {
                     break;
                 }
                 let left = Duration::from_micros(policy.max_delay_us - waited_us);
@@ -324,6 +328,7 @@ impl SharedWal {
             // The flush of the batch (and of whatever else is buffered).
             debug_assert!(g.flushing.is_none());
             g.leader = false;
+            g.urgent = false;
             let job = match g.wal.begin_flush() {
                 Ok(Some(job)) => job,
                 // Made durable meanwhile by a flush with the log locked (a checkpoint, an
@@ -362,6 +367,7 @@ impl SharedWal {
     ) -> (MutexGuard<'a, State>, Result<()>) {
         debug_assert!(g.flushing.is_none(), "one flush in flight at a time");
         g.flushing = Some(job.end());
+        g.urgent = false;
         drop(g);
         let unwind = ClearFlushing(self);
         let started = Instant::now();
@@ -398,9 +404,11 @@ impl SharedWal {
     /// unlocked while it writes, as a group-commit leader does: appends go on meanwhile. For a
     /// page write that runs with no latch held (the write-ahead rule; out of place and
     /// journaled, the location records a write logs). A flush in flight, or a leader gathering
-    /// its batch, is waited for (its flush takes every record appended before it); otherwise
-    /// this thread flushes everything buffered. One thread issues the same device writes as
-    /// [`Wal::flush_to`] with the log locked.
+    /// its batch, is waited for (its flush takes every record appended before it; a gathering
+    /// leader is told to flush at once); otherwise this thread flushes everything buffered. One
+    /// thread issues the same device writes as [`Wal::flush_to`] with the log locked. Unlike
+    /// `flush_to`, an LSN at or past the next one is refused (`InvalidArgument`): a page write
+    /// only forces records already appended.
     pub fn force(&self, lsn: Lsn) -> Result<()> {
         let mut g = self.state();
         loop {
@@ -408,6 +416,13 @@ impl SharedWal {
                 return Ok(());
             }
             if g.flushing.is_some() || g.leader {
+                if g.leader && g.flushing.is_none() {
+                    // Gathering committers: this page write's force should not wait for them.
+                    g.urgent = true;
+                    if g.joined_waiters > 0 {
+                        self.inner.joined.notify_all();
+                    }
+                }
                 g = self.wait_flushed(g);
                 continue;
             }
