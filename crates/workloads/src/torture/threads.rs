@@ -95,6 +95,25 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_7777);
     super::cut::image_holes(&mut cfg, seed ^ 0x401e_7777);
     super::cut::leaf_splits(&mut cfg, seed ^ 0x5b11_7777);
+    super::cut::journal_mode(
+        &mut cfg,
+        DeviceKind::Mem { block: 4096 },
+        8 << 20,
+        seed ^ 0x10a7_7777,
+    );
+    // Background maintenance beside the workers, in one trial of two (draws of its own, so the
+    // other draws of a seed are as they were): checkpoint batches, the page cleaner's and the
+    // write path's own work, written with the core and log latches released.
+    let background = {
+        let mut bg = Pcg64Mcg::seed_from_u64(seed ^ 0xb6_7777);
+        let on = bg.random_bool(0.5);
+        // The page cleaner (not in the flushless mode, which leaves dirty pages to its
+        // checkpoints and refuses it).
+        if on && bg.random_bool(0.5) && cfg.flushless.is_none() {
+            cfg.cleaner_clean_fraction = 0.3;
+        }
+        on
+    };
     let fault = FaultConfig {
         seed,
         torn_writes: rng.random_bool(0.5),
@@ -104,10 +123,12 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     let mut report = TrialReport {
         config: format!(
             "threads {threads}, accounts {accounts} ({} large), {}, {}, pool {}, log space \
-             {:?}, cut {cut}, {secs} s",
+             {:?}, cut {cut}, background {background} (cleaner {}), {secs} s",
             pads.iter().filter(|&&p| p > 0).count(),
             if oop {
                 "oop"
+            } else if cfg.journal.is_some() {
+                "journal"
             } else if cfg.doublewrite {
                 "in-place+dw"
             } else {
@@ -115,7 +136,8 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
             },
             super::cut::describe_mode(&cfg),
             cfg.buffer_pages,
-            cfg.log_space_bytes
+            cfg.log_space_bytes,
+            cfg.cleaner_clean_fraction
         ),
         ..TrialReport::default()
     };
@@ -171,12 +193,24 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
                 })
             })
             .collect();
+        let maintainer = background.then(|| {
+            let sh = &shared;
+            s.spawn(move || {
+                // Its errors (a refusal for want of space, a cut device) are the workers' to
+                // meet too; a panic is a failure.
+                capture_panics_here();
+                while !sh.stop.load(Ordering::Relaxed) && Instant::now() < sh.deadline {
+                    let _ = sh.db.maintenance();
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        });
         if cut {
             std::thread::sleep(budget.mul_f64(rng.random_range(0.1..0.9)));
             rig.power.cut_power_now();
             stop.store(true, Ordering::SeqCst);
         }
-        handles
+        let mut workers: Vec<Worker> = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|p| Worker {
@@ -187,7 +221,20 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
                     ..Worker::default()
                 })
             })
-            .collect()
+            .collect();
+        if let Some(Err(p)) = maintainer.map(|h| h.join()) {
+            workers.push(Worker {
+                failures: vec![(
+                    FailureClass::Panic,
+                    format!(
+                        "panic in the maintenance thread: {}",
+                        payload_text(p.as_ref())
+                    ),
+                )],
+                ..Worker::default()
+            });
+        }
+        workers
     });
     let mut committed = Vec::new();
     for w in &workers {
