@@ -390,6 +390,72 @@ fn gated_writes() -> (std::sync::Arc<Gate>, wafer_engine::Devices) {
     (gate, devices)
 }
 
+/// In place a checkpoint batch's writer gives its ticket back once it holds the write path's
+/// mutex (its writes log nothing), so an operation that takes the core latch exclusive and does
+/// not need the write path goes on while the batch is at the device: here the rollback of a
+/// change. (Out of place and journaled it waits for the batch, as it waited for the log latch
+/// before.) With the ticket held to the end of the write, it waits the whole 20 s.
+#[test]
+fn in_place_an_exclusive_operation_goes_on_while_a_checkpoint_writes_its_pages() {
+    use std::sync::atomic::Ordering;
+    let (gate, devices) = gated_writes();
+    let db = Db::open(devices, DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    for i in 0..3_000u32 {
+        x.put(&t, format!("k{i:06}").as_bytes(), &[7u8; 100])
+            .unwrap();
+    }
+    x.commit().unwrap();
+    let change_and_abort = {
+        let t = t.clone();
+        move |db: &Db| {
+            let mut w = db.begin().unwrap();
+            w.put(&t, b"k000042", b"changed").unwrap();
+            w.abort().unwrap();
+        }
+    };
+    // Such a rollback takes the core latch exclusive (`Db::stats` counts its own take too).
+    let before = db.stats().engine.exclusive_latches;
+    change_and_abort(&db);
+    let took = db.stats().engine.exclusive_latches - before;
+    assert!(
+        took > 1,
+        "the rollback did not take the core latch exclusive"
+    );
+    gate.set(true);
+    let bg = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint())
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!bg.is_finished(), "the checkpoint wrote nothing");
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let other = {
+        let db = db.clone();
+        let change_and_abort = change_and_abort.clone();
+        std::thread::spawn(move || {
+            change_and_abort(&db);
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    bg.join().unwrap().unwrap();
+    assert!(
+        ran.is_ok(),
+        "an exclusive operation waited for the checkpoint's page writes"
+    );
+    assert_eq!(
+        db.get(&t, b"k000042").unwrap().as_deref(),
+        Some(&[7u8; 100][..])
+    );
+    db.verify().unwrap();
+}
+
 /// While a checkpoint's page write is held at the data device, another thread reads and scans
 /// cached records, then changes one and commits.
 fn readers_run_while_checkpoint_pages_are_written(
