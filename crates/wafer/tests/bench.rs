@@ -451,6 +451,10 @@ fn nonsense_is_refused_before_the_run() {
             "background-ms",
         ),
         (
+            vec!["bench", "wall", "--flushless", "--buffered-commits"],
+            "buffered-commits",
+        ),
+        (
             vec![
                 "bench",
                 "wall",
@@ -514,6 +518,31 @@ fn nonsense_is_refused_before_the_run() {
             "{args:?} ran before failing"
         );
     }
+}
+
+/// `bench wall --flushless` runs the flushless buffer mode (paper 001) on the wall clock, and
+/// its JSON says so.
+#[test]
+fn the_wall_clock_bench_runs_the_flushless_mode() {
+    let out = wafer(&[
+        "bench",
+        "wall",
+        "--flushless",
+        "--workloads",
+        "a",
+        "--threads",
+        "2",
+        "--records",
+        "2000",
+        "--seconds",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &runs.as_array().unwrap()[0];
+    assert_eq!(r["config"]["flushless"], true, "{r}");
+    assert!(r["ops"].as_u64().unwrap() > 0, "{r}");
 }
 
 /// Issue 17: a run too short for its counters says so.

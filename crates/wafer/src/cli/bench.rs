@@ -374,6 +374,11 @@ pub struct WallArgs {
     /// `exclusive` always with the tree to itself (the engine before 2026-11-27).
     #[arg(long, value_enum, default_value_t = LeafSplitsArg::Auto)]
     pub leaf_splits: LeafSplitsArg,
+    /// The flushless buffer mode (paper 001: flushing-less eviction, no-steal, redo-only log;
+    /// the engine's default settings) instead of ARIES's. Its writes, commits and maintenance
+    /// run with the core latch exclusive. Needs durable commits.
+    #[arg(long, conflicts_with_all = ["buffered_commits", "cleaner_clean_fraction"])]
+    pub flushless: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -714,6 +719,7 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                         load,
                         cleaner_clean_fraction: args.cleaner_clean_fraction,
                         leaf_splits: args.leaf_splits.into(),
+                        flushless: args.flushless,
                     };
                     let r = wall::run(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
                     if !args.json {

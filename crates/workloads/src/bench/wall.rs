@@ -62,6 +62,10 @@ pub struct WallConfig {
     /// with the tree to itself).
     #[serde(default)]
     pub leaf_splits: wafer_engine::LeafSplits,
+    /// The flushless buffer mode (paper 001, the engine's default `FlushlessConfig`) instead
+    /// of ARIES's; it needs durable commits.
+    #[serde(default)]
+    pub flushless: bool,
 }
 
 /// A measured load ([`WallConfig::load`]).
@@ -276,6 +280,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         journal: cfg.journal.map(wafer_engine::JournalConfig::new),
         cleaner_clean_fraction: cfg.cleaner_clean_fraction,
         leaf_splits: cfg.leaf_splits,
+        flushless: cfg.flushless.then(wafer_engine::FlushlessConfig::default),
         ..DbConfig::default()
     };
     let log_bytes = (db_cfg.buffer_bytes() + (8 << 20)).min(1 << 30);
