@@ -397,16 +397,8 @@ fn gated_writes() -> (std::sync::Arc<Gate>, wafer_engine::Devices) {
 /// before.) With the ticket held to the end of the write, it waits the whole 20 s.
 #[test]
 fn in_place_an_exclusive_operation_goes_on_while_a_checkpoint_writes_its_pages() {
-    use std::sync::atomic::Ordering;
     let (gate, devices) = gated_writes();
-    let db = Db::open(devices, DbConfig::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
-    let mut x = db.begin().unwrap();
-    for i in 0..3_000u32 {
-        x.put(&t, format!("k{i:06}").as_bytes(), &[7u8; 100])
-            .unwrap();
-    }
-    x.commit().unwrap();
+    let (db, t) = three_thousand_records(devices, DbConfig::default());
     let change_and_abort = {
         let t = t.clone();
         move |db: &Db| {
@@ -423,30 +415,9 @@ fn in_place_an_exclusive_operation_goes_on_while_a_checkpoint_writes_its_pages()
         took > 1,
         "the rollback did not take the core latch exclusive"
     );
-    gate.set(true);
-    let bg = {
-        let db = db.clone();
-        std::thread::spawn(move || db.checkpoint())
-    };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!bg.is_finished(), "the checkpoint wrote nothing");
-        std::thread::yield_now();
-    }
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let other = {
-        let db = db.clone();
-        let change_and_abort = change_and_abort.clone();
-        std::thread::spawn(move || {
-            change_and_abort(&db);
-            done_tx.send(()).unwrap();
-        })
-    };
-    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    other.join().unwrap();
-    bg.join().unwrap().unwrap();
+    let ran = beside_a_held_checkpoint(&gate, &db, Db::checkpoint, move |db| change_and_abort(&db));
     assert!(
-        ran.is_ok(),
+        ran,
         "an exclusive operation waited for the checkpoint's page writes"
     );
     assert_eq!(
@@ -456,19 +427,12 @@ fn in_place_an_exclusive_operation_goes_on_while_a_checkpoint_writes_its_pages()
     db.verify().unwrap();
 }
 
-/// While a checkpoint's page write is held at the data device, another thread reads and scans
-/// cached records, then changes one and commits.
-fn readers_run_while_checkpoint_pages_are_written(
-    checkpoint: fn(&Db) -> wafer_engine::Result<()>,
+/// A database on `devices` with tree "t" holding keys k000000..k002999, each a 100-byte value
+/// of 7s, committed in one transaction.
+fn three_thousand_records(
+    devices: wafer_engine::Devices,
     cfg: DbConfig,
-) {
-    use std::sync::atomic::Ordering;
-    let (gate, devices) = gated_writes();
-    let cfg = DbConfig {
-        // Every maintenance step finds a checkpoint due.
-        checkpoint_interval_ms: 1,
-        ..cfg
-    };
+) -> (Db, wafer_engine::Tree) {
     let db = Db::open(devices, cfg).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut x = db.begin().unwrap();
@@ -477,8 +441,19 @@ fn readers_run_while_checkpoint_pages_are_written(
             .unwrap();
     }
     x.commit().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let before = db.stats().writes.checkpoint_writes;
+    (db, t)
+}
+
+/// Runs `checkpoint` on a thread until its first page write waits at the shut `gate`, then
+/// `work` on another; opens the gate once `work` is done or 20 s have passed, and joins both
+/// (the checkpoint must succeed). Whether `work` finished while the write was held.
+fn beside_a_held_checkpoint(
+    gate: &Gate,
+    db: &Db,
+    checkpoint: fn(&Db) -> wafer_engine::Result<()>,
+    work: impl FnOnce(Db) + Send + 'static,
+) -> bool {
+    use std::sync::atomic::Ordering;
     gate.set(true);
     let bg = {
         let db = db.clone();
@@ -488,11 +463,40 @@ fn readers_run_while_checkpoint_pages_are_written(
         assert!(!bg.is_finished(), "the checkpoint wrote nothing");
         std::thread::yield_now();
     }
-    // The checkpoint's first page write is held at the device: readers must not wait for it.
     let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let reader = {
-        let (db, t) = (db.clone(), t.clone());
+    let other = {
+        let db = db.clone();
         std::thread::spawn(move || {
+            work(db);
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    other.join().unwrap();
+    bg.join().unwrap().unwrap();
+    ran.is_ok()
+}
+
+/// While a checkpoint's page write is held at the data device, another thread reads and scans
+/// cached records, then changes one and commits.
+fn readers_run_while_checkpoint_pages_are_written(
+    checkpoint: fn(&Db) -> wafer_engine::Result<()>,
+    cfg: DbConfig,
+) {
+    let (gate, devices) = gated_writes();
+    let cfg = DbConfig {
+        // Every maintenance step finds a checkpoint due.
+        checkpoint_interval_ms: 1,
+        ..cfg
+    };
+    let (db, t) = three_thousand_records(devices, cfg);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let before = db.stats().writes.checkpoint_writes;
+    // The checkpoint's first page write is held at the device: readers must not wait for it.
+    let ran = beside_a_held_checkpoint(&gate, &db, checkpoint, {
+        let t = t.clone();
+        move |db| {
             for i in (0..3_000u32).step_by(7) {
                 let k = format!("k{i:06}");
                 assert_eq!(db.get(&t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
@@ -507,15 +511,10 @@ fn readers_run_while_checkpoint_pages_are_written(
             let mut w = db.begin().unwrap();
             w.put(&t, b"k000042", b"changed").unwrap();
             w.commit().unwrap();
-            done_tx.send(()).unwrap();
-        })
-    };
-    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    reader.join().unwrap();
-    bg.join().unwrap().unwrap();
+        }
+    });
     assert!(
-        ran.is_ok(),
+        ran,
         "readers or a writer waited for the checkpoint's page writes"
     );
     let written = db.stats().writes.checkpoint_writes - before;
