@@ -422,6 +422,28 @@ impl TxnTable {
     /// The commit of `id` with the core latch shared, one look at the table: a read-only
     /// transaction is ended here (`Ok(0)`, its locks released); otherwise its last LSN, which
     /// its commit record follows.
+    /// Ends `id` if it logged, reserved and changed nothing (a reader), with the core latch
+    /// shared: `Some` then, its locks released; `None` if it did any of those. For modes
+    /// whose writers log nothing before their commit (the flushless mode), where
+    /// [`TxnTable::commit_point`]'s test of the last LSN cannot tell a reader.
+    pub fn end_if_untouched(&self, id: TxnId) -> Result<Option<()>> {
+        let st = {
+            let mut shard = self.txns.lock(shard(id));
+            let st = shard.get(&id).ok_or(Error::TxnNotActive)?;
+            if st.last_lsn != 0
+                || st.reserved != 0
+                || st.reserved_pages != 0
+                || !st.pages.is_empty()
+            {
+                return Ok(None);
+            }
+            shard.remove(&id)
+        }
+        .expect("found above");
+        self.cc.end(id, &st.cc);
+        Ok(Some(()))
+    }
+
     pub fn commit_point(&self, id: TxnId) -> Result<Lsn> {
         let st = {
             let mut shard = self.txns.lock(shard(id));

@@ -183,7 +183,7 @@ impl Core {
     /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
     pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
         if !self.writes_shared() {
-            return None;
+            return self.end_reader_shared(txn).map(|r| r.map(|()| 0));
         }
         if let Err(e) = self.check() {
             return Some(Err(e));
@@ -215,6 +215,26 @@ impl Core {
             Ok(lsn)
         })();
         Some(r)
+    }
+
+    /// In the flushless mode, whose commits run exclusive: the end of a transaction that
+    /// changed nothing (a reader, or a writer refused before its first change), with the core
+    /// latch shared, as in the ARIES mode. `None`: not that mode, or the transaction did
+    /// something (it commits or rolls back exclusive).
+    fn end_reader_shared(&self, txn: TxnId) -> Option<Result<()>> {
+        let fl = self.flushless.as_ref()?;
+        self.check().ok()?;
+        if !fl.untouched(txn) {
+            return None;
+        }
+        match self.txns.end_if_untouched(txn) {
+            Ok(Some(())) => {
+                self.stats.commits.add(1);
+                Some(Ok(()))
+            }
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// [`Core::rollback`] with the core latch shared, for a transaction that logged nothing

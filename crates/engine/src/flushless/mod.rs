@@ -262,6 +262,15 @@ impl Flushless {
     }
 
     /// An operation of `txn` through `sink` succeeded: keep its allocations and deferred frees.
+    /// Whether `txn` changed nothing this mode keeps for it: no live record in the log
+    /// table, no page allocated or freed. Read with the core latch shared (these maps change
+    /// only with it exclusive; the table has its own mutex).
+    pub fn untouched(&self, txn: TxnId) -> bool {
+        !self.allocs.contains_key(&txn)
+            && !self.frees.contains_key(&txn)
+            && !lock(&self.table).has_live(txn)
+    }
+
     pub fn after_op(&mut self, txn: TxnId, allocated: Vec<PageId>, freed: Vec<PageId>) {
         if txn == 0 {
             return;

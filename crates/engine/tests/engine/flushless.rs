@@ -475,3 +475,56 @@ fn a_table_too_small_for_a_leaf_split_is_refused_at_open() {
     }
     db.verify().unwrap();
 }
+
+/// A transaction that changed nothing (a reader) ends with the core latch shared in this mode
+/// too, as in the ARIES mode: a read-only transaction and `Db::get` take no exclusive latch.
+/// A writer still commits exclusive, and what it wrote survives a reopen; a reader that a live
+/// writer's lock refused ends as a reader.
+#[test]
+fn readers_end_with_the_core_latch_shared() {
+    let pair = MemPair::new();
+    let k = |i: u64| key(i, 12);
+    let v = |i: u64, round: u64| value(i * 10 + round, 40);
+    let db = Db::open(pair.devices(), config(256)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut w = db.begin().unwrap();
+    for i in 0..200u64 {
+        w.put(&t, &k(i), &v(i, 1)).unwrap();
+    }
+    w.commit().unwrap();
+    let exclusive = |db: &Db| db.stats().engine.exclusive_latches;
+    let before = exclusive(&db);
+    for i in 0..50u64 {
+        let mut r = db.begin().unwrap();
+        assert_eq!(r.get(&t, &k(i)).unwrap(), Some(v(i, 1)));
+        r.commit().unwrap();
+        assert_eq!(db.get(&t, &k(i + 50)).unwrap(), Some(v(i + 50, 1)));
+    }
+    // The second look at the stats takes the latch once itself.
+    assert_eq!(
+        exclusive(&db) - before,
+        1,
+        "a reader took the core latch exclusive"
+    );
+    // A writer: read, then change; it commits exclusive and its change is kept.
+    let before = exclusive(&db);
+    let mut w = db.begin().unwrap();
+    assert_eq!(w.get(&t, &k(7)).unwrap(), Some(v(7, 1)));
+    w.put(&t, &k(7), &v(7, 2)).unwrap();
+    w.commit().unwrap();
+    assert!(exclusive(&db) - before > 1, "the writer committed shared");
+    // A reader beside a live writer of another key, and a reader refused by a live writer.
+    let mut w = db.begin().unwrap();
+    w.put(&t, &k(8), &v(8, 2)).unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(r.get(&t, &k(9)).unwrap(), Some(v(9, 1)));
+    assert!(matches!(r.get(&t, &k(8)), Err(Error::Conflict { .. })));
+    r.commit().unwrap();
+    w.commit().unwrap();
+    drop(db);
+    let db = Db::open(pair.devices(), config(256)).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(db.get(&t, &k(7)).unwrap(), Some(v(7, 2)));
+    assert_eq!(db.get(&t, &k(8)).unwrap(), Some(v(8, 2)));
+    assert_eq!(db.get(&t, &k(9)).unwrap(), Some(v(9, 1)));
+}
