@@ -419,9 +419,6 @@ impl TxnTable {
         }
     }
 
-    /// The commit of `id` with the core latch shared, one look at the table: a read-only
-    /// transaction is ended here (`Ok(0)`, its locks released); otherwise its last LSN, which
-    /// its commit record follows.
     /// Ends `id` if it logged, reserved and changed nothing (a reader), with the core latch
     /// shared: `Some` then, its locks released; `None` if it did any of those. For modes
     /// whose writers log nothing before their commit (the flushless mode), where
@@ -444,6 +441,9 @@ impl TxnTable {
         Ok(Some(()))
     }
 
+    /// The commit of `id` with the core latch shared, one look at the table: a read-only
+    /// transaction is ended here (`Ok(0)`, its locks released); otherwise its last LSN, which
+    /// its commit record follows.
     pub fn commit_point(&self, id: TxnId) -> Result<Lsn> {
         let st = {
             let mut shard = self.txns.lock(shard(id));

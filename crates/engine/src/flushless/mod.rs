@@ -261,7 +261,6 @@ impl Flushless {
         s
     }
 
-    /// An operation of `txn` through `sink` succeeded: keep its allocations and deferred frees.
     /// Whether `txn` changed nothing this mode keeps for it: no live record in the log
     /// table, no page allocated or freed. Read with the core latch shared (these maps change
     /// only with it exclusive; the table has its own mutex).
@@ -271,6 +270,7 @@ impl Flushless {
             && !lock(&self.table).has_live(txn)
     }
 
+    /// An operation of `txn` through `sink` succeeded: keep its allocations and deferred frees.
     pub fn after_op(&mut self, txn: TxnId, allocated: Vec<PageId>, freed: Vec<PageId>) {
         if txn == 0 {
             return;

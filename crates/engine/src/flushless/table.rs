@@ -276,12 +276,12 @@ impl LogTable {
         PROVISIONAL | osn
     }
 
-    /// `txn`'s live records, oldest first (what its commit copies to the log).
     /// Whether `txn` has live records (changes not yet committed).
     pub fn has_live(&self, txn: TxnId) -> bool {
         self.live.get(&txn).is_some_and(|ids| !ids.is_empty())
     }
 
+    /// `txn`'s live records, oldest first (what its commit copies to the log).
     pub fn live_redo(&self, txn: TxnId) -> Vec<Redo> {
         self.live
             .get(&txn)
