@@ -194,12 +194,18 @@ impl TxnTable {
     }
 
     /// Flushless mode: `id` will copy `bytes` of records to the log at its commit; reserve them
-    /// (no undo is kept, and the log's start is not held).
-    pub fn reserve_log(&mut self, id: TxnId, bytes: u64) {
-        if let Some(st) = self.get_mut(id) {
-            st.reserved += bytes;
-            self.log_reserved.add(bytes as i64);
-        }
+    /// (no undo is kept, and the log's start is not held), and `first` more if it reserved
+    /// nothing yet (its commit record).
+    pub fn reserve_log(&self, id: TxnId, bytes: u64, first: u64) {
+        let add = match self.txns.lock(shard(id)).get_mut(&id) {
+            Some(st) => {
+                let add = bytes + if st.reserved_any() { 0 } else { first };
+                st.reserved += add;
+                add
+            }
+            None => return,
+        };
+        self.log_reserved.add(add as i64);
     }
 
     /// Recovery found transaction ids up to `next - 1` in the log.

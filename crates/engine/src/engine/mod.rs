@@ -26,6 +26,7 @@ mod background;
 mod latch;
 mod load;
 mod scan;
+mod shared_flushless;
 mod shared_ops;
 mod split_beside;
 pub(crate) use latch::{Shared, POINT_READS, SCAN_READS};
@@ -355,8 +356,7 @@ impl Core {
         let mut need_log = update_log_need(self.cfg.page_size, key, value);
         // A leaf change, or a leaf split (two leaves and their parent); a larger change that
         // finds the table short is retried once after a checkpoint that compacts everything.
-        let mut need_table =
-            (key.len() + value.map_or(0, |v| v.len())) as u64 + 3 * self.cfg.page_size as u64 + 256;
+        let mut need_table = shared_flushless::table_need(self.cfg.page_size as u64, key, value);
         let (mut retried, mut retried_log) = (false, false);
         let page_size = self.cfg.page_size as u64;
         loop {
@@ -391,9 +391,7 @@ impl Core {
                     if lsn != 0 {
                         // What its commit or abort will log (see `TableSink::log_need`); the
                         // first change also reserves the commit record.
-                        let first = !self.txns.state(txn)?.reserved_any();
-                        let commit = if first { 2 * HEADER_RESERVE } else { 0 };
-                        self.txns.reserve_log(txn, log_need + commit);
+                        self.txns.reserve_log(txn, log_need, 2 * HEADER_RESERVE);
                     }
                     return Ok(old);
                 }

@@ -163,27 +163,32 @@ impl Core {
 
     /// Whether the plain reads outside transactions ([`Core::get_committed`]) may run shared:
     /// not in the modes that keep more per transaction than the lock probe covers (a version
-    /// store, the flushless tables, per-frame lists of uncommitted writers for a no-steal
-    /// policy).
+    /// store, per-frame lists of uncommitted writers for a no-steal policy). The flushless
+    /// mode's changes are made under the same locks and page latches, and its abort discards
+    /// a page (with the latch exclusive) before the locks go.
     fn commits_shared(&self) -> bool {
         self.versions.is_none() && self.writes_shared()
     }
 
-    /// Whether plain writes and commits may run with the core latch shared: not in the modes
-    /// that keep per-transaction state only an exclusive operation may change (the flushless
-    /// tables, per-frame lists of uncommitted writers for a no-steal policy). With a version
-    /// store they may: the before-image is kept under the leaf's latch (see
-    /// [`crate::mvcc::Versions`]); a rollback stays exclusive unless it has nothing to undo
-    /// ([`Core::rollback_shared`]).
+    /// Whether plain writes and commits may run with the core latch shared: not in a mode that
+    /// keeps per-transaction state only an exclusive operation may change (per-frame lists of
+    /// uncommitted writers for a no-steal policy). With a version store they may: the
+    /// before-image is kept under the leaf's latch (see [`crate::mvcc::Versions`]); a rollback
+    /// stays exclusive unless it has nothing to undo ([`Core::rollback_shared`]). In the
+    /// flushless mode the change is recorded in the log table under the leaf's latch, and a
+    /// commit of such changes only copies them to the log (`shared_flushless.rs`).
     fn writes_shared(&self) -> bool {
-        self.flushless.is_none() && !self.cache.pool.track_uncommitted
+        !self.cache.pool.track_uncommitted
     }
 
     /// [`Core::commit_record`] with the core latch shared (the log has its own latch): `None`
     /// if this mode commits exclusive. A read-only transaction (`Some(Ok(0))`) is ended too.
     pub fn commit_shared(&self, wal: &SharedWal, txn: TxnId) -> Option<Result<Lsn>> {
         if !self.writes_shared() {
-            return self.end_reader_shared(txn).map(|r| r.map(|()| 0));
+            return None;
+        }
+        if let Some(fl) = &self.flushless {
+            return self.commit_flushless_shared(fl, wal, txn);
         }
         if let Err(e) = self.check() {
             return Some(Err(e));
@@ -217,11 +222,11 @@ impl Core {
         Some(r)
     }
 
-    /// In the flushless mode, whose commits run exclusive: the end of a transaction that
-    /// changed nothing (a reader, or a writer refused before its first change), with the core
-    /// latch shared, as in the ARIES mode. `None`: not that mode, or the transaction did
-    /// something (it commits or rolls back exclusive).
-    fn end_reader_shared(&self, txn: TxnId) -> Option<Result<()>> {
+    /// In the flushless mode: the end of a transaction that changed nothing (a reader, or a
+    /// writer refused before its first change), with the core latch shared, as in the ARIES
+    /// mode; not counted (a commit or an abort, as the caller says). `None`: not that mode, or
+    /// the transaction did something.
+    pub(super) fn end_reader_shared(&self, txn: TxnId) -> Option<Result<()>> {
         let fl = self.flushless.as_ref()?;
         debug_assert!(
             self.versions.is_none(),
@@ -239,7 +244,6 @@ impl Core {
                     Some(false),
                     "an untouched transaction kept state"
                 );
-                self.stats.commits.add(1);
                 Some(Ok(()))
             }
             Ok(None) => None,
@@ -256,6 +260,14 @@ impl Core {
     pub fn rollback_shared(&self, txn: TxnId) -> Option<Result<()>> {
         if !self.writes_shared() || self.check().is_err() {
             return None;
+        }
+        if self.flushless.is_some() {
+            // Its writers log nothing before their commit: the last LSN cannot tell a reader.
+            let r = self.end_reader_shared(txn)?;
+            if r.is_ok() {
+                self.stats.aborts.add(1);
+            }
+            return Some(r);
         }
         match self.txns.last_lsn(txn) {
             Ok(0) => {}
@@ -409,11 +421,8 @@ impl Core {
             Plan::Nothing if self.versions.is_some() => return None,
             Plan::Nothing => {
                 // A delete of a missing key: nothing to change or log, but the same look at
-                // the log as `Core::write`, whose `ensure_log_space` may checkpoint.
-                if !self
-                    .checkpointer
-                    .log_space_ok(&wal.lock(), &self.txns, need)
-                {
+                // the log (and table) as `Core::write`, which may checkpoint first.
+                if !self.nothing_to_do_shared(wal, key, value) {
                     return None;
                 }
                 w.finish(0);
@@ -421,6 +430,9 @@ impl Core {
                 return Some(Ok(None));
             }
         };
+        if let Some(fl) = &self.flushless {
+            return self.change_flushless(fl, wal, txn, (key, value), (leaf, old, at), w);
+        }
         if let Some(vs) = &self.versions {
             // The version this change replaces, kept under the leaf's latch (a snapshot
             // writer's lost update refused). A refusal below leaves it kept: the exclusive

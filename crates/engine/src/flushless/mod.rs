@@ -18,6 +18,7 @@
 
 pub(crate) mod checkpoint;
 pub(crate) mod restart;
+pub(crate) mod shared;
 pub(crate) mod sink;
 pub(crate) mod table;
 
@@ -304,10 +305,8 @@ impl Flushless {
         need_log: u64,
         need_table: u64,
     ) -> Result<()> {
-        let reserve = checkpoint::op_log_reserve(cache.pool.page_size() as u64, wal);
-        let want = reserve.max(need_log) + txns.log_reserved();
-        let log_short = wal.free_bytes() <= want
-            || checkpoint::log_fill(wal) > crate::checkpoint::FORCE_ALL_FILL;
+        let page_size = cache.pool.page_size() as u64;
+        let (log_short, want) = shared::log_short(wal, txns, page_size, need_log);
         let next_txn = txns.next_txn();
         if log_short {
             checkpoint::run(self, cache, wal, next_txn, checkpoint::Compact::All)?;
@@ -450,16 +449,7 @@ impl Flushless {
             return Ok(0);
         }
         // The space was reserved when the records were made (`TxnTable::reserve_log`).
-        let (lsns, commit_lsn) = wal.unreserved(|wal| -> Result<(Vec<Lsn>, Lsn)> {
-            let mut lsns = Vec::with_capacity(records.len());
-            let mut prev = 0;
-            for redo in records {
-                prev = wal.append(txn, prev, Body::Redo { redo })?;
-                lsns.push(prev);
-            }
-            let c = wal.append(txn, prev, Body::Commit)?;
-            Ok((lsns, c))
-        })?;
+        let (lsns, commit_lsn) = shared::log_records(wal, txn, records)?;
         self.stats.commits_logged += 1;
         self.stats.records_logged += lsns.len() as u64;
         let now = self.clock.now_ns();
@@ -563,10 +553,15 @@ impl Flushless {
 
     /// The counters, with the table's current counts and the pool's flushing-less evictions.
     pub fn snapshot(&self, cache: &PageCache) -> FlushlessStats {
+        let t = lock(&self.table);
+        let s = &self.stats;
         FlushlessStats {
-            table: lock(&self.table).snapshot(),
+            table: t.snapshot(),
             flushless_evictions: cache.pool.stats.dirty_evictions,
-            ..self.stats.clone()
+            commits_logged: s.commits_logged + t.shared.commits_logged,
+            records_logged: s.records_logged + t.shared.records_logged,
+            page_conflicts: s.page_conflicts + t.shared.page_conflicts,
+            ..s.clone()
         }
     }
 

@@ -96,6 +96,17 @@ pub(crate) struct LogTable {
     next_osn: u64,
     live_records: u64,
     pub stats: TableStats,
+    /// What operations with the core latch shared counted for [`super::FlushlessStats`]
+    /// (under this table's mutex, which they hold then).
+    pub shared: SharedTally,
+}
+
+/// Counters of [`super::FlushlessStats`] that operations with the core latch shared keep.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SharedTally {
+    pub commits_logged: u64,
+    pub records_logged: u64,
+    pub page_conflicts: u64,
 }
 
 /// Bytes a record's entry for page `pid` counts.
@@ -130,6 +141,7 @@ impl LogTable {
                 budget_bytes,
                 ..TableStats::default()
             },
+            shared: SharedTally::default(),
         }
     }
 

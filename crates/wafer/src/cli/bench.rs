@@ -375,8 +375,9 @@ pub struct WallArgs {
     #[arg(long, value_enum, default_value_t = LeafSplitsArg::Auto)]
     pub leaf_splits: LeafSplitsArg,
     /// The flushless buffer mode (paper 001: flushing-less eviction, no-steal, redo-only log;
-    /// the engine's default settings) instead of ARIES's. Its writes, commits and maintenance
-    /// run with the core latch exclusive. Needs durable commits.
+    /// the engine's default settings) instead of ARIES's. Its plain leaf changes and their
+    /// commits run beside other threads; splits, rollbacks of changes and maintenance run with
+    /// the core latch exclusive. Needs durable commits.
     #[arg(long, conflicts_with_all = ["buffered_commits", "cleaner_clean_fraction"])]
     pub flushless: bool,
     /// Print JSON.

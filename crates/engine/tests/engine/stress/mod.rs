@@ -95,11 +95,15 @@ impl fmt::Display for Fail {
 
 /// Errors a transaction may meet under contention, after which it is retried: a lock conflict
 /// (no-wait two-phase locking, or first updater wins under snapshot isolation), a log that
-/// live transactions keep full, a version store that live snapshots keep full.
+/// live transactions keep full, a version store that live snapshots keep full, a flushless
+/// log table that live transactions' records keep full.
 fn retryable(e: &Error) -> bool {
     matches!(
         e,
-        Error::Conflict { .. } | Error::LogFull(_) | Error::VersionStoreFull(_)
+        Error::Conflict { .. }
+            | Error::LogFull(_)
+            | Error::VersionStoreFull(_)
+            | Error::TableFull(_)
     )
 }
 
@@ -281,10 +285,10 @@ const BANK_THREADS: u64 = 8;
 /// same balances. At least `min_during` audits must finish while the transfers run (on files a
 /// full scan rarely gets its tree lock among the transfers: see
 /// `full_scans_finish_among_read_then_write_transfers_on_files`).
-fn bank_run(name: &'static str, place: Place, min_during: u64) -> String {
+fn bank_run(name: &'static str, place: Place, min_during: u64, cfg: DbConfig) -> String {
     watchdog(name, move || {
         let started = Instant::now();
-        let db = Db::open(place.devices()?, stress_config()).map_err(|e| e.to_string())?;
+        let db = Db::open(place.devices()?, cfg.clone()).map_err(|e| e.to_string())?;
         let t = bank::setup(&db)?;
         let stop = Stop::new();
         let writers_done = AtomicBool::new(false);
@@ -352,8 +356,8 @@ fn bank_run(name: &'static str, place: Place, min_during: u64) -> String {
         }
         // A crash: the handle dropped without close (no checkpoint, the pool lost).
         drop(db);
-        let db = Db::open(place.devices()?, stress_config())
-            .map_err(|e| format!("reopen after the crash: {e}"))?;
+        let db =
+            Db::open(place.devices()?, cfg).map_err(|e| format!("reopen after the crash: {e}"))?;
         bank::check_final(&db, &want, "after the crash and reopen")?;
         db.close().map_err(|e| e.to_string())?;
         Ok(format!(
@@ -372,14 +376,29 @@ fn bank_run(name: &'static str, place: Place, min_during: u64) -> String {
 #[test]
 fn bank_transfers_on_memory_keep_the_total_and_survive_a_crash() {
     let name = "bank_transfers_on_memory";
-    eprintln!("{}", bank_run(name, Place::Memory(MemPair::new()), 1));
+    let place = Place::Memory(MemPair::new());
+    eprintln!("{}", bank_run(name, place, 1, stress_config()));
+}
+
+/// The same in the flushless mode (paper 001), whose plain changes and their commits run with
+/// the core latch shared: its log table, one live transaction per page and its commits' page
+/// LSNs under eight threads, compactions and checkpoints.
+#[test]
+fn bank_transfers_in_the_flushless_mode_keep_the_total_and_survive_a_crash() {
+    let name = "bank_transfers_flushless";
+    let cfg = DbConfig {
+        buffer_pages: 128,
+        flushless: Some(wafer_engine::FlushlessConfig::default()),
+        ..stress_config()
+    };
+    eprintln!("{}", bank_run(name, Place::Memory(MemPair::new()), 1, cfg));
 }
 
 #[test]
 fn bank_transfers_on_files_keep_the_total_and_survive_a_crash() {
     let name = "bank_transfers_on_files";
     let dir = tempfile::tempdir().unwrap();
-    eprintln!("{}", bank_run(name, Place::Files(dir), 0));
+    eprintln!("{}", bank_run(name, Place::Files(dir), 0, stress_config()));
 }
 
 /// Threads increment a few shared counters (read, add one, write; one or two counters a
