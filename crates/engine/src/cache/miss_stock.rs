@@ -75,7 +75,7 @@ impl PageCache {
             Seen::Resident(_) => return Some(Reserved::Cached),
             Seen::Loading(f) => return Some(Reserved::Wait(self.pool.load_wait(f))),
             Seen::EvictedDirty => return None,
-            Seen::Absent if self.after_read.is_some() => return None,
+            Seen::Absent if self.hook_sees_every_read() => return None,
             Seen::Absent => {}
         }
         if self.splits.adopting(pid) {

@@ -64,6 +64,13 @@ pub trait AfterRead: Send + Sync {
     /// `evicted_dirty`: the page was dropped dirty, so the image may be older than the page.
     /// Returns whether the page now holds changes its stored image lacks (it stays dirty).
     fn after_read(&mut self, pid: PageId, data: &mut [u8], evicted_dirty: bool) -> Result<bool>;
+    /// Whether it acts on pages read while `EvictedDirty` only (the flushless mode's on-the-fly
+    /// redo: a page with no entry in the page table has no records to apply). The other misses
+    /// are then read with the core latch released, the hook not called; otherwise (the
+    /// default) every page is read with the latch held, for the hook to see.
+    fn evicted_dirty_only(&self) -> bool {
+        false
+    }
 }
 
 /// Buffer pool + write path.
@@ -134,6 +141,14 @@ impl PageCache {
         self.after_read = h;
     }
 
+    /// Whether the after-read hook must see a page read that was not evicted dirty (so it is
+    /// read with the core latch held).
+    pub(crate) fn hook_sees_every_read(&self) -> bool {
+        self.after_read
+            .as_ref()
+            .is_some_and(|h| !h.evicted_dirty_only())
+    }
+
     /// The frame holding `pid`, reading it through the write path on a miss.
     pub fn fetch(&mut self, pid: PageId, log: &mut dyn LogSink) -> Result<u32> {
         let evicted_dirty = match self.pool.state(pid) {
@@ -179,7 +194,7 @@ impl PageCache {
             Seen::Resident(_) => return Ok(Reserved::Cached),
             Seen::Loading(f) => return Ok(Reserved::Wait(self.pool.load_wait(f))),
             Seen::EvictedDirty => true,
-            Seen::Absent => self.after_read.is_some(),
+            Seen::Absent => self.hook_sees_every_read(),
         };
         if read_here {
             self.fetch(pid, log)?;

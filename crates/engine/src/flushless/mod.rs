@@ -192,6 +192,12 @@ impl AfterRead for OnTheFly {
         t.stats.otf_records_applied += n;
         Ok(left)
     }
+
+    fn evicted_dirty_only(&self) -> bool {
+        // A page with no page-table entry has no records in the table (the mode's invariant,
+        // `Flushless::check_invariants`): nothing to apply.
+        true
+    }
 }
 
 /// The flushless mode's state beside the engine's components.
