@@ -114,20 +114,16 @@ impl Core {
         if self.check().is_err() || fl.keeps_pages(txn) {
             return None;
         }
-        let records = fl.live_redo(txn);
-        if records.is_empty() {
-            return None;
-        }
         let pool = &self.cache.pool;
-        let pages: Vec<Vec<PageId>> = records.iter().map(crate::redo::pages).collect();
         // Only a guarded page may be written with the core latch shared (its stripe latch
         // held); guards change only with the latch exclusive.
-        let stampable = pages.iter().flatten().all(|&pid| match pool.seen(pid) {
+        let stampable = |pid| match pool.seen(pid) {
             Seen::Resident(f) => pool.guarded(f),
             Seen::Loading(_) => false,
             Seen::EvictedDirty | Seen::Absent => true,
-        });
-        if !stampable {
+        };
+        let (records, pages) = fl.live_if(txn, stampable)?;
+        if records.is_empty() {
             return None;
         }
         let logged = log_records(&mut wal.lock(), txn, records);

@@ -261,11 +261,12 @@ impl Core {
         if !self.writes_shared() || self.check().is_err() {
             return None;
         }
-        if self.flushless.is_some() {
+        if let Some(fl) = &self.flushless {
             // Its writers log nothing before their commit: the last LSN cannot tell a reader.
             let r = self.end_reader_shared(txn)?;
             if r.is_ok() {
                 self.stats.aborts.add(1);
+                fl.aborted_shared();
             }
             return Some(r);
         }
@@ -399,7 +400,6 @@ impl Core {
                 }
             }
         }
-        let need = update_log_need(self.cfg.page_size, key, value);
         let (leaf, old, at) = match plan {
             Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
             // A leaf that is not guarded changes only with the core latch exclusive.
@@ -431,6 +431,8 @@ impl Core {
             }
         };
         if let Some(fl) = &self.flushless {
+            // Recorded in the log table; the transaction's list of changed pages serves only
+            // the per-frame lists of uncommitted changes, which this mode does not keep.
             return self.change_flushless(fl, wal, txn, (key, value), (leaf, old, at), w);
         }
         if let Some(vs) = &self.versions {
@@ -443,6 +445,7 @@ impl Core {
         }
         // Logged first, the change made after: a refusal (the log short of space or a
         // checkpoint due, which the exclusive run then takes) leaves nothing to take back.
+        let need = update_log_need(self.cfg.page_size, key, value);
         let mut log = wal.lock();
         if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
             return None;

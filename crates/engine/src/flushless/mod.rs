@@ -567,6 +567,7 @@ impl Flushless {
             commits_logged: s.commits_logged + t.shared.commits_logged,
             records_logged: s.records_logged + t.shared.records_logged,
             page_conflicts: s.page_conflicts + t.shared.page_conflicts,
+            aborts: s.aborts + t.shared.aborts,
             ..s.clone()
         }
     }

@@ -84,9 +84,25 @@ impl Flushless {
         self.allocs.contains_key(&txn) || self.frees.contains_key(&txn)
     }
 
-    /// `txn`'s live records, oldest first.
-    pub fn live_redo(&self, txn: TxnId) -> Vec<Redo> {
-        lock(&self.table).live_redo(txn)
+    /// `txn`'s live records, oldest first, with the pages of each, if `stampable` holds for
+    /// every one of those pages (looked at under the table's mutex, the records copied only
+    /// then); `None` otherwise.
+    pub fn live_if(
+        &self,
+        txn: TxnId,
+        stampable: impl Fn(PageId) -> bool,
+    ) -> Option<(Vec<Redo>, Vec<Vec<PageId>>)> {
+        let t = lock(&self.table);
+        let pages = t.live_pages(txn);
+        if !pages.iter().flatten().all(|&p| stampable(p)) {
+            return None;
+        }
+        Some((t.live_redo(txn), pages))
+    }
+
+    /// A transaction that changed nothing was rolled back with the core latch shared.
+    pub fn aborted_shared(&self) {
+        lock(&self.table).shared.aborts += 1;
     }
 
     /// `txn`'s commit with the core latch shared, once [`log_records`] logged its records at

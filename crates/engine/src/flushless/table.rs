@@ -107,6 +107,7 @@ pub(crate) struct SharedTally {
     pub commits_logged: u64,
     pub records_logged: u64,
     pub page_conflicts: u64,
+    pub aborts: u64,
 }
 
 /// Bytes a record's entry for page `pid` counts.
@@ -291,6 +292,18 @@ impl LogTable {
     /// Whether `txn` has live records (changes not yet committed).
     pub fn has_live(&self, txn: TxnId) -> bool {
         self.live.get(&txn).is_some_and(|ids| !ids.is_empty())
+    }
+
+    /// The pages of each of `txn`'s live records, oldest first.
+    pub fn live_pages(&self, txn: TxnId) -> Vec<Vec<PageId>> {
+        self.live
+            .get(&txn)
+            .map(|ids| {
+                ids.iter()
+                    .map(|i| crate::redo::pages(&self.recs[i].redo))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// `txn`'s live records, oldest first (what its commit copies to the log).

@@ -543,6 +543,7 @@ fn readers_and_plain_writers_run_with_the_core_latch_shared() {
     // A reader refused by a live writer's lock, rolled back: it ends shared too.
     let mut w = db.begin().unwrap();
     w.put(&t, &k(26), &v(26, 2)).unwrap();
+    let aborts = db.stats().flushless.unwrap().aborts;
     let before = exclusive(&db);
     let mut r = db.begin().unwrap();
     assert!(matches!(r.get(&t, &k(26)), Err(Error::Conflict { .. })));
@@ -552,6 +553,7 @@ fn readers_and_plain_writers_run_with_the_core_latch_shared() {
         1,
         "a reader's rollback ran exclusive"
     );
+    assert_eq!(db.stats().flushless.unwrap().aborts, aborts + 1);
     w.commit().unwrap();
     // The pages written with their committed changes (their page LSNs the log's), then a
     // reopen that redoes nothing of theirs.
