@@ -86,18 +86,21 @@ impl Flushless {
 
     /// `txn`'s live records, oldest first, with the pages of each, if `stampable` holds for
     /// every one of those pages (looked at under the table's mutex, the records copied only
-    /// then); `None` otherwise.
+    /// then; the page lists made after it is let go); `None` otherwise.
     pub fn live_if(
         &self,
         txn: TxnId,
         stampable: impl Fn(PageId) -> bool,
     ) -> Option<(Vec<Redo>, Vec<Vec<PageId>>)> {
-        let t = lock(&self.table);
-        let pages = t.live_pages(txn);
-        if !pages.iter().flatten().all(|&p| stampable(p)) {
-            return None;
-        }
-        Some((t.live_redo(txn), pages))
+        let records = {
+            let t = lock(&self.table);
+            if !t.live_pages_all(txn, stampable) {
+                return None;
+            }
+            t.live_redo(txn)
+        };
+        let pages = records.iter().map(crate::redo::pages).collect();
+        Some((records, pages))
     }
 
     /// A transaction that changed nothing was rolled back with the core latch shared.

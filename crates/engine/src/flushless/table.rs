@@ -294,16 +294,17 @@ impl LogTable {
         self.live.get(&txn).is_some_and(|ids| !ids.is_empty())
     }
 
-    /// The pages of each of `txn`'s live records, oldest first.
-    pub fn live_pages(&self, txn: TxnId) -> Vec<Vec<PageId>> {
-        self.live
-            .get(&txn)
-            .map(|ids| {
-                ids.iter()
-                    .map(|i| crate::redo::pages(&self.recs[i].redo))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Whether `f` holds for every page `txn`'s live records change (no allocation: this runs
+    /// under the table's mutex at every commit).
+    pub fn live_pages_all(&self, txn: TxnId, f: impl Fn(PageId) -> bool) -> bool {
+        let Some(ids) = self.live.get(&txn) else {
+            return true;
+        };
+        ids.iter().all(|i| match &self.recs[i].redo {
+            Redo::LeafPut { pid, .. } | Redo::LeafDel { pid, .. } => f(*pid),
+            Redo::Images(v) => v.iter().all(|(p, _)| f(*p)),
+            Redo::Pages(v) => v.iter().all(|(p, _)| f(*p)),
+        })
     }
 
     /// `txn`'s live records, oldest first (what its commit copies to the log).
