@@ -45,7 +45,6 @@ impl Core {
     /// The flushless mode's plain change of `leaf` (latched by `w`, as the plan `at` says) by
     /// `txn`: recorded live in the log table, then made. `None`: the exclusive run makes room
     /// first (or refuses); nothing was changed.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn change_flushless(
         &self,
         fl: &Flushless,
