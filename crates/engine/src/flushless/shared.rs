@@ -58,8 +58,10 @@ impl Flushless {
     /// refuses; `Conflict`: the leaf holds another live transaction's changes. Nothing is
     /// recorded then.
     pub fn add_plain(&self, txn: TxnId, redo: Redo, room: u64) -> Result<Option<Recorded>> {
-        debug_assert!(matches!(redo, Redo::LeafPut { .. } | Redo::LeafDel { .. }));
-        let pid = crate::redo::pages(&redo)[0];
+        let pid = match &redo {
+            Redo::LeafPut { pid, .. } | Redo::LeafDel { pid, .. } => *pid,
+            _ => unreachable!("a plain change is a leaf record"),
+        };
         let mut t = lock(&self.table);
         if let Some(o) = t.owner(pid).filter(|&o| o != txn) {
             t.shared.page_conflicts += 1;
