@@ -247,13 +247,17 @@ impl PendingLoad {
             return reader.read_page(self.pid, buf).is_ok();
         }
         if reader.locates() {
-            // The reader keeps the places itself: no part of this read waits for the mutex.
-            drop(held);
-            let Ok(place) = reader.locate(self.pid) else {
-                return false;
-            };
-            return reader.read_placed(self.pid, &place, buf).is_ok()
-                && reader.confirm(self.pid, &place);
+            // The reader keeps the places itself: no part of this read waits for the mutex,
+            // unless the write path holds the page in memory (then it serves it, below).
+            match reader.locate(self.pid) {
+                Ok(Some(place)) => {
+                    drop(held);
+                    return reader.read_placed(self.pid, &place, buf).is_ok()
+                        && reader.confirm(self.pid, &place);
+                }
+                Ok(None) => {}
+                Err(_) => return false,
+            }
         }
         let mut w = held.unwrap_or_else(|| crate::sync::lock(wp));
         let place = match w.locate(self.pid, buf) {

@@ -278,9 +278,9 @@ pub trait PageReader: Send + Sync {
     fn locates(&self) -> bool {
         false
     }
-    /// Where page `pid` is now, as [`WritePath::locate`] says. Only where
-    /// [`PageReader::locates`].
-    fn locate(&self, pid: PageId) -> Result<Place> {
+    /// Where page `pid` is now, as [`WritePath::locate`] says; None: ask the write path (it
+    /// holds the page in memory, or never wrote it). Only where [`PageReader::locates`].
+    fn locate(&self, pid: PageId) -> Result<Option<Place>> {
         let _ = pid;
         Err(crate::error::Error::InvalidArgument(
             "internal: this page reader leaves places to the write path".into(),

@@ -706,10 +706,27 @@ fn failed_read_again((gate, db, t): (std::sync::Arc<Gate>, Db, wafer_engine::Tre
 /// moves every journaled page home from inside a write).
 #[test]
 fn a_journaled_miss_does_not_wait_for_the_write_paths_device_io() {
+    miss_beside_a_held_write(journaled());
+}
+
+/// Out of place likewise (the area's shared copy of the page map,
+/// `writepath/oop/area/shared.rs`): while the device holds a checkpoint's batch back, under
+/// the write path's mutex, another thread reads records whose pages are not cached. Before,
+/// its look-up waited for the batch (and for garbage collection's copies and the snapshot).
+#[test]
+fn a_miss_out_of_place_does_not_wait_for_the_write_paths_device_io() {
+    // Batches of 4: the checkpoint's pages reach the device from its batches, written with
+    // the core latch released (a last part-batch is written at its end, under the latch).
+    miss_beside_a_held_write(out_of_place_small_batches());
+}
+
+/// While the data device holds a checkpoint's write back, a thread misses three pages and
+/// returns (`cfg`: a write path whose pages move).
+fn miss_beside_a_held_write(cfg: DbConfig) {
     let pair = MemPair::new();
-    cold_records_with(pair.devices(), journaled());
+    cold_records_with(pair.devices(), cfg.clone());
     let gate = std::sync::Arc::new(Gate::default());
-    let db = Db::open(gated(&pair, &gate, false), journaled()).unwrap();
+    let db = Db::open(gated(&pair, &gate, false), cfg).unwrap();
     let t = db.open_tree("t").unwrap();
     // Two threads miss a few pages each: an exclusive reservation sets frames aside, from
     // which later misses are reserved with the core latch shared (no log latch).
@@ -724,8 +741,12 @@ fn a_journaled_miss_does_not_wait_for_the_write_paths_device_io() {
             });
         }
     });
+    // Nine leaves changed, all cached already: the checkpoint writes more than one batch.
     let mut x = db.begin().unwrap();
-    x.put(&t, b"k000000", b"changed").unwrap();
+    for i in (0..9_000u32).step_by(1_000) {
+        x.put(&t, format!("k{i:06}").as_bytes(), b"changed")
+            .unwrap();
+    }
     x.commit().unwrap();
     gate.set(true);
     let checkpoint = {

@@ -104,8 +104,8 @@ impl PageReader for JournalReader {
         true
     }
 
-    fn locate(&self, pid: PageId) -> Result<Place> {
-        self.dir.locate(pid)
+    fn locate(&self, pid: PageId) -> Result<Option<Place>> {
+        self.dir.locate(pid).map(Some)
     }
 
     fn confirm(&self, pid: PageId, place: &Place) -> bool {
@@ -164,7 +164,7 @@ mod tests {
                 .page_reader()
                 .expect("the memory device reads from any thread");
             assert!(reader.locates());
-            assert_eq!(reader.locate(3).unwrap(), place);
+            assert_eq!(reader.locate(3).unwrap(), Some(place));
             let dev2 = dev.clone();
             let read = |at: u64, io: &mut [u8]| Ok(dev2.lock().read_at(at, io)?);
             let (r, _) = read_image(read, 4096, 3, place.offset, place.len, &mut buf);
@@ -209,7 +209,7 @@ mod tests {
             assert!(!j.confirm(3, &home), "{method:?}: no longer at home");
             assert!(j.confirm(3, &again));
             assert!(!reader.confirm(3, &home) && reader.confirm(3, &again));
-            assert_eq!(reader.locate(3).unwrap(), again);
+            assert_eq!(reader.locate(3).unwrap(), Some(again));
             assert!(
                 reader.locate(j.page_capacity()).is_err(),
                 "beyond the device"

@@ -159,6 +159,16 @@ impl OutOfPlace {
     /// The zones agree with the page map, and the zones placement holds open are open.
     pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
         self.area.check_consistency()?;
+        let shared = self.area.shared_map();
+        if shared.usable() {
+            for pid in 0..self.area.page_capacity() {
+                if shared.get(pid).1 != self.stage.get(pid).is_some() {
+                    return Err(format!(
+                        "page {pid}: the shared map's staged mark disagrees with the stage"
+                    ));
+                }
+            }
+        }
         self.placement.check(&self.area)
     }
 
@@ -192,6 +202,8 @@ impl WritePath for OutOfPlace {
     fn page_reader(&self) -> Option<std::sync::Arc<dyn super::PageReader>> {
         Some(std::sync::Arc::new(reader::ZoneReader::new(
             self.area.backend().dev().shared_reader()?,
+            self.area.shared_map().clone(),
+            self.area.page_capacity(),
         )))
     }
 

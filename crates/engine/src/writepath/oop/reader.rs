@@ -1,16 +1,17 @@
 //! Reads of out-of-place pages from any thread ([`WritePath::page_reader`]): the place comes
-//! from the page map under the write path's mutex ([`WritePath::locate`]); the device read and
-//! the unpacking (decompression, checksum) run with the mutex let go, beside other threads'
-//! reads and the write path's own writes and garbage collection; the place is confirmed under
-//! the mutex after ([`WritePath::confirm`]: still the page's, its zone not reset meanwhile).
+//! from the area's shared copy of the page map (`area/shared.rs`), with no part of the write
+//! path's mutex, unless the page is staged (then the write path serves it, under its mutex:
+//! [`WritePath::locate`]); the device read and the unpacking (decompression, checksum) run
+//! beside other threads' reads and the write path's own writes, garbage collection and
+//! snapshots; the place is confirmed after (still the page's, its zone not reset meanwhile).
 //!
 //! [`WritePath::page_reader`]: crate::writepath::WritePath::page_reader
 //! [`WritePath::locate`]: crate::writepath::WritePath::locate
-//! [`WritePath::confirm`]: crate::writepath::WritePath::confirm
 
 use super::area::read_stored;
+use super::area::shared::SharedMap;
 use crate::device::SharedRead;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::writepath::{PageReader, Place, ReadCount};
 use std::sync::Arc;
@@ -18,13 +19,20 @@ use std::sync::Arc;
 /// Reads stored pages at the places the page map gave, through the device's shared reader.
 pub(super) struct ZoneReader {
     dev: Arc<dyn SharedRead>,
+    map: Arc<SharedMap>,
+    pages: u64,
     count: ReadCount,
 }
 
 impl ZoneReader {
-    pub(super) fn new(dev: Arc<dyn SharedRead>) -> ZoneReader {
+    pub(super) fn new(dev: Arc<dyn SharedRead>, map: Arc<SharedMap>, pages: u64) -> ZoneReader {
         let count = ReadCount::default();
-        ZoneReader { dev, count }
+        ZoneReader {
+            dev,
+            map,
+            pages,
+            count,
+        }
     }
 }
 
@@ -44,6 +52,24 @@ impl PageReader for ZoneReader {
         );
         self.count.note(read);
         r
+    }
+
+    fn locates(&self) -> bool {
+        self.map.usable()
+    }
+
+    fn locate(&self, pid: PageId) -> Result<Option<Place>> {
+        if pid >= self.pages {
+            return Err(Error::CorruptPage {
+                pid,
+                reason: "page id beyond the page capacity of the data device",
+            });
+        }
+        Ok(self.map.locate(pid))
+    }
+
+    fn confirm(&self, pid: PageId, place: &Place) -> bool {
+        pid < self.pages && self.map.confirm(pid, place)
     }
 
     fn reads(&self) -> (u64, u64) {

@@ -104,6 +104,7 @@ impl OutOfPlace {
                 0
             };
             let bytes = pack::stored_bytes(pid, &pack::compress_page(self.cfg.codec, data));
+            self.area.mark_staged(pid, true);
             self.stage.put(StoredPage {
                 pid,
                 bytes,
@@ -127,6 +128,7 @@ impl OutOfPlace {
         }
         self.ensure_free(log)?;
         let mut items: VecDeque<StoredPage> = self.stage.take().into();
+        let taken: Vec<PageId> = items.iter().map(|p| p.pid).collect();
         // The write-ahead rule at the data write itself: the log is durable past every page.
         debug_assert!(
             items.iter().all(|p| p.lsn < log.durable_lsn()),
@@ -143,6 +145,12 @@ impl OutOfPlace {
         );
         // Pages not written (carried to the next batch, or left by an error) stay staged.
         self.stage.keep(carried.into_iter().chain(items));
+        // The others are on the device, and the map names them: readers may read them there.
+        for pid in taken {
+            if self.stage.get(pid).is_none() {
+                self.area.mark_staged(pid, false);
+            }
+        }
         // What was written is logged even if the batch failed part-way.
         let c = self.area.commit_locations(log);
         r?;

@@ -75,10 +75,12 @@ impl LogArea {
     /// Zone `z` holds nothing recovery needs: trim or reset it and free it.
     fn reclaim(&mut self, z: u32) -> Result<()> {
         let start = self.layout.zone_start(z);
+        // Counted before the reset: a read of the zone made without the write path's mutex
+        // that overlaps the reset, or the zone's next writes, is not confirmed.
+        self.shared.reset(z);
         self.backend.reset_zone(start, self.layout.zone_bytes)?;
         self.stream.kill(Owner::Zone(z));
         self.zones[z as usize].clear();
-        self.resets[z as usize] += 1;
         self.touch_zone(z);
         // The zone trim covers its dead slots; a slot trim issued later would hit new data.
         let end = start + self.layout.zone_bytes;

@@ -42,7 +42,15 @@ impl LogArea {
             .iter()
             .map(|z| vec![0; z.slot_live.len()])
             .collect();
+        let mirrored = self.shared.usable();
         for (pid, l) in self.map.iter().enumerate() {
+            let at = l.is_some().then_some((l.off, l.len));
+            if mirrored && self.shared.get(pid as u64).0 != at {
+                return Err(format!(
+                    "page {pid}: the shared map says {:?}, the map {l:?}",
+                    self.shared.get(pid as u64)
+                ));
+            }
             if !l.is_some() {
                 continue;
             }

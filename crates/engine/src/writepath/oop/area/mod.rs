@@ -48,6 +48,7 @@ mod durability;
 mod invariants;
 pub(crate) mod nowa;
 mod recovery;
+pub(crate) mod shared;
 mod snapshot;
 pub(crate) mod space;
 
@@ -116,9 +117,10 @@ pub(crate) struct LogArea {
     layout: OopLayout,
     map: Vec<Loc>,
     zones: Vec<Zone>,
-    /// Times each zone was reset (trimmed) since the area was opened: a read made without the
-    /// write path's mutex is confirmed against it ([`LogArea::still_at`]).
-    resets: Vec<u64>,
+    /// The map as readers share it, and the times each zone was reset (trimmed) since the
+    /// area was opened: a read made without the write path's mutex is confirmed against them
+    /// ([`LogArea::still_at`], [`shared::SharedMap::confirm`]).
+    shared: std::sync::Arc<shared::SharedMap>,
     free: VecDeque<u32>,
     /// Full zones without valid pages, reclaimable once the log is durable past `last_map_lsn`.
     dead: Vec<u32>,
@@ -143,7 +145,12 @@ impl LogArea {
         };
         LogArea {
             zones: vec![Zone::empty(); layout.zone_count as usize],
-            resets: vec![0; layout.zone_count as usize],
+            shared: std::sync::Arc::new(shared::SharedMap::new(
+                layout.pages,
+                layout.zone_count,
+                layout.data_start,
+                layout.zone_bytes,
+            )),
             free: (0..layout.zone_count).collect(),
             map: vec![Loc::EMPTY; layout.pages as usize],
             stream: Groups::new(layout.gc_unit),
@@ -278,6 +285,17 @@ impl LogArea {
         read.0
     }
 
+    /// The map as readers share it (see `shared.rs`).
+    pub(crate) fn shared_map(&self) -> &std::sync::Arc<shared::SharedMap> {
+        &self.shared
+    }
+
+    /// Page `pid`'s newest copy is (`true`) or is no longer the caller's staged one, which
+    /// readers without the write path's mutex do not see (they ask the write path).
+    pub(crate) fn mark_staged(&self, pid: PageId, staged: bool) {
+        self.shared.stage(pid, staged);
+    }
+
     /// Where the current copy of page `pid` is, for a read without the write path's mutex
     /// ([`LogArea::still_at`] after it); None if it was never written. A page id beyond the
     /// map is `CorruptPage`, as in [`LogArea::read`].
@@ -291,7 +309,7 @@ impl LogArea {
         Ok(loc.is_some().then(|| crate::writepath::Place {
             offset: loc.off,
             len: loc.len,
-            epoch: self.resets[self.layout.zone_of(loc.off) as usize],
+            epoch: self.shared.resets(self.layout.zone_of(loc.off)),
             home: false,
         }))
     }
@@ -308,7 +326,7 @@ impl LogArea {
         loc.is_some()
             && loc.off == place.offset
             && loc.len == place.len
-            && self.resets[self.layout.zone_of(loc.off) as usize] == place.epoch
+            && self.shared.resets(self.layout.zone_of(loc.off)) == place.epoch
     }
 
     // ------------------------------------------------------------------ zones
@@ -449,12 +467,12 @@ impl LogArea {
         if note_edt || edt != MAX_EDT {
             zone.note_edt(edt.min(MAX_EDT));
         }
-        self.map[pid as usize] = Loc { off, len, edt };
-        self.touch_page(pid);
+        self.set_loc(pid, Loc { off, len, edt });
         self.touch_zone(z);
     }
 
-    /// The copy of `pid` the map names is dead.
+    /// The copy of `pid` the map names is dead (its zone's and slots' counts; the caller
+    /// points the map at the new copy).
     fn invalidate(&mut self, pid: PageId) {
         let old = self.map[pid as usize];
         if !old.is_some() {
@@ -476,7 +494,15 @@ impl LogArea {
         if zone.valid_pages == 0 && zone.state == ZoneState::Full {
             self.dead.push(z);
         }
-        self.map[pid as usize] = Loc::EMPTY;
+    }
+
+    /// Page `pid`'s copy is `loc` now: the map, its shared copy and the snapshot's dirty
+    /// blocks change together.
+    fn set_loc(&mut self, pid: PageId, loc: Loc) {
+        self.map[pid as usize] = loc;
+        self.shared
+            .set(pid, loc.is_some().then_some((loc.off, loc.len)));
+        self.touch_page(pid);
     }
 
     /// The live copies in zone `z`, in write order, with the EDT each was placed with (one read

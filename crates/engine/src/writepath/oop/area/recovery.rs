@@ -212,6 +212,12 @@ impl LogArea {
             i = j;
         }
         self.backend.release_free(&runs)?;
-        self.flush()
+        self.flush()?;
+        // The map is final: readers may look it up from now on.
+        for (pid, l) in self.map.iter().enumerate() {
+            self.shared
+                .set(pid as PageId, l.is_some().then_some((l.off, l.len)));
+        }
+        Ok(())
     }
 }

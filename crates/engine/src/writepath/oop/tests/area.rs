@@ -190,4 +190,9 @@ fn a_place_is_confirmed_only_while_it_held_the_page() {
     assert_eq!((now.offset, now.len), (place.offset, place.len));
     assert!(!area.still_at(0, &place), "the zone was reset in between");
     assert!(area.still_at(0, &now));
+    // The shared map, which readers use without the write path's mutex, says the same.
+    let shared = area.shared_map();
+    assert_eq!(shared.locate(0), Some(now));
+    assert!(!shared.confirm(0, &place) && shared.confirm(0, &now));
+    assert_eq!(area.check_consistency(), Ok(()));
 }

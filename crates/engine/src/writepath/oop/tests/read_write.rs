@@ -86,3 +86,49 @@ fn a_page_is_located_served_from_the_stage_and_confirmed_until_it_moves() {
     wp.sync(&mut log).unwrap();
     assert!(!wp.confirm(1, &place), "moved");
 }
+
+/// The page reader looks places up in the area's shared map, without the write path's mutex:
+/// a staged page (or one never written) it leaves to the write path; a stored page's place is
+/// the one the write path gives, reads as the page and is confirmed until the page is staged
+/// again (its newest copy is then in memory) or moves.
+#[test]
+fn the_page_reader_locates_stored_pages_and_leaves_staged_ones_to_the_write_path() {
+    let dev = Held::new(MemDevice::new(8 << 20, 4096));
+    let mut wp = OutOfPlace::create(Box::new(dev.clone()), 4096, small_cfg(Codec::Lz4)).unwrap();
+    wp.set_stamp(&crate::identity::Stamp::default()).unwrap();
+    let reader = wp
+        .page_reader()
+        .expect("a memory device reads from any thread");
+    assert!(reader.moves() && reader.locates());
+    let mut log = durable_log();
+    let a = page(1, 10, 3, true);
+    write_page(&mut wp, &mut log, 1, &a).unwrap();
+    assert_eq!(reader.locate(1).unwrap(), None, "staged");
+    assert_eq!(reader.locate(7).unwrap(), None, "never written");
+    assert!(matches!(
+        reader.locate(wp.area.page_capacity()),
+        Err(Error::CorruptPage { .. })
+    ));
+    wp.sync(&mut log).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let crate::writepath::Located::At(place) = wp.locate(1, &mut buf).unwrap() else {
+        panic!("a stored page has a place");
+    };
+    assert_eq!(reader.locate(1).unwrap(), Some(place));
+    reader.read_placed(1, &place, &mut buf).unwrap();
+    assert_eq!(buf, a);
+    assert!(reader.confirm(1, &place));
+    assert!(!reader.confirm(2, &place), "another page's place");
+    // A newer version staged: the old place is not confirmed, though the map still names it.
+    let b = page(1, 20, 4, true);
+    write_page(&mut wp, &mut log, 1, &b).unwrap();
+    assert!(wp.confirm(1, &place) && !reader.confirm(1, &place));
+    assert_eq!(reader.locate(1).unwrap(), None);
+    wp.sync(&mut log).unwrap();
+    let now = reader.locate(1).unwrap().expect("stored again");
+    assert_ne!(now, place);
+    assert!(!reader.confirm(1, &place) && reader.confirm(1, &now));
+    reader.read_placed(1, &now, &mut buf).unwrap();
+    assert_eq!(buf, b);
+    assert_eq!(wp.check_invariants(), Ok(()));
+}
