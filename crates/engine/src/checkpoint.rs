@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
 use crate::txn_table::TxnTable;
 use crate::wal::record::{Body, CheckpointData};
-use crate::wal::{Master, Wal};
+use crate::wal::{Master, SharedWal, Wal};
 use crate::writepath::WriteReason;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -117,6 +117,8 @@ pub(crate) struct Checkpointer {
     settings: Settings,
     clock: Arc<dyn Clock>,
     in_progress: Option<InProgress>,
+    /// A maintenance step wrote a checkpoint's last batch: its end is due.
+    finish_due: bool,
     /// End of the log when the last checkpoint began (checkpoints run every
     /// `checkpoint_log_fill` x log space of log growth).
     last_begin_lsn: Lsn,
@@ -171,6 +173,44 @@ pub(crate) fn log_checkpoint(
     Ok(lsn)
 }
 
+/// A checkpoint whose record is logged ([`Checkpointer::finish_record`]) and whose durable
+/// steps are left to [`Tail::complete`], run with no latch held.
+#[must_use = "the checkpoint is complete only once its tail is"]
+pub(crate) struct Tail {
+    lsn: Lsn,
+    start: Lsn,
+    generation: u64,
+}
+
+impl Tail {
+    /// The rest of [`log_checkpoint`], in its order, with the core and log latches released
+    /// (each taken only for its own step): the write path's own checkpoint (out of place: the
+    /// map snapshot, tagged with the record's LSN; journaled: every journaled page moved
+    /// home), the log forced past the record, the data device stamped, the master pointed at
+    /// the record, the write path told. The caller's writer's ticket keeps every page write
+    /// and every other checkpoint out meanwhile, so the write path holds what it held when the
+    /// record was logged; readers, shared writers and commits go on. An error poisons (the
+    /// caller's).
+    pub fn complete(self, wp: &crate::cache::SharedWritePath, wal: &SharedWal) -> Result<()> {
+        let durable = wal.lock().durable_lsn();
+        crate::sync::lock(wp).checkpoint(self.lsn, self.generation, durable)?;
+        wal.force(self.lsn)?;
+        let id = wal.lock().db_id();
+        crate::sync::lock(wp).set_stamp(&crate::identity::Stamp {
+            id,
+            generation: self.generation,
+            checkpoint_lsn: self.lsn,
+        })?;
+        wal.lock().set_master(Master {
+            checkpoint_lsn: self.lsn,
+            start_lsn: self.start,
+            generation: self.generation,
+        })?;
+        crate::sync::lock(wp).checkpoint_done();
+        Ok(())
+    }
+}
+
 fn log_fill(wal: &Wal) -> f64 {
     wal.used_bytes() as f64 / wal.capacity_bytes().max(1) as f64
 }
@@ -197,6 +237,7 @@ impl Checkpointer {
             },
             clock,
             in_progress: None,
+            finish_due: false,
             last_begin_lsn: 0,
             last_ns: 0,
             stats: CheckpointStats::default(),
@@ -270,6 +311,20 @@ impl Checkpointer {
 
     /// Completes a checkpoint: pages durable, record logged, log master moved.
     pub fn finish(&mut self, cache: &mut PageCache, wal: &mut Wal, txns: &TxnTable) -> Result<()> {
+        let (floor, body) = self.record(cache, wal, txns)?;
+        log_checkpoint(cache, wal, floor, |cache| body(cache))?;
+        self.counted();
+        Ok(())
+    }
+
+    /// What every checkpoint's record is made of, as the core latch (exclusive) sees it now:
+    /// the log's floor and the record. Pending splits are posted first.
+    fn record(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> Result<(Option<Lsn>, impl FnOnce(&PageCache) -> Body)> {
         // No split made beside other threads is left pending across a checkpoint: recovery
         // finds those it must post among the records after the last one (`splits.rs`). Posted
         // before the log's floor is taken: the posting's pages are dirty from its record on.
@@ -279,16 +334,46 @@ impl Checkpointer {
             .into_iter()
             .flatten()
             .min();
-        log_checkpoint(cache, wal, floor, |cache| {
+        let body = move |cache: &PageCache| {
             Body::Checkpoint(CheckpointData {
                 dirty_pages: cache.pool.dirty_pages(),
                 active_txns: t.active,
                 next_txn: t.next_txn,
             })
-        })?;
+        };
+        Ok((floor, body))
+    }
+
+    fn counted(&mut self) {
         self.stats.checkpoints += 1;
         self.last_ns = self.clock.now_ns();
-        Ok(())
+    }
+
+    /// [`Checkpointer::finish`] up to its record, for a checkpoint whose durable steps run with
+    /// the core latch released ([`Tail::complete`]): pages durable (the caller synced the
+    /// write path with the latch released just before, so this sync finds little or nothing
+    /// to do: the pages other threads wrote since), the record logged. The caller takes a
+    /// writer's ticket before it lets the core latch go and holds it until the tail is
+    /// complete: no page is written, and no other checkpoint runs, in between.
+    pub fn finish_record(
+        &mut self,
+        cache: &mut PageCache,
+        wal: &mut Wal,
+        txns: &TxnTable,
+    ) -> Result<Tail> {
+        let (floor, body) = self.record(cache, wal, txns)?;
+        // Before the record: journaled, the sync logs the locations of the images written so
+        // far, which recovery from this checkpoint must not replay (the journal is emptied at
+        // its end).
+        crate::sync::lock(&cache.wp).sync(wal)?;
+        let generation = wal.master().generation + 1;
+        let lsn = wal.append_system(&body(cache))?;
+        self.counted();
+        Ok(Tail {
+            lsn,
+            start: floor.map_or(lsn, |f| f.min(lsn)),
+            generation,
+        })
     }
 
     /// A whole checkpoint, now; `force_all` writes every dirty page whatever the policy says.
@@ -446,7 +531,7 @@ impl Checkpointer {
         match cache.detach(&batch, WriteReason::Checkpoint) {
             Some(d) => Ok(Some(d)),
             None => {
-                self.maintenance_attach_inner(cache, wal, txns)?;
+                self.note_if_written();
                 Ok(None)
             }
         }
@@ -457,32 +542,32 @@ impl Checkpointer {
     pub fn maintenance_attach(
         &mut self,
         cache: &mut PageCache,
-        wal: &mut Wal,
-        txns: &TxnTable,
         d: &Detached,
         written: Result<()>,
     ) -> Result<()> {
         cache.attach(d, written.is_ok());
         written?;
-        self.maintenance_attach_inner(cache, wal, txns)
+        self.note_if_written();
+        Ok(())
     }
 
-    /// Finishes the checkpoint if its last batch was written.
-    fn maintenance_attach_inner(
-        &mut self,
-        cache: &mut PageCache,
-        wal: &mut Wal,
-        txns: &TxnTable,
-    ) -> Result<()> {
+    /// Notes the checkpoint's end due if its last batch was written.
+    fn note_if_written(&mut self) {
         if self
             .in_progress
             .as_ref()
             .is_some_and(|c| c.pending.is_empty())
         {
             self.in_progress = None;
-            self.finish(cache, wal, txns)?;
+            self.finish_due = true;
         }
-        Ok(())
+    }
+
+    /// Whether a checkpoint's batches are all written and its end is due (the maintenance
+    /// step's caller finishes it: [`Checkpointer::finish`], or with the core latch released,
+    /// [`Checkpointer::finish_record`] and [`Tail::complete`]); cleared.
+    pub fn take_finish_due(&mut self) -> bool {
+        std::mem::take(&mut self.finish_due)
     }
 
     /// The page cleaner, after a checkpoint step, in two halves like it: it keeps clean the

@@ -23,7 +23,10 @@ impl Shared {
             drop(core);
             let written = self.write_detached(batch, &wp, ticket, |_, _| ());
             core = self.core();
-            core.maintenance_attach(&mut self.wal.lock(), batch, written)?;
+            core.maintenance_attach(batch, written)?;
+        }
+        if core.checkpointer.take_finish_due() {
+            core = self.finish_checkpoint(core)?;
         }
         // The page cleaner: its batch written the same way, with the core latch released.
         if let Some(batch) = core.cleaner_detach() {
@@ -132,9 +135,61 @@ impl Shared {
             core.cache.attach(&batch, written.is_ok());
             written.and_then(|()| core.check())?;
         }
-        let mut wal = self.wal.lock();
+        self.finish_checkpoint(core).map(drop)
+    }
+
+    /// Ends a checkpoint whose pages are all written. With one thread, under the core latch as
+    /// it always was (`Checkpointer::finish`: the device sees the same I/O in the same order).
+    /// With several, its device I/O runs with the core latch released, so readers, shared
+    /// writers and commits go on (before, all of them waited for it: the data device synced,
+    /// out of place the map snapshot written, journaled every journaled page moved home, the
+    /// log forced, the data device stamped and the master written, each with its flush):
+    /// 1. the write path synced with no latch held, under a writer's ticket (exclusive
+    ///    operations wait; the pages this checkpoint wrote become durable);
+    /// 2. under the core and log latches, the record made and logged
+    ///    (`Checkpointer::finish_record`, whose sync finds only what other threads wrote
+    ///    since; files skip a flush with nothing written since the last);
+    /// 3. a writer's ticket taken before the core latch is let go and held to the end, so no
+    ///    page is written and no other checkpoint begins; then the rest with no latch held
+    ///    (`Tail::complete`).
+    ///
+    /// An error poisons the handle, as it did under the latch.
+    fn finish_checkpoint<'a>(&'a self, mut core: CoreGuard<'a>) -> Result<CoreGuard<'a>> {
+        if !core.cache.splits.several_threads() {
+            let c = &mut *core;
+            let r = c
+                .checkpointer
+                .finish(&mut c.cache, &mut self.wal.lock(), &c.txns);
+            self.health.guard(r)?;
+            return Ok(core);
+        }
+        let wp = core.cache.wp.clone();
+        let ticket = self.writers.enter(&mut core);
+        drop(core);
+        let r = crate::sync::lock(&wp).sync(&mut SharedLog(&self.wal));
+        drop(ticket);
+        self.flush_full_log();
+        if let Err(e) = &r {
+            self.health.poison(e);
+        }
+        r?;
+        let mut core = self.core();
+        core.check()?;
         let c = &mut *core;
-        c.checkpointer.finish(&mut c.cache, &mut wal, &c.txns)
+        let r = c
+            .checkpointer
+            .finish_record(&mut c.cache, &mut self.wal.lock(), &c.txns);
+        let tail = self.health.guard(r)?;
+        let ticket = self.writers.enter(&mut core);
+        drop(core);
+        let r = tail.complete(&wp, &self.wal);
+        drop(ticket);
+        if let Err(e) = &r {
+            // The record is logged and the write path half way through its own checkpoint.
+            self.health.poison(e);
+        }
+        r?;
+        Ok(self.core())
     }
 
     /// Writes a detached batch (a checkpoint's, the page cleaner's, or one written ahead of the

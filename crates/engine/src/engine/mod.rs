@@ -649,15 +649,10 @@ impl Core {
 
     /// The rest of the step once the batch of [`Core::maintenance_detach`] was
     /// written (`written`: how that went).
-    pub fn maintenance_attach(
-        &mut self,
-        wal: &mut Wal,
-        d: &Detached,
-        written: Result<()>,
-    ) -> Result<()> {
+    pub fn maintenance_attach(&mut self, d: &Detached, written: Result<()>) -> Result<()> {
         let r = self
             .checkpointer
-            .maintenance_attach(&mut self.cache, wal, &self.txns, d, written);
+            .maintenance_attach(&mut self.cache, d, written);
         self.health.guard(r)
     }
 

@@ -501,6 +501,8 @@ pub struct Gate {
     pub hold_one: std::sync::atomic::AtomicBool,
     /// If set, only writes whose bytes contain this wait at the shut gate.
     pub writes_holding: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Flushes (and no write) wait at the shut gate.
+    pub flushes_only: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
@@ -562,7 +564,11 @@ impl wafer_engine::device::BlockDevice for Gated {
             Some(pat) => data.windows(pat.len()).any(|w| w == &pat[..]),
             None => true,
         };
-        if !self.reads && held {
+        let flushes_only = self
+            .gate
+            .flushes_only
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if !self.reads && held && !flushes_only {
             self.gate.pass();
         }
         if self
@@ -577,6 +583,13 @@ impl wafer_engine::device::BlockDevice for Gated {
         self.inner.write_at(offset, data)
     }
     fn flush(&mut self) -> Result<(), wafer_engine::device::DeviceError> {
+        if self
+            .gate
+            .flushes_only
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            self.gate.pass();
+        }
         self.inner.flush()
     }
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), wafer_engine::device::DeviceError> {

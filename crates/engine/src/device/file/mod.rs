@@ -123,6 +123,10 @@ pub struct FileDevice {
     remap_stats: FileRemapStats,
     /// Reads made through [`BlockDevice::shared_reader`]s of this device.
     shared_reads: std::sync::Arc<ReadCounts>,
+    /// Something may have changed the file since the last successful flush (a write, trim,
+    /// remap or copy; set at open too). A flush with nothing changed since the last returns at
+    /// once: `fdatasync` would make no new data durable, and it costs a device cache flush.
+    unsynced: bool,
 }
 
 /// Errors of `FICLONERANGE` that mean "the filesystem cannot share this range": fall back to a
@@ -331,6 +335,9 @@ impl FileDevice {
             fs_block: BLOCK_BYTES,
             remap_stats: FileRemapStats::default(),
             shared_reads: Default::default(),
+            // The file may have been created or extended, and writes of another process (or
+            // of an earlier handle) may not be durable yet: the first flush syncs.
+            unsynced: true,
         };
         if !block_device {
             dev.fs_block = fs_block_size(&dev.file);
@@ -559,6 +566,7 @@ impl BlockDevice for FileDevice {
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         check_io(offset, data.len() as u64, self.capacity, BLOCK_BYTES)?;
+        self.unsynced = true;
         let mut r = self.write_raw(offset, data);
         if matches!(&r, Err(e) if self.direct && is_einval(e)) {
             self.reopen_buffered()?;
@@ -571,15 +579,20 @@ impl BlockDevice for FileDevice {
     }
 
     fn flush(&mut self) -> Result<(), DeviceError> {
+        if !self.unsynced {
+            return Ok(());
+        }
         self.file
             .sync_data()
             .map_err(|e| io_err(&self.path, "fdatasync", e))?;
+        self.unsynced = false;
         self.stats.flushes += 1;
         Ok(())
     }
 
     fn trim(&mut self, offset: u64, len: u64) -> Result<(), DeviceError> {
         check_io(offset, len, self.capacity, BLOCK_BYTES)?;
+        self.unsynced = true;
         self.punch(offset, len)
     }
 
@@ -590,6 +603,7 @@ impl BlockDevice for FileDevice {
             return Err(DeviceError::Unsupported("remap on a block device"));
         }
         check_remap(ops, self.capacity, BLOCK_BYTES)?;
+        self.unsynced = true;
         if !self.reflink {
             // Copies, sources that follow each other read together (`runs`).
             let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
@@ -608,6 +622,7 @@ impl BlockDevice for FileDevice {
     /// order. Checked whole first.
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         check_copy(ops, self.capacity, BLOCK_BYTES)?;
+        self.unsynced = true;
         let pieces: Vec<runs::Piece> = ops.iter().map(runs::Piece::from).collect();
         let mut copied = 0;
         let r = self.copy_pieces(&pieces, &mut copied);

@@ -159,3 +159,48 @@ fn a_truncated_file_is_not_zero_extended() {
     ));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 64 * 1024);
 }
+
+/// A flush with nothing changed since the last one makes no `fdatasync` (it would make no new
+/// data durable); a write, trim, remap or copy makes the next flush sync again, and so does
+/// opening the file.
+#[test]
+fn a_flush_with_nothing_changed_since_the_last_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = FileDevice::open(dir.path().join("dev"), Some(1 << 20), true).unwrap();
+    let flushes = |d: &FileDevice| d.stats().flushes;
+    d.flush().unwrap();
+    assert_eq!(flushes(&d), 1, "a new file is synced once");
+    d.flush().unwrap();
+    assert_eq!(flushes(&d), 1);
+    let mut back = vec![0u8; 4096];
+    d.read_at(0, &mut back).unwrap();
+    d.flush().unwrap();
+    assert_eq!(flushes(&d), 1, "a read changes nothing");
+    let changes: [&dyn Fn(&mut FileDevice); 4] = [
+        &|d| d.write_at(0, &pattern(4096, 1)).unwrap(),
+        &|d| d.trim(0, 4096).unwrap(),
+        &|d| {
+            let op = RemapOp {
+                src: 0,
+                dst: 8192,
+                len: 4096,
+                mode: RemapMode::Share,
+            };
+            d.remap(&[op]).unwrap()
+        },
+        &|d| {
+            let op = CopyOp {
+                src: 0,
+                dst: 16384,
+                len: 4096,
+            };
+            d.copy(&[op]).unwrap()
+        },
+    ];
+    for (i, change) in changes.iter().enumerate() {
+        change(&mut d);
+        d.flush().unwrap();
+        d.flush().unwrap();
+        assert_eq!(flushes(&d), 2 + i as u64, "change {i}: one sync");
+    }
+}
