@@ -226,6 +226,16 @@ pub trait BlockDevice: Send + Sync {
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError>;
     /// Writes `data` at `offset`.
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError>;
+    /// Writes each `(offset, data)` of `writes` as [`BlockDevice::write_at`] would, one after
+    /// the other (the default). A device may instead reorder writes that do not overlap and
+    /// merge neighbours into one command: nothing orders writes that no flush separates. On an
+    /// error some of them may have been written.
+    fn write_many(&mut self, writes: &[(u64, &[u8])]) -> Result<(), DeviceError> {
+        for &(offset, data) in writes {
+            self.write_at(offset, data)?;
+        }
+        Ok(())
+    }
     /// Makes every completed write durable.
     fn flush(&mut self) -> Result<(), DeviceError>;
     /// Discards a range (a no-op where unsupported).
@@ -355,6 +365,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         (**self).write_at(offset, data)
+    }
+    fn write_many(&mut self, writes: &[(u64, &[u8])]) -> Result<(), DeviceError> {
+        (**self).write_many(writes)
     }
     fn flush(&mut self) -> Result<(), DeviceError> {
         (**self).flush()

@@ -204,3 +204,45 @@ fn a_flush_with_nothing_changed_since_the_last_is_skipped() {
         assert_eq!(flushes(&d), 2 + i as u64, "change {i}: one sync");
     }
 }
+
+/// `write_many` writes what `write_at` one by one would: neighbours merged into one command
+/// whatever order they come in, the others alone; writes that overlap in their given order.
+#[test]
+fn write_many_merges_neighbours_and_keeps_the_order_of_overlapping_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    for direct in [true, false] {
+        let path = dir.path().join(format!("dev{direct}"));
+        let mut d = if direct {
+            FileDevice::open(&path, Some(1 << 20), true).unwrap()
+        } else {
+            FileDevice::open_buffered(&path, Some(1 << 20), true).unwrap()
+        };
+        // Pages 5, 3, 4 (one run of three), 11 alone, 7 and 8 (a run of two); offset slices are
+        // not aligned.
+        let pages: Vec<(u64, Vec<u8>)> = [5u64, 3, 4, 11, 8, 7]
+            .iter()
+            .map(|&p| (p * 4096, pattern(4097, p as u8)))
+            .collect();
+        let writes: Vec<(u64, &[u8])> = pages.iter().map(|(o, b)| (*o, &b[1..])).collect();
+        let before = d.stats().writes;
+        d.write_many(&writes).unwrap();
+        assert_eq!(d.stats().writes - before, 3, "three commands");
+        for (o, b) in &pages {
+            let mut back = vec![0u8; 4096];
+            d.read_at(*o, &mut back).unwrap();
+            assert_eq!(&back[..], &b[1..], "page at {o}");
+        }
+        // The same page twice: the later write wins.
+        let (a, b) = (pattern(4096, 1), pattern(4096, 2));
+        d.write_many(&[(0, &a[..]), (4096, &a[..]), (0, &b[..])])
+            .unwrap();
+        let mut back = vec![0u8; 4096];
+        d.read_at(0, &mut back).unwrap();
+        assert_eq!(back, b);
+        // Checked whole first: nothing is written if one is out of range.
+        let far = [(8192, &a[..]), (1 << 20, &a[..])];
+        assert!(d.write_many(&far).is_err());
+        d.read_at(8192, &mut back).unwrap();
+        assert_ne!(back, a);
+    }
+}
