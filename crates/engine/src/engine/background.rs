@@ -59,6 +59,7 @@ impl Shared {
     /// record, under it. In the flushless mode, whose checkpoints are made differently, all of
     /// it runs exclusive.
     pub fn checkpoint(&self) -> Result<()> {
+        let _one = crate::sync::lock(&self.checkpointing);
         let mut core = self.core();
         let mut wal = self.wal.lock();
         if core.flushless.is_some() {
@@ -80,6 +81,10 @@ impl Shared {
     /// in the same order. Not in the flushless mode or with a version store (whose writes read
     /// a record before they make log space).
     ///
+    /// One such checkpoint runs at a time (`Shared::checkpointing`): a thread that finds one due
+    /// while another thread runs one waits for it and looks again. Before, with the log short,
+    /// each writer ran its own, all of them writing the same dirty pages side by side.
+    ///
     /// Best effort: whether one is due is looked at with the core latch shared (most writes
     /// find none and take no exclusive latch here), and an error is left to the write, whose
     /// own `ensure_log_space` meets it again and handles it as it always has (a `LogFull` it
@@ -98,6 +103,8 @@ impl Shared {
                 return;
             }
         }
+        // Another thread's checkpoint is waited for here (it would write the same pages).
+        let _one = crate::sync::lock(&self.checkpointing);
         let core = self.core();
         let wal = self.wal.lock();
         // Looked at again: another thread may have run it in between.

@@ -80,6 +80,12 @@ pub(crate) struct Shared {
     core: ShardedLock<Core>,
     /// Page writes under way with the core latch released ([`Writers`]).
     pub(super) writers: Writers,
+    /// Held by a whole checkpoint run with its page writes outside the core latch
+    /// (`Shared::checkpoint`, `Shared::make_log_space`) from before it takes the core latch to
+    /// its end: one at a time. A thread that finds one due while another runs waits for it,
+    /// holding no latch, and looks again, rather than run a second one beside it over the same
+    /// dirty pages. First in the lock order.
+    pub(super) checkpointing: Mutex<()>,
     pub wal: SharedWal,
     pub health: Health,
     /// [`crate::DbConfig::durable_commits`].
@@ -110,6 +116,7 @@ impl Shared {
         Shared {
             durable_commits,
             writers: Writers::default(),
+            checkpointing: Mutex::new(()),
             core: ShardedLock::new(core),
             wal,
             health,
