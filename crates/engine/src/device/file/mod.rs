@@ -38,6 +38,7 @@ use super::{
     ReadCounts, RemapMode, RemapOp, SharedRead,
 };
 
+mod many;
 mod runs;
 mod shared_read;
 
@@ -577,61 +578,9 @@ impl BlockDevice for FileDevice {
         Ok(())
     }
 
-    /// Sorted by offset, and runs of writes that follow each other on the file (a checkpoint
-    /// batch's pages of neighbouring ids) merged into one `pwrite` each, through the bounce
-    /// buffer, up to its size: each `pwrite` with `O_DIRECT` is a device command waited for,
-    /// and one per page kept an in-place checkpoint of this machine's disk near eight thousand
-    /// pages a second. Writes that overlap are written one by one, in order.
+    /// See `many.rs`: runs of neighbours merged, runs written side by side.
     fn write_many(&mut self, writes: &[(u64, &[u8])]) -> Result<(), DeviceError> {
-        for &(offset, data) in writes {
-            check_io(offset, data.len() as u64, self.capacity, BLOCK_BYTES)?;
-        }
-        let mut order: Vec<usize> = (0..writes.len()).collect();
-        order.sort_by_key(|&i| writes[i].0);
-        let end = |i: usize| writes[i].0 + writes[i].1.len() as u64;
-        if order.windows(2).any(|w| writes[w[1]].0 < end(w[0])) {
-            for &(offset, data) in writes {
-                self.write_at(offset, data)?;
-            }
-            return Ok(());
-        }
-        let mut at = 0;
-        while at < order.len() {
-            // The run: writes that follow each other, up to the bounce buffer's size.
-            let mut next = at + 1;
-            let mut len = writes[order[at]].1.len();
-            while next < order.len()
-                && writes[order[next]].0 == end(order[next - 1])
-                && len + writes[order[next]].1.len() <= BOUNCE_MAX_BYTES
-            {
-                len += writes[order[next]].1.len();
-                next += 1;
-            }
-            let start = writes[order[at]].0;
-            if next == at + 1 {
-                self.write_at(start, writes[order[at]].1)?;
-            } else {
-                self.unsynced = true;
-                let mut run = self.take_bounce(len);
-                let mut filled = 0;
-                for &i in &order[at..next] {
-                    let d = writes[i].1;
-                    run.as_mut_slice()[filled..filled + d.len()].copy_from_slice(d);
-                    filled += d.len();
-                }
-                let mut r = self.write_raw(start, &run.as_slice()[..len]);
-                if matches!(&r, Err(e) if self.direct && is_einval(e)) {
-                    self.reopen_buffered()?;
-                    r = self.write_raw(start, &run.as_slice()[..len]);
-                }
-                self.bounce = Some(run);
-                r.map_err(|e| io_err(&self.path, "write", e))?;
-                self.stats.writes += 1;
-                self.stats.write_bytes += len as u64;
-            }
-            at = next;
-        }
-        Ok(())
+        self.write_runs(writes)
     }
 
     fn flush(&mut self) -> Result<(), DeviceError> {
