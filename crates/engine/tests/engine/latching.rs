@@ -478,6 +478,26 @@ fn beside_a_held_checkpoint(
     ran.is_ok()
 }
 
+/// What another thread does beside a held checkpoint, in the three thousand records of
+/// [`three_thousand_records`]: reads every seventh, reads one in a transaction and scans them
+/// all, then changes `k000042` and commits.
+fn read_scan_and_change(db: &Db, t: &wafer_engine::Tree) {
+    for i in (0..3_000u32).step_by(7) {
+        let k = format!("k{i:06}");
+        assert_eq!(db.get(t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
+    }
+    let mut r = db.begin().unwrap();
+    assert!(r.get(t, b"k000042").unwrap().is_some());
+    let all = r
+        .scan(t, (Bound::Unbounded, Bound::Unbounded), false, 10_000)
+        .unwrap();
+    assert_eq!(all.len(), 3_000);
+    r.commit().unwrap();
+    let mut w = db.begin().unwrap();
+    w.put(t, b"k000042", b"changed").unwrap();
+    w.commit().unwrap();
+}
+
 /// While a checkpoint's page write is held at the data device, another thread reads and scans
 /// cached records, then changes one and commits.
 fn readers_run_while_checkpoint_pages_are_written(
@@ -496,22 +516,7 @@ fn readers_run_while_checkpoint_pages_are_written(
     // The checkpoint's first page write is held at the device: readers must not wait for it.
     let ran = beside_a_held_checkpoint(&gate, &db, checkpoint, {
         let t = t.clone();
-        move |db| {
-            for i in (0..3_000u32).step_by(7) {
-                let k = format!("k{i:06}");
-                assert_eq!(db.get(&t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
-            }
-            let mut r = db.begin().unwrap();
-            assert!(r.get(&t, b"k000042").unwrap().is_some());
-            let all = r
-                .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, 10_000)
-                .unwrap();
-            assert_eq!(all.len(), 3_000);
-            r.commit().unwrap();
-            let mut w = db.begin().unwrap();
-            w.put(&t, b"k000042", b"changed").unwrap();
-            w.commit().unwrap();
-        }
+        move |db| read_scan_and_change(&db, &t)
     });
     assert!(
         ran,
@@ -600,21 +605,7 @@ fn readers_run_while_a_checkpoint_ends(
     let before = db.stats().engine.checkpoints;
     let ran = beside_a_held_checkpoint(&gate, &db, checkpoint, {
         let t = t.clone();
-        move |db| {
-            for i in (0..3_000u32).step_by(7) {
-                let k = format!("k{i:06}");
-                assert_eq!(db.get(&t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
-            }
-            let mut r = db.begin().unwrap();
-            let all = r
-                .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, 10_000)
-                .unwrap();
-            assert_eq!(all.len(), 3_000);
-            r.commit().unwrap();
-            let mut w = db.begin().unwrap();
-            w.put(&t, b"k000042", b"changed").unwrap();
-            w.commit().unwrap();
-        }
+        move |db| read_scan_and_change(&db, &t)
     });
     assert!(
         ran,
