@@ -15,6 +15,8 @@ use std::borrow::Borrow;
 impl Shared {
     /// One maintenance step (`Db::maintenance`).
     pub fn maintenance(&self) -> Result<()> {
+        // Not beside a whole checkpoint (it would write the same pages).
+        let _one = crate::sync::lock(&self.checkpointing);
         let mut core = self.core();
         let step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();

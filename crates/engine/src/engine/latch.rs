@@ -82,9 +82,12 @@ pub(crate) struct Shared {
     pub(super) writers: Writers,
     /// Held by a whole checkpoint run with its page writes outside the core latch
     /// (`Shared::checkpoint`, `Shared::make_log_space`) from before it takes the core latch to
-    /// its end: one at a time. A thread that finds one due while another runs waits for it,
-    /// holding no latch, and looks again, rather than run a second one beside it over the same
-    /// dirty pages. First in the lock order.
+    /// its end, and by each maintenance step (`Shared::maintenance`, whose background
+    /// checkpoint advances a batch a step): one at a time. A thread that finds one due while
+    /// another runs waits for it, holding no latch, and looks again, rather than run a second
+    /// one beside it over the same dirty pages. First in the lock order. (A checkpoint run
+    /// inside an exclusive operation, `Checkpointer::ensure_log_space`, does not take it: it
+    /// holds the core latch throughout, and may come between two batches of one of these.)
     pub(super) checkpointing: Mutex<()>,
     pub wal: SharedWal,
     pub health: Health,

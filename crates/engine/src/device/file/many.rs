@@ -61,7 +61,8 @@ fn write_share(
     n: usize,
 ) -> std::io::Result<()> {
     let most = runs.iter().skip(k).step_by(n).map(|r| r.len).max();
-    let Some(most) = most else {
+    let Some(most) = most.filter(|&m| m > 0) else {
+        // No run, or only empty ones: nothing to write.
         return Ok(());
     };
     let mut buf = AlignedBuf::new(most.next_multiple_of(ALIGN));

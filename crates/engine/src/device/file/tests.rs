@@ -239,6 +239,10 @@ fn write_many_merges_neighbours_and_keeps_the_order_of_overlapping_writes() {
         let mut back = vec![0u8; 4096];
         d.read_at(0, &mut back).unwrap();
         assert_eq!(back, b);
+        // Empty writes write nothing.
+        d.write_many(&[(0, &[][..]), (4096, &[][..])]).unwrap();
+        d.read_at(0, &mut back).unwrap();
+        assert_eq!(back, b);
         // Checked whole first: nothing is written if one is out of range.
         let far = [(8192, &a[..]), (1 << 20, &a[..])];
         assert!(d.write_many(&far).is_err());
