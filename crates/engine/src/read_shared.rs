@@ -135,6 +135,12 @@ impl PageStore for SharedReader<'_> {
             // Never seen by a caller: `run` discards the result of a reader that missed.
             return Err(Error::InvalidArgument("page not cached".into()));
         };
+        // The node header's line and the slot array's first lines, fetched at once rather than
+        // one after the other as the search reaches them.
+        let data = self.cache.pool.data(fr);
+        for line in 0..3 {
+            crate::sync::prefetch(data, line * 64);
+        }
         self.cache.pool.touch_hit_shared(fr);
         self.hits += 1;
         let _latch = self
@@ -142,7 +148,7 @@ impl PageStore for SharedReader<'_> {
             .pool
             .guarded(fr)
             .then(|| crate::sync::read(self.cache.pool.frame_latch(fr)));
-        let out = read_checked(self.cache.pool.data(fr), pid, f);
+        let out = read_checked(data, pid, f);
         // Asked with the latch still held: a writer counted in the probe from before its change
         // cannot have undone it and been uncounted in between (that needs this latch).
         if self.probe.as_ref().is_some_and(|p| !p.clear()) {

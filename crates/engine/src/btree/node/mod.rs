@@ -363,8 +363,22 @@ pub fn search(page: &[u8], key: &[u8]) -> Result<Search> {
 
 fn search_h(page: &[u8], h: &Hdr, key: &[u8]) -> Result<Search> {
     let (mut lo, mut hi) = (0, h.n);
+    // The rest of the slot array (a page's first three lines are fetched by its reader).
+    let mut line = SLOTS_START + 128;
+    while line < h.slots_end().min(SLOTS_START + 512) {
+        crate::sync::prefetch(page, line);
+        line += 64;
+    }
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
+        // The cells of both possible next probes are fetched while this one's key is compared:
+        // in a page not in the CPU's caches each probe otherwise waits for its cell in turn.
+        if lo < mid {
+            prefetch_cell(page, lo + (mid - lo) / 2);
+        }
+        if mid + 1 < hi {
+            prefetch_cell(page, mid + 1 + (hi - mid - 1) / 2);
+        }
         match cmp_key(key_h(page, h, mid)?, key) {
             Ordering::Less => lo = mid + 1,
             Ordering::Greater => hi = mid,
@@ -374,26 +388,47 @@ fn search_h(page: &[u8], h: &Hdr, key: &[u8]) -> Result<Search> {
     Ok(Search::NotFound(lo))
 }
 
+/// A hint to fetch the start of cell `i` (its key) into the CPU's caches; a slot out of range
+/// is skipped (the search that probes it reports the corruption).
+#[inline(always)]
+fn prefetch_cell(page: &[u8], i: usize) {
+    let s = SLOTS_START + SLOT_BYTES * i;
+    if let Some(b) = page.get(s..s + 2) {
+        crate::sync::prefetch(page, u16::from_le_bytes([b[0], b[1]]) as usize);
+    }
+}
+
 /// `a` against `b` in byte order (as `a.cmp(b)`), eight bytes at a time as big-endian words,
 /// inlined: keys are short and a search compares a dozen of them, where a call into the C
-/// library's `memcmp` for each cost more than the comparison itself.
+/// library's `memcmp` for each cost more than the comparison itself. The last partial word is
+/// compared as the word that ends with the shorter key (its first bytes, already found equal,
+/// cannot decide): a byte loop over the tail cost more than the whole words before it.
 #[inline]
 pub fn cmp_key(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_be_bytes(s[i..i + 8].try_into().expect("8 bytes"));
     let mut i = 0;
     while i + 8 <= n {
-        let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8 bytes"));
-        let y = u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let (x, y) = (word(a, i), word(b, i));
         if x != y {
             return x.cmp(&y);
         }
         i += 8;
     }
-    while i < n {
-        if a[i] != b[i] {
-            return a[i].cmp(&b[i]);
+    if i < n {
+        let (x, y) = if n >= 8 {
+            (word(a, n - 8), word(b, n - 8))
+        } else {
+            // Keys shorter than a word: both padded with zeros after `n` bytes.
+            let mut x = [0u8; 8];
+            let mut y = [0u8; 8];
+            x[..n].copy_from_slice(&a[..n]);
+            y[..n].copy_from_slice(&b[..n]);
+            (u64::from_be_bytes(x), u64::from_be_bytes(y))
+        };
+        if x != y {
+            return x.cmp(&y);
         }
-        i += 1;
     }
     a.len().cmp(&b.len())
 }
