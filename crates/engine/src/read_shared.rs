@@ -127,6 +127,14 @@ impl PageStore for SharedReader<'_> {
     }
 
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.read_node(pid, |p, _| f(p))
+    }
+
+    fn read_node<R>(
+        &mut self,
+        pid: PageId,
+        f: impl FnOnce(&[u8], Option<&crate::btree::node::SearchHints>) -> R,
+    ) -> Result<R> {
         // A page another thread is loading counts as missing: waiting here would hold the
         // latch shared across that thread's device read.
         let crate::buffer::Seen::Resident(fr) = self.cache.pool.seen(pid) else {
@@ -148,7 +156,8 @@ impl PageStore for SharedReader<'_> {
             .pool
             .guarded(fr)
             .then(|| crate::sync::read(self.cache.pool.frame_latch(fr)));
-        let out = read_checked(data, pid, f);
+        let cache = self.cache;
+        let out = read_checked(data, pid, |p| f(p, Some(&cache.hints)));
         // Asked with the latch still held: a writer counted in the probe from before its change
         // cannot have undone it and been uncounted in between (that needs this latch).
         if self.probe.as_ref().is_some_and(|p| !p.clear()) {

@@ -23,6 +23,15 @@ use crate::page_op::PageOp;
 pub trait PageStore {
     fn page_size(&self) -> usize;
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R>;
+    /// [`PageStore::read_page`] of a node, `f` also given the store's search hints for
+    /// internal nodes if it keeps them (`node/hints.rs`).
+    fn read_node<R>(
+        &mut self,
+        pid: PageId,
+        f: impl FnOnce(&[u8], Option<&node::SearchHints>) -> R,
+    ) -> Result<R> {
+        self.read_page(pid, |p| f(p, None))
+    }
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R>;
     /// A new page, initialised as an empty page of `kind` (header written, body zero).
     fn alloc_page(&mut self, kind: PageType) -> Result<PageId>;

@@ -411,16 +411,20 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
     // that finds it is one.
     let mut pid = root;
     for _ in 0..MAX_DEPTH + MAX_PENDING_CHAIN {
-        let step = store.read_page(pid, |p| -> Result<std::result::Result<PageId, _>> {
-            if node::kind(p)? == NodeKind::Leaf {
-                if node::split_pending_unchecked(p) && past_last(p, key)? {
-                    // On to the right sibling of a pending split (node module notes).
-                    return Ok(Ok(node::right_sibling(p)?));
+        let step =
+            store.read_node(pid, |p, hints| -> Result<std::result::Result<PageId, _>> {
+                if node::kind(p)? == NodeKind::Leaf {
+                    if node::split_pending_unchecked(p) && past_last(p, key)? {
+                        // On to the right sibling of a pending split (node module notes).
+                        return Ok(Ok(node::right_sibling(p)?));
+                    }
+                    return Ok(Err(find_stored(p, key)?));
                 }
-                return Ok(Err(find_stored(p, key)?));
-            }
-            Ok(Ok(node::child_at(p, node::child_index_le(p, key)?)?))
-        })??;
+                Ok(Ok(match hints {
+                    Some(h) => h.child_le(p, key)?,
+                    None => node::child_at(p, node::child_index_le(p, key)?)?,
+                }))
+            })??;
         match step {
             Ok(NO_PAGE) => break,
             Ok(child) => pid = child,

@@ -109,11 +109,15 @@ pub(crate) struct PageCache {
     /// Out of place and journaled, batches of the next victims written ahead of the misses
     /// with the core latch released, to attach when it is next exclusive (`clean_ahead.rs`).
     written_ahead: std::sync::Arc<clean_ahead::Written>,
+    /// Key heads of recently read internal nodes, for readers with the core latch shared (see
+    /// `btree/node/hints.rs`: never trusted, so never invalidated).
+    pub hints: crate::btree::node::SearchHints,
 }
 
 impl PageCache {
     pub fn new(pool: BufferPool, wp: Box<dyn WritePath>) -> PageCache {
         PageCache {
+            hints: crate::btree::node::SearchHints::for_frames(pool.frame_count()),
             pool,
             page_capacity: wp.page_capacity(),
             writes_log: wp.writes_log(),

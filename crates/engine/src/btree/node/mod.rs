@@ -165,10 +165,12 @@ pub fn check_page_size(page_size: usize) -> Result<()> {
 
 mod cell;
 mod flags;
+mod hints;
 mod leaf;
 mod restructure;
 use cell::{internal_cell, leaf_cell};
 pub use flags::*;
+pub use hints::SearchHints;
 pub use leaf::*;
 pub use restructure::*;
 
