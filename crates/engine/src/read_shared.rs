@@ -310,8 +310,17 @@ impl PageStore for SharedWriter<'_> {
     }
 
     fn read_page<R>(&mut self, pid: PageId, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.read_node(pid, |p, _| f(p))
+    }
+
+    fn read_node<R>(
+        &mut self,
+        pid: PageId,
+        f: impl FnOnce(&[u8], Option<&crate::btree::node::SearchHints>) -> R,
+    ) -> Result<R> {
         let fr = self.frame(pid)?;
-        read_checked(self.cache.pool.data(fr), pid, f)
+        let cache = self.cache;
+        read_checked(cache.pool.data(fr), pid, |p| f(p, Some(&cache.hints)))
     }
 
     fn write_page<R>(&mut self, pid: PageId, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {

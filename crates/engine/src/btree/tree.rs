@@ -192,14 +192,17 @@ fn descend_fenced<S: PageStore>(
     };
     let mut pid = root;
     loop {
-        let step = store.read_page(pid, |p| -> Result<Step> {
+        let step = store.read_node(pid, |p, hints| -> Result<Step> {
             if node::kind(p)? == NodeKind::Leaf {
                 return Ok(Err(node::split_pending_unchecked(p)));
             }
             let c = match target {
                 Target::First => 0,
                 Target::Last => node::cell_count(p)?,
-                Target::Le(k) => node::child_index_le(p, k)?,
+                Target::Le(k) => match hints {
+                    Some(h) => h.index_le(p, k)?,
+                    None => node::child_index_le(p, k)?,
+                },
                 Target::Lt(k) => node::child_index_lt(p, k)?,
             };
             let lower = if track_lower && c > 0 {

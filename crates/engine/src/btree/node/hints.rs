@@ -108,21 +108,30 @@ impl SearchHints {
     /// [`child_at`], through the node's hint where it has (or can build) one.
     pub fn child_le(&self, page: &[u8], key: &[u8]) -> Result<PageId> {
         let h = hdr(page)?;
-        if h.kind != NodeKind::Internal {
-            return Err(corrupt(page, "expected an internal node"));
-        }
-        let c = match self.hinted_index(page, &h, key)? {
-            Some(c) => c,
-            None => match search_h(page, &h, key)? {
-                Search::Found(i) => i + 1,
-                Search::NotFound(i) => i,
-            },
-        };
+        let c = self.index_h(page, &h, key)?;
         if c == 0 {
             return Ok(h.link);
         }
         let (_, e) = cell_range(page, &h, c - 1)?;
         Ok(get_u64(page, e - 8))
+    }
+
+    /// [`child_index_le`] of internal node `page`, through its hint where it has one.
+    pub fn index_le(&self, page: &[u8], key: &[u8]) -> Result<usize> {
+        self.index_h(page, &hdr(page)?, key)
+    }
+
+    fn index_h(&self, page: &[u8], h: &Hdr, key: &[u8]) -> Result<usize> {
+        if h.kind != NodeKind::Internal {
+            return Err(corrupt(page, "expected an internal node"));
+        }
+        Ok(match self.hinted_index(page, h, key)? {
+            Some(c) => c,
+            None => match search_h(page, h, key)? {
+                Search::Found(i) => i + 1,
+                Search::NotFound(i) => i,
+            },
+        })
     }
 
     /// The number of separators `<= key`, found through the hint and checked against the page;
@@ -299,6 +308,10 @@ mod tests {
                 for p in &pages {
                     for k in &keys {
                         prop_assert_eq!(hints.child_le(p, k).unwrap(), plain(p, k));
+                        prop_assert_eq!(
+                            hints.index_le(p, k).unwrap(),
+                            child_index_le(p, k).unwrap()
+                        );
                     }
                 }
             }
