@@ -94,7 +94,8 @@ impl SearchHints {
     }
 
     /// A table sized for a buffer pool of `frames` pages: one entry per 32 frames (internal
-    /// nodes are about one page in a hundred), from 64 to 16,384 entries (8.6 MiB).
+    /// nodes are about one page in a hundred), from 64 to 16,384 entries of 528 bytes (at most
+    /// 8.3 MiB).
     pub fn for_frames(frames: usize) -> SearchHints {
         SearchHints::new((frames / 32).clamp(64, 16_384))
     }
