@@ -200,7 +200,7 @@ fn descend_fenced<S: PageStore>(
                 Target::First => 0,
                 Target::Last => node::cell_count(p)?,
                 Target::Le(k) => match hints {
-                    Some(h) => h.index_le(p, k)?,
+                    Some(h) => h.child_le(p, k)?.0,
                     None => node::child_index_le(p, k)?,
                 },
                 Target::Lt(k) => node::child_index_lt(p, k)?,
@@ -424,7 +424,7 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
                     return Ok(Err(find_stored(p, key)?));
                 }
                 Ok(Ok(match hints {
-                    Some(h) => h.child_le(p, key)?,
+                    Some(h) => h.child_le(p, key)?.1,
                     None => node::child_at(p, node::child_index_le(p, key)?)?,
                 }))
             })??;

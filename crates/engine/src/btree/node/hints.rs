@@ -105,34 +105,26 @@ impl SearchHints {
         &self.sets[i]
     }
 
-    /// The child of internal node `page` whose key range holds `key`: [`child_index_le`] and
-    /// [`child_at`], through the node's hint where it has (or can build) one.
-    pub fn child_le(&self, page: &[u8], key: &[u8]) -> Result<PageId> {
+    /// The child of internal node `page` whose key range holds `key`, and its index: as
+    /// [`child_index_le`] and [`child_at`], through the node's hint where it has (or can build)
+    /// one.
+    pub fn child_le(&self, page: &[u8], key: &[u8]) -> Result<(usize, PageId)> {
         let h = hdr(page)?;
-        let c = self.index_h(page, &h, key)?;
-        if c == 0 {
-            return Ok(h.link);
-        }
-        let (_, e) = cell_range(page, &h, c - 1)?;
-        Ok(get_u64(page, e - 8))
-    }
-
-    /// [`child_index_le`] of internal node `page`, through its hint where it has one.
-    pub fn index_le(&self, page: &[u8], key: &[u8]) -> Result<usize> {
-        self.index_h(page, &hdr(page)?, key)
-    }
-
-    fn index_h(&self, page: &[u8], h: &Hdr, key: &[u8]) -> Result<usize> {
         if h.kind != NodeKind::Internal {
             return Err(corrupt(page, "expected an internal node"));
         }
-        Ok(match self.hinted_index(page, h, key)? {
+        let c = match self.hinted_index(page, &h, key)? {
             Some(c) => c,
-            None => match search_h(page, h, key)? {
+            None => match search_h(page, &h, key)? {
                 Search::Found(i) => i + 1,
                 Search::NotFound(i) => i,
             },
-        })
+        };
+        if c == 0 {
+            return Ok((0, h.link));
+        }
+        let (_, e) = cell_range(page, &h, c - 1)?;
+        Ok((c, get_u64(page, e - 8)))
     }
 
     /// The number of separators `<= key`, found through the hint and checked against the page;
@@ -262,7 +254,11 @@ mod tests {
             &seps[99],
             &key,
         ] {
-            assert_eq!(hints.child_le(&page, k).unwrap(), plain(&page, k), "{k:?}");
+            assert_eq!(
+                hints.child_le(&page, k).unwrap().1,
+                plain(&page, k),
+                "{k:?}"
+            );
         }
     }
 
@@ -281,7 +277,7 @@ mod tests {
         hints.child_le(&pa, b"b0010").unwrap();
         for i in 0..200 {
             let k = format!("c{i:04}").into_bytes();
-            assert_eq!(hints.child_le(&pb, &k).unwrap(), plain(&pb, &k), "{i}");
+            assert_eq!(hints.child_le(&pb, &k).unwrap().1, plain(&pb, &k), "{i}");
         }
     }
 
@@ -308,9 +304,9 @@ mod tests {
             for _ in 0..3 {
                 for p in &pages {
                     for k in &keys {
-                        prop_assert_eq!(hints.child_le(p, k).unwrap(), plain(p, k));
+                        prop_assert_eq!(hints.child_le(p, k).unwrap().1, plain(p, k));
                         prop_assert_eq!(
-                            hints.index_le(p, k).unwrap(),
+                            hints.child_le(p, k).unwrap().0,
                             child_index_le(p, k).unwrap()
                         );
                     }
