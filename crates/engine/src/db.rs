@@ -530,17 +530,44 @@ impl Db {
     /// assert_eq!(db.get(&t, b"other").unwrap(), None);
     /// ```
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(r) = self
-            .shared
-            .shared_op(crate::engine::POINT_READS, |c| c.get_committed(tree, key))
-        {
+        let mut v = Vec::new();
+        Ok(self.get_into(tree, key, &mut v)?.then_some(v))
+    }
+
+    /// [`Db::get`] into a buffer of the caller's: whether `key` has a value, and if it has, the
+    /// value in `out` (its contents replaced, its capacity reused), so a loop of reads need not
+    /// allocate. `out` is left as it was when the key has no value, and its contents are
+    /// unspecified after an error.
+    ///
+    /// ```
+    /// use wafer_engine::{Db, DbConfig, Devices};
+    /// let db = Db::open(Devices::memory(16 << 20, 4 << 20), DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// let mut w = db.begin().unwrap();
+    /// w.put(&t, b"k", b"value").unwrap();
+    /// w.commit().unwrap();
+    /// let mut buf = Vec::new();
+    /// assert!(db.get_into(&t, b"k", &mut buf).unwrap());
+    /// assert_eq!(buf, b"value");
+    /// assert!(!db.get_into(&t, b"other", &mut buf).unwrap());
+    /// ```
+    pub fn get_into(&self, tree: &Tree, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        if let Some(r) = self.shared.shared_op(crate::engine::POINT_READS, |c| {
+            c.get_committed(tree, key, out)
+        }) {
             return r;
         }
         let deadline = std::time::Instant::now() + Self::GET_WAIT;
         loop {
             let mut t = self.begin()?;
             match t.get(tree, key) {
-                Ok(v) => return t.commit().map(|()| v),
+                Ok(v) => {
+                    t.commit()?;
+                    let Some(v) = v else { return Ok(false) };
+                    out.clear();
+                    out.extend_from_slice(&v);
+                    return Ok(true);
+                }
                 Err(crate::Error::Conflict { .. }) if std::time::Instant::now() < deadline => {
                     drop(t);
                     std::thread::yield_now();

@@ -151,16 +151,18 @@ pub fn run(
                 );
                 let zipf = ScrambledZipf::new(records, THETA).map_err(|e| e.to_string())?;
                 let mut c = Counts::default();
+                // The client's copy of each value read (see `Kv::read`), reused.
+                let mut value = Vec::new();
                 start.wait();
                 while !stop.load(Ordering::Relaxed) {
                     let id = zipf.sample(&mut rng);
                     match workload {
                         Workload::C => {
-                            c.read_misses += u64::from(!kv.read(&key(id))?);
+                            c.read_misses += u64::from(!kv.read(&key(id), &mut value)?);
                         }
                         Workload::A => {
                             if rng.random_bool(0.5) {
-                                c.read_misses += u64::from(!kv.read(&key(id))?);
+                                c.read_misses += u64::from(!kv.read(&key(id), &mut value)?);
                             } else {
                                 c.retries += kv.write(&key(id), values.value(rng.next_u64()))?;
                             }

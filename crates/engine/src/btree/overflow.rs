@@ -153,8 +153,18 @@ fn walk<S: PageStore>(
 /// Reads a whole chain of `total_len` bytes.
 pub fn read_chain<S: PageStore>(store: &mut S, first: PageId, total_len: u32) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(total_len as usize);
-    walk(store, first, total_len, |d| out.extend_from_slice(d))?;
+    read_chain_into(store, first, total_len, &mut out)?;
     Ok(out)
+}
+
+/// [`read_chain`], appending the value to `out`.
+pub fn read_chain_into<S: PageStore>(
+    store: &mut S,
+    first: PageId,
+    total_len: u32,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    walk(store, first, total_len, |d| out.extend_from_slice(d)).map(|_| ())
 }
 
 /// Checks a chain's shape and returns its pages.

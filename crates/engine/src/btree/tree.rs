@@ -407,11 +407,24 @@ pub fn leaf_place<'p>(p: &'p [u8], key: &[u8]) -> Result<LeafPlace<'p>> {
 
 /// The value of `key`, if any.
 pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    let mut v = Vec::new();
+    Ok(get_to(store, root, key, &mut v)?.then_some(v))
+}
+
+/// [`get`] into `out`: whether `key` has a value, and if so the value in `out` (its contents
+/// replaced, its capacity reused). `out` is left as it was when the key has no value; after an
+/// error its contents are unspecified.
+pub fn get_to<S: PageStore>(
+    store: &mut S,
+    root: PageId,
+    key: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<bool> {
     if key.len() > node::max_key_len(store.page_size()) {
-        return Ok(None);
+        return Ok(false);
     }
     // Down without recording the path (no allocation), the leaf searched in the same look
-    // that finds it is one.
+    // that finds it is one; an inline value is copied out in that look too.
     let mut pid = root;
     for _ in 0..MAX_DEPTH + MAX_PENDING_CHAIN {
         let step =
@@ -421,7 +434,19 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
                         // On to the right sibling of a pending split (node module notes).
                         return Ok(Ok(node::right_sibling(p)?));
                     }
-                    return Ok(Err(find_stored(p, key)?));
+                    return Ok(Err(match node::search(p, key)? {
+                        Search::Found(i) => match node::leaf_cell_at(p, i)?.1 {
+                            LeafValue::Inline(b) => {
+                                out.clear();
+                                out.extend_from_slice(b);
+                                Some(None)
+                            }
+                            LeafValue::Overflow { total_len, first } => {
+                                Some(Some((total_len, first)))
+                            }
+                        },
+                        Search::NotFound(_) => None,
+                    }));
                 }
                 Ok(Ok(match hints {
                     Some(h) => h.child_le(p, key)?.1,
@@ -431,8 +456,14 @@ pub fn get<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<Opti
         match step {
             Ok(NO_PAGE) => break,
             Ok(child) => pid = child,
-            Err(Some(s)) => return Ok(Some(s.into_value(store)?)),
-            Err(None) => return Ok(None),
+            Err(Some(None)) => return Ok(true),
+            Err(Some(Some((total_len, first)))) => {
+                out.clear();
+                out.reserve(total_len as usize);
+                overflow::read_chain_into(store, first, total_len, out)?;
+                return Ok(true);
+            }
+            Err(None) => return Ok(false),
         }
     }
     Err(corrupt(pid, "bad child link (tree too deep or child 0)"))

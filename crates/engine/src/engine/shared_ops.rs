@@ -59,8 +59,9 @@ impl Core {
         }))
     }
 
-    /// A point read outside any transaction, with the core latch shared: the latest committed
-    /// value of `key`, or `None` when it must run as a one-read transaction instead (a page is
+    /// A point read outside any transaction, with the core latch shared: whether `key` has a
+    /// committed value, that value in `out` (see [`bt::get_to`]), or `None` when it must run as
+    /// a one-read transaction instead (a page is
     /// not cached, a transaction may hold an uncommitted change of the key, or this mode keeps
     /// versions or uncommitted state the probe does not cover).
     ///
@@ -70,7 +71,12 @@ impl Core {
     /// stripe latch). The probe is asked while this reader holds that latch, so a change it
     /// saw is still counted. Serializable: the read takes its place at the probe, as a
     /// one-read transaction that locked the key there would.
-    pub fn get_committed(&self, tree: &Tree, key: &[u8]) -> Option<Result<Option<Vec<u8>>>> {
+    pub fn get_committed(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Option<Result<bool>> {
         if !self.commits_shared() {
             return None;
         }
@@ -79,7 +85,7 @@ impl Core {
         }
         let probe = self.txns.write_probe(tree.id, key)?;
         let Some(r) =
-            SharedReader::run_committed(&self.cache, probe, |m| bt::get(m, tree.root, key))
+            SharedReader::run_committed(&self.cache, probe, |m| bt::get_to(m, tree.root, key, out))
         else {
             self.stats.shared_retries.add(1);
             return None;

@@ -270,12 +270,41 @@ impl Oracle {
             );
         }
         x.commit().unwrap();
+        self.check_point_reads(db, what);
         let counts = db
             .verify()
             .unwrap_or_else(|e| panic!("{what}: verify: {e}"));
         for (name, n) in counts {
             let want = self.trees.get(&name).map(|r| r.len());
             assert_eq!(Some(n as usize), want, "{what}: verify count of {name}");
+        }
+    }
+
+    /// Point reads outside any transaction (`Db::get_into`, one buffer for all, and `Db::get`)
+    /// of up to 512 of each tree's keys, spread over it, and of a key after each: the values
+    /// the oracle holds, and a missing key leaves the buffer as it was.
+    fn check_point_reads(&self, db: &Db, what: &str) {
+        let mut buf = b"not a value of the oracle".to_vec();
+        for (name, rows) in &self.trees {
+            let t = db.open_tree(name).unwrap();
+            let step = rows.len().div_ceil(512).max(1);
+            for (k, v) in rows.iter().step_by(step) {
+                assert!(
+                    db.get_into(&t, k, &mut buf).unwrap(),
+                    "{what}: get_into of a key of {name}"
+                );
+                assert!(
+                    buf == *v,
+                    "{what}: get_into of a key of {name}: another value"
+                );
+                let mut after = k.clone();
+                after.push(0);
+                if !rows.contains_key(&after) {
+                    assert!(!db.get_into(&t, &after, &mut buf).unwrap());
+                    assert!(buf == *v, "{what}: a missing key changed the buffer");
+                    assert_eq!(db.get(&t, &after).unwrap(), None, "{what}: {name}");
+                }
+            }
         }
     }
 

@@ -40,9 +40,9 @@ impl super::Kv for FjallKv {
         Ok(())
     }
 
-    fn read(&self, key: &[u8]) -> Res<bool> {
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool> {
         let r = self.ks.read_tx();
-        Ok(r.get(&self.part, key)?.is_some())
+        Ok(super::copy_out(r.get(&self.part, key)?.as_deref(), out))
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Res<u64> {

@@ -54,9 +54,9 @@ impl super::Kv for LmdbKv {
         Ok(())
     }
 
-    fn read(&self, key: &[u8]) -> Res<bool> {
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool> {
         let r = self.env.read_txn()?;
-        let found = self.db.get(&r, key)?.is_some();
+        let found = super::copy_out(self.db.get(&r, key)?, out);
         drop(r);
         Ok(found)
     }

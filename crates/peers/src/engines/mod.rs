@@ -98,8 +98,11 @@ impl Sizing {
 pub trait Kv: Send + Sync {
     /// Writes `pairs` in one transaction (the bulk load).
     fn load_batch(&self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Res<()>;
-    /// Reads `key`; true if it exists.
-    fn read(&self, key: &[u8]) -> Res<bool>;
+    /// Reads `key`: true if it exists, its value then copied into `out` (contents replaced).
+    /// Every engine hands the client the value's bytes, as an application reading a record
+    /// uses them: a zero-copy engine's borrowed value is copied out before its read
+    /// transaction ends, and wafer's `Db::get_into` copies into the same buffer.
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool>;
     /// Inserts or overwrites `key`. Returns the number of retries after conflicts (engines that
     /// abort a transaction on a conflict are retried until the write commits).
     fn write(&self, key: &[u8], value: &[u8]) -> Res<u64>;
@@ -110,6 +113,14 @@ pub trait Kv: Send + Sync {
     fn stats_json(&self) -> Option<String> {
         None
     }
+}
+
+/// Copies a found value into the client's buffer: whether there was one.
+fn copy_out(v: Option<&[u8]>, out: &mut Vec<u8>) -> bool {
+    let Some(v) = v else { return false };
+    out.clear();
+    out.extend_from_slice(v);
+    true
 }
 
 /// Opens a fresh, empty store of `kind` under `dir` (a directory of its own).

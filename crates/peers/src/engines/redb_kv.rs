@@ -50,10 +50,10 @@ impl super::Kv for RedbKv {
         })
     }
 
-    fn read(&self, key: &[u8]) -> Res<bool> {
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool> {
         let r = self.db.begin_read()?;
         let t = r.open_table(TABLE)?;
-        let found = t.get(key)?.is_some();
+        let found = super::copy_out(t.get(key)?.as_ref().map(|g| g.value()), out);
         Ok(found)
     }
 

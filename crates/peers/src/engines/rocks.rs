@@ -46,8 +46,8 @@ impl super::Kv for RocksKv {
         Ok(())
     }
 
-    fn read(&self, key: &[u8]) -> Res<bool> {
-        Ok(self.db.get_pinned(key)?.is_some())
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool> {
+        Ok(super::copy_out(self.db.get_pinned(key)?.as_deref(), out))
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Res<u64> {

@@ -84,14 +84,15 @@ impl super::Kv for WaferKv {
         Ok(())
     }
 
-    fn read(&self, key: &[u8]) -> Res<bool> {
-        // One record: `Db::get`, a read outside any transaction (serializable as a one-read
-        // transaction, without its lock); or, as `wafer-txn` and `wafer-si`, begin (a snapshot
-        // for `wafer-si`), get, commit.
+    fn read(&self, key: &[u8], out: &mut Vec<u8>) -> Res<bool> {
+        // One record: `Db::get_into`, a read outside any transaction (serializable as a
+        // one-read transaction, without its lock) into the client's buffer; or, as `wafer-txn`
+        // and `wafer-si`, begin (a snapshot for `wafer-si`), get, commit.
         if self.reads != Reads::Get {
-            return Ok(self.txn(|t, tree| t.get(tree, key).map(|v| v.is_some()))?.0);
+            let v = self.txn(|t, tree| t.get(tree, key))?.0;
+            return Ok(super::copy_out(v.as_deref(), out));
         }
-        Ok(self.db.get(&self.tree, key)?.is_some())
+        Ok(self.db.get_into(&self.tree, key, out)?)
     }
 
     fn write(&self, key: &[u8], value: &[u8]) -> Res<u64> {
