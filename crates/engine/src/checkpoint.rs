@@ -201,7 +201,7 @@ impl Tail {
             generation: self.generation,
             checkpoint_lsn: self.lsn,
         })?;
-        wal.lock().set_master(Master {
+        wal.set_master(Master {
             checkpoint_lsn: self.lsn,
             start_lsn: self.start,
             generation: self.generation,

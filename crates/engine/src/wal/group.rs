@@ -50,6 +50,7 @@ use crate::page::Lsn;
 use crate::wal::log::Wal;
 #[cfg(test)]
 use crate::wal::log::WalStats;
+use crate::wal::master::Master;
 #[cfg(test)]
 use crate::wal::record::{Body, TxnId};
 
@@ -437,6 +438,17 @@ impl SharedWal {
             (g, r) = self.run_flush(g, job, false);
             r?;
         }
+    }
+
+    /// Points the master at checkpoint record `m.checkpoint_lsn` (durable already: see
+    /// [`SharedWal::force`]) and moves the log's start, writing the master copy with the log
+    /// unlocked: appends go on meanwhile, and group flushes wait only for the device (the I/O
+    /// lock). The new start takes effect once the copy is durable. One at a time (a checkpoint
+    /// holds its writer's ticket); a failure has poisoned the log.
+    pub fn set_master(&self, m: Master) -> Result<()> {
+        let job = self.state().wal.begin_master(m)?;
+        let done = job.run();
+        self.state().wal.finish_master(done)
     }
 
     /// Lets appends that fill the log buffer leave its flush to [`SharedWal::flush_full`]

@@ -429,7 +429,7 @@ fn in_place_an_exclusive_operation_goes_on_while_a_checkpoint_writes_its_pages()
 
 /// A database on `devices` with tree "t" holding keys k000000..k002999, each a 100-byte value
 /// of 7s, committed in one transaction.
-fn three_thousand_records(
+pub(crate) fn three_thousand_records(
     devices: wafer_engine::Devices,
     cfg: DbConfig,
 ) -> (Db, wafer_engine::Tree) {
@@ -447,7 +447,7 @@ fn three_thousand_records(
 /// Runs `checkpoint` on a thread until its first page write waits at the shut `gate`, then
 /// `work` on another; opens the gate once `work` is done or 20 s have passed, and joins both
 /// (the checkpoint must succeed). Whether `work` finished while the write was held.
-fn beside_a_held_checkpoint(
+pub(crate) fn beside_a_held_checkpoint(
     gate: &Gate,
     db: &Db,
     checkpoint: fn(&Db) -> wafer_engine::Result<()>,
@@ -481,7 +481,7 @@ fn beside_a_held_checkpoint(
 /// What another thread does beside a held checkpoint, in the three thousand records of
 /// [`three_thousand_records`]: reads every seventh, reads one in a transaction and scans them
 /// all, then changes `k000042` and commits.
-fn read_scan_and_change(db: &Db, t: &wafer_engine::Tree) {
+pub(crate) fn read_scan_and_change(db: &Db, t: &wafer_engine::Tree) {
     for i in (0..3_000u32).step_by(7) {
         let k = format!("k{i:06}");
         assert_eq!(db.get(t, k.as_bytes()).unwrap().unwrap(), [7u8; 100]);
@@ -524,99 +524,6 @@ fn readers_run_while_checkpoint_pages_are_written(
     );
     let written = db.stats().writes.checkpoint_writes - before;
     assert!(written > 0, "the maintenance step wrote no checkpoint page");
-    assert_eq!(
-        db.get(&t, b"k000042").unwrap().as_deref(),
-        Some(&b"changed"[..])
-    );
-    db.verify().unwrap();
-}
-
-/// With several threads a checkpoint's end runs with the core latch released: the data device
-/// synced, the write path's own checkpoint written (out of place the map snapshot, journaled
-/// every journaled page moved home), the log forced, the data device stamped and the master
-/// written. While the data device holds the end's first flush back, another thread reads,
-/// scans, changes a record and commits; before, the end held the core latch throughout, and
-/// it waited. In place (without a doublewrite buffer, whose batches flush) and out of place
-/// (the checkpoint's few pages stay staged until the end), that first flush is the end's.
-#[test]
-fn readers_and_writers_run_while_a_checkpoint_ends() {
-    use crate::misses::{journaled, out_of_place};
-    let in_place = DbConfig {
-        doublewrite: false,
-        ..DbConfig::default()
-    };
-    // Each path's flush first, then a write of the end: the data device's stamp in place and
-    // journaled (the header, by its magic bytes), out of place the map snapshot.
-    for (cfg, end) in [
-        (in_place, b"WAFERDB1"),
-        (out_of_place(), b"WAFSNAP2"),
-        (journaled(), b"WAFERJN1"),
-    ] {
-        for hold in [None, Some(&end[..])] {
-            readers_run_while_a_checkpoint_ends(
-                maintain_until_a_checkpoint_ends,
-                cfg.clone(),
-                hold,
-            );
-            readers_run_while_a_checkpoint_ends(Db::checkpoint, cfg.clone(), hold);
-        }
-    }
-}
-
-/// Maintenance steps until one ends a checkpoint.
-fn maintain_until_a_checkpoint_ends(db: &Db) -> wafer_engine::Result<()> {
-    let before = db.stats().engine.checkpoints;
-    for _ in 0..10_000 {
-        db.maintenance()?;
-        if db.stats().engine.checkpoints > before {
-            return Ok(());
-        }
-    }
-    panic!("no maintenance step ended a checkpoint");
-}
-
-/// [`readers_and_writers_run_while_a_checkpoint_ends`] with `checkpoint` and `cfg`, the data
-/// device holding back its first flush (`hold` None) or its first write holding these bytes;
-/// then the database reopens with the change.
-fn readers_run_while_a_checkpoint_ends(
-    checkpoint: fn(&Db) -> wafer_engine::Result<()>,
-    cfg: DbConfig,
-    hold: Option<&[u8]>,
-) {
-    let pair = MemPair::new();
-    let gate = std::sync::Arc::new(Gate::default());
-    match hold {
-        None => gate
-            .flushes_only
-            .store(true, std::sync::atomic::Ordering::SeqCst),
-        Some(bytes) => *gate.writes_holding.lock().unwrap() = Some(bytes.to_vec()),
-    }
-    let cfg = DbConfig {
-        // Every maintenance step finds a checkpoint due.
-        checkpoint_interval_ms: 1,
-        ..cfg
-    };
-    let (db, t) = three_thousand_records(crate::misses::gated(&pair, &gate, false), cfg.clone());
-    // A second thread's operation: from then on checkpoints end with the latch released.
-    std::thread::scope(|s| {
-        s.spawn(|| assert!(db.get(&t, b"k000001").unwrap().is_some()));
-    });
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let before = db.stats().engine.checkpoints;
-    let ran = beside_a_held_checkpoint(&gate, &db, checkpoint, {
-        let t = t.clone();
-        move |db| read_scan_and_change(&db, &t)
-    });
-    assert!(
-        ran,
-        "readers or a writer waited for the checkpoint's end (holding {:?})",
-        hold.map(String::from_utf8_lossy)
-    );
-    assert!(db.stats().engine.checkpoints > before);
-    db.verify().unwrap();
-    db.close().unwrap();
-    let db = Db::open(pair.devices(), cfg).unwrap();
-    let t = db.open_tree("t").unwrap();
     assert_eq!(
         db.get(&t, b"k000042").unwrap().as_deref(),
         Some(&b"changed"[..])

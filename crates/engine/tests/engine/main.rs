@@ -3,6 +3,7 @@
 //! oracle are in `support`.
 
 mod api;
+mod checkpoint_end;
 mod checkpoint_policy;
 mod crash;
 mod crash_points;

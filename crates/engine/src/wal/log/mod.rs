@@ -56,6 +56,7 @@ use crate::wal::record::{Body, LogRecord, TxnId};
 
 mod config;
 mod flush;
+mod master_write;
 
 pub use config::{WalConfig, WalStats};
 
@@ -174,6 +175,9 @@ pub struct Wal {
     defer_full: bool,
     /// The end of the bytes the last [`Wal::begin_flush`] took (being written, or written).
     taken: Lsn,
+    /// A [`MasterJob`] is out (being written with the log unlocked): no other master write
+    /// may start until [`Wal::finish_master`].
+    master_in_flight: bool,
     /// Set when an append leaves a full buffer to be flushed ([`SharedWal::flush_full`]).
     ///
     /// [`SharedWal::flush_full`]: crate::wal::SharedWal::flush_full
@@ -224,6 +228,7 @@ impl Wal {
             stats: WalStats::default(),
             defer_full: false,
             taken: 0,
+            master_in_flight: false,
             full_due: Default::default(),
         }
     }
@@ -593,58 +598,6 @@ impl Wal {
             health.poison_with(|| why);
         }
         self.health = health;
-    }
-
-    /// Persists a new master (after flushing the log). `start_lsn` may only move forward, up to
-    /// the checkpoint LSN when there is one; the space before it becomes reusable.
-    pub fn set_master(&mut self, m: Master) -> Result<()> {
-        self.check_ok()?;
-        let next = self.tail.as_ref().ok_or_else(not_ready)?.next();
-        if m.start_lsn < self.master.start_lsn || m.start_lsn > next {
-            return Err(Error::InvalidArgument(format!(
-                "new log start LSN {} outside [{}, {next}]",
-                m.start_lsn, self.master.start_lsn
-            )));
-        }
-        if m.checkpoint_lsn != 0 && (m.checkpoint_lsn < m.start_lsn || m.checkpoint_lsn >= next) {
-            return Err(Error::InvalidArgument(format!(
-                "checkpoint LSN {} outside [{}, {next})",
-                m.checkpoint_lsn, m.start_lsn
-            )));
-        }
-        self.flush()?;
-        self.write_master(m)
-    }
-
-    /// Writes `m` as the next master copy (with the log's id, area and largest write) and
-    /// flushes it.
-    fn write_master(&mut self, m: Master) -> Result<()> {
-        let sequence = self.sequence + 1;
-        let block = self.area.block;
-        let mut img = vec![0u8; block as usize];
-        MasterBlock {
-            block_bytes: block as u32,
-            data_start: self.area.start,
-            data_capacity: self.area.capacity,
-            sequence,
-            id: self.id,
-            master: m,
-            max_write: self.max_write,
-        }
-        .encode(&mut img);
-        let r = {
-            let mut io = self.io();
-            io.dev
-                .write_at((sequence % 2) * block, &img)
-                .and_then(|_| io.dev.flush())
-        };
-        self.stats.bytes_written += block;
-        self.stats.master_writes += 1;
-        self.stats.device_flushes += 1;
-        r.map_err(|e| self.poison(e))?;
-        self.sequence = sequence;
-        self.master = m;
-        Ok(())
     }
 
     /// Iterates the records from `lsn` to the end of the valid log (see [`LogReader`]).

@@ -537,3 +537,40 @@ fn a_version_2_log_keeps_the_widest_window_after_its_upgrade() {
         "the upgraded master keeps the widest window"
     );
 }
+
+#[test]
+fn a_master_job_writes_with_the_log_going_on_and_takes_effect_when_finished() {
+    let dev = Held::new(64 * 1024, BLOCK);
+    let mut wal = Wal::create(dev.boxed(), cfg(0)).unwrap();
+    let a = wal.append(0, 0, Body::Commit).unwrap();
+    let ckpt = wal.append(0, 0, Body::Abort).unwrap();
+    let m = Master {
+        checkpoint_lsn: ckpt,
+        start_lsn: a,
+        ..Master::default()
+    };
+    // The record it names is not durable yet: refused, and nothing is out.
+    assert!(matches!(
+        wal.begin_master(m),
+        Err(Error::InvalidArgument(_))
+    ));
+    wal.flush().unwrap();
+    let old = wal.master();
+    let job = wal.begin_master(m).unwrap();
+    // Out: no other master write starts, and the log keeps its old master; appends and
+    // flushes go on.
+    assert!(matches!(wal.set_master(m), Err(Error::InvalidArgument(_))));
+    let later = wal.append(0, 0, Body::Commit).unwrap();
+    wal.flush().unwrap();
+    assert_eq!(wal.master(), old);
+    let done = job.run();
+    assert_eq!(wal.master(), old, "in effect only once finished");
+    wal.finish_master(done).unwrap();
+    assert_eq!(wal.master(), m);
+    // And master writes work again.
+    wal.set_master(m).unwrap();
+    drop(wal);
+    let (_, got, recs, _) = reopen(&dev);
+    assert_eq!(got, m);
+    assert_eq!(recs.last().unwrap().lsn, later);
+}

@@ -1,0 +1,151 @@
+//! A checkpoint's end beside other threads: with several threads it runs with the core latch
+//! released (the data device synced and stamped, the write path's own checkpoint, the log
+//! forced), and the log's master is written with the log unlocked.
+
+use crate::latching::{beside_a_held_checkpoint, read_scan_and_change, three_thousand_records};
+use crate::support::{Gate, Gated, MemPair};
+use wafer_engine::{Db, DbConfig};
+
+/// With several threads a checkpoint's end runs with the core latch released: the data device
+/// synced, the write path's own checkpoint written (out of place the map snapshot, journaled
+/// every journaled page moved home), the log forced, the data device stamped and the master
+/// written. While the data device holds the end's first flush back, another thread reads,
+/// scans, changes a record and commits; before, the end held the core latch throughout, and
+/// it waited. In place (without a doublewrite buffer, whose batches flush) and out of place
+/// (the checkpoint's few pages stay staged until the end), that first flush is the end's.
+#[test]
+fn readers_and_writers_run_while_a_checkpoint_ends() {
+    use crate::misses::{journaled, out_of_place};
+    let in_place = DbConfig {
+        doublewrite: false,
+        ..DbConfig::default()
+    };
+    // Each path's flush first, then a write of the end: the data device's stamp in place and
+    // journaled (the header, by its magic bytes), out of place the map snapshot.
+    for (cfg, end) in [
+        (in_place, b"WAFERDB1"),
+        (out_of_place(), b"WAFSNAP2"),
+        (journaled(), b"WAFERJN1"),
+    ] {
+        for hold in [None, Some(&end[..])] {
+            readers_run_while_a_checkpoint_ends(
+                maintain_until_a_checkpoint_ends,
+                cfg.clone(),
+                hold,
+            );
+            readers_run_while_a_checkpoint_ends(Db::checkpoint, cfg.clone(), hold);
+        }
+    }
+}
+
+/// Maintenance steps until one ends a checkpoint.
+fn maintain_until_a_checkpoint_ends(db: &Db) -> wafer_engine::Result<()> {
+    let before = db.stats().engine.checkpoints;
+    for _ in 0..10_000 {
+        db.maintenance()?;
+        if db.stats().engine.checkpoints > before {
+            return Ok(());
+        }
+    }
+    panic!("no maintenance step ended a checkpoint");
+}
+
+/// [`readers_and_writers_run_while_a_checkpoint_ends`] with `checkpoint` and `cfg`, the data
+/// device holding back its first flush (`hold` None) or its first write holding these bytes;
+/// then the database reopens with the change.
+fn readers_run_while_a_checkpoint_ends(
+    checkpoint: fn(&Db) -> wafer_engine::Result<()>,
+    cfg: DbConfig,
+    hold: Option<&[u8]>,
+) {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    match hold {
+        None => gate
+            .flushes_only
+            .store(true, std::sync::atomic::Ordering::SeqCst),
+        Some(bytes) => *gate.writes_holding.lock().unwrap() = Some(bytes.to_vec()),
+    }
+    let cfg = DbConfig {
+        // Every maintenance step finds a checkpoint due.
+        checkpoint_interval_ms: 1,
+        ..cfg
+    };
+    let (db, t) = three_thousand_records(crate::misses::gated(&pair, &gate, false), cfg.clone());
+    // A second thread's operation: from then on checkpoints end with the latch released.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(db.get(&t, b"k000001").unwrap().is_some()));
+    });
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let before = db.stats().engine.checkpoints;
+    let ran = beside_a_held_checkpoint(&gate, &db, checkpoint, {
+        let t = t.clone();
+        move |db| read_scan_and_change(&db, &t)
+    });
+    assert!(
+        ran,
+        "readers or a writer waited for the checkpoint's end (holding {:?})",
+        hold.map(String::from_utf8_lossy)
+    );
+    assert!(db.stats().engine.checkpoints > before);
+    db.verify().unwrap();
+    db.close().unwrap();
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(
+        db.get(&t, b"k000042").unwrap().as_deref(),
+        Some(&b"changed"[..])
+    );
+    db.verify().unwrap();
+}
+
+/// A checkpoint's end writes the log's master with the log unlocked. While the log device
+/// holds that write back (the write of a block holding the master's magic), another thread
+/// reads, scans, changes a record and commits, its commit not waiting for the log device
+/// (`durable_commits = false`: a durable commit waits for the device behind the master write,
+/// as behind any log write). Before, the master was written with the log latched, and the
+/// change's first append waited for it.
+#[test]
+fn writers_append_while_a_checkpoint_writes_the_master() {
+    let pair = MemPair::new();
+    let gate = std::sync::Arc::new(Gate::default());
+    *gate.writes_holding.lock().unwrap() = Some(b"WAFERLOG".to_vec());
+    let mut p = pair
+        .shared
+        .split(&[crate::support::DATA_BYTES, crate::support::LOG_BYTES])
+        .unwrap();
+    let log = p.pop().unwrap();
+    let data = p.pop().unwrap();
+    let devices = wafer_engine::Devices::new(
+        Box::new(data),
+        Box::new(Gated {
+            inner: Box::new(log),
+            gate: gate.clone(),
+            reads: false,
+        }),
+    );
+    let cfg = DbConfig {
+        durable_commits: false,
+        ..DbConfig::default()
+    };
+    let (db, t) = three_thousand_records(devices, cfg.clone());
+    // A second thread's operation: from then on checkpoints end with the latches released.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(db.get(&t, b"k000001").unwrap().is_some()));
+    });
+    let before = db.stats().engine.checkpoints;
+    let ran = beside_a_held_checkpoint(&gate, &db, Db::checkpoint, {
+        let t = t.clone();
+        move |db| read_scan_and_change(&db, &t)
+    });
+    assert!(ran, "a writer waited for the master write");
+    assert!(db.stats().engine.checkpoints > before);
+    db.close().unwrap();
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(
+        db.get(&t, b"k000042").unwrap().as_deref(),
+        Some(&b"changed"[..])
+    );
+    db.verify().unwrap();
+}
