@@ -1,7 +1,10 @@
 //! Record and tree locks for transactions: strict two-phase locking with multi-granularity modes
 //! (a tree is locked IS/IX/S/X, a record S/X), held until the transaction ends. Conflicts follow the
 //! no-wait policy: the requester gets `Error::Conflict` at once and is expected to abort and retry,
-//! so there are no deadlocks.
+//! so there are no deadlocks. A refused record request notes a holder for its thread
+//! ([`take_refuser`]): the transaction's operation may wait for that holder outside every latch
+//! if it is committing (`Txn::past_committers`), which needs no lock either, so it closes no
+//! cycle.
 //!
 //! Isolation: reads take S locks on records, writes take IX on the tree and X on the record,
 //! scans a key-range claim on what they read (`ranges.rs`, kept in the tree's gate here), a bulk
@@ -24,6 +27,19 @@ use std::sync::{Arc, Mutex, RwLock};
 /// User keys are hashed with foldhash's seeded quality hasher: several times SipHash's speed
 /// on short keys, still randomly seeded per process (keys come from users).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
+
+thread_local! {
+    /// A holder of the record lock this thread's last refused request wanted (0: none noted).
+    static REFUSER: std::cell::Cell<TxnId> = const { std::cell::Cell::new(0) };
+}
+
+/// A transaction that held the record lock this thread was last refused, if one was noted
+/// since the last call (and forgets it). A caller that finds it committing may wait for its end
+/// and ask again (`Txn`'s operations do): a committing transaction waits for no lock, so such a
+/// wait cannot close a cycle.
+pub(crate) fn take_refuser() -> Option<TxnId> {
+    Some(REFUSER.with(|r| r.replace(0))).filter(|&t| t != 0)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockMode {
@@ -385,6 +401,14 @@ impl LockManager {
                 .all(|(_, m)| wanted.compatible(*m));
         if !ok {
             self.conflicts.fetch_add(1, Ordering::Relaxed);
+            if let (LockKey::Record(..), false) = (key, yields) {
+                let refuser = holders
+                    .iter()
+                    .find(|(t, m)| *t != txn && !wanted.compatible(*m));
+                if let Some(&(t, _)) = refuser {
+                    REFUSER.with(|r| r.set(t));
+                }
+            }
             if holders.is_empty() {
                 shard.remove(key);
             }

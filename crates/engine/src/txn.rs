@@ -39,6 +39,10 @@ impl Txn {
 
     /// Reads `key`.
     pub fn get(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.past_committers(|t| t.get_once(tree, key))
+    }
+
+    fn get_once(&mut self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         // Beside other readers first; alone if a page must be read from the device.
         let id = self.id;
         if let Some(r) = self
@@ -164,7 +168,44 @@ impl Txn {
         }
     }
 
+    /// How long, in all, an operation waits for committing transactions that hold its record.
+    const COMMITTER_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+    /// Runs `op` (one read or write of a record); if a record lock it needs is held by a
+    /// transaction that is committing on another thread, waits for that one to end and runs it
+    /// again (up to [`Txn::COMMITTER_WAIT`] in all), rather than refuse at once: that holder
+    /// waits only for its log write, so the lock is free in a moment, and a retry of the
+    /// whole transaction would cost more. A holder still running refuses at once (no-wait),
+    /// so waits never form a cycle. The refused operation changed nothing.
+    fn past_committers<R>(&mut self, mut op: impl FnMut(&mut Self) -> Result<R>) -> Result<R> {
+        let mut deadline = None;
+        loop {
+            let _ = crate::locks::take_refuser();
+            let r = op(self);
+            let Err(Error::Conflict { .. }) = &r else {
+                return r;
+            };
+            let Some(holder) = crate::locks::take_refuser() else {
+                return r;
+            };
+            let deadline =
+                *deadline.get_or_insert_with(|| std::time::Instant::now() + Self::COMMITTER_WAIT);
+            if !self.shared.wait_for_committer(holder, deadline) {
+                return r;
+            }
+        }
+    }
+
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+        self.past_committers(|t| t.write_once(tree, key, value))
+    }
+
+    fn write_once(
+        &mut self,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         // A plain leaf change beside other threads' operations; anything more, alone.
         let (id, wal, hint) = (self.id, &self.shared.wal, &mut self.leaf_hint);
         let shared = self.shared.shared_op(POINT_READS, |c| {

@@ -136,6 +136,17 @@ pub(crate) fn shard(id: TxnId) -> u64 {
     id / ID_BLOCK
 }
 
+/// What [`TxnTable::holder`] found of a lock holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// Running (or committing on this thread): no-wait, the requester is refused.
+    Active,
+    /// Committing on another thread: it releases its locks once its commit is durable.
+    Committing,
+    /// Ended: its locks are released or about to be.
+    Gone,
+}
+
 /// What a checkpoint records of the transaction table.
 pub(crate) struct TxnSnapshot {
     /// (id, last LSN, undo-next LSN) of transactions that may have to be rolled back.
@@ -406,6 +417,21 @@ impl TxnTable {
     pub fn committing(&mut self, id: TxnId) {
         if let Some(st) = self.get_mut(id) {
             st.committing = true;
+        }
+    }
+
+    /// Whether a transaction of another thread that refused this one may be waited for:
+    /// [`Holder::Committing`] if `id` is committing (its commit record logged: it waits for
+    /// the log, never for a lock) and its last operation ran on another thread (a thread's own
+    /// deferred commit ends only when that thread finishes it); [`Holder::Gone`] if it is no
+    /// longer in the table (its locks are being released).
+    pub fn holder(&self, id: TxnId) -> Holder {
+        match self.txns.lock(shard(id)).get(&id) {
+            None => Holder::Gone,
+            Some(st) if st.committing && st.thread != Some(crate::sync::thread_id()) => {
+                Holder::Committing
+            }
+            Some(_) => Holder::Active,
         }
     }
 

@@ -6,6 +6,7 @@
 use super::{Core, CoreGuard, CoreRead};
 use crate::cache::Reserved;
 use crate::health::Health;
+use crate::wal::record::TxnId;
 use crate::wal::SharedWal;
 use crate::writepath::SharedLog;
 use crossbeam_utils::sync::ShardedLock;
@@ -148,6 +149,39 @@ impl Shared {
             self.ended_epoch.fetch_add(1, Ordering::SeqCst);
             self.ended.notify_all();
         }
+    }
+
+    /// After an operation of a transaction was refused a record lock that `holder` held:
+    /// whether to run it again. With no latch held, waits while `holder` is committing on
+    /// another thread (it releases its locks once its commit is durable, and waits for no lock
+    /// meanwhile, so the wait cannot close a cycle), at most until `deadline`. False (the
+    /// refusal stands, no-wait) if `holder` is running or the deadline passed.
+    pub fn wait_for_committer(&self, holder: TxnId, deadline: std::time::Instant) -> bool {
+        use crate::txn_table::Holder;
+        // Registered, and the epoch read, before the look: an end after the look wakes it.
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let seen = self.ended_epoch.load(Ordering::SeqCst);
+        let found = self.core_read().txns.holder(holder);
+        let now = std::time::Instant::now();
+        let again = now < deadline
+            && match found {
+                Holder::Active => false,
+                Holder::Gone => {
+                    // Ended; its locks go back in a moment.
+                    std::thread::yield_now();
+                    true
+                }
+                Holder::Committing => {
+                    let g = crate::sync::lock(&self.ended_lock);
+                    let r = self.ended.wait_timeout_while(g, deadline - now, |_| {
+                        self.ended_epoch.load(Ordering::SeqCst) == seen
+                    });
+                    drop(r);
+                    std::time::Instant::now() < deadline
+                }
+            };
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        again
     }
 
     /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.

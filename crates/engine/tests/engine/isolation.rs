@@ -545,3 +545,62 @@ fn full_scans_finish_among_a_stream_of_writers() {
         "the writers were starved instead: {writes} writes"
     );
 }
+
+/// A transaction refused a record by one that is committing on another thread (its commit
+/// record logged, waiting for the log device) waits for that commit to end and then gets the
+/// record, rather than fail: the holder waits for no lock, so the wait cannot close a cycle.
+/// The log device holds the holder's flush back; the second writer must still be waiting when
+/// it is let go (with no-wait alone it failed at once), and then commits. A holder that is
+/// still running refuses at once, as before.
+#[test]
+fn a_record_held_by_a_committing_transaction_is_waited_for() {
+    use crate::support::{Gate, Gated};
+    use std::sync::atomic::Ordering;
+    use wafer_engine::device::MemDevice;
+    let gate = std::sync::Arc::new(Gate::default());
+    gate.flushes_only.store(true, Ordering::SeqCst);
+    let devices = wafer_engine::Devices::new(
+        Box::new(MemDevice::new(32 << 20, 4096)),
+        Box::new(Gated {
+            inner: Box::new(MemDevice::new(8 << 20, 4096)),
+            gate: gate.clone(),
+            reads: false,
+        }),
+    );
+    let db = Db::open(devices, DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    // A second thread's operation first: from then on commits run beside other threads.
+    std::thread::scope(|s| {
+        s.spawn(|| assert_eq!(db.get(&t, b"k").unwrap(), None));
+    });
+    let mut a = db.begin().unwrap();
+    a.put(&t, b"k", b"a").unwrap();
+    // Running: a writer of its record is refused at once.
+    let mut b = db.begin().unwrap();
+    assert!(matches!(b.put(&t, b"k", b"b"), Err(Error::Conflict { .. })));
+    drop(b);
+    gate.set(true);
+    let committer = std::thread::spawn(move || a.commit());
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!committer.is_finished(), "the commit did not flush the log");
+        std::thread::yield_now();
+    }
+    let writer = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            let mut b = db.begin().unwrap();
+            b.put(&t, b"k", b"b")?;
+            b.commit()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !writer.is_finished(),
+        "the writer did not wait for the committing holder: {:?}",
+        writer.join()
+    );
+    gate.set(false);
+    committer.join().unwrap().unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"b"[..]));
+}
