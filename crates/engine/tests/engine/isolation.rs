@@ -554,20 +554,15 @@ fn full_scans_finish_among_a_stream_of_writers() {
 /// still running refuses at once, as before.
 #[test]
 fn a_record_held_by_a_committing_transaction_is_waited_for() {
-    use crate::support::{Gate, Gated};
+    use crate::support::Gate;
     use std::sync::atomic::Ordering;
-    use wafer_engine::device::MemDevice;
     let gate = std::sync::Arc::new(Gate::default());
     gate.flushes_only.store(true, Ordering::SeqCst);
-    let devices = wafer_engine::Devices::new(
-        Box::new(MemDevice::new(32 << 20, 4096)),
-        Box::new(Gated {
-            inner: Box::new(MemDevice::new(8 << 20, 4096)),
-            gate: gate.clone(),
-            reads: false,
-        }),
-    );
-    let db = Db::open(devices, DbConfig::default()).unwrap();
+    let db = Db::open(
+        crate::support::gated_log_in_memory(&gate),
+        DbConfig::default(),
+    )
+    .unwrap();
     let t = db.create_tree("t").unwrap();
     // A second thread's operation first: from then on commits run beside other threads.
     std::thread::scope(|s| {

@@ -539,16 +539,8 @@ fn readers_run_while_checkpoint_pages_are_written(
 #[test]
 fn a_full_log_buffer_is_written_while_other_threads_append() {
     use std::sync::atomic::Ordering;
-    use wafer_engine::device::MemDevice;
     let gate = std::sync::Arc::new(Gate::default());
-    let devices = wafer_engine::Devices::new(
-        Box::new(MemDevice::new(32 << 20, 4096)),
-        Box::new(Gated {
-            inner: Box::new(MemDevice::new(8 << 20, 4096)),
-            gate: gate.clone(),
-            reads: false,
-        }),
-    );
+    let devices = crate::support::gated_log_in_memory(&gate);
     let cfg = DbConfig {
         durable_commits: false,
         log_buffer_bytes: Some(64 << 10),

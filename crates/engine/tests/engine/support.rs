@@ -565,6 +565,20 @@ impl Gate {
     }
 }
 
+/// In-memory devices (32 MiB of data, 8 MiB of log, 4 KiB blocks) whose log device's I/O
+/// passes through `gate`.
+pub fn gated_log_in_memory(gate: &std::sync::Arc<Gate>) -> wafer_engine::Devices {
+    use wafer_engine::device::MemDevice;
+    wafer_engine::Devices::new(
+        Box::new(MemDevice::new(32 << 20, 4096)),
+        Box::new(Gated {
+            inner: Box::new(MemDevice::new(8 << 20, 4096)),
+            gate: gate.clone(),
+            reads: false,
+        }),
+    )
+}
+
 impl wafer_engine::device::BlockDevice for Gated {
     fn capacity_bytes(&self) -> u64 {
         self.inner.capacity_bytes()
