@@ -536,8 +536,10 @@ impl Db {
 
     /// [`Db::get`] into a buffer of the caller's: whether `key` has a value, and if it has, the
     /// value in `out` (its contents replaced, its capacity reused), so a loop of reads need not
-    /// allocate. `out` is left as it was when the key has no value, and its contents are
-    /// unspecified after an error.
+    /// allocate. When it returns false or an error, `out`'s contents mean nothing: usually they
+    /// are left as they were, but a read that had to be run again (a writer held the key, or a
+    /// page was not in memory) may have copied a value there that the read's final answer does
+    /// not include.
     ///
     /// ```
     /// use wafer_engine::{Db, DbConfig, Devices};

@@ -282,7 +282,8 @@ impl Oracle {
 
     /// Point reads outside any transaction (`Db::get_into`, one buffer for all, and `Db::get`)
     /// of up to 512 of each tree's keys, spread over it, and of a key after each: the values
-    /// the oracle holds, and a missing key leaves the buffer as it was.
+    /// the oracle holds (with nothing else running, a missing key also leaves the buffer as it
+    /// was).
     fn check_point_reads(&self, db: &Db, what: &str) {
         let mut buf = b"not a value of the oracle".to_vec();
         for (name, rows) in &self.trees {
