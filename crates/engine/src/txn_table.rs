@@ -32,7 +32,8 @@ pub(crate) struct TxnState {
     pub reserved_pages: u64,
     /// Pages it changed (with repeats), for the buffer's per-frame uncommitted lists.
     pub pages: Vec<PageId>,
-    /// The thread of its latest operation (a transaction may move between threads).
+    /// The thread of its latest operation (a transaction may move between threads), or, once
+    /// it is committing, of its commit record.
     pub thread: Option<std::thread::ThreadId>,
     /// What concurrency control keeps for it (its locks).
     pub cc: CcState,
@@ -413,17 +414,19 @@ impl TxnTable {
         self.get_mut(id).map(|s| &mut s.pages)
     }
 
-    /// The commit record of `id` is in the log.
+    /// The commit record of `id` is in the log, appended by this thread (the one that ends the
+    /// commit: see [`TxnTable::holder`]).
     pub fn committing(&mut self, id: TxnId) {
         if let Some(st) = self.get_mut(id) {
             st.committing = true;
+            st.thread = Some(crate::sync::thread_id());
         }
     }
 
     /// Whether a transaction of another thread that refused this one may be waited for:
     /// [`Holder::Committing`] if `id` is committing (its commit record logged: it waits for
-    /// the log, never for a lock) and its last operation ran on another thread (a thread's own
-    /// deferred commit ends only when that thread finishes it); [`Holder::Gone`] if it is no
+    /// the log, never for a lock) and its commit record was appended by another thread (a
+    /// thread's own deferred commit ends only when that thread finishes it); [`Holder::Gone`] if it is no
     /// longer in the table (its locks are being released).
     pub fn holder(&self, id: TxnId) -> Holder {
         match self.txns.lock(shard(id)).get(&id) {
@@ -448,6 +451,7 @@ impl TxnTable {
     pub fn committing_shared(&self, id: TxnId) {
         if let Some(st) = self.txns.lock(shard(id)).get_mut(&id) {
             st.committing = true;
+            st.thread = Some(crate::sync::thread_id());
         }
     }
 
