@@ -135,8 +135,9 @@ impl Devices {
         Ok(Devices::new(Box::new(data), Box::new(log)))
     }
 
-    /// Files `data.wafer` and `log.wafer` in `dir`, created with the given sizes if missing; an
-    /// existing file must have exactly its size (a truncated file, or sizes that disagree with
+    /// Files `data.wafer` and `log.wafer` in `dir`, created with the given sizes if missing (the
+    /// data file sparse, the log file with every block written: see
+    /// [`FileDevice::create_zeroed`]); an existing file must have exactly its size (a truncated file, or sizes that disagree with
     /// the ones the database was made with, are refused with `DeviceError::WrongSize`). Both
     /// files are locked (`flock`) while the database is open: a second open of the same files,
     /// in this process or another, fails with `DeviceError::Locked` (a process that dies drops
@@ -157,6 +158,9 @@ impl Devices {
             }
         }
         let data = FileDevice::open(dir.join("data.wafer"), Some(data_bytes), true)?;
+        // The log is flushed at every durable commit: written through at creation, so that
+        // no flush allocates (device/file/zeroed.rs). The data file stays sparse.
+        FileDevice::create_zeroed(&dir.join("log.wafer"), log_bytes)?;
         let log = FileDevice::open(dir.join("log.wafer"), Some(log_bytes), true)?;
         // One open database per pair of files: a second open would corrupt both.
         data.lock_exclusive()?;

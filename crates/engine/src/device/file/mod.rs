@@ -41,6 +41,7 @@ use super::{
 mod many;
 mod runs;
 mod shared_read;
+mod zeroed;
 
 /// The I/O block and the alignment of memory used for direct I/O.
 const BLOCK_BYTES: u32 = 4096;

@@ -250,3 +250,42 @@ fn write_many_merges_neighbours_and_keeps_the_order_of_overlapping_writes() {
         assert_ne!(back, a);
     }
 }
+
+/// A file made by `create_zeroed` has every block allocated (written, not a hole), so a write
+/// into it never changes the file's metadata; an existing non-empty file is left alone, an
+/// empty one and a temporary file a crash left are replaced.
+#[test]
+fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log");
+    std::fs::write(dir.path().join("log.zeroing"), b"left by a crash").unwrap();
+    std::fs::write(&path, b"").unwrap();
+    assert!(FileDevice::create_zeroed(&path, 3 << 20).unwrap());
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(m.len(), 3 << 20);
+    // st_blocks counts 512-byte units actually allocated; a sparse file would count none.
+    assert!(
+        m.blocks() * 512 >= 3 << 20,
+        "{} blocks allocated",
+        m.blocks()
+    );
+    assert!(!dir.path().join("log.zeroing").exists());
+    let mut d = FileDevice::open(&path, Some(3 << 20), false).unwrap();
+    let mut buf = vec![1u8; 4096];
+    d.read_at(4096, &mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 0));
+    d.write_at(0, &pattern(4096, 7)).unwrap();
+    d.flush().unwrap();
+    drop(d);
+    // Already there: untouched, whatever its size.
+    assert!(!FileDevice::create_zeroed(&path, 1 << 20).unwrap());
+    let mut d = FileDevice::open(&path, None, false).unwrap();
+    d.read_at(0, &mut buf).unwrap();
+    assert_eq!(buf, pattern(4096, 7));
+    assert!(matches!(
+        FileDevice::create_zeroed(&dir.path().join("odd"), 5000),
+        Err(DeviceError::Unaligned { .. })
+    ));
+    assert!(!dir.path().join("odd").exists());
+}
