@@ -117,10 +117,14 @@ struct State {
     batch: u32,
     /// Last `commit_wait` of each thread.
     recent: HashMap<ThreadId, Instant>,
-    /// Threads waiting on `joined` and on `flushed`: a commit signals only when someone waits
-    /// (a signal is a system call even with no waiter).
+    /// Threads waiting on `joined` and on each of `flushed`: a commit signals only when someone
+    /// waits (a signal is a system call even with no waiter).
     joined_waiters: u32,
-    flushed_waiters: u32,
+    flushed_waiters: [u32; 2],
+    /// Flushes started without the lock so far: the one in flight, if any, is number
+    /// `started`. Its followers sleep on `flushed[started % 2]`, those of the next flush on the
+    /// other: a flush's end wakes only the threads it made durable (and the next leader).
+    started: u64,
     /// The leader sleeps on `turn` until the flush in flight ends.
     turn_waiter: bool,
     /// How long a group flush takes, a moving average in nanoseconds: a leader waits for more
@@ -147,6 +151,18 @@ impl State {
             )));
         }
         Ok(false)
+    }
+
+    /// The number of the flush to wait for, for the record at `lsn` (not durable yet), with a
+    /// flush in flight or a leader: the leader's next flush if the flight does not cover the
+    /// record, else the flight (after which the caller looks again).
+    fn flush_for(&self, lsn: Lsn) -> u64 {
+        debug_assert!(self.flushing.is_some() || self.leader);
+        if self.leader && !self.covered(lsn) {
+            self.started + 1
+        } else {
+            self.started
+        }
     }
 
     /// Whether the record at `lsn` is durable or the flush in flight will make it so.
@@ -183,8 +199,9 @@ struct Inner {
     state: Mutex<State>,
     /// The leader waits here for more committers.
     joined: Condvar,
-    /// Followers wait here for the leader's flush.
-    flushed: Condvar,
+    /// Followers wait here for a flush: on `[n % 2]` for flush number `n` (see
+    /// `State::started`).
+    flushed: [Condvar; 2],
     /// The next leader waits here for the flush in flight to end: woken first, before the
     /// followers (waking them all takes the ending thread ~20 us on two cores, and the device
     /// idles until the next leader's flush).
@@ -226,13 +243,14 @@ impl SharedWal {
                     batch: 0,
                     recent: HashMap::new(),
                     joined_waiters: 0,
-                    flushed_waiters: 0,
+                    flushed_waiters: [0; 2],
+                    started: 0,
                     turn_waiter: false,
                     flush_ns: 0,
                     urgent: false,
                 }),
                 joined: Condvar::new(),
-                flushed: Condvar::new(),
+                flushed: [Condvar::new(), Condvar::new()],
                 turn: Condvar::new(),
                 durable: AtomicU64::new(0),
                 flushes: AtomicU64::new(0),
@@ -301,7 +319,8 @@ impl SharedWal {
                     g = self.state();
                     continue;
                 }
-                g = self.wait_flushed(g);
+                let n = g.flush_for(lsn);
+                g = self.wait_flushed(g, n);
                 continue;
             }
             // Lead the next flush.
@@ -355,9 +374,7 @@ impl SharedWal {
                 // Made durable meanwhile by a flush with the log locked (a checkpoint, an
                 // eviction), or the log failed: the loop tells. Followers re-check too.
                 other => {
-                    if g.flushed_waiters > 0 {
-                        self.inner.flushed.notify_all();
-                    }
+                    self.wake_all(&g);
                     other?;
                     continue;
                 }
@@ -388,6 +405,7 @@ impl SharedWal {
     ) -> (MutexGuard<'a, State>, Result<()>) {
         debug_assert!(g.flushing.is_none(), "one flush in flight at a time");
         g.flushing = Some(job.end());
+        g.started += 1;
         g.urgent = false;
         drop(g);
         let unwind = ClearFlushing(self);
@@ -418,8 +436,9 @@ impl SharedWal {
         if g.turn_waiter {
             self.inner.turn.notify_one();
         }
-        if g.flushed_waiters > 0 {
-            self.inner.flushed.notify_all();
+        let n = g.started as usize % 2;
+        if g.flushed_waiters[n] > 0 {
+            self.inner.flushed[n].notify_all();
         }
         (g, r)
     }
@@ -447,7 +466,8 @@ impl SharedWal {
                         self.inner.joined.notify_all();
                     }
                 }
-                g = self.wait_flushed(g);
+                let n = g.flush_for(lsn);
+                g = self.wait_flushed(g, n);
                 continue;
             }
             let Some(job) = g.wal.begin_flush()? else {
@@ -520,16 +540,26 @@ impl SharedWal {
         r
     }
 
-    /// Waits for the end of a flush (or of a leader's turn).
-    fn wait_flushed<'a>(&'a self, mut g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        g.flushed_waiters += 1;
-        let mut g = self
-            .inner
-            .flushed
+    /// Waits for the end of flush number `n` (the one in flight or the next; or for any
+    /// thread that finds nothing to flush or a failed log: they wake every waiter).
+    fn wait_flushed<'a>(&'a self, mut g: MutexGuard<'a, State>, n: u64) -> MutexGuard<'a, State> {
+        debug_assert!(n == g.started || n == g.started + 1);
+        let n = n as usize % 2;
+        g.flushed_waiters[n] += 1;
+        let mut g = self.inner.flushed[n]
             .wait(g)
             .unwrap_or_else(|e| e.into_inner());
-        g.flushed_waiters -= 1;
+        g.flushed_waiters[n] -= 1;
         g
+    }
+
+    /// Wakes every thread waiting for a flush, whichever.
+    fn wake_all(&self, g: &State) {
+        for n in 0..2 {
+            if g.flushed_waiters[n] > 0 {
+                self.inner.flushed[n].notify_all();
+            }
+        }
     }
 
     #[cfg(test)]
@@ -552,7 +582,9 @@ impl Drop for ClearFlushing<'_> {
         let mut g = self.0.state();
         g.flushing = None;
         self.0.inner.turn.notify_all();
-        self.0.inner.flushed.notify_all();
+        for cv in &self.0.inner.flushed {
+            cv.notify_all();
+        }
     }
 }
 
