@@ -362,7 +362,7 @@ impl Txn {
                     self.shared.core_read().end_commit_shared(self.id)?;
                     self.shared.flush_full_log();
                 }
-                self.shared.notify_ended();
+                self.shared.notify_ended(self.id);
                 return Ok(());
             }
         }
@@ -415,7 +415,7 @@ impl Txn {
         // Nothing logged: it ends with the core latch shared.
         let shared = self.shared.core_read().rollback_shared(self.id);
         if let Some(r) = shared {
-            self.shared.notify_ended();
+            self.shared.notify_ended(self.id);
             return r;
         }
         let mut core = self.shared.core();
@@ -423,7 +423,7 @@ impl Txn {
         let r = core.rollback(&mut wal, self.id);
         drop(wal);
         drop(core);
-        self.shared.notify_ended();
+        self.shared.notify_ended(self.id);
         self.shared.flush_full_log();
         r
     }
@@ -548,7 +548,7 @@ impl PendingCommit {
             let _ = core.health.guard(r);
         }
         let r = core.end_commit(self.id);
-        self.shared.notify_ended();
+        self.shared.notify_ended(self.id);
         r
     }
 }

@@ -94,13 +94,43 @@ pub(crate) struct Shared {
     pub health: Health,
     /// [`crate::DbConfig::durable_commits`].
     pub durable_commits: bool,
-    /// Threads waiting for a transaction to end (for log space, or for a scan's tree); ends
-    /// signal only while there are some.
+    /// Threads waiting for any transaction to end (for log space, or for a scan's tree).
+    ended: EndWait,
+    /// Threads waiting for a committing holder of a record lock to end, by the holder's id
+    /// (`holder % COMMITTER_STRIPES`): an end wakes only the waiters of its stripe.
+    committer_ends: Box<[EndWait]>,
+}
+
+/// Stripes of [`Shared::committer_ends`].
+const COMMITTER_STRIPES: usize = 16;
+
+/// A place to wait for transaction ends: waiters register, and an end signals only while some
+/// are registered (a commit with no one waiting makes no system call).
+#[derive(Default)]
+struct EndWait {
     waiters: AtomicUsize,
-    /// Transaction ends seen by waiters (under `ended_lock`).
-    ended_epoch: AtomicU64,
-    ended_lock: Mutex<()>,
-    ended: Condvar,
+    /// Ends seen by waiters (raised under `lock`).
+    epoch: AtomicU64,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl EndWait {
+    fn notify(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = crate::sync::lock(&self.lock);
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until an end after `seen` (an epoch read after registering) or `timeout`.
+    fn wait(&self, g: std::sync::MutexGuard<'_, ()>, seen: u64, timeout: std::time::Duration) {
+        let r = self
+            .cv
+            .wait_timeout_while(g, timeout, |_| self.epoch.load(Ordering::SeqCst) == seen);
+        drop(r);
+    }
 }
 
 impl Drop for Shared {
@@ -124,10 +154,8 @@ impl Shared {
             core: ShardedLock::new(core),
             wal,
             health,
-            waiters: AtomicUsize::new(0),
-            ended_epoch: AtomicU64::new(0),
-            ended_lock: Mutex::new(()),
-            ended: Condvar::new(),
+            ended: EndWait::default(),
+            committer_ends: (0..COMMITTER_STRIPES).map(|_| EndWait::default()).collect(),
         }
     }
 
@@ -141,14 +169,11 @@ impl Shared {
         let _ = self.wal.flush_full();
     }
 
-    /// Wakes the threads waiting for a transaction to end, if any (a commit with no one
-    /// waiting makes no system call).
-    pub fn notify_ended(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _g = crate::sync::lock(&self.ended_lock);
-            self.ended_epoch.fetch_add(1, Ordering::SeqCst);
-            self.ended.notify_all();
-        }
+    /// Wakes the threads waiting for a transaction to end, and those waiting for transaction
+    /// `id` in particular, if any.
+    pub fn notify_ended(&self, id: TxnId) {
+        self.ended.notify();
+        self.committer_ends[id as usize % COMMITTER_STRIPES].notify();
     }
 
     /// After an operation of a transaction was refused a record lock that `holder` held:
@@ -159,8 +184,9 @@ impl Shared {
     pub fn wait_for_committer(&self, holder: TxnId, deadline: std::time::Instant) -> bool {
         use crate::txn_table::Holder;
         // Registered, and the epoch read, before the look: an end after the look wakes it.
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let seen = self.ended_epoch.load(Ordering::SeqCst);
+        let ends = &self.committer_ends[holder as usize % COMMITTER_STRIPES];
+        ends.waiters.fetch_add(1, Ordering::SeqCst);
+        let seen = ends.epoch.load(Ordering::SeqCst);
         let found = self.core_read().txns.holder(holder);
         let now = std::time::Instant::now();
         let again = now < deadline
@@ -172,15 +198,11 @@ impl Shared {
                     true
                 }
                 Holder::Committing => {
-                    let g = crate::sync::lock(&self.ended_lock);
-                    let r = self.ended.wait_timeout_while(g, deadline - now, |_| {
-                        self.ended_epoch.load(Ordering::SeqCst) == seen
-                    });
-                    drop(r);
+                    ends.wait(crate::sync::lock(&ends.lock), seen, deadline - now);
                     std::time::Instant::now() < deadline
                 }
             };
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        ends.waiters.fetch_sub(1, Ordering::SeqCst);
         again
     }
 
@@ -192,15 +214,13 @@ impl Shared {
         guard: CoreGuard<'a>,
         timeout: std::time::Duration,
     ) -> CoreGuard<'a> {
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let g = crate::sync::lock(&self.ended_lock);
-        let seen = self.ended_epoch.load(Ordering::SeqCst);
+        let ends = &self.ended;
+        ends.waiters.fetch_add(1, Ordering::SeqCst);
+        let g = crate::sync::lock(&ends.lock);
+        let seen = ends.epoch.load(Ordering::SeqCst);
         drop(guard);
-        let r = self.ended.wait_timeout_while(g, timeout, |_| {
-            self.ended_epoch.load(Ordering::SeqCst) == seen
-        });
-        drop(r);
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        ends.wait(g, seen, timeout);
+        ends.waiters.fetch_sub(1, Ordering::SeqCst);
         self.core()
     }
 
