@@ -168,15 +168,18 @@ impl Txn {
         }
     }
 
-    /// How long, in all, an operation waits for committing transactions that hold its record.
+    /// How long, in all, an operation waits for transactions that hold its record.
     const COMMITTER_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
     /// Runs `op` (one read or write of a record); if a record lock it needs is held by a
-    /// transaction that is committing on another thread, waits for that one to end and runs it
-    /// again (up to [`Txn::COMMITTER_WAIT`] in all), rather than refuse at once: that holder
-    /// waits only for its log write, so the lock is free in a moment, and a retry of the
-    /// whole transaction would cost more. A holder still running refuses at once (no-wait),
-    /// so waits never form a cycle. The refused operation changed nothing.
+    /// transaction that is committing on another thread, or running on another thread with a
+    /// higher id, waits for that one to end and runs it again (up to [`Txn::COMMITTER_WAIT`]
+    /// in all), rather than refuse at once: a committing holder waits only for its log write,
+    /// a running one of a short transaction ends soon, and a retry of the whole transaction
+    /// costs more (with more client threads than cores, retrying at once takes the processor
+    /// from the holder). Waits for running holders go from lower ids to higher only
+    /// (wait-die), so they never form a cycle (`Shared::wait_for_holder`).
+    /// The refused operation changed nothing.
     fn past_committers<R>(&mut self, mut op: impl FnMut(&mut Self) -> Result<R>) -> Result<R> {
         let mut deadline = None;
         loop {
@@ -190,7 +193,7 @@ impl Txn {
             };
             let deadline =
                 *deadline.get_or_insert_with(|| std::time::Instant::now() + Self::COMMITTER_WAIT);
-            if !self.shared.wait_for_committer(holder, deadline) {
+            if !self.shared.wait_for_holder(self.id, holder, deadline) {
                 return r;
             }
         }

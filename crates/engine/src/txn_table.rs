@@ -140,8 +140,13 @@ pub(crate) fn shard(id: TxnId) -> u64 {
 /// What [`TxnTable::holder`] found of a lock holder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Holder {
-    /// Running (or committing on this thread): no-wait, the requester is refused.
+    /// Running, its latest operation on this thread (or committing on this thread): the
+    /// requester is refused (this thread is the one that would have to end it).
     Active,
+    /// Running, its latest operation on another thread: waited for by a requester with a
+    /// lower id, refused to one with a higher id (wait-die by id: see
+    /// `Shared::wait_for_holder`).
+    Running,
     /// Committing on another thread: it releases its locks once its commit is durable.
     Committing,
     /// Ended: its locks are released or about to be.
@@ -426,15 +431,16 @@ impl TxnTable {
     /// Whether a transaction of another thread that refused this one may be waited for:
     /// [`Holder::Committing`] if `id` is committing (its commit record logged: it waits for
     /// the log, never for a lock) and its commit record was appended by another thread (a
-    /// thread's own deferred commit ends only when that thread finishes it); [`Holder::Gone`] if it is no
-    /// longer in the table (its locks are being released).
+    /// thread's own deferred commit ends only when that thread finishes it);
+    /// [`Holder::Running`] if it runs and its latest operation was on another thread;
+    /// [`Holder::Gone`] if it is no longer in the table (its locks are being released).
     pub fn holder(&self, id: TxnId) -> Holder {
+        let me = Some(crate::sync::thread_id());
         match self.txns.lock(shard(id)).get(&id) {
             None => Holder::Gone,
-            Some(st) if st.committing && st.thread != Some(crate::sync::thread_id()) => {
-                Holder::Committing
-            }
-            Some(_) => Holder::Active,
+            Some(st) if st.thread == me => Holder::Active,
+            Some(st) if st.committing => Holder::Committing,
+            Some(_) => Holder::Running,
         }
     }
 

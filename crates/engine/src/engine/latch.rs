@@ -176,12 +176,16 @@ impl Shared {
         self.committer_ends[id as usize % COMMITTER_STRIPES].notify();
     }
 
-    /// After an operation of a transaction was refused a record lock that `holder` held:
-    /// whether to run it again. With no latch held, waits while `holder` is committing on
-    /// another thread (it releases its locks once its commit is durable, and waits for no lock
-    /// meanwhile, so the wait cannot close a cycle), at most until `deadline`. False (the
-    /// refusal stands, no-wait) if `holder` is running or the deadline passed.
-    pub fn wait_for_committer(&self, holder: TxnId, deadline: std::time::Instant) -> bool {
+    /// After an operation of transaction `me` was refused a record lock that `holder` held:
+    /// whether to run it again. With no latch held, waits for `holder`'s end, at most until
+    /// `deadline`, if it is committing on another thread (it releases its locks once its
+    /// commit is durable, and waits for no lock meanwhile) or running on another thread with an
+    /// id above `me`'s (wait-die by id: a transaction waits only for running ones of higher
+    /// ids, so waits for running holders form no cycle, and a chain of them ends at a holder
+    /// that waits for nothing or only for a committer). False (the refusal stands) if `holder`
+    /// ran its latest operation on this thread (this thread would have to end it), runs with
+    /// a lower id, or the deadline passed.
+    pub fn wait_for_holder(&self, me: TxnId, holder: TxnId, deadline: std::time::Instant) -> bool {
         use crate::txn_table::Holder;
         // Registered, and the epoch read, before the look: an end after the look wakes it.
         let ends = &self.committer_ends[holder as usize % COMMITTER_STRIPES];
@@ -192,12 +196,13 @@ impl Shared {
         let again = now < deadline
             && match found {
                 Holder::Active => false,
+                Holder::Running if me > holder => false,
                 Holder::Gone => {
                     // Ended; its locks go back in a moment.
                     std::thread::yield_now();
                     true
                 }
-                Holder::Committing => {
+                Holder::Committing | Holder::Running => {
                     ends.wait(crate::sync::lock(&ends.lock), seen, deadline - now);
                     std::time::Instant::now() < deadline
                 }

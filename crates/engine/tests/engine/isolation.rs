@@ -599,3 +599,63 @@ fn a_record_held_by_a_committing_transaction_is_waited_for() {
     writer.join().unwrap().unwrap();
     assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"b"[..]));
 }
+
+/// A record held by a transaction still running, whose latest operation ran on another thread,
+/// is waited for by a transaction of lower id (until the holder ends) and refused at once to
+/// one of higher id (wait-die by id: no cycle of waits can form).
+#[test]
+fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
+    let db = Db::open(
+        wafer_engine::Devices::memory(16 << 20, 4 << 20),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    // The holder's put runs on another thread, and the transaction comes back open.
+    let put_elsewhere = |mut txn: wafer_engine::Txn, key: &'static [u8]| {
+        let t = &t;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                txn.put(t, key, b"holder").unwrap();
+                txn
+            })
+            .join()
+            .unwrap()
+        })
+    };
+    // Dies: a higher id than the running holder is refused at once.
+    let holder = db.begin().unwrap();
+    let mut younger = db.begin().unwrap();
+    assert!(younger.id() > holder.id());
+    let holder = put_elsewhere(holder, b"a");
+    let started = std::time::Instant::now();
+    assert!(matches!(
+        younger.put(&t, b"a", b"younger"),
+        Err(Error::Conflict { .. })
+    ));
+    assert!(started.elapsed() < std::time::Duration::from_millis(80));
+    drop(younger);
+    holder.commit().unwrap();
+    // Waits: a lower id waits for the running holder's end, then gets the record.
+    let older = db.begin().unwrap();
+    let holder = db.begin().unwrap();
+    assert!(older.id() < holder.id());
+    let holder = put_elsewhere(holder, b"b");
+    let waiter = {
+        let (t, mut older) = (t.clone(), older);
+        std::thread::spawn(move || {
+            older.put(&t, b"b", b"older")?;
+            older.commit()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !waiter.is_finished(),
+        "the older transaction did not wait: {:?}",
+        waiter.join()
+    );
+    holder.commit().unwrap();
+    waiter.join().unwrap().unwrap();
+    assert_eq!(db.get(&t, b"b").unwrap().as_deref(), Some(&b"older"[..]));
+    assert_eq!(db.get(&t, b"a").unwrap().as_deref(), Some(&b"holder"[..]));
+}
