@@ -122,6 +122,14 @@ pub struct DbConfig {
     /// RocksDB's `sync = false`, PostgreSQL's `synchronous_commit = off`. ARIES mode only.
     #[serde(default = "durable_by_default")]
     pub durable_commits: bool,
+    /// `true` (the default): a record lock held by a transaction still running, whose latest
+    /// operation ran on another thread, is waited for (up to 100 ms an operation) by a
+    /// transaction of lower id, and refused at once to one of higher id (wait-die by id; a
+    /// committing holder is waited for either way). `false`: refused at once (no-wait), for
+    /// drivers that run transactions on several threads but one at a time, whose holder cannot
+    /// run while the waiter waits (a waiter would sit out the whole 100 ms).
+    #[serde(default = "durable_by_default")]
+    pub wait_for_running_holders: bool,
     /// Log each page image (splits, merges, overflow chains, allocations) without its longest
     /// run of zero bytes: the free middle of a slotted page, most of a new page; as PostgreSQL
     /// leaves the hole out of its full-page images. Fewer log bytes for the same redo, byte for
@@ -179,6 +187,7 @@ impl Default for DbConfig {
             journal: None,
             flushless: None,
             durable_commits: true,
+            wait_for_running_holders: true,
             log_image_holes: true,
             log_page_ops: true,
             leaf_splits: LeafSplits::Auto,

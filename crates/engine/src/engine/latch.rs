@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub health: Health,
     /// [`crate::DbConfig::durable_commits`].
     pub durable_commits: bool,
+    /// [`crate::DbConfig::wait_for_running_holders`].
+    wait_for_running: bool,
     /// Threads waiting for any transaction to end (for log space, or for a scan's tree).
     ended: EndWait,
     /// Threads waiting for a committing holder of a record lock to end, by the holder's id
@@ -147,8 +149,10 @@ impl Shared {
     pub fn new(core: Core, wal: SharedWal) -> Shared {
         let health = core.health.clone();
         let durable_commits = core.cfg.durable_commits;
+        let wait_for_running = core.cfg.wait_for_running_holders;
         Shared {
             durable_commits,
+            wait_for_running,
             writers: Writers::default(),
             checkpointing: Mutex::new(()),
             core: ShardedLock::new(core),
@@ -196,7 +200,7 @@ impl Shared {
         let again = now < deadline
             && match found {
                 Holder::Active => false,
-                Holder::Running if me > holder => false,
+                Holder::Running if me > holder || !self.wait_for_running => false,
                 Holder::Gone => {
                     // Ended; its locks go back in a moment.
                     std::thread::yield_now();

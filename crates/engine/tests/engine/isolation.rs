@@ -602,7 +602,8 @@ fn a_record_held_by_a_committing_transaction_is_waited_for() {
 
 /// A record held by a transaction still running, whose latest operation ran on another thread,
 /// is waited for by a transaction of lower id (until the holder ends) and refused at once to
-/// one of higher id (wait-die by id: no cycle of waits can form).
+/// one of higher id (wait-die by id: no cycle of waits can form); with
+/// `wait_for_running_holders` off, refused at once to both.
 #[test]
 fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
     let db = Db::open(
@@ -658,4 +659,25 @@ fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
     waiter.join().unwrap().unwrap();
     assert_eq!(db.get(&t, b"b").unwrap().as_deref(), Some(&b"older"[..]));
     assert_eq!(db.get(&t, b"a").unwrap().as_deref(), Some(&b"holder"[..]));
+    drop(db);
+    // `wait_for_running_holders: false`: no-wait for running holders, lower id or not.
+    let cfg = DbConfig {
+        wait_for_running_holders: false,
+        ..DbConfig::default()
+    };
+    let db = Db::open(wafer_engine::Devices::memory(16 << 20, 4 << 20), cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut older = db.begin().unwrap();
+    let mut holder = db.begin().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| holder.put(&t, b"c", b"holder").unwrap());
+    });
+    let started = std::time::Instant::now();
+    assert!(matches!(
+        older.put(&t, b"c", b"older"),
+        Err(Error::Conflict { .. })
+    ));
+    assert!(started.elapsed() < std::time::Duration::from_millis(80));
+    drop(older);
+    holder.commit().unwrap();
 }
