@@ -128,7 +128,7 @@ pub struct DbConfig {
     /// committing holder is waited for either way). `false`: refused at once (no-wait), for
     /// drivers that run transactions on several threads but one at a time, whose holder cannot
     /// run while the waiter waits (a waiter would sit out the whole 100 ms).
-    #[serde(default = "durable_by_default")]
+    #[serde(default = "wait_by_default")]
     pub wait_for_running_holders: bool,
     /// Log each page image (splits, merges, overflow chains, allocations) without its longest
     /// run of zero bytes: the free middle of a slotted page, most of a new page; as PostgreSQL
@@ -161,6 +161,10 @@ fn on_by_default() -> bool {
 }
 
 fn durable_by_default() -> bool {
+    true
+}
+
+fn wait_by_default() -> bool {
     true
 }
 
