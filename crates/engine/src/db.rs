@@ -338,6 +338,7 @@ impl Db {
             group_commit: crate::wal::GroupCommit {
                 max_delay_us: cfg.group_commit.max_delay_us,
                 min_batch_records: cfg.group_commit.min_batch,
+                min_share_pct: cfg.group_commit.min_share_pct,
             },
             buffer_bytes: cfg.log_buffer_bytes,
             image_holes: cfg.log_image_holes,

@@ -3,14 +3,26 @@
 //!
 //! [`SharedWal`] shares a [`Wal`] between threads and runs a leader/follower protocol in
 //! [`SharedWal::commit_wait`]: the first committer whose record is not yet durable becomes the
-//! leader; it waits until `min_batch_records` committers are waiting, or no other committer is
-//! expected, or `max_delay_us` passed; then it flushes once for all and wakes the followers.
+//! leader; once the device is free (no flush in flight) it waits until `min_batch_records`
+//! committers are waiting, or `min_share` of the recent committers are, or `max_delay_us`
+//! passed (and never longer than a flush takes); then it flushes once for all and wakes the
+//! followers.
 //!
-//! "Expected" committers are the threads that called `commit_wait` recently (within
-//! [`GroupCommit::recent_window_us`]) and are not waiting now: they are the workload's concurrent
-//! committers, likely to be back soon. A single thread never expects anyone but itself, so its
-//! commits flush at once; the same holds for a virtual-time scheduler running many client tasks
-//! on one thread (its tasks can not commit while the thread waits).
+//! "Recent" committers are the threads that called `commit_wait` within the last eight flush
+//! times (at most [`GroupCommit::recent_window_us`]): the workload's concurrent committers,
+//! likely to be back soon. A single thread is the only recent committer, so its commits flush at once; the same
+//! holds for a virtual-time scheduler running many client tasks on one thread (its tasks can not
+//! commit while the thread waits).
+//!
+//! Why wait for a share of them once the device is free: with closed-loop clients (each commits,
+//! waits, works, commits again) a flush that starts the moment the previous one ends finds only
+//! the commits appended during that flight; the followers it woke append theirs a moment later
+//! and wait for the whole next flush, so each client commits every second flush. Waiting until
+//! most recent committers are back puts nearly all of them in every flush; waiting for all of
+//! them waits for the slowest (a client between two reads, a thread without a processor). The
+//! wait ends on the count, not a timer: a timed sleep of tens of microseconds oversleeps by the
+//! kernel's timer slack and the wake-up (50 us and more on this two-core machine), measured in
+//! docs/results.md.
 //!
 //! The decision itself is [`GroupCommit::should_flush`], a pure function, so a virtual-time
 //! scheduler can drive the same policy as a steppable task without threads.
@@ -62,6 +74,8 @@ pub struct GroupCommit {
     pub max_delay_us: u64,
     /// Flush as soon as this many commits are waiting (the leader included).
     pub min_batch_records: u32,
+    /// ... or as soon as this share (percent, 1..=100) of the recent committers are.
+    pub min_share_pct: u32,
 }
 
 impl Default for GroupCommit {
@@ -69,6 +83,7 @@ impl Default for GroupCommit {
         GroupCommit {
             max_delay_us: 1000,
             min_batch_records: 8,
+            min_share_pct: 100,
         }
     }
 }
@@ -80,21 +95,22 @@ impl GroupCommit {
         GroupCommit {
             max_delay_us: 0,
             min_batch_records: 1,
+            min_share_pct: 100,
         }
     }
 
     /// Whether a leader that has waited `waited_us`, with `waiting_commits` commits waiting (its
-    /// own included), should flush now; `others_expected` says whether any other committer is
-    /// expected to join.
-    pub fn should_flush(
-        &self,
-        waiting_commits: u32,
-        others_expected: bool,
-        waited_us: u64,
-    ) -> bool {
+    /// own included) out of `recent` recent committers, should flush now.
+    pub fn should_flush(&self, waiting_commits: u32, recent: u32, waited_us: u64) -> bool {
+        self.batch_ready(waiting_commits, recent) || waited_us >= self.max_delay_us
+    }
+
+    /// Whether enough commits wait, whatever the time: `min_batch_records`, or `min_share_pct`
+    /// of the `recent` committers (all of them at 100).
+    pub fn batch_ready(&self, waiting_commits: u32, recent: u32) -> bool {
+        let share = u64::from(self.min_share_pct.clamp(1, 100));
         waiting_commits >= self.min_batch_records
-            || !others_expected
-            || waited_us >= self.max_delay_us
+            || u64::from(waiting_commits) * 100 >= u64::from(recent) * share
     }
 
     /// How long a thread counts as a concurrent committer after its last commit: 50 times the
@@ -187,11 +203,19 @@ impl State {
         self.flush_ns <= FOLLOWER_SPIN.as_nanos() as u64
     }
 
-    /// Whether a recent committer is not waiting now (and so may still join the batch).
-    fn others_expected(&mut self, now: Instant) -> bool {
-        let window = Duration::from_micros(self.policy.recent_window_us());
+    /// The recent committers at `now` (the threads that committed within the last
+    /// [`RECENT_FLUSHES`] flush times, at most [`GroupCommit::recent_window_us`]); older ones
+    /// are forgotten.
+    fn recent_count(&mut self, now: Instant) -> u32 {
+        let mut window = Duration::from_micros(self.policy.recent_window_us());
+        if self.flush_ns > 0 {
+            // (Before the first flush is timed, the whole window.)
+            window = window.min(Duration::from_nanos(
+                self.flush_ns.saturating_mul(RECENT_FLUSHES),
+            ));
+        }
         self.recent.retain(|_, t| now.duration_since(*t) < window);
-        self.recent.len() > self.batch as usize
+        u32::try_from(self.recent.len()).unwrap_or(u32::MAX)
     }
 }
 
@@ -218,6 +242,11 @@ struct Inner {
     /// take the log's lock (and wait for whoever holds it) to set it again.
     defer_full: std::sync::atomic::AtomicBool,
 }
+
+/// A thread counts as a recent committer for this many flush times after its last commit (and
+/// no longer than [`GroupCommit::recent_window_us`]): the clients that commit every flush or two
+/// count; a thread that commits now and then does not hold a leader back.
+const RECENT_FLUSHES: u64 = 8;
 
 /// How long a follower spins for the flush in flight before it sleeps.
 const FOLLOWER_SPIN: Duration = Duration::from_micros(20);
@@ -292,8 +321,14 @@ impl SharedWal {
         if !g.covered(lsn) {
             g.batch += 1;
         }
-        g.recent.insert(crate::sync::thread_id(), Instant::now());
-        if g.joined_waiters > 0 {
+        let now = Instant::now();
+        g.recent.insert(crate::sync::thread_id(), now);
+        // Wake a gathering leader only when its batch is ready: each wake-up is a context
+        // switch, and the leader would only go back to sleep.
+        if g.joined_waiters > 0 && {
+            let recent = g.recent_count(now);
+            g.policy.batch_ready(g.batch, recent)
+        } {
             self.inner.joined.notify_all();
         }
         loop {
@@ -325,7 +360,7 @@ impl SharedWal {
             }
             // Lead the next flush.
             g.leader = true;
-            let t0 = Instant::now();
+            let mut free_since = Instant::now();
             // One flush in flight at a time; the batch gathers meanwhile. A moment's spin
             // first, without the latch: the flush in flight often ends sooner than a sleep and
             // a wake-up take.
@@ -341,20 +376,23 @@ impl SharedWal {
                 // Still the leader: followers that came meanwhile wait for this thread.
                 g = self.state();
             }
+            // The delay counts from when the device is free: time spent waiting for the flight
+            // is not time the device idles for the batch.
             while g.flushing.is_some() {
                 g.turn_waiter = true;
                 g = self.inner.turn.wait(g).unwrap_or_else(|e| e.into_inner());
                 g.turn_waiter = false;
+                free_since = Instant::now();
             }
             loop {
                 let now = Instant::now();
-                let waited_us = now.duration_since(t0).as_micros() as u64;
-                let others = g.others_expected(now);
+                let waited_us = now.duration_since(free_since).as_micros() as u64;
+                let recent = g.recent_count(now);
                 let policy = GroupCommit {
                     max_delay_us: g.batch_wait_us(),
                     ..g.policy
                 };
-                if g.urgent || policy.should_flush(g.batch, others, waited_us) {
+                if g.urgent || policy.should_flush(g.batch, recent, waited_us) {
                     break;
                 }
                 let left = Duration::from_micros(policy.max_delay_us - waited_us);

@@ -57,6 +57,7 @@ fn concurrent_threads_commit_with_group_commit_and_background_work() {
         group_commit: GroupCommitConfig {
             max_delay_us: 2000,
             min_batch: 4,
+            min_share_pct: 100,
         },
         ..DbConfig::default()
     };

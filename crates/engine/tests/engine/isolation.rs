@@ -56,6 +56,7 @@ mod transfers {
             group_commit: GroupCommitConfig {
                 max_delay_us: 100,
                 min_batch: 2,
+                min_share_pct: 100,
             },
             ..DbConfig::default()
         }
@@ -250,6 +251,7 @@ mod threads {
             group_commit: GroupCommitConfig {
                 max_delay_us: 200,
                 min_batch: 3,
+                min_share_pct: 100,
             },
             ..DbConfig::default()
         }

@@ -51,6 +51,7 @@ fn concurrent_commits_share_flushes() {
         GroupCommit {
             max_delay_us: 2000,
             min_batch_records: 4,
+            min_share_pct: 100,
         },
     );
     let start = Barrier::new(THREADS as usize);
@@ -117,6 +118,7 @@ fn single_thread_commit_flushes_at_once() {
         GroupCommit {
             max_delay_us: 2_000_000,
             min_batch_records: 16,
+            min_share_pct: 100,
         },
     );
     let t0 = Instant::now();
@@ -167,6 +169,7 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
         GroupCommit {
             max_delay_us: 50_000,
             min_batch_records: 4,
+            min_share_pct: 100,
         },
     );
     let waited = commit_after_another_thread(&wal);
@@ -178,6 +181,7 @@ fn leader_waits_at_most_max_delay_for_a_committer_that_does_not_come() {
         GroupCommit {
             max_delay_us: 50_000,
             min_batch_records: 4,
+            min_share_pct: 100,
         }
         .recent_window_us(),
     ));
@@ -217,6 +221,7 @@ fn a_leader_waits_no_longer_than_a_flush_takes() {
         GroupCommit {
             max_delay_us: 200_000,
             min_batch_records: 4,
+            min_share_pct: 100,
         },
     );
     let took = commit_after_another_thread(&wal);
@@ -229,13 +234,72 @@ fn policy_decisions() {
     let p = GroupCommit {
         max_delay_us: 100,
         min_batch_records: 3,
+        min_share_pct: 100,
     };
-    assert!(!p.should_flush(1, true, 10));
-    assert!(p.should_flush(3, true, 10));
-    assert!(p.should_flush(1, false, 10));
-    assert!(p.should_flush(1, true, 100));
-    assert!(GroupCommit::immediate().should_flush(1, true, 0));
+    // One of two recent committers waits: wait for the other, up to the delay.
+    assert!(!p.should_flush(1, 2, 10));
+    assert!(p.should_flush(1, 2, 100));
+    assert!(p.should_flush(3, 8, 10));
+    // The only recent committer.
+    assert!(p.should_flush(1, 1, 10));
+    let share = GroupCommit {
+        min_batch_records: 64,
+        min_share_pct: 60,
+        ..p
+    };
+    assert!(!share.should_flush(4, 8, 10));
+    assert!(share.should_flush(5, 8, 10));
+    assert!(!share.should_flush(1, 2, 10));
+    assert!(share.should_flush(2, 2, 10));
+    assert!(GroupCommit::immediate().should_flush(1, 8, 0));
     assert_eq!(p.recent_window_us(), 10_000);
+}
+
+#[test]
+fn the_delay_counts_from_the_end_of_the_flush_in_flight() {
+    // Flushes of 60 ms, a delay of 50 ms. Thread A's commit flushes (F1); this thread commits
+    // 10 ms into F1 and leads the next flush. When F1 ends it has waited 50 ms already, yet the
+    // device has not idled: it waits for A, a recent committer, which commits again 5 ms after
+    // F1 ended, and one flush serves both. (Counting the delay from when it became the leader,
+    // it flushed alone at F1's end and A's commit took a third flush.)
+    let dev = Held::new(1 << 20, 512);
+    let wal = shared_on(
+        Box::new(SlowFlush(dev.clone(), Duration::from_millis(60))),
+        GroupCommit {
+            max_delay_us: 50_000,
+            min_batch_records: 64,
+            min_share_pct: 100,
+        },
+    );
+    let appended = Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let c = wal.append(1, 0, Body::Commit).unwrap();
+            appended.wait();
+            wal.commit_wait(c).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            let c = wal.append(3, 0, Body::Commit).unwrap();
+            wal.commit_wait(c).unwrap();
+        });
+        appended.wait();
+        std::thread::sleep(Duration::from_millis(10));
+        let c = wal.append(2, 0, Body::Commit).unwrap();
+        wal.commit_wait(c).unwrap();
+    });
+    let st = wal.stats();
+    assert_eq!((st.commits, st.commit_flushes), (3, 2));
+
+    // A committer counts as recent for eight flush times (here 480 ms), not the whole window
+    // (2.5 s): past them a commit flushes at once (60 ms) instead of waiting 50 ms for A.
+    std::thread::sleep(Duration::from_millis(600));
+    let t0 = Instant::now();
+    let c = wal.append(4, 0, Body::Commit).unwrap();
+    wal.commit_wait(c).unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]

@@ -231,6 +231,7 @@ fn stress_config() -> DbConfig {
         group_commit: GroupCommitConfig {
             max_delay_us: 100,
             min_batch: 2,
+            min_share_pct: 100,
         },
         ..DbConfig::default()
     }
