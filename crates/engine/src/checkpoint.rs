@@ -22,6 +22,7 @@ use crate::wal::record::{Body, CheckpointData};
 use crate::wal::{Master, SharedWal, Wal};
 use crate::writepath::WriteReason;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Above this log fill, checkpoints write every candidate whatever the policy says.
@@ -124,7 +125,22 @@ pub(crate) struct Checkpointer {
     last_begin_lsn: Lsn,
     /// When the last checkpoint completed, on `clock`.
     last_ns: u64,
+    /// A checkpoint due is left to the end of the transaction whose change found it due
+    /// ([`Checkpointer::want`]); shared with `Shared`, which runs it once a transaction ends.
+    wanted: Arc<AtomicBool>,
     pub stats: CheckpointStats,
+}
+
+/// What the log's space says about an operation that may log some bytes
+/// ([`Checkpointer::log_space`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogSpace {
+    /// Room, and no checkpoint due.
+    Ok,
+    /// Room, but the log grew by a checkpoint interval since the last one began: one is due.
+    Due,
+    /// Short of room: a checkpoint must run first (or the operation is refused).
+    Short,
 }
 
 /// An upper bound of a checkpoint record's size when at most `frames` pages are dirty: 16 bytes a
@@ -240,6 +256,7 @@ impl Checkpointer {
             finish_due: false,
             last_begin_lsn: 0,
             last_ns: 0,
+            wanted: Arc::new(AtomicBool::new(false)),
             stats: CheckpointStats::default(),
         }
     }
@@ -424,10 +441,29 @@ impl Checkpointer {
     /// operation run with the core latch shared checks this with the log latched (and runs
     /// exclusive, through `ensure_log_space`, when it fails).
     pub fn log_space_ok(&self, wal: &Wal, txns: &TxnTable, need: u64) -> bool {
+        self.log_space(wal, txns, need) == LogSpace::Ok
+    }
+
+    /// [`Checkpointer::log_space_ok`], saying why not.
+    pub fn log_space(&self, wal: &Wal, txns: &TxnTable, need: u64) -> LogSpace {
         let want = self.op_reserve(wal).max(need) + txns.log_reserved();
-        let short = wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL;
-        let due = self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none();
-        !short && !due
+        if wal.free_bytes() <= want || log_fill(wal) > FORCE_ALL_FILL {
+            LogSpace::Short
+        } else if self.log_growth(wal) >= self.cadence(wal) && self.in_progress.is_none() {
+            LogSpace::Due
+        } else {
+            LogSpace::Ok
+        }
+    }
+
+    /// Leaves the checkpoint due to the end of the calling operation's transaction.
+    pub fn want(&self) {
+        self.wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// The flag [`Checkpointer::want`] raises.
+    pub fn wanted_flag(&self) -> Arc<AtomicBool> {
+        self.wanted.clone()
     }
 
     /// Makes sure an operation that may log about `need` bytes (its record and, later, its

@@ -366,6 +366,7 @@ impl Txn {
                     self.shared.flush_full_log();
                 }
                 self.shared.notify_ended(self.id);
+                self.shared.run_wanted_checkpoint();
                 return Ok(());
             }
         }
@@ -376,7 +377,10 @@ impl Txn {
                 return Err(e);
             }
         }
-        pending.finish()
+        let shared = pending.shared.clone();
+        let r = pending.finish();
+        shared.run_wanted_checkpoint();
+        r
     }
 
     /// The first half of a commit, for schedulers that batch log flushes themselves (group
@@ -419,6 +423,7 @@ impl Txn {
         let shared = self.shared.core_read().rollback_shared(self.id);
         if let Some(r) = shared {
             self.shared.notify_ended(self.id);
+            self.shared.run_wanted_checkpoint();
             return r;
         }
         let mut core = self.shared.core();
@@ -428,6 +433,7 @@ impl Txn {
         drop(core);
         self.shared.notify_ended(self.id);
         self.shared.flush_full_log();
+        self.shared.run_wanted_checkpoint();
         r
     }
 }

@@ -10,8 +10,8 @@ use crate::wal::record::TxnId;
 use crate::wal::SharedWal;
 use crate::writepath::SharedLog;
 use crossbeam_utils::sync::ShardedLock;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Pages an operation on one key reads with the core latch released before it runs exclusive
 /// (see [`Shared::shared_op`]): a descent of a cold tree reads a page per level.
@@ -98,6 +98,9 @@ pub(crate) struct Shared {
     wait_for_running: bool,
     /// Threads waiting for any transaction to end (for log space, or for a scan's tree).
     ended: EndWait,
+    /// A shared change found a checkpoint due and left it to the end of its transaction
+    /// (`Checkpointer::want`): [`Shared::run_wanted_checkpoint`] runs it.
+    checkpoint_wanted: Arc<AtomicBool>,
     /// Threads waiting for a committing holder of a record lock to end, by the holder's id
     /// (`holder % COMMITTER_STRIPES`): an end wakes only the waiters of its stripe.
     committer_ends: Box<[EndWait]>,
@@ -150,7 +153,9 @@ impl Shared {
         let health = core.health.clone();
         let durable_commits = core.cfg.durable_commits;
         let wait_for_running = core.cfg.wait_for_running_holders;
+        let checkpoint_wanted = core.checkpointer.wanted_flag();
         Shared {
+            checkpoint_wanted,
             durable_commits,
             wait_for_running,
             writers: Writers::default(),
@@ -171,6 +176,19 @@ impl Shared {
     #[inline]
     pub fn flush_full_log(&self) {
         let _ = self.wal.flush_full();
+    }
+
+    /// Runs the checkpoint a shared change found due and left to the end of its transaction
+    /// (`Core::shared_log_space_ok`), if one is: called once a transaction has ended, holding
+    /// no latch and no lock. One atomic load when there is none. An error has poisoned the
+    /// handle; the next operation reports it.
+    #[inline]
+    pub fn run_wanted_checkpoint(&self) {
+        if self.checkpoint_wanted.load(Ordering::Relaxed)
+            && self.checkpoint_wanted.swap(false, Ordering::Relaxed)
+        {
+            self.make_log_space(&[], None);
+        }
     }
 
     /// Wakes the threads waiting for a transaction to end, and those waiting for transaction

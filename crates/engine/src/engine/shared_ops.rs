@@ -453,7 +453,7 @@ impl Core {
         // checkpoint due, which the exclusive run then takes) leaves nothing to take back.
         let need = update_log_need(self.cfg.page_size, key, value);
         let mut log = wal.lock();
-        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
+        if !self.shared_log_space_ok(&log, need) {
             return None;
         }
         log.set_update_keep(Some(self.update_keep(first)));
@@ -497,6 +497,30 @@ impl Core {
 }
 
 impl Core {
+    /// Whether a change made with the core latch shared, that may log `need` bytes, may go on
+    /// (the log latched: `log`). A checkpoint due only because the log grew by an interval
+    /// does not stop it once a second thread has run operations (in place, without a version
+    /// store): it is left to the end of the transaction (`Checkpointer::want`,
+    /// `Shared::run_wanted_checkpoint`). Run now, by the exclusive path, it would hold this
+    /// change's record lock, taken before, through all its page writes: writers of a hot key
+    /// then waited up to 100 ms or, refused by a running holder, retried thousands of times
+    /// (durable YCSB-A at 8 threads, docs/results.md). A log short of space still stops it.
+    pub(super) fn shared_log_space_ok(&self, log: &crate::wal::Wal, need: u64) -> bool {
+        use crate::checkpoint::LogSpace;
+        match self.checkpointer.log_space(log, &self.txns, need) {
+            LogSpace::Ok => true,
+            LogSpace::Due
+                if self.cache.splits.several_threads()
+                    && self.flushless.is_none()
+                    && self.versions.is_none() =>
+            {
+                self.checkpointer.want();
+                true
+            }
+            LogSpace::Due | LogSpace::Short => false,
+        }
+    }
+
     /// The key-range check of a change of `key` (`None`: a delete) by `txn` whose leaf `w`
     /// holds latched (see `ranges.rs`); `there`: the key is in the leaf. Nothing to ask for a
     /// put while no scan claims the tree; the leaf is searched for the neighbours of a new key

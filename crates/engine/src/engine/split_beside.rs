@@ -91,7 +91,7 @@ impl Core {
         let posting = POSTING_LOG_PAGES * self.cfg.page_size as u64;
         let need = update_log_need(self.cfg.page_size, key, Some(value)) + posting;
         let mut log = wal.lock();
-        if !self.checkpointer.log_space_ok(&log, &self.txns, need) {
+        if !self.shared_log_space_ok(&log, need) {
             splits.return_frame(f);
             return None;
         }

@@ -407,3 +407,36 @@ fn a_load_that_fills_the_log_aborts_and_recovers() {
         }
     }
 }
+
+/// With several threads, a checkpoint that the log's growth makes due (not one it is short of
+/// space for) runs once the transaction whose change found it due has ended, not inside that
+/// change: the change holds its record's lock from before, and writers of that key would wait
+/// for the whole checkpoint (or, refused by a running holder, retry all along). Before, the
+/// put that crossed the log's checkpoint interval ran the checkpoint itself.
+#[test]
+fn a_due_checkpoint_runs_after_the_transaction_that_found_it() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    // A second thread's operation: from then on the database runs beside other threads.
+    std::thread::scope(|s| {
+        s.spawn(|| db.get(&t, b"none").unwrap());
+    });
+    let mut ran = 0;
+    for i in 0..20_000u64 {
+        let before = db.stats().engine.checkpoints;
+        let mut x = db.begin().unwrap();
+        x.put(&t, &key(i % 500, 16), &value(i, 100)).unwrap();
+        assert_eq!(
+            db.stats().engine.checkpoints,
+            before,
+            "a checkpoint ran inside put {i}"
+        );
+        x.commit().unwrap();
+        ran += db.stats().engine.checkpoints - before;
+        if ran >= 3 {
+            break;
+        }
+    }
+    assert!(ran >= 3, "{ran} checkpoints in 20,000 transactions");
+}
