@@ -191,6 +191,11 @@ impl State {
     /// second flush would (a log in memory or on a fast device flushes in microseconds; a disk
     /// that syncs in milliseconds keeps the whole delay).
     fn batch_wait_us(&self) -> u64 {
+        if self.spin_pays() {
+            // A flush shorter than a sleep and a wake-up: flushing again costs less than
+            // waiting for the next committer would (a log in memory).
+            return 0;
+        }
         self.policy.max_delay_us.min(self.flush_ns / 1000)
     }
 
