@@ -225,7 +225,11 @@ impl Shared {
                     true
                 }
                 Holder::Committing | Holder::Running => {
+                    // No commit of this thread's before that end: not one a gathering
+                    // group-commit leader should wait for.
+                    self.wal.stall_begin();
                     ends.wait(crate::sync::lock(&ends.lock), seen, deadline - now);
+                    self.wal.stall_end();
                     std::time::Instant::now() < deadline
                 }
             };

@@ -53,7 +53,7 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -246,6 +246,12 @@ struct Inner {
     /// What [`SharedWal::set_defer_full`] last set, so that a thread's first operation does not
     /// take the log's lock (and wait for whoever holds it) to set it again.
     defer_full: std::sync::atomic::AtomicBool,
+    /// Threads waiting for another transaction's end ([`SharedWal::stall_begin`]): they commit
+    /// nothing before it, so a gathering leader does not count them among the recent committers
+    /// it waits for.
+    stalled: AtomicU32,
+    /// A leader is waiting on `joined` for more committers.
+    gathering: std::sync::atomic::AtomicBool,
 }
 
 /// A thread counts as a recent committer for this many flush times after its last commit (and
@@ -290,6 +296,8 @@ impl SharedWal {
                 flushes: AtomicU64::new(0),
                 full_due,
                 defer_full: std::sync::atomic::AtomicBool::new(false),
+                stalled: AtomicU32::new(0),
+                gathering: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -330,10 +338,7 @@ impl SharedWal {
         g.recent.insert(crate::sync::thread_id(), now);
         // Wake a gathering leader only when its batch is ready: each wake-up is a context
         // switch, and the leader would only go back to sleep.
-        if g.joined_waiters > 0 && {
-            let recent = g.recent_count(now);
-            g.policy.batch_ready(g.batch, recent)
-        } {
+        if g.joined_waiters > 0 && self.ready(&mut g, now) {
             self.inner.joined.notify_all();
         }
         loop {
@@ -390,9 +395,12 @@ impl SharedWal {
                 free_since = Instant::now();
             }
             loop {
+                // Raised before the look at the stalled count: a thread that stalls after the
+                // look sees it raised and wakes this leader (`stall_begin`).
+                self.inner.gathering.store(true, Ordering::SeqCst);
                 let now = Instant::now();
                 let waited_us = now.duration_since(free_since).as_micros() as u64;
-                let recent = g.recent_count(now);
+                let recent = self.expected(&mut g, now);
                 let policy = GroupCommit {
                     max_delay_us: g.batch_wait_us(),
                     ..g.policy
@@ -408,6 +416,7 @@ impl SharedWal {
                 };
                 g.joined_waiters -= 1;
             }
+            self.inner.gathering.store(false, Ordering::SeqCst);
             // The flush of the batch (and of whatever else is buffered).
             debug_assert!(g.flushing.is_none());
             g.leader = false;
@@ -434,6 +443,40 @@ impl SharedWal {
             g.wal.stats_mut().commit_flushes += 1;
             r?;
         }
+    }
+
+    /// The committers a gathering leader may still expect at `now`: the recent ones, less the
+    /// threads stalled on another transaction's end.
+    fn expected(&self, g: &mut State, now: Instant) -> u32 {
+        let stalled = self.inner.stalled.load(Ordering::SeqCst);
+        g.recent_count(now).saturating_sub(stalled)
+    }
+
+    /// Whether a gathering leader's batch is ready at `now` (see [`GroupCommit::batch_ready`]).
+    fn ready(&self, g: &mut State, now: Instant) -> bool {
+        let expected = self.expected(g, now);
+        g.policy.batch_ready(g.batch, expected)
+    }
+
+    /// The calling thread is about to wait for another transaction's end (a record lock it
+    /// holds; it ends once its commit is durable, at the earliest): until
+    /// [`SharedWal::stall_end`] it commits nothing, so a gathering leader stops waiting for it
+    /// (and is woken if that makes its batch ready). Without it, a leader whose transaction
+    /// held the lock the recent committers waited for waited for them until its delay ran out
+    /// (durable YCSB-A over 10 records at 8 threads: 15-20% fewer operations).
+    pub fn stall_begin(&self) {
+        self.inner.stalled.fetch_add(1, Ordering::SeqCst);
+        if self.inner.gathering.load(Ordering::SeqCst) {
+            let mut g = self.state();
+            if g.joined_waiters > 0 && self.ready(&mut g, Instant::now()) {
+                self.inner.joined.notify_all();
+            }
+        }
+    }
+
+    /// The end of a wait [`SharedWal::stall_begin`] announced.
+    pub fn stall_end(&self) {
+        self.inner.stalled.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Runs `job` (taken from the log under `g`) with the log unlocked, marked as the flush in

@@ -578,3 +578,47 @@ fn acknowledged_concurrent_commits_survive_a_power_cut() {
     );
     eprintln!("{acked_total} acknowledged commits, {cut_short} of 12 runs cut short");
 }
+
+#[test]
+fn a_committer_stalled_on_another_transaction_is_not_waited_for() {
+    // Flushes of 60 ms, a delay of 50 ms, every recent committer waited for. Thread A commits
+    // (a recent committer), then stalls (as a writer does that waits for a lock held by a
+    // committing transaction): this thread's commit does not wait 50 ms for A.
+    let dev = Held::new(1 << 20, 512);
+    let wal = shared_on(
+        Box::new(SlowFlush(dev.clone(), Duration::from_millis(60))),
+        GroupCommit {
+            max_delay_us: 50_000,
+            min_batch_records: 64,
+            min_share_pct: 100,
+        },
+    );
+    let stalled = Barrier::new(2);
+    let done = Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let c = wal.append(1, 0, Body::Commit).unwrap();
+            wal.commit_wait(c).unwrap();
+            wal.stall_begin();
+            stalled.wait();
+            done.wait();
+            wal.stall_end();
+        });
+        stalled.wait();
+        let t0 = Instant::now();
+        let c = wal.append(2, 0, Body::Commit).unwrap();
+        wal.commit_wait(c).unwrap();
+        let took = t0.elapsed();
+        done.wait();
+        assert!(took < Duration::from_millis(100), "{took:?}");
+    });
+    // Once A is back, it is waited for again: the delay and the flush.
+    let t0 = Instant::now();
+    let c = wal.append(3, 0, Body::Commit).unwrap();
+    wal.commit_wait(c).unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(105),
+        "{:?}",
+        t0.elapsed()
+    );
+}
