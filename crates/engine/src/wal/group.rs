@@ -10,9 +10,9 @@
 //!
 //! "Recent" committers are the threads that called `commit_wait` within the last eight flush
 //! times (at most [`GroupCommit::recent_window_us`]): the workload's concurrent committers,
-//! likely to be back soon. A single thread is the only recent committer, so its commits flush at once; the same
-//! holds for a virtual-time scheduler running many client tasks on one thread (its tasks can not
-//! commit while the thread waits).
+//! likely to be back soon. A single thread is the only recent committer, so its commits flush
+//! at once; the same holds for a virtual-time scheduler running many client tasks on one thread
+//! (its tasks can not commit while the thread waits).
 //!
 //! Why wait for a share of them once the device is free: with closed-loop clients (each commits,
 //! waits, works, commits again) a flush that starts the moment the previous one ends finds only
