@@ -36,6 +36,19 @@ fn bad_input_gets_typed_errors() {
         Db::open(pair.devices(), bad),
         Err(Error::Config(_))
     ));
+    for pct in [0, 101] {
+        let bad = DbConfig {
+            group_commit: wafer_engine::GroupCommitConfig {
+                min_share_pct: pct,
+                ..Default::default()
+            },
+            ..DbConfig::default()
+        };
+        assert!(
+            matches!(Db::open(pair.devices(), bad), Err(Error::Config(m)) if m.contains("min_share_pct")),
+            "min_share_pct {pct}"
+        );
+    }
 }
 
 /// The catalog lives in the meta page, so the number of trees is bounded. Creating one tree too

@@ -255,6 +255,19 @@ fn policy_decisions() {
     assert_eq!(p.recent_window_us(), 10_000);
 }
 
+/// A log whose flushes take 60 ms, whose leaders wait up to 50 ms for every recent committer.
+fn waiting_for_every_committer() -> SharedWal {
+    let dev = Held::new(1 << 20, 512);
+    shared_on(
+        Box::new(SlowFlush(dev, Duration::from_millis(60))),
+        GroupCommit {
+            max_delay_us: 50_000,
+            min_batch_records: 64,
+            min_share_pct: 100,
+        },
+    )
+}
+
 #[test]
 fn the_delay_counts_from_the_end_of_the_flush_in_flight() {
     // Flushes of 60 ms, a delay of 50 ms. Thread A's commit flushes (F1); this thread commits
@@ -262,15 +275,7 @@ fn the_delay_counts_from_the_end_of_the_flush_in_flight() {
     // device has not idled: it waits for A, a recent committer, which commits again 5 ms after
     // F1 ended, and one flush serves both. (Counting the delay from when it became the leader,
     // it flushed alone at F1's end and A's commit took a third flush.)
-    let dev = Held::new(1 << 20, 512);
-    let wal = shared_on(
-        Box::new(SlowFlush(dev.clone(), Duration::from_millis(60))),
-        GroupCommit {
-            max_delay_us: 50_000,
-            min_batch_records: 64,
-            min_share_pct: 100,
-        },
-    );
+    let wal = waiting_for_every_committer();
     let appended = Barrier::new(2);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -584,15 +589,7 @@ fn a_committer_stalled_on_another_transaction_is_not_waited_for() {
     // Flushes of 60 ms, a delay of 50 ms, every recent committer waited for. Thread A commits
     // (a recent committer), then stalls (as a writer does that waits for a lock held by a
     // committing transaction): this thread's commit does not wait 50 ms for A.
-    let dev = Held::new(1 << 20, 512);
-    let wal = shared_on(
-        Box::new(SlowFlush(dev.clone(), Duration::from_millis(60))),
-        GroupCommit {
-            max_delay_us: 50_000,
-            min_batch_records: 64,
-            min_share_pct: 100,
-        },
-    );
+    let wal = waiting_for_every_committer();
     let stalled = Barrier::new(2);
     let done = Barrier::new(2);
     std::thread::scope(|s| {
