@@ -184,7 +184,10 @@ impl Shared {
     /// handle; the next operation reports it.
     #[inline]
     pub fn run_wanted_checkpoint(&self) {
+        // Not from a rollback while the thread unwinds (a `Txn` dropped by a panic): the flag
+        // stays up for the next transaction's end.
         if self.checkpoint_wanted.load(Ordering::Relaxed)
+            && !std::thread::panicking()
             && self.checkpoint_wanted.swap(false, Ordering::Relaxed)
         {
             self.make_log_space(&[], None);
