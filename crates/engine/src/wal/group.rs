@@ -4,7 +4,7 @@
 //! [`SharedWal`] shares a [`Wal`] between threads and runs a leader/follower protocol in
 //! [`SharedWal::commit_wait`]: the first committer whose record is not yet durable becomes the
 //! leader; once the device is free (no flush in flight) it waits until `min_batch_records`
-//! committers are waiting, or `min_share` of the recent committers are, or `max_delay_us`
+//! committers are waiting, or `min_share_pct` of the recent committers are, or `max_delay_us`
 //! passed (and never longer than a flush takes); then it flushes once for all and wakes the
 //! followers.
 //!
@@ -113,8 +113,9 @@ impl GroupCommit {
             || u64::from(waiting_commits) * 100 >= u64::from(recent) * share
     }
 
-    /// How long a thread counts as a concurrent committer after its last commit: 50 times the
-    /// maximum delay, at least 10 ms.
+    /// The longest a thread counts as a recent committer after its last commit: 50 times the
+    /// maximum delay, at least 10 ms (once flushes are timed, eight flush times if shorter:
+    /// `RECENT_FLUSHES`).
     pub fn recent_window_us(&self) -> u64 {
         self.max_delay_us.saturating_mul(50).max(10_000)
     }
