@@ -246,6 +246,12 @@ pub struct EngineStats {
     /// run again exclusive).
     #[serde(default)]
     pub shared_retries: u64,
+    /// Scans that a miss stopped after part of their range, with several threads: the page
+    /// was read with the core latch released and the scan went on after the last key it had
+    /// read (its key-range claim kept), shared, rather than starting over or, after a few
+    /// pages, running exclusive.
+    #[serde(default)]
+    pub scans_resumed: u64,
     /// Leaf splits made beside other threads (the core latch shared; `DbConfig::leaf_splits`),
     /// their separators posted to the parents later.
     #[serde(default)]
@@ -718,6 +724,7 @@ impl Db {
                 max_consecutive_deferrals: ck.max_consecutive_deferrals,
                 shared_ops: core.stats.shared.get(),
                 shared_retries: core.stats.shared_retries.get(),
+                scans_resumed: core.stats.scans_resumed.get(),
                 splits_beside: core.stats.splits_beside.get(),
                 exclusive_latches: core.exclusive_epoch,
             },

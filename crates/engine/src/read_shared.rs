@@ -53,6 +53,9 @@ pub(crate) struct SharedReader<'a> {
     /// latch; `unclear` records a `false` (a writer may hold an uncommitted change of the key).
     probe: Option<WriteProbe<'a>>,
     unclear: bool,
+    /// Where a part of a scan counts its hits as it goes, for its sink to see (see
+    /// [`SharedReader::run_keeping`]).
+    tally: Option<&'a std::cell::Cell<u64>>,
 }
 
 impl<'a> SharedReader<'a> {
@@ -63,6 +66,7 @@ impl<'a> SharedReader<'a> {
             missed: false,
             probe: None,
             unclear: false,
+            tally: None,
         }
     }
 
@@ -115,6 +119,21 @@ impl<'a> SharedReader<'a> {
         Some(out)
     }
 
+    /// [`SharedReader::run`] for a part of a scan that may keep what it read although a miss
+    /// ended it (`Core::scan_shared_to`): its page hits are counted in `tally` as they come,
+    /// where the scan's sink notes them as it reaches through its leaves, and not in the pool:
+    /// the caller counts those it keeps.
+    pub fn run_keeping<R>(
+        cache: &'a PageCache,
+        tally: &'a std::cell::Cell<u64>,
+        f: impl FnOnce(&mut SharedReader<'a>) -> Result<R>,
+    ) -> Option<Result<R>> {
+        let mut r = SharedReader::new(cache);
+        r.tally = Some(tally);
+        let out = f(&mut r);
+        (!r.missed).then_some(out)
+    }
+
     fn refuse(&self, what: &str) -> Error {
         debug_assert!(false, "a shared reader was asked to {what}");
         Error::InvalidArgument(format!("internal: a shared reader cannot {what}"))
@@ -156,6 +175,9 @@ impl PageStore for SharedReader<'_> {
             .pool
             .guarded(fr)
             .then(|| crate::sync::read(self.cache.pool.frame_latch(fr)));
+        if let Some(t) = self.tally {
+            t.set(t.get() + 1);
+        }
         let cache = self.cache;
         let out = read_checked(data, pid, |p| f(p, Some(&cache.hints)));
         // Asked with the latch still held: a writer counted in the probe from before its change

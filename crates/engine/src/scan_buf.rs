@@ -95,6 +95,9 @@ pub(crate) trait PairOut {
     fn key_at(&self, i: usize) -> &[u8];
     /// Empties it (a shared attempt that gave up is run again from the start).
     fn clear_pairs(&mut self);
+    /// Keeps the first `n` pairs (a scan resumed after a miss drops what its claim does not
+    /// cover).
+    fn truncate_pairs(&mut self, n: usize);
 }
 
 impl PairOut for Vec<(Vec<u8>, Vec<u8>)> {
@@ -110,6 +113,9 @@ impl PairOut for Vec<(Vec<u8>, Vec<u8>)> {
     fn clear_pairs(&mut self) {
         self.clear();
     }
+    fn truncate_pairs(&mut self, n: usize) {
+        self.truncate(n);
+    }
 }
 
 impl PairOut for ScanBuf {
@@ -124,6 +130,12 @@ impl PairOut for ScanBuf {
     }
     fn clear_pairs(&mut self) {
         self.clear();
+    }
+    fn truncate_pairs(&mut self, n: usize) {
+        if n < self.ends.len() {
+            self.ends.truncate(n);
+            self.bytes.truncate(self.ends.last().map_or(0, |e| e.1));
+        }
     }
 }
 
@@ -151,6 +163,14 @@ mod tests {
             ]
         );
         assert_eq!(b.to_vec()[2], (b"ccc".to_vec(), b"333".to_vec()));
+        b.truncate_pairs(5);
+        assert_eq!(b.len(), 3);
+        b.truncate_pairs(1);
+        b.push_pair(b"d", b"4");
+        assert_eq!(
+            b.iter().collect::<Vec<_>>(),
+            vec![(&b"a"[..], &b"1"[..]), (&b"d"[..], &b"4"[..])]
+        );
         let cap = b.bytes.capacity();
         b.clear_pairs();
         assert!(b.is_empty() && b.iter().next().is_none());

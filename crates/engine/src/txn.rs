@@ -4,7 +4,7 @@
 
 use crate::catalog::Tree;
 use crate::engine::LeafHint;
-use crate::engine::{Core, Shared, POINT_READS, SCAN_READS};
+use crate::engine::{Core, Shared, POINT_READS};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::scan_buf::ScanBuf;
@@ -240,17 +240,19 @@ impl Txn {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let id = self.id;
-        let shared = self.shared.shared_op(SCAN_READS, |c| {
-            c.scan_shared(id, tree, range, reverse, limit, None)
+        let mut out = Vec::new();
+        let shared = self.shared.scan_shared_op(|c, parts| {
+            c.scan_shared_to((id, tree), (range, reverse), limit, None, parts, &mut out)
         });
         match shared {
             // A conflict may be waited out: that needs the latch exclusive.
             Some(Err(Error::Conflict { .. })) | None => {}
-            Some(r) => return r,
+            Some(r) => return r.map(|()| out),
         }
         self.with_scan_wait(tree, |core, wal| {
-            core.scan(wal, id, tree, range, reverse, limit, None)
-        })
+            core.scan_to(wal, (id, tree), (range, reverse), limit, None, &mut out)
+        })?;
+        Ok(out)
     }
 
     /// [`Txn::scan`] into `buf` (emptied first), which keeps every key and value in one
@@ -265,8 +267,8 @@ impl Txn {
         buf: &mut ScanBuf,
     ) -> Result<()> {
         let id = self.id;
-        let shared = self.shared.shared_op(SCAN_READS, |c| {
-            c.scan_shared_to((id, tree), (range, reverse), limit, None, &mut *buf)
+        let shared = self.shared.scan_shared_op(|c, parts| {
+            c.scan_shared_to((id, tree), (range, reverse), limit, None, parts, &mut *buf)
         });
         match shared {
             // A conflict may be waited out: that needs the latch exclusive.
@@ -468,9 +470,12 @@ impl Cursor<'_> {
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.start), as_ref(&self.end));
         let (id, tree, reverse) = (self.txn.id, &self.tree, self.reverse);
+        let range_rev = (range, reverse);
         let guard = &mut self.guard;
-        let shared = self.txn.shared.shared_op(SCAN_READS, |c| {
-            c.scan_shared(id, tree, range, reverse, CURSOR_BATCH, Some(&mut *guard))
+        let mut got = Vec::new();
+        let shared = self.txn.shared.scan_shared_op(|c, parts| {
+            let g = Some(&mut *guard);
+            c.scan_shared_to((id, tree), range_rev, CURSOR_BATCH, g, parts, &mut got)
         });
         let batch = match shared {
             // A conflict may be waited out, as a scan's (`Txn::scan`): so a long cursor among
@@ -488,7 +493,7 @@ impl Cursor<'_> {
                     )
                 })?
             }
-            Some(r) => r?,
+            Some(r) => r.map(|()| got)?,
         };
         if batch.len() < CURSOR_BATCH {
             self.done = true;

@@ -446,6 +446,18 @@ fn nonsense_is_refused_before_the_run() {
             vec!["bench", "wall", "--workloads", "c", "--load-batch", "5"],
             "load-batch",
         ),
+        (vec!["bench", "wall", "--max-scan-len", "0"], "max-scan-len"),
+        (
+            vec![
+                "bench",
+                "wall",
+                "--workloads",
+                "a,c",
+                "--max-scan-len",
+                "50",
+            ],
+            "max-scan-len",
+        ),
         (
             vec!["bench", "wall", "--cleaner-clean-fraction", "0.2"],
             "background-ms",

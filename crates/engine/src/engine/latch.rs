@@ -17,9 +17,11 @@ use std::sync::{Arc, Condvar, Mutex};
 /// (see [`Shared::shared_op`]): a descent of a cold tree reads a page per level.
 pub(crate) const POINT_READS: usize = 8;
 /// The same for a scan, which starts over after each page it reads (over pages now cached): a
-/// short scan's descent and leaves; a long scan of pages not in memory runs exclusive (one
-/// pass). It was 2 until the twentieth session: then a third of YCSB-E's scans with misses
-/// took the core latch exclusive, and two threads ran no faster than one (docs/results.md).
+/// short scan's descent and leaves. With one thread a long scan of pages not in memory then
+/// runs exclusive (one pass); with several it goes on in parts, each given this many pages
+/// ([`Shared::scan_shared_op`]). It was 2 until the twentieth session: then a third of
+/// YCSB-E's scans with misses took the core latch exclusive, and two threads ran no faster
+/// than one (docs/results.md).
 pub(crate) const SCAN_READS: usize = 8;
 
 /// Threads writing pages with the core latch released, holding the write path's mutex, that may
@@ -256,6 +258,27 @@ impl Shared {
         ends.wait(g, seen, timeout);
         ends.waiters.fetch_sub(1, Ordering::SeqCst);
         self.core()
+    }
+
+    /// [`Shared::shared_op`] for a scan, in parts with several threads (see
+    /// [`super::scan::ScanParts`]): each round of up to [`SCAN_READS`] pages goes on after the
+    /// pairs the rounds before it kept, and a round that kept none more runs the scan exclusive
+    /// (`None`). With one thread a single round, the scan started over after each page, as
+    /// before.
+    pub fn scan_shared_op<T>(
+        &self,
+        mut attempt: impl FnMut(&Core, &mut super::scan::ScanParts) -> Option<T>,
+    ) -> Option<T> {
+        let mut parts = super::scan::ScanParts::default();
+        loop {
+            let kept = parts.kept();
+            if let Some(r) = self.shared_op(SCAN_READS, |c| attempt(c, &mut parts)) {
+                return Some(r);
+            }
+            if parts.kept() == kept {
+                return None;
+            }
+        }
     }
 
     /// Runs `op` with the core latch shared (one of the `*_shared` operations of

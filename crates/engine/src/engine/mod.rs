@@ -29,7 +29,7 @@ mod scan;
 mod shared_flushless;
 mod shared_ops;
 mod split_beside;
-pub(crate) use latch::{Shared, POINT_READS, SCAN_READS};
+pub(crate) use latch::{Shared, POINT_READS};
 pub(crate) use shared_ops::LeafHint;
 
 use crate::btree::{self, tree as bt};
@@ -71,6 +71,9 @@ pub(crate) struct OpStats {
     /// Attempts with the core latch shared that gave up: the operation read a missing page with
     /// the latch released and tried again, or ran exclusive.
     pub shared_retries: Striped,
+    /// Scans that gave up at a miss after reading part of their range and resumed there
+    /// (`Core::scan_shared_to`).
+    pub scans_resumed: Striped,
     /// Leaf splits made with the core latch shared (`split_beside.rs`).
     pub splits_beside: Striped,
 }

@@ -15,6 +15,7 @@ use crate::read_shared::SharedReader;
 use crate::scan_buf::{PairOut, ScanBuf};
 use crate::wal::record::{TreeId, TxnId};
 use crate::wal::Wal;
+use std::cell::Cell;
 use std::ops::Bound;
 
 impl Core {
@@ -91,26 +92,29 @@ impl Core {
     }
 
     /// The checks before a scan of `txn` (not a snapshot reader's), and what keeps it from
-    /// phantoms: a cursor's (`cursor`), or a new one kept in `own`.
+    /// phantoms: the claim in `kept` (a cursor's, or that of a scan run in parts, see
+    /// [`ScanParts`]; made here and kept there if it is empty), or a new one kept in `own`.
     pub(super) fn scan_guard<'g>(
         &self,
         txn: TxnId,
         tree: &Tree,
         (range, reverse): (KeyRange<'_>, bool),
-        cursor: Option<&'g mut Option<ScanGuard>>,
+        kept: Option<&'g mut Option<ScanGuard>>,
         own: &'g mut Option<ScanGuard>,
     ) -> Result<&'g ScanGuard> {
-        if let Some(g) = cursor {
-            self.checked(txn, tree)?;
-            return Ok(g
-                .as_ref()
-                .expect("a serializable cursor holds a scan guard"));
-        }
+        let slot = match kept {
+            Some(g) if g.is_some() => {
+                self.checked(txn, tree)?;
+                return Ok(g.as_ref().expect("looked at"));
+            }
+            Some(g) => g,
+            None => own,
+        };
         self.check()?;
         let g = self.txns.scan_begin(txn, (tree.id, range), reverse, || {
             self.catalog.check_handle(tree)
         })?;
-        Ok(own.insert(g))
+        Ok(slot.insert(g))
     }
 
     /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
@@ -151,10 +155,16 @@ pub(super) struct ClaimedPairs<'a, O: PairOut> {
     limit: usize,
     /// Pairs of `out` whose keys the claim was told about.
     told: usize,
+    /// Pages a part of a scan in parts has read (its reader's tally, see [`ScanParts`]), and
+    /// how many it had read when it first and last told how far it reached.
+    pages: Option<&'a Cell<u64>>,
+    first_reach: Option<u64>,
+    last_reach: u64,
 }
 
 impl<'a, O: PairOut> ClaimedPairs<'a, O> {
-    /// The pairs go to `out`, emptied first.
+    /// The pairs go to `out`, after those it holds (which `guard` covers already: the parts
+    /// of a scan before this one, see [`ScanParts`]).
     pub(super) fn new(
         cc: &'a dyn ConcurrencyControl,
         (txn, tree): (TxnId, TreeId),
@@ -162,7 +172,7 @@ impl<'a, O: PairOut> ClaimedPairs<'a, O> {
         limit: usize,
         out: &'a mut O,
     ) -> ClaimedPairs<'a, O> {
-        out.clear_pairs();
+        let told = out.pair_count();
         ClaimedPairs {
             cc,
             txn,
@@ -170,8 +180,58 @@ impl<'a, O: PairOut> ClaimedPairs<'a, O> {
             guard,
             out,
             limit,
-            told: 0,
+            told,
+            pages: None,
+            first_reach: None,
+            last_reach: 0,
         }
+    }
+
+    /// Notes, at each reach, how many pages the reader counted in `pages` had read.
+    pub(super) fn tallied(mut self, pages: &'a Cell<u64>) -> ClaimedPairs<'a, O> {
+        self.pages = Some(pages);
+        self
+    }
+
+    /// Pages read when the scan first told how far it reached (0 if it never did), and when
+    /// it last did.
+    pub(super) fn pages_at_reach(&self) -> (u64, u64) {
+        (self.first_reach.unwrap_or(0), self.last_reach)
+    }
+
+    /// Pairs of the output whose keys the claim was told about (all of them but those of a
+    /// leaf the scan had not finished when a miss stopped it).
+    pub(super) fn told(&self) -> usize {
+        self.told
+    }
+}
+
+/// A scan run with the core latch shared in parts, with several threads: a part that a miss
+/// stops keeps the pairs its claim covers, the page is read with the latch released
+/// ([`super::Shared::shared_op`]), and the next part goes on after the last key kept, growing
+/// the same claim, as a cursor's next batch does. A scan of many pages not in memory so never
+/// runs exclusive for want of attempts, reading its pages under the core latch. Why it stays
+/// serializable: the keys kept are covered by the claim until the transaction ends, so none of
+/// them changes and no key appears among them; what lies after the last of them is read by the
+/// later parts, so the scan sees the range as it is when its last part reads it. With one
+/// thread (virtual time among such runs) a miss starts the scan over, as before: the same
+/// page accesses, so the same eviction choices.
+#[derive(Default)]
+pub(crate) struct ScanParts {
+    /// Whether this scan goes on after a miss (decided by its first attempt).
+    pub(super) resumes: Option<bool>,
+    /// Its claim, made by its first attempt and grown by each part (a cursor's batch grows
+    /// the cursor's instead).
+    pub(super) guard: Option<ScanGuard>,
+    /// Pairs of the output that earlier parts read and the claim covers.
+    pub(super) kept: usize,
+}
+
+impl ScanParts {
+    /// Pairs kept by the parts so far: a round of attempts that did not add to them made no
+    /// progress.
+    pub(crate) fn kept(&self) -> usize {
+        self.kept
     }
 }
 
@@ -190,6 +250,10 @@ impl<O: PairOut> ScanSink for ClaimedPairs<'_, O> {
     }
 
     fn reach(&mut self, reach: Reach<'_>) -> Result<()> {
+        if let Some(p) = self.pages {
+            self.last_reach = p.get();
+            self.first_reach.get_or_insert(self.last_reach);
+        }
         let ScanGuard::Ranges(claim) = self.guard else {
             return Ok(());
         };

@@ -3,8 +3,8 @@
 //! a transaction in the modes that allow it. Each returns `None` when it must run exclusive
 //! instead, having changed nothing.
 
-use super::scan::ClaimedPairs;
-use super::{update_log_need, Core, Pairs};
+use super::scan::{ClaimedPairs, ScanParts};
+use super::{update_log_need, Core};
 use crate::btree::tree as bt;
 use crate::catalog::Tree;
 use crate::cc::{Access, KeyRange, ScanGuard};
@@ -95,36 +95,27 @@ impl Core {
         Some(r)
     }
 
-    /// [`Core::scan`] with the core latch shared: `None` if a page it needs is not cached; then
-    /// the caller runs `scan` with the latch exclusive.
-    #[allow(clippy::too_many_arguments)]
-    pub fn scan_shared(
-        &self,
-        txn: TxnId,
-        tree: &Tree,
-        range: (Bound<&[u8]>, Bound<&[u8]>),
-        reverse: bool,
-        limit: usize,
-        cursor: Option<&mut Option<ScanGuard>>,
-    ) -> Option<Result<Pairs>> {
-        let mut out = Vec::new();
-        let r = self.scan_shared_to((txn, tree), (range, reverse), limit, cursor, &mut out)?;
-        Some(r.map(|()| out))
-    }
-
-    /// [`Core::scan_shared`], its pairs put in `out` (emptied first; what a refused attempt
-    /// put there is to be dropped).
+    /// [`Core::scan`] with the core latch shared, its pairs put in `out`: `None` if a page it
+    /// needs is not cached (noted for the caller to read, see [`super::Shared::shared_op`]);
+    /// after that read the caller runs it again, with the same `parts`, and then, if it still
+    /// gives up, exclusive ([`Core::scan_to`], from the start). With several threads a scan
+    /// runs in parts (see [`ScanParts`]): an attempt goes on after the pairs `out` holds from
+    /// the parts before it; else `out` is emptied first and a refused attempt's pairs are to be
+    /// dropped.
     pub(crate) fn scan_shared_to<O: PairOut>(
         &self,
         (txn, tree): (TxnId, &Tree),
         (range, reverse): (KeyRange<'_>, bool),
         limit: usize,
         cursor: Option<&mut Option<ScanGuard>>,
+        parts: &mut ScanParts,
         out: &mut O,
     ) -> Option<Result<()>> {
-        out.clear_pairs();
         let batch = cursor.is_some();
         if self.is_snapshot(txn) {
+            // A snapshot scan starts over after a miss (its windows merge the version store's
+            // heads, and it is not kept in parts).
+            out.clear_pairs();
             if let Err(e) = self.checked(txn, tree) {
                 return Some(Err(e));
             }
@@ -139,20 +130,56 @@ impl Core {
             self.stats.shared.add(1);
             return Some(r);
         }
+        let resumes = *parts
+            .resumes
+            .get_or_insert_with(|| self.cache.splits.several_threads());
+        out.truncate_pairs(parts.kept);
+        debug_assert!(
+            resumes || parts.kept == 0,
+            "a scan that starts over kept pairs"
+        );
+        // The range left: after the last key kept, in scan order.
+        let last = parts.kept.checked_sub(1).map(|i| out.key_at(i).to_vec());
+        let range = match (&last, reverse) {
+            (None, _) => range,
+            (Some(k), false) => (Bound::Excluded(k.as_slice()), range.1),
+            (Some(k), true) => (range.0, Bound::Excluded(k.as_slice())),
+        };
         let mut own = None;
-        let guard = match self.scan_guard(txn, tree, (range, reverse), cursor, &mut own) {
+        let kept = cursor.or(resumes.then_some(&mut parts.guard));
+        let guard = match self.scan_guard(txn, tree, (range, reverse), kept, &mut own) {
             Ok(g) => g,
             Err(e) => return Some(Err(e)),
         };
         let cc = self.txns.cc();
-        let mut sink = ClaimedPairs::new(cc, (txn, tree.id), guard, limit, out);
-        if limit > 0 {
-            let Some(r) = SharedReader::run(&self.cache, |m| {
+        let pages = std::cell::Cell::new(0);
+        let mut sink = ClaimedPairs::new(cc, (txn, tree.id), guard, limit, out).tallied(&pages);
+        if limit > parts.kept {
+            let r = SharedReader::run_keeping(&self.cache, &pages, |m| {
                 bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
-            }) else {
+            });
+            // Hits counted once, as in one pass: an ascending part resumed goes back down to
+            // the leaf the part before it stopped in and counted (one pass would have gone on
+            // along the sibling link), so what it read up to its first reach is not counted;
+            // a part that gives up keeps what it read up to its last reach (after that, the
+            // way to the page it missed, which the next part reads again). A descending scan
+            // goes down for each leaf anyway.
+            let (first, last) = sink.pages_at_reach();
+            let back = if parts.kept > 0 && !reverse { first } else { 0 };
+            let Some(r) = r else {
                 self.stats.shared_retries.add(1);
+                let told = sink.told();
+                drop(sink);
+                if resumes && told > parts.kept {
+                    // Kept: what the claim covers; the next part goes on after it.
+                    out.truncate_pairs(told);
+                    parts.kept = told;
+                    self.cache.pool.shared_hits.add(last - back);
+                    self.stats.scans_resumed.add(1);
+                }
                 return None;
             };
+            self.cache.pool.shared_hits.add(pages.get() - back);
             if let Err(e) = r {
                 if !batch {
                     self.stats.ops.add(1);

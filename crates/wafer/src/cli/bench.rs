@@ -316,6 +316,10 @@ pub struct WallArgs {
     /// `load` among the workloads).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub load_batch: Option<u32>,
+    /// Longest scan of workload E: each scan reads a number of records uniform in
+    /// `1..=this` (default 100, YCSB's; refused without `e` among the workloads).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_scan_len: Option<u64>,
     /// Records loaded (all cached).
     #[arg(long, default_value_t = 100_000)]
     pub records: u64,
@@ -690,6 +694,15 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                 ));
             }
             let load_batch = args.load_batch.unwrap_or(1);
+            let scans = args
+                .workloads
+                .iter()
+                .any(|w| matches!(w, WallWorkload::Ycsb(YcsbWorkload::E)));
+            if args.max_scan_len.is_some() && !scans {
+                return Err(CliError::Usage(
+                    "--max-scan-len applies to workload `e`, and --workloads has none".into(),
+                ));
+            }
             let mut results = Vec::new();
             for &w in &args.workloads {
                 for &threads in &args.threads {
@@ -705,6 +718,9 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                             record_count: args.records,
                             value_bytes: args.value_size,
                             seed: args.seed,
+                            max_scan_len: args
+                                .max_scan_len
+                                .map_or(YcsbConfig::default().max_scan_len, |n| n as usize),
                             ..YcsbConfig::default()
                         },
                         dir: args.dir.clone(),
@@ -729,11 +745,12 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                             WallWorkload::Ycsb(w) => format!("YCSB-{w}"),
                         };
                         println!(
-                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {}, {} splits beside others, {} checkpoints, {} misses ({} read unlatched, {} reserved shared), {} written ahead, {} cleaner writes, core latch exclusive {} times",
+                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {} ({} scans resumed), {} splits beside others, {} checkpoints, {} misses ({} read unlatched, {} reserved shared), {} written ahead, {} cleaner writes, core latch exclusive {} times",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
                             r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
                             r.latency.p999_ns as f64 / 1e3,
-                            r.shared_ops, r.shared_retries, r.splits_beside, r.checkpoints, r.misses,
+                            r.shared_ops, r.shared_retries, r.scans_resumed, r.splits_beside,
+                            r.checkpoints, r.misses,
                             r.unlatched_reads, r.reserved_shared, r.written_ahead, r.cleaner_writes,
                             r.exclusive_latches
                         );

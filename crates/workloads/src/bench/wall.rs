@@ -99,6 +99,10 @@ pub struct WallResult {
     pub shared_ops: u64,
     #[serde(default)]
     pub shared_retries: u64,
+    /// Scans that a miss stopped part way and that went on after the last key they had read
+    /// (several threads; the engine's `scans_resumed`).
+    #[serde(default)]
+    pub scans_resumed: u64,
     /// Leaf splits made beside the other threads during the measured run (the engine's
     /// `leaf_splits`).
     #[serde(default)]
@@ -363,6 +367,7 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         log: WallLog::between(&before.wal, &after.wal),
         shared_ops: after.engine.shared_ops - before.engine.shared_ops,
         shared_retries: after.engine.shared_retries - before.engine.shared_retries,
+        scans_resumed: after.engine.scans_resumed - before.engine.scans_resumed,
         splits_beside: after.engine.splits_beside - before.engine.splits_beside,
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
         misses,

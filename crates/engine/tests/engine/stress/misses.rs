@@ -89,14 +89,22 @@ pub fn writer(db: &Db, t: &Tree, w: u64, stop: &Stop) -> Result<BTreeMap<u64, u6
     Ok(gens)
 }
 
-/// Reader `id` reads random records, outside transactions and in them: every value must be
-/// its record's.
+/// Reader `id` reads random records, outside transactions and in them, and the last reader
+/// scans runs of them: every value must be its record's.
 pub fn reader(db: &Db, t: &Tree, id: u64, stop: &Stop) -> Result<u64, String> {
     let mut rng = rng_for(seed(), 800 + id);
     let mut reads = 0;
     let fail = |e: Fail| format!("reader {id}: {e}");
     let failed = |e: String| format!("reader {id}: {e}");
     while !stop.now() {
+        if id == READERS - 1 {
+            let mut retries = 0;
+            let r = retry(stop, &mut rng, &mut retries, |rng| {
+                run_txn(db.begin()?, |x| scan_run(x, t, rng))
+            });
+            reads += r.map_err(failed)?.unwrap_or(0);
+            continue;
+        }
         let i = rng.random_range(0..RECORDS);
         let v = if id.is_multiple_of(2) {
             db.get(t, &key(i)).map_err(|e| fail(e.into()))?
@@ -119,6 +127,44 @@ pub fn reader(db: &Db, t: &Tree, id: u64, stop: &Stop) -> Result<u64, String> {
     Ok(reads)
 }
 
+/// A scan of a run of 300 to 1,500 records from a random one (up to 27 leaves, against a pool
+/// of [`FRAMES`]: it misses part way and goes on in parts), ascending, descending or by a
+/// cursor: every record of the run, once, in order, each value its record's. Returns the
+/// records read.
+fn scan_run(x: &mut Txn, t: &Tree, rng: &mut Pcg64Mcg) -> Result<u64, Fail> {
+    let len = rng.random_range(300..1_500u64);
+    let lo = rng.random_range(0..RECORDS - len);
+    let (from, to) = (key(lo), key(lo + len));
+    let range = (Bound::Included(&from[..]), Bound::Excluded(&to[..]));
+    let how = rng.random_range(0..3);
+    let pairs = match how {
+        0 => x.scan(t, range, false, usize::MAX)?,
+        1 => x.scan(t, range, true, usize::MAX)?,
+        _ => x.cursor(t, range, false)?.collect::<Result<Vec<_>, _>>()?,
+    };
+    if pairs.len() as u64 != len {
+        return Err(Fail::Fatal(format!(
+            "a scan ({how}) of records {lo}.. read {} of {len}",
+            pairs.len()
+        )));
+    }
+    for (n, (k, v)) in pairs.iter().enumerate() {
+        let i = if how == 1 {
+            lo + len - 1 - n as u64
+        } else {
+            lo + n as u64
+        };
+        if *k != key(i) {
+            return Err(Fail::Fatal(format!(
+                "a scan ({how}) of records {lo}.. read {:?} where record {i} is",
+                String::from_utf8_lossy(k)
+            )));
+        }
+        parse(i, v)?;
+    }
+    Ok(len)
+}
+
 /// Every record at the generation its writer last committed (0 if never).
 pub fn check(db: &Db, t: &Tree, gens: &BTreeMap<u64, u64>, what: &str) -> Result<(), String> {
     for i in 0..RECORDS {
@@ -136,7 +182,7 @@ pub fn check(db: &Db, t: &Tree, gens: &BTreeMap<u64, u64>, what: &str) -> Result
 
 /// Readers and writers on a tree some ten times the pool, with a maintenance thread: nearly
 /// every operation misses, so frames are reserved, loaded with the core latch released, waited
-/// for by other threads and taken from dirty victims all the time. Every value read must be its
+/// for by other threads and taken from dirty victims all the time, and scans go on in parts. Every value read must be its
 /// record's, every committed generation must be there at the end and after a crash.
 #[test]
 fn misses_from_many_threads_keep_every_record() {
@@ -260,6 +306,10 @@ fn misses_keep_every_record_as(
                  victims: {unlatched} unlatched reads ({shared} reserved shared), {victims} \
                  eviction writes"
             ));
+        }
+        let resumed = after.engine.scans_resumed - before.engine.scans_resumed;
+        if resumed == 0 {
+            return Err("expected scans that went on in parts after their misses".into());
         }
         let ahead = after.pool.written_ahead - before.pool.written_ahead;
         if (cfg.out_of_place.is_some() || cfg.journal.is_some()) && ahead == 0 {
