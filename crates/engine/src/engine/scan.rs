@@ -1,6 +1,6 @@
 //! Range scans under the core latch held exclusive (the plain one), and a snapshot reader's,
 //! which merges the tree with the version store's heads a window at a time: exclusive, or
-//! shared beside other readers while every page it needs is in memory.
+//! shared beside other readers over the pages in memory (in parts, see [`ScanParts`]).
 
 use super::{Core, Pairs};
 use crate::btree::tree as bt;
@@ -117,17 +117,20 @@ impl Core {
         Ok(slot.insert(g))
     }
 
-    /// [`Core::scan`] for a snapshot reader with the core latch shared: `None` when a page it
-    /// needs is not in memory (the caller runs `scan` exclusive; nothing was changed). A
-    /// snapshot reader takes no lock.
+    /// [`Core::scan`] for a snapshot reader with the core latch shared, after the `kept` pairs
+    /// `out` holds (a scan in parts, see [`ScanParts`]; `partial`: it may stop part way):
+    /// `None` when a page it needs is not in memory. Then, in parts, the windows read whole
+    /// before the miss and the part of the last one read before it are kept in `out` (the
+    /// caller takes them as the next part's start); else the caller runs `scan` exclusive.
+    /// A snapshot reader takes no lock.
     pub(super) fn scan_snapshot_shared<O: PairOut>(
         &self,
         (txn, tree): (TxnId, &Tree),
         (range, reverse): (KeyRange<'_>, bool),
-        limit: usize,
+        (limit, partial, kept): (usize, bool, usize),
         out: &mut O,
     ) -> Option<Result<()>> {
-        if limit == 0 {
+        if limit <= kept {
             return Some(Ok(()));
         }
         let mut view = SharedView {
@@ -136,11 +139,21 @@ impl Core {
             tree,
             hits: 0,
             tally: ReadTally::default(),
+            partial,
+            cut: false,
         };
-        let r = snapshot_scan(&mut view, (range, reverse), limit, out)?;
-        self.cache.pool.shared_hits.add(view.hits);
-        view.versions().count(&view.tally);
-        Some(r)
+        let r = snapshot_scan(&mut view, (range, reverse), limit, out);
+        if r.is_some() {
+            // Done within a window a miss cut short: the page is not needed after all.
+            let _ = crate::read_shared::take_miss();
+        }
+        if r.is_some() || (partial && out.pair_count() > kept) {
+            // Done, or a part kept: what it read counts (a part's, up to its last leaf read
+            // whole).
+            self.cache.pool.shared_hits.add(view.hits);
+            view.versions().count(&view.tally);
+        }
+        r
     }
 }
 
@@ -213,7 +226,9 @@ impl<'a, O: PairOut> ClaimedPairs<'a, O> {
 /// runs exclusive for want of attempts, reading its pages under the core latch. Why it stays
 /// serializable: the keys kept are covered by the claim until the transaction ends, so none of
 /// them changes and no key appears among them; what lies after the last of them is read by the
-/// later parts, so the scan sees the range as it is when its last part reads it. With one
+/// later parts, so the scan sees the range as it is when its last part reads it. A snapshot
+/// scan's part keeps the windows it resolved, the last one cut short at the last leaf it read
+/// whole (the snapshot is fixed: any split into parts sees the same versions). With one
 /// thread (virtual time among such runs) a miss starts the scan over, as before: the same
 /// page accesses, so the same eviction choices.
 #[derive(Default)]
@@ -273,19 +288,48 @@ impl<O: PairOut> ScanSink for ClaimedPairs<'_, O> {
     }
 }
 
-/// Up to `want` pairs of the tree at `root` in `r`, in scan order.
+/// Up to `want` pairs of the tree at `root` in `r`, in scan order, into `buf` (emptied
+/// first), counting the pages it reads in `pages` if given (see [`WindowSink`]).
 fn window<S: crate::btree::PageStore>(
     m: &mut S,
     root: crate::page::PageId,
     (r, reverse): (KeyRange<'_>, bool),
     want: usize,
-    buf: &mut ScanBuf,
+    (buf, pages): (&mut ScanBuf, Option<&PageTally>),
 ) -> Result<()> {
     buf.clear();
-    bt::scan(m, root, r.0, r.1, reverse, &mut |k: &[u8], v: &[u8]| {
-        buf.push_pair(k, v);
-        buf.len() < want
-    })
+    let mut sink = WindowSink { buf, want, pages };
+    bt::scan(m, root, r.0, r.1, reverse, &mut sink)
+}
+
+/// Pages a shared reader read (its tally), and how many it had read at the last leaf's reach.
+#[derive(Default)]
+struct PageTally {
+    read: Cell<u64>,
+    reached: Cell<u64>,
+}
+
+/// A snapshot scan's window being read: its pairs up to the last leaf's reach are those of
+/// leaves read whole (a miss comes between leaves, or before an overflow value, whose key is
+/// not among them).
+struct WindowSink<'a> {
+    buf: &'a mut ScanBuf,
+    want: usize,
+    pages: Option<&'a PageTally>,
+}
+
+impl ScanSink for WindowSink<'_> {
+    fn pair(&mut self, key: &[u8], value: &[u8]) -> bool {
+        self.buf.push_pair(key, value);
+        self.buf.len() < self.want
+    }
+
+    fn reach(&mut self, _reach: Reach<'_>) -> Result<()> {
+        if let Some(p) = self.pages {
+            p.reached.set(p.read.get());
+        }
+        Ok(())
+    }
 }
 
 /// What a snapshot scan reads: the tree a window at a time, the keys with a head in the version
@@ -309,6 +353,11 @@ trait SnapshotView {
     ) -> Vec<Vec<u8>>;
     /// The version of `key` the snapshot sees, whose version in the tree is `current`.
     fn visible(&mut self, key: &[u8], current: Option<Vec<u8>>) -> Result<Option<Vec<u8>>>;
+    /// Whether a miss cut the last window short (and forgets it): its pairs are those of the
+    /// leaves read before the miss, and the scan stops after it, to go on in a next part.
+    fn cut(&mut self) -> bool {
+        false
+    }
 }
 
 /// The view of a scan holding the core latch exclusive: reads pages from the device too.
@@ -330,7 +379,7 @@ impl SnapshotView for Exclusive<'_> {
         buf: &mut ScanBuf,
     ) -> Option<Result<()>> {
         let res = crate::ops::read(self.cache, self.wal, |m| {
-            window(m, self.tree.root, (r, reverse), want, buf)
+            window(m, self.tree.root, (r, reverse), want, (buf, None))
         });
         Some(self.health.guard(res))
     }
@@ -363,6 +412,11 @@ struct SharedView<'a> {
     hits: u64,
     /// What the version store's chains gave so far.
     tally: ReadTally,
+    /// A window a miss cuts short is kept, up to the last leaf read whole (a scan in parts);
+    /// else the window, and the scan, is refused.
+    partial: bool,
+    /// A miss cut the last window short.
+    cut: bool,
 }
 
 impl SharedView<'_> {
@@ -382,10 +436,28 @@ impl SnapshotView for SharedView<'_> {
         want: usize,
         buf: &mut ScanBuf,
     ) -> Option<Result<()>> {
-        let res = SharedReader::run_tallied(&self.core.cache, &mut self.hits, |m| {
-            window(m, self.tree.root, (r, reverse), want, buf)
-        })?;
-        Some(self.core.health.guard(res))
+        let pages = PageTally::default();
+        let res = SharedReader::run_keeping(&self.core.cache, &pages.read, |m| {
+            window(
+                m,
+                self.tree.root,
+                (r, reverse),
+                want,
+                (&mut *buf, Some(&pages)),
+            )
+        });
+        match res {
+            Some(res) => {
+                self.hits += pages.read.get();
+                Some(self.core.health.guard(res))
+            }
+            None if self.partial && !buf.is_empty() => {
+                self.hits += pages.reached.get();
+                self.cut = true;
+                Some(Ok(()))
+            }
+            None => None,
+        }
     }
     fn heads(
         &mut self,
@@ -407,6 +479,9 @@ impl SnapshotView for SharedView<'_> {
             .visible(txn, tree, key, current, &mut self.tally);
         self.core.health.guard(r)
     }
+    fn cut(&mut self) -> bool {
+        std::mem::take(&mut self.cut)
+    }
 }
 
 /// A snapshot reader's scan: the tree's pairs merged with the records whose version it may see
@@ -414,8 +489,10 @@ impl SnapshotView for SharedView<'_> {
 /// takes up to `limit` heads and `limit` + that many tree pairs and resolves everything up to
 /// the nearer of their ends (past it, either may hold keys not yet read): at most as many tree
 /// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
-/// range is done. `None` when the view refused a window. The heads are looked at again after
-/// the tree is read (see the loop).
+/// range is done. The pairs go to `out` after those it holds. `None` when the view refused a
+/// window, or cut one short (a scan in parts: the pairs given so far stay, and the next part
+/// goes on after the last). The heads are looked at again after the tree is read (see the
+/// loop).
 fn snapshot_scan<O: PairOut>(
     view: &mut impl SnapshotView,
     (range, reverse): (KeyRange<'_>, bool),
@@ -426,7 +503,6 @@ fn snapshot_scan<O: PairOut>(
     let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
         (range.0.map(|k| k.to_vec()), range.1.map(|k| k.to_vec()));
     let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
-    out.clear_pairs();
     // The tree's window, reused from window to window.
     let mut tree = ScanBuf::new();
     loop {
@@ -440,7 +516,9 @@ fn snapshot_scan<O: PairOut>(
         if let Err(e) = view.tree_window(r, reverse, want, &mut tree)? {
             return Some(Err(e));
         }
-        let tree_done = tree.len() < want;
+        // A window a miss cut short ends at its last key: the scan stops after it.
+        let cut = view.cut();
+        let tree_done = !cut && tree.len() < want;
         // The window ends at the nearer of the two last keys read (when more may follow).
         let mut end: Option<Vec<u8>> = None;
         if !tree_done {
@@ -492,6 +570,10 @@ fn snapshot_scan<O: PairOut>(
         }
         if out.pair_count() >= limit {
             return Some(Ok(()));
+        }
+        if cut {
+            // The page missed is read, and the scan goes on after the last pair given.
+            return None;
         }
         match end {
             Some(e) if out.pair_count() < limit => {

@@ -112,24 +112,6 @@ impl Core {
         out: &mut O,
     ) -> Option<Result<()>> {
         let batch = cursor.is_some();
-        if self.is_snapshot(txn) {
-            // A snapshot scan starts over after a miss (its windows merge the version store's
-            // heads, and it is not kept in parts).
-            out.clear_pairs();
-            if let Err(e) = self.checked(txn, tree) {
-                return Some(Err(e));
-            }
-            let Some(r) = self.scan_snapshot_shared((txn, tree), (range, reverse), limit, out)
-            else {
-                self.stats.shared_retries.add(1);
-                return None;
-            };
-            if !batch {
-                self.stats.ops.add(1);
-            }
-            self.stats.shared.add(1);
-            return Some(r);
-        }
         let resumes = *parts
             .resumes
             .get_or_insert_with(|| self.cache.splits.several_threads());
@@ -145,6 +127,28 @@ impl Core {
             (Some(k), false) => (Bound::Excluded(k.as_slice()), range.1),
             (Some(k), true) => (range.0, Bound::Excluded(k.as_slice())),
         };
+        if self.is_snapshot(txn) {
+            if let Err(e) = self.checked(txn, tree) {
+                return Some(Err(e));
+            }
+            let how = (limit, resumes, parts.kept);
+            let Some(r) = self.scan_snapshot_shared((txn, tree), (range, reverse), how, out) else {
+                self.stats.shared_retries.add(1);
+                if resumes && out.pair_count() > parts.kept {
+                    // Kept: the windows resolved before the miss.
+                    parts.kept = out.pair_count();
+                    self.stats.scans_resumed.add(1);
+                } else {
+                    out.truncate_pairs(parts.kept);
+                }
+                return None;
+            };
+            if !batch {
+                self.stats.ops.add(1);
+            }
+            self.stats.shared.add(1);
+            return Some(r);
+        }
         let mut own = None;
         let kept = cursor.or(resumes.then_some(&mut parts.guard));
         let guard = match self.scan_guard(txn, tree, (range, reverse), kept, &mut own) {

@@ -76,10 +76,18 @@ pub(crate) fn cold_records_with(devices: wafer_engine::Devices, cfg: DbConfig) {
 /// [`cold_records`] reopened with `cfg` over a data device read through a gate (open), with the
 /// pages on the way to the first key read; the last key's leaf is not in memory.
 fn cold_db(cfg: DbConfig) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
+    cold_db_with(cfg, |d| d)
+}
+
+/// [`cold_db`] with its devices given to `devices` first (to add a role).
+pub(crate) fn cold_db_with(
+    cfg: DbConfig,
+    devices: impl FnOnce(wafer_engine::Devices) -> wafer_engine::Devices,
+) -> (std::sync::Arc<Gate>, Db, wafer_engine::Tree) {
     let pair = MemPair::new();
     cold_records(&pair);
     let gate = std::sync::Arc::new(Gate::default());
-    let db = Db::open(gated_reads(&pair, &gate), cfg).unwrap();
+    let db = Db::open(devices(gated_reads(&pair, &gate)), cfg).unwrap();
     let t = db.open_tree("t").unwrap();
     assert_eq!(db.get(&t, b"k000000").unwrap().as_deref(), Some(&b"v0"[..]));
     (gate, db, t)
@@ -171,84 +179,6 @@ fn a_scan_of_a_few_cold_leaves_reads_them_and_runs_shared() {
         1,
         "the scan ran exclusive after its reads"
     );
-}
-
-/// With several threads a scan of many leaves not in memory goes on in parts: each miss is read
-/// with the core latch released and the scan resumes after the last key it read, shared, its
-/// claim kept, however many pages it needs (a pool of 64 pages, a whole tree of about 110
-/// leaves, ascending, descending and into a buffer). Before, it started over after each of 8
-/// pages and then ran exclusive, reading the rest with the core latch held: the shared count
-/// does not grow and the test fails.
-#[test]
-fn a_long_cold_scan_beside_other_threads_runs_shared_in_parts() {
-    let cfg = DbConfig {
-        buffer_pages: 64,
-        ..DbConfig::default()
-    };
-    let (_gate, db, t) = cold_db(cfg);
-    // A second thread: the database is used by several from now on.
-    std::thread::scope(|s| {
-        s.spawn(|| db.get(&t, b"k000001").unwrap());
-    });
-    let key = |i: usize| format!("k{i:06}").into_bytes();
-    for reverse in [false, true] {
-        let before = db.stats();
-        let mut x = db.begin().unwrap();
-        let got = x
-            .scan(
-                &t,
-                (Bound::Unbounded, Bound::Unbounded),
-                reverse,
-                usize::MAX,
-            )
-            .unwrap();
-        x.commit().unwrap();
-        assert_eq!(got.len(), 20_000);
-        for (n, (k, v)) in got.iter().enumerate() {
-            let i = if reverse { 19_999 - n } else { n };
-            assert_eq!((k, v), (&key(i), &format!("v{i}").into_bytes()));
-        }
-        let after = db.stats();
-        let (e0, e1) = (&before.engine, &after.engine);
-        assert_eq!(
-            e1.shared_ops - e0.shared_ops,
-            1,
-            "reverse {reverse}: ran exclusive"
-        );
-        let resumed = e1.scans_resumed - e0.scans_resumed;
-        let reads = after.pool.unlatched_reads - before.pool.unlatched_reads;
-        assert!(
-            resumed >= 40 && reads >= resumed,
-            "reverse {reverse}: {resumed} parts resumed, {reads} pages read unlatched"
-        );
-        // Hits counted as by one pass: ascending, the inner nodes once, each leaf a miss (a
-        // resumed part's way back to the leaf before is not counted; when it was, 108 hits).
-        // Descending goes down for each leaf, resumed or not.
-        let hits = after.pool.hits - before.pool.hits;
-        assert!(reverse || hits <= 8, "{hits} hits ascending");
-    }
-    // Into a buffer, from a bound, with a limit that ends in a cold leaf.
-    let before = db.stats().engine;
-    let mut buf = wafer_engine::ScanBuf::new();
-    let mut x = db.begin().unwrap();
-    let lo = key(5_000);
-    x.scan_into(
-        &t,
-        (Bound::Excluded(&lo[..]), Bound::Unbounded),
-        false,
-        9_000,
-        &mut buf,
-    )
-    .unwrap();
-    x.commit().unwrap();
-    assert_eq!(buf.len(), 9_000);
-    for (n, (k, _)) in buf.iter().enumerate() {
-        assert_eq!(k, key(5_001 + n));
-    }
-    let after = db.stats().engine;
-    assert_eq!(after.shared_ops - before.shared_ops, 1);
-    assert!(after.scans_resumed > before.scans_resumed);
-    db.verify().unwrap();
 }
 
 /// Gets the last key with the device's next read corrupted (a page that fails its checksum

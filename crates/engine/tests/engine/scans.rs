@@ -2,8 +2,10 @@
 //! unbounded, empty and inverted ranges, bounds between keys and beyond both ends), both
 //! directions and limits including 0, on a multi-level tree that has been through splits and
 //! merges; the streaming cursor and scans into a reused buffer (`Txn::scan_into`) against the
-//! same oracle. (Limit 0 has its own test.)
+//! same oracle. (Limit 0 has its own test.) Then scans of trees far larger than the pool beside
+//! other threads: they go on in parts after their misses, serializable and snapshot ones.
 
+use crate::misses::cold_db_with;
 use crate::support::{MemPair, Oracle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -145,4 +147,142 @@ fn a_scan_with_limit_zero_returns_no_row() {
         );
     }
     x.commit().unwrap();
+}
+
+/// With several threads a scan of many leaves not in memory goes on in parts: each miss is read
+/// with the core latch released and the scan resumes after the last key it read, shared, its
+/// claim kept, however many pages it needs (a pool of 64 pages, a whole tree of about 110
+/// leaves, ascending, descending and into a buffer). Before, it started over after each of 8
+/// pages and then ran exclusive, reading the rest with the core latch held: the shared count
+/// does not grow and the test fails.
+#[test]
+fn a_long_cold_scan_beside_other_threads_runs_shared_in_parts() {
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let (_gate, db, t) = cold_db_with(cfg, |d| d);
+    // A second thread: the database is used by several from now on.
+    std::thread::scope(|s| {
+        s.spawn(|| db.get(&t, b"k000001").unwrap());
+    });
+    let key = |i: usize| format!("k{i:06}").into_bytes();
+    for reverse in [false, true] {
+        let before = db.stats();
+        let mut x = db.begin().unwrap();
+        let got = x
+            .scan(
+                &t,
+                (Bound::Unbounded, Bound::Unbounded),
+                reverse,
+                usize::MAX,
+            )
+            .unwrap();
+        x.commit().unwrap();
+        assert_eq!(got.len(), 20_000);
+        for (n, (k, v)) in got.iter().enumerate() {
+            let i = if reverse { 19_999 - n } else { n };
+            assert_eq!((k, v), (&key(i), &format!("v{i}").into_bytes()));
+        }
+        let after = db.stats();
+        let (e0, e1) = (&before.engine, &after.engine);
+        assert_eq!(
+            e1.shared_ops - e0.shared_ops,
+            1,
+            "reverse {reverse}: ran exclusive"
+        );
+        let resumed = e1.scans_resumed - e0.scans_resumed;
+        let reads = after.pool.unlatched_reads - before.pool.unlatched_reads;
+        assert!(
+            resumed >= 40 && reads >= resumed,
+            "reverse {reverse}: {resumed} parts resumed, {reads} pages read unlatched"
+        );
+        // Hits counted as by one pass: ascending, the inner nodes once, each leaf a miss (a
+        // resumed part's way back to the leaf before is not counted; when it was, 108 hits).
+        // Descending goes down for each leaf, resumed or not.
+        let hits = after.pool.hits - before.pool.hits;
+        assert!(reverse || hits <= 8, "{hits} hits ascending");
+    }
+    // Into a buffer, from a bound, with a limit that ends in a cold leaf.
+    let before = db.stats().engine;
+    let mut buf = wafer_engine::ScanBuf::new();
+    let mut x = db.begin().unwrap();
+    let lo = key(5_000);
+    x.scan_into(
+        &t,
+        (Bound::Excluded(&lo[..]), Bound::Unbounded),
+        false,
+        9_000,
+        &mut buf,
+    )
+    .unwrap();
+    x.commit().unwrap();
+    assert_eq!(buf.len(), 9_000);
+    for (n, (k, _)) in buf.iter().enumerate() {
+        assert_eq!(k, key(5_001 + n));
+    }
+    let after = db.stats().engine;
+    assert_eq!(after.shared_ops - before.shared_ops, 1);
+    assert!(after.scans_resumed > before.scans_resumed);
+    db.verify().unwrap();
+}
+
+/// A snapshot scan beside other threads goes on in parts too (each window a miss cuts short
+/// keeps the leaves it read whole): over a tree of about 110 leaves through a pool of 64 pages,
+/// a snapshot taken before other transactions changed, deleted and added records scans it
+/// whole, both ways, and sees exactly the records as they were, as one shared operation each.
+/// Before, it started over after each of 8 pages and then ran exclusive.
+#[test]
+fn a_long_cold_snapshot_scan_beside_other_threads_runs_shared_in_parts() {
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let undo = || Box::new(wafer_engine::device::MemDevice::new(8 << 20, 4096));
+    let (_gate, db, t) = cold_db_with(cfg, |d| d.with_undo(undo()));
+    let key = |i: usize| format!("k{i:06}").into_bytes();
+    let mut snap = db.begin_snapshot().unwrap();
+    // Changed after the snapshot, by another thread: every 97th record updated, every 89th
+    // deleted, and keys added between records.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = db.begin().unwrap();
+            for i in (0..20_000).step_by(97) {
+                w.put(&t, &key(i), b"changed").unwrap();
+            }
+            for i in (0..20_000).step_by(89) {
+                w.delete(&t, &key(i)).unwrap();
+            }
+            for i in (0..20_000).step_by(101) {
+                w.put(&t, format!("k{i:06}+").as_bytes(), b"new").unwrap();
+            }
+            w.commit().unwrap();
+        });
+    });
+    for reverse in [false, true] {
+        let before = db.stats().engine;
+        let got = snap
+            .scan(
+                &t,
+                (Bound::Unbounded, Bound::Unbounded),
+                reverse,
+                usize::MAX,
+            )
+            .unwrap();
+        assert_eq!(got.len(), 20_000, "reverse {reverse}");
+        for (n, (k, v)) in got.iter().enumerate() {
+            let i = if reverse { 19_999 - n } else { n };
+            assert_eq!((k, v), (&key(i), &format!("v{i}").into_bytes()));
+        }
+        let after = db.stats().engine;
+        assert_eq!(
+            after.shared_ops - before.shared_ops,
+            1,
+            "reverse {reverse}: ran exclusive"
+        );
+        let resumed = after.scans_resumed - before.scans_resumed;
+        assert!(resumed >= 20, "reverse {reverse}: {resumed} parts resumed");
+    }
+    snap.commit().unwrap();
+    db.verify().unwrap();
 }
