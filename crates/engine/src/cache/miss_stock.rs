@@ -67,6 +67,46 @@ pub(super) struct MissStock {
 }
 
 impl PageCache {
+    /// [`PageCache::reserve`] while other threads write pages with the core latch released
+    /// (tickets out, `engine/latch.rs` `Writers`): the core latch is held exclusive, but a
+    /// reservation here writes nothing, waits for nothing and takes no write path's mutex: a
+    /// clean victim only, not one being loaded, and the stock filled up to the first dirty
+    /// page the hand meets. `None`: there is none (or the page must be read here, evicted
+    /// dirty or seen by an after-read hook); then it waits for the writers and reserves as
+    /// usual. Before, a miss that found the stock empty waited for every page write under
+    /// way, a journaled batch's whole journal checkpoint among them.
+    pub fn reserve_clean(
+        &mut self,
+        pid: PageId,
+        log: &mut dyn LogSink,
+        health: &crate::health::Health,
+    ) -> Option<Reserved> {
+        match self.pool.seen(pid) {
+            Seen::Resident(_) => return Some(Reserved::Cached),
+            Seen::Loading(f) => return Some(Reserved::Wait(self.pool.load_wait(f))),
+            Seen::EvictedDirty => return None,
+            Seen::Absent if self.hook_sees_every_read() => return None,
+            Seen::Absent => {}
+        }
+        self.adopt_cleaned_pages();
+        let steal = self.eviction.steal();
+        // Not `pick_victim_waiting`: a loader may wait for the write path's mutex, whose
+        // holder may wait for the log latch this thread holds.
+        let f = self
+            .pool
+            .pick_victim(|fr| !fr.dirty && (steal || fr.uncommitted.is_empty()))?;
+        let copy = self.evict_victim(f, log, true).ok()?;
+        debug_assert!(copy.is_none(), "a clean victim has nothing to write");
+        self.pool.stats.misses += 1;
+        let slot = self.pool.install_loading(f, pid);
+        let mut victims = Vec::new();
+        let ahead = self.fill_miss_stock_as(log, &mut victims, health, true);
+        debug_assert!(ahead.is_none() && victims.is_empty(), "clean frames only");
+        Some(Reserved::Load(
+            self.pending_load(pid, slot, victims, health),
+        ))
+    }
+
     /// Reserves a miss of `pid` with the core latch shared, from the stock (see the module
     /// notes). `None`: reserve it exclusive ([`PageCache::reserve`]).
     pub fn reserve_shared(&self, pid: PageId, health: &crate::health::Health) -> Option<Reserved> {
@@ -154,6 +194,18 @@ impl PageCache {
         victims: &mut Vec<VictimCopy>,
         health: &crate::health::Health,
     ) -> Option<AheadBatch> {
+        self.fill_miss_stock_as(log, victims, health, false)
+    }
+
+    /// [`PageCache::fill_miss_stock`]; `clean_only`: the hand stops at the first dirty page
+    /// and nothing is written (see [`PageCache::reserve_clean`]).
+    fn fill_miss_stock_as(
+        &mut self,
+        log: &mut dyn LogSink,
+        victims: &mut Vec<VictimCopy>,
+        health: &crate::health::Health,
+        clean_only: bool,
+    ) -> Option<AheadBatch> {
         if !self.misses.want.swap(false, Ordering::Relaxed) || !self.splits.several_threads() {
             return None;
         }
@@ -168,7 +220,12 @@ impl PageCache {
             else {
                 break;
             };
-            if self.writes_log && self.pool.frames[f as usize].dirty {
+            let dirty = self.pool.frames[f as usize].dirty;
+            if dirty && clean_only {
+                self.pool.hand_back(f);
+                break;
+            }
+            if self.writes_log && dirty {
                 // The hand stays on it; it and the dirty pages after it are written ahead.
                 self.pool.hand_back(f);
                 if self.writes_ahead() {

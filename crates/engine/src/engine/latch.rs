@@ -331,6 +331,29 @@ impl Shared {
                 }
                 None => drop(core),
             }
+            if !self.writers.none() {
+                // Page writes are under way with the latch released (a batch, perhaps a
+                // journaled one moving the whole journal home): reserve a clean frame beside
+                // them rather than wait for them all.
+                let mut core = self.core_as(false);
+                let mut wal = self.wal.lock();
+                let c = &mut *core;
+                let clean = c.check().ok().and_then(|()| {
+                    let health = c.health.clone();
+                    c.cache.reserve_clean(pid, &mut *wal, &health)
+                });
+                if let Some(r) = clean {
+                    let wp = std::sync::Arc::clone(&core.cache.wp);
+                    drop(wal);
+                    drop(core);
+                    match r {
+                        Reserved::Cached => {}
+                        Reserved::Wait(w) => w.wait(),
+                        Reserved::Load(load) => load.read(&wp, None).ok()?,
+                    }
+                    continue;
+                }
+            }
             let mut core = self.core();
             let mut wal = self.wal.lock();
             core.check().ok()?;
@@ -387,10 +410,19 @@ impl Shared {
     /// state: the handle is poisoned, and the guard is handed out so that reads of counters
     /// still work.
     pub fn core(&self) -> CoreGuard<'_> {
+        self.core_as(true)
+    }
+
+    /// [`Shared::core`]; not `wait_for_writers`: taken while page writes with the core latch
+    /// released may be under way, for what neither writes a page nor takes the write path's
+    /// mutex nor waits for anything with the latch held ([`PageCache::reserve_clean`]).
+    fn core_as(&self, wait_for_writers: bool) -> CoreGuard<'_> {
         // Not while a page write with the core latch released is under way (`Writers`): wait
         // for it holding nothing, rather than stop every reader and then wait for it.
         let mut g = loop {
-            self.writers.wait_none();
+            if wait_for_writers {
+                self.writers.wait_none();
+            }
             let g = match self.core.write() {
                 Ok(g) => g,
                 Err(p) => {
@@ -400,7 +432,7 @@ impl Shared {
                     g
                 }
             };
-            if self.writers.none() {
+            if !wait_for_writers || self.writers.none() {
                 break g;
             }
         };

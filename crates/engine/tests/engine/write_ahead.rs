@@ -1,9 +1,9 @@
 //! Dirty victims written ahead of the misses that take their frames, out of place and
 //! journaled (`cache/clean_ahead.rs`): how many are, and that readers go on while a batch is at
-//! the device.
+//! the device, their misses reserving clean frames beside it when the stock is empty.
 
 use crate::misses::{
-    cold_records_with, journaled, out_of_place, out_of_place_small_batches,
+    cold_records_with, gated, journaled, out_of_place, out_of_place_small_batches,
     small_pool_with_dirty_pages_as,
 };
 use crate::support::{Gate, MemPair};
@@ -179,4 +179,71 @@ fn readers_go_on_during_a_batch(cfg: DbConfig) {
         "pages were written ahead"
     );
     db.verify().unwrap();
+}
+
+/// A miss that finds the stock of frames empty while a page write runs with the core latch
+/// released (a checkpoint's batch held at the device, journaled and out of place) reserves a
+/// clean frame beside it instead of waiting for it (`PageCache::reserve_clean`): a reader of
+/// every record, over a pool whose stock holds 8 frames, returns while the write is held.
+/// Before, the exclusive reservation waited for every such write, a journaled batch's whole
+/// journal checkpoint among them (100-400 ms stalls in `bench wall --journal check-in`).
+#[test]
+fn misses_with_the_stock_empty_reserve_beside_a_write_at_the_device() {
+    for cfg in [journaled(), out_of_place()] {
+        let pair = MemPair::new();
+        cold_records_with(pair.devices(), cfg.clone());
+        // Reopened with a pool whose stock holds 8 frames.
+        let cfg = DbConfig {
+            buffer_pages: 256,
+            ..cfg
+        };
+        let gate = std::sync::Arc::new(Gate::default());
+        let db = Db::open(gated(&pair, &gate, false), cfg).unwrap();
+        let t = db.open_tree("t").unwrap();
+        let key = |i: u32| format!("k{i:06}").into_bytes();
+        // Two threads: the database is used by several, its misses reserved from the stock.
+        std::thread::scope(|s| {
+            s.spawn(|| db.get(&t, &key(1)).unwrap());
+        });
+        let mut x = db.begin().unwrap();
+        for i in (0..3_000u32).step_by(500) {
+            x.put(&t, &key(i), b"changed").unwrap();
+        }
+        x.commit().unwrap();
+        // (Statistics take the core latch exclusive: not while the write is held.)
+        let before = db.stats();
+        gate.set(true);
+        let checkpoint = {
+            let db = db.clone();
+            std::thread::spawn(move || db.checkpoint().unwrap())
+        };
+        while !gate.waiting.load(SeqCst) {
+            assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
+            std::thread::yield_now();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = {
+            let (db, t) = (db.clone(), t.clone());
+            std::thread::spawn(move || {
+                for i in 3_000..20_000u32 {
+                    let got = db.get(&t, &key(i)).unwrap();
+                    assert_eq!(got, Some(format!("v{i}").into_bytes()));
+                }
+                tx.send(()).unwrap();
+            })
+        };
+        let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
+        gate.set(false);
+        reader.join().unwrap();
+        checkpoint.join().unwrap();
+        assert!(ran.is_ok(), "a miss waited for a write held at the device");
+        let after = db.stats();
+        let misses = after.pool.misses - before.pool.misses;
+        let shared = after.pool.reserved_shared - before.pool.reserved_shared;
+        assert!(
+            misses > shared + 8,
+            "the misses did not run out of the stock: {misses} misses, {shared} from the stock"
+        );
+        db.verify().unwrap();
+    }
 }
