@@ -37,6 +37,7 @@ use crate::buffer::Seen;
 use crate::page::PageId;
 use crate::page_table::Unclaimed;
 use crate::writepath::LogSink;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -67,6 +68,19 @@ pub(super) struct MissStock {
 }
 
 impl PageCache {
+    /// The page table's word on `pid` before a reservation other than the exclusive one:
+    /// cached or being loaded (`Break(Some)`), to be read by the exclusive reservation (evicted
+    /// dirty, or seen by an after-read hook: `Break(None)`), or absent (`Continue`).
+    fn look_before_reserving(&self, pid: PageId) -> ControlFlow<Option<Reserved>> {
+        match self.pool.seen(pid) {
+            Seen::Resident(_) => ControlFlow::Break(Some(Reserved::Cached)),
+            Seen::Loading(f) => ControlFlow::Break(Some(Reserved::Wait(self.pool.load_wait(f)))),
+            Seen::EvictedDirty => ControlFlow::Break(None),
+            Seen::Absent if self.hook_sees_every_read() => ControlFlow::Break(None),
+            Seen::Absent => ControlFlow::Continue(()),
+        }
+    }
+
     /// [`PageCache::reserve`] while other threads write pages with the core latch released
     /// (tickets out, `engine/latch.rs` `Writers`): the core latch is held exclusive, but a
     /// reservation here writes nothing, waits for nothing and takes no write path's mutex: a
@@ -81,12 +95,8 @@ impl PageCache {
         log: &mut dyn LogSink,
         health: &crate::health::Health,
     ) -> Option<Reserved> {
-        match self.pool.seen(pid) {
-            Seen::Resident(_) => return Some(Reserved::Cached),
-            Seen::Loading(f) => return Some(Reserved::Wait(self.pool.load_wait(f))),
-            Seen::EvictedDirty => return None,
-            Seen::Absent if self.hook_sees_every_read() => return None,
-            Seen::Absent => {}
+        if let ControlFlow::Break(r) = self.look_before_reserving(pid) {
+            return r;
         }
         self.adopt_cleaned_pages();
         let steal = self.eviction.steal();
@@ -113,12 +123,8 @@ impl PageCache {
         if !self.splits.several_threads() {
             return None;
         }
-        match self.pool.seen(pid) {
-            Seen::Resident(_) => return Some(Reserved::Cached),
-            Seen::Loading(f) => return Some(Reserved::Wait(self.pool.load_wait(f))),
-            Seen::EvictedDirty => return None,
-            Seen::Absent if self.hook_sees_every_read() => return None,
-            Seen::Absent => {}
+        if let ControlFlow::Break(r) = self.look_before_reserving(pid) {
+            return r;
         }
         if self.splits.adopting(pid) {
             // A split beside others made it: its frame joins the page table exclusive.

@@ -4,6 +4,7 @@
 //! outside the latch. The data device is gated (`support::Gated`) to hold an I/O back.
 
 use crate::support::{Gate, Gated, MemPair};
+use crate::write_ahead::{checkpoint_held_at, gets_return_while_held};
 use std::ops::Bound;
 use wafer_engine::{Db, DbConfig};
 
@@ -756,30 +757,8 @@ fn miss_beside_a_held_write(cfg: DbConfig) {
             .unwrap();
     }
     x.commit().unwrap();
-    gate.set(true);
-    let checkpoint = {
-        let db = db.clone();
-        std::thread::spawn(move || db.checkpoint().unwrap())
-    };
-    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
-        assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
-        std::thread::yield_now();
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
-            for i in [10_500u32, 13_500, 16_500] {
-                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
-                assert_eq!(got, Some(format!("v{i}").into_bytes()));
-            }
-            tx.send(()).unwrap();
-        })
-    };
-    let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    reader.join().unwrap();
-    checkpoint.join().unwrap();
-    assert!(ran.is_ok(), "a miss waited for the write path's device I/O");
+    let checkpoint = checkpoint_held_at(&gate, &db);
+    let ran = gets_return_while_held((&db, &t), vec![10_500, 13_500, 16_500], &gate, checkpoint);
+    assert!(ran, "a miss waited for the write path's device I/O");
     db.verify().unwrap();
 }

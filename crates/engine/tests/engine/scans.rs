@@ -149,6 +149,32 @@ fn a_scan_with_limit_zero_returns_no_row() {
     x.commit().unwrap();
 }
 
+/// 20,000 records (about 110 leaves) not in memory, behind a pool of 64 pages, in a database a
+/// second thread has used (so scans go on in parts); its devices given to `devices` first.
+fn cold_beside_threads(
+    devices: impl FnOnce(wafer_engine::Devices) -> wafer_engine::Devices,
+) -> (std::sync::Arc<crate::support::Gate>, Db, wafer_engine::Tree) {
+    let cfg = DbConfig {
+        buffer_pages: 64,
+        ..DbConfig::default()
+    };
+    let (gate, db, t) = cold_db_with(cfg, devices);
+    std::thread::scope(|s| {
+        s.spawn(|| db.get(&t, b"k000001").unwrap());
+    });
+    (gate, db, t)
+}
+
+/// Every pair of tree `t`, read by `x` in one scan.
+fn scan_all(
+    x: &mut wafer_engine::Txn,
+    t: &wafer_engine::Tree,
+    reverse: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    x.scan(t, all, reverse, usize::MAX).unwrap()
+}
+
 /// With several threads a scan of many leaves not in memory goes on in parts: each miss is read
 /// with the core latch released and the scan resumes after the last key it read, shared, its
 /// claim kept, however many pages it needs (a pool of 64 pages, a whole tree of about 110
@@ -157,27 +183,12 @@ fn a_scan_with_limit_zero_returns_no_row() {
 /// does not grow and the test fails.
 #[test]
 fn a_long_cold_scan_beside_other_threads_runs_shared_in_parts() {
-    let cfg = DbConfig {
-        buffer_pages: 64,
-        ..DbConfig::default()
-    };
-    let (_gate, db, t) = cold_db_with(cfg, |d| d);
-    // A second thread: the database is used by several from now on.
-    std::thread::scope(|s| {
-        s.spawn(|| db.get(&t, b"k000001").unwrap());
-    });
+    let (_gate, db, t) = cold_beside_threads(|d| d);
     let key = |i: usize| format!("k{i:06}").into_bytes();
     for reverse in [false, true] {
         let before = db.stats();
         let mut x = db.begin().unwrap();
-        let got = x
-            .scan(
-                &t,
-                (Bound::Unbounded, Bound::Unbounded),
-                reverse,
-                usize::MAX,
-            )
-            .unwrap();
+        let got = scan_all(&mut x, &t, reverse);
         x.commit().unwrap();
         assert_eq!(got.len(), 20_000);
         for (n, (k, v)) in got.iter().enumerate() {
@@ -234,12 +245,8 @@ fn a_long_cold_scan_beside_other_threads_runs_shared_in_parts() {
 /// Before, it started over after each of 8 pages and then ran exclusive.
 #[test]
 fn a_long_cold_snapshot_scan_beside_other_threads_runs_shared_in_parts() {
-    let cfg = DbConfig {
-        buffer_pages: 64,
-        ..DbConfig::default()
-    };
     let undo = || Box::new(wafer_engine::device::MemDevice::new(8 << 20, 4096));
-    let (_gate, db, t) = cold_db_with(cfg, |d| d.with_undo(undo()));
+    let (_gate, db, t) = cold_beside_threads(|d| d.with_undo(undo()));
     let key = |i: usize| format!("k{i:06}").into_bytes();
     let mut snap = db.begin_snapshot().unwrap();
     // Changed after the snapshot, by another thread: every 97th record updated, every 89th
@@ -261,14 +268,7 @@ fn a_long_cold_snapshot_scan_beside_other_threads_runs_shared_in_parts() {
     });
     for reverse in [false, true] {
         let before = db.stats().engine;
-        let got = snap
-            .scan(
-                &t,
-                (Bound::Unbounded, Bound::Unbounded),
-                reverse,
-                usize::MAX,
-            )
-            .unwrap();
+        let got = scan_all(&mut snap, &t, reverse);
         assert_eq!(got.len(), 20_000, "reverse {reverse}");
         for (n, (k, v)) in got.iter().enumerate() {
             let i = if reverse { 19_999 - n } else { n };

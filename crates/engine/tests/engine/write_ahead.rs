@@ -212,31 +212,10 @@ fn misses_with_the_stock_empty_reserve_beside_a_write_at_the_device() {
         x.commit().unwrap();
         // (Statistics take the core latch exclusive: not while the write is held.)
         let before = db.stats();
-        gate.set(true);
-        let checkpoint = {
-            let db = db.clone();
-            std::thread::spawn(move || db.checkpoint().unwrap())
-        };
-        while !gate.waiting.load(SeqCst) {
-            assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
-            std::thread::yield_now();
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = {
-            let (db, t) = (db.clone(), t.clone());
-            std::thread::spawn(move || {
-                for i in 3_000..20_000u32 {
-                    let got = db.get(&t, &key(i)).unwrap();
-                    assert_eq!(got, Some(format!("v{i}").into_bytes()));
-                }
-                tx.send(()).unwrap();
-            })
-        };
-        let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
-        gate.set(false);
-        reader.join().unwrap();
-        checkpoint.join().unwrap();
-        assert!(ran.is_ok(), "a miss waited for a write held at the device");
+        let checkpoint = checkpoint_held_at(&gate, &db);
+        let keys = (3_000..20_000).collect();
+        let ran = gets_return_while_held((&db, &t), keys, &gate, checkpoint);
+        assert!(ran, "a miss waited for a write held at the device");
         let after = db.stats();
         let misses = after.pool.misses - before.pool.misses;
         let shared = after.pool.reserved_shared - before.pool.reserved_shared;
@@ -246,4 +225,44 @@ fn misses_with_the_stock_empty_reserve_beside_a_write_at_the_device() {
         );
         db.verify().unwrap();
     }
+}
+
+/// A thread running a checkpoint, returned once its first write waits at `gate` (shut here).
+pub(crate) fn checkpoint_held_at(gate: &Gate, db: &Db) -> std::thread::JoinHandle<()> {
+    gate.set(true);
+    let checkpoint = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint().unwrap())
+    };
+    while !gate.waiting.load(SeqCst) {
+        assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
+        std::thread::yield_now();
+    }
+    checkpoint
+}
+
+/// Whether a thread that gets the records `keys` (each at its first value) returns within 20 s
+/// while `checkpoint`'s write is held at `gate`; then the gate is opened and both are joined.
+pub(crate) fn gets_return_while_held(
+    (db, t): (&Db, &wafer_engine::Tree),
+    keys: Vec<u32>,
+    gate: &Gate,
+    checkpoint: std::thread::JoinHandle<()>,
+) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in keys {
+                let got = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(got, Some(format!("v{i}").into_bytes()));
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let ran = rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    reader.join().unwrap();
+    checkpoint.join().unwrap();
+    ran.is_ok()
 }
