@@ -527,6 +527,12 @@ impl BufferPool {
 
     /// Puts the CLOCK hand back on frame `f`, which [`BufferPool::pick_victim`] just picked
     /// and the caller leaves in place: the next sweep picks it first.
+    /// Where the CLOCK hand is (for [`BufferPool::hand_back`] after a sweep that should not
+    /// move it).
+    pub fn hand(&self) -> u32 {
+        self.hand as u32
+    }
+
     pub fn hand_back(&mut self, f: u32) {
         self.hand = f as usize;
     }

@@ -101,10 +101,15 @@ impl PageCache {
         self.adopt_cleaned_pages();
         let steal = self.eviction.steal();
         // Not `pick_victim_waiting`: a loader may wait for the write path's mutex, whose
-        // holder may wait for the log latch this thread holds.
-        let f = self
+        // holder may wait for the log latch this thread holds. The hand goes back where it
+        // was: the dirty pages this sweep passes by stay next for the writes ahead of the
+        // misses (which start at the hand) and for the next sweep.
+        let hand = self.pool.hand();
+        let picked = self
             .pool
-            .pick_victim(|fr| !fr.dirty && (steal || fr.uncommitted.is_empty()))?;
+            .pick_victim(|fr| !fr.dirty && (steal || fr.uncommitted.is_empty()));
+        self.pool.hand_back(hand);
+        let f = picked?;
         let copy = self.evict_victim(f, log, true).ok()?;
         debug_assert!(copy.is_none(), "a clean victim has nothing to write");
         self.pool.stats.misses += 1;
@@ -112,6 +117,7 @@ impl PageCache {
         let mut victims = Vec::new();
         let ahead = self.fill_miss_stock_as(log, &mut victims, health, true);
         debug_assert!(ahead.is_none() && victims.is_empty(), "clean frames only");
+        self.pool.hand_back(hand);
         Some(Reserved::Load(
             self.pending_load(pid, slot, victims, health),
         ))
