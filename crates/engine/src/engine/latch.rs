@@ -31,7 +31,9 @@ pub(crate) const SCAN_READS: usize = 8;
 /// the write path's mutex (with the core latch exclusive: a victim written out of place, a
 /// checkpoint's end), so the core latch is taken exclusive only while no ticket is out
 /// ([`Shared::core`]): such a thread never waits for the write path's mutex while a ticket
-/// holder waits for its log latch. A ticket holder never takes the core latch exclusive.
+/// holder waits for its log latch. One exception, `Shared::core_as(false)`: a miss's
+/// reservation of a clean frame ([`crate::cache::PageCache::reserve_clean`]), which takes no
+/// copy, no ticket and no write path's mutex, and waits for nothing; nothing else may use it. A ticket holder never takes the core latch exclusive.
 /// Since every batch's copies are taken with the core latch exclusive, this also keeps any
 /// other write of a batch's pages from coming between its copies and its write, which the
 /// log latch, held from the copies to the end of the write, did before.
