@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 mod heads;
 mod segments;
 mod shared;
+#[cfg(test)]
+mod tests;
 pub(crate) use shared::{Snapshots, Versions};
 
 /// A commit timestamp: commits are numbered 1, 2, ...; 0 is "before every snapshot".
@@ -523,9 +525,30 @@ impl VersionStore {
     /// snapshot is found before the writers' mutex is taken: a snapshot that begins meanwhile
     /// is no older.
     pub fn purge(&self) {
-        let oldest = self.oldest();
-        let mut w = self.writers();
-        self.purge_locked(&mut w, oldest);
+        self.purge_from(self.oldest());
+    }
+
+    /// [`VersionStore::purge`] with `oldest` found at or before now, until nothing retired
+    /// is due. A snapshot that ends while this runs may find the first retired commit still
+    /// listed, at or before its own snapshot, and leave the purge to this one, whose `oldest`
+    /// it may still have held back: so after each pass, if the first commit left is due by
+    /// an oldest found again, go on. (Its end took its snapshot out before it read the first
+    /// retired commit, which this pass had not yet stored: so the oldest found after the
+    /// store sees it gone.)
+    fn purge_from(&self, mut oldest: Ts) {
+        loop {
+            let mut w = self.writers();
+            self.purge_locked(&mut w, oldest);
+            drop(w);
+            let first = self.retired_first.load(Ordering::SeqCst);
+            if first == u64::MAX {
+                return;
+            }
+            oldest = self.oldest();
+            if first > oldest {
+                return;
+            }
+        }
     }
 
     /// [`VersionStore::purge`] with the writers' mutex held, `oldest` found at or before now.
