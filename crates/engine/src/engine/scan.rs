@@ -128,11 +128,9 @@ impl Core {
         (txn, tree): (TxnId, &Tree),
         (range, reverse): (KeyRange<'_>, bool),
         (limit, partial, kept): (usize, bool, usize),
+        counts: &mut PartCounts,
         out: &mut O,
     ) -> Option<Result<()>> {
-        if limit <= kept {
-            return Some(Ok(()));
-        }
         let mut view = SharedView {
             core: self,
             txn,
@@ -142,16 +140,24 @@ impl Core {
             partial,
             cut: false,
         };
-        let r = snapshot_scan(&mut view, (range, reverse), limit, out);
+        let r = if limit > kept {
+            snapshot_scan(&mut view, (range, reverse), limit, out)
+        } else {
+            Some(Ok(()))
+        };
         if r.is_some() {
             // Done within a window a miss cut short: the page is not needed after all.
             let _ = crate::read_shared::take_miss();
         }
         if r.is_some() || (partial && out.pair_count() > kept) {
             // Done, or a part kept: what it read counts (a part's, up to its last leaf read
-            // whole).
-            self.cache.pool.shared_hits.add(view.hits);
-            view.versions().count(&view.tally);
+            // whole), once the scan completes shared.
+            counts.hits += view.hits;
+            counts.tally.add(&view.tally);
+        }
+        if r.is_some() {
+            self.cache.pool.shared_hits.add(counts.hits);
+            view.versions().count(&counts.tally);
         }
         r
     }
@@ -240,6 +246,17 @@ pub(crate) struct ScanParts {
     pub(super) guard: Option<ScanGuard>,
     /// Pairs of the output that earlier parts read and the claim covers.
     pub(super) kept: usize,
+    /// What the parts kept so far read.
+    pub(super) counts: PartCounts,
+}
+
+/// Cache hits and version-store reads of the parts a scan kept, counted only when the scan
+/// completes shared: a scan that then runs exclusive reads its range again from the start, and
+/// that pass is the one counted.
+#[derive(Default)]
+pub(crate) struct PartCounts {
+    pub(super) hits: u64,
+    pub(super) tally: ReadTally,
 }
 
 impl ScanParts {
@@ -270,6 +287,9 @@ impl<O: PairOut> ScanSink for ClaimedPairs<'_, O> {
             self.first_reach.get_or_insert(self.last_reach);
         }
         let ScanGuard::Ranges(claim) = self.guard else {
+            // The transaction holds the whole tree: every pair so far is covered (a scan in
+            // parts keeps them too).
+            self.told = self.out.pair_count();
             return Ok(());
         };
         // A key reached but not given yet: its value is in an overflow chain.

@@ -132,7 +132,10 @@ impl Core {
                 return Some(Err(e));
             }
             let how = (limit, resumes, parts.kept);
-            let Some(r) = self.scan_snapshot_shared((txn, tree), (range, reverse), how, out) else {
+            let counts = &mut parts.counts;
+            let Some(r) =
+                self.scan_snapshot_shared((txn, tree), (range, reverse), how, counts, out)
+            else {
                 self.stats.shared_retries.add(1);
                 if resumes && out.pair_count() > parts.kept {
                     // Kept: the windows resolved before the miss.
@@ -158,6 +161,8 @@ impl Core {
         let cc = self.txns.cc();
         let pages = std::cell::Cell::new(0);
         let mut sink = ClaimedPairs::new(cc, (txn, tree.id), guard, limit, out).tallied(&pages);
+        // The kept parts' hits count once the scan completes here.
+        let mut hits = parts.counts.hits;
         if limit > parts.kept {
             let r = SharedReader::run_keeping(&self.cache, &pages, |m| {
                 bt::scan(m, tree.root, range.0, range.1, reverse, &mut sink)
@@ -178,19 +183,21 @@ impl Core {
                     // Kept: what the claim covers; the next part goes on after it.
                     out.truncate_pairs(told);
                     parts.kept = told;
-                    self.cache.pool.shared_hits.add(last - back);
+                    parts.counts.hits += last - back;
                     self.stats.scans_resumed.add(1);
                 }
                 return None;
             };
-            self.cache.pool.shared_hits.add(pages.get() - back);
+            hits += pages.get() - back;
             if let Err(e) = r {
+                self.cache.pool.shared_hits.add(hits);
                 if !batch {
                     self.stats.ops.add(1);
                 }
                 return Some(Err(e));
             }
         }
+        self.cache.pool.shared_hits.add(hits);
         if !batch {
             self.stats.ops.add(1);
         }

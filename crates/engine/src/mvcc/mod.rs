@@ -180,6 +180,15 @@ pub(crate) struct ReadTally {
     old_versions_read: u64,
 }
 
+impl ReadTally {
+    /// Adds `other`'s reads to these.
+    pub fn add(&mut self, other: &ReadTally) {
+        self.chain_reads += other.chain_reads;
+        self.blocks_read += other.blocks_read;
+        self.old_versions_read += other.old_versions_read;
+    }
+}
+
 /// [`VersionStats`] counters of the readers' side.
 #[derive(Default)]
 struct ReadCounts {
