@@ -274,7 +274,15 @@ impl Shared {
         let mut parts = super::scan::ScanParts::default();
         loop {
             let kept = parts.kept();
-            if let Some(r) = self.shared_op(SCAN_READS, |c| attempt(c, &mut parts)) {
+            // A round's last miss is read too when the scan goes on in parts: the next round
+            // starts there.
+            let resumes = std::cell::Cell::new(false);
+            let r = self.shared_op_reading(SCAN_READS, &resumes, |c| {
+                let r = attempt(c, &mut parts);
+                resumes.set(parts.resumes == Some(true));
+                r
+            });
+            if let Some(r) = r {
                 return Some(r);
             }
             if parts.kept() == kept {
@@ -293,7 +301,18 @@ impl Shared {
     /// [`SCAN_READS`] for a scan, which starts over after each).
     /// `None`: run the operation exclusive (it needs more than a shared attempt can do, or
     /// reading the page failed: the exclusive path meets the error again and reports it).
-    pub fn shared_op<T>(&self, reads: usize, mut op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
+    pub fn shared_op<T>(&self, reads: usize, op: impl FnMut(&Core) -> Option<T>) -> Option<T> {
+        self.shared_op_reading(reads, &std::cell::Cell::new(false), op)
+    }
+
+    /// [`Shared::shared_op`]; if `read_last` is set when the last attempt gives up, the page it
+    /// missed is read before `None` is returned (for a caller that goes on from there).
+    fn shared_op_reading<T>(
+        &self,
+        reads: usize,
+        read_last: &std::cell::Cell<bool>,
+        mut op: impl FnMut(&Core) -> Option<T>,
+    ) -> Option<T> {
         for attempt in 0..=reads {
             // Every shared reader and writer runs inside this loop, and a note is taken as soon
             // as its attempt gives up: none is left over from an earlier operation.
@@ -312,7 +331,7 @@ impl Shared {
                 return Some(r);
             }
             let pid = crate::read_shared::take_miss()?;
-            if attempt == reads {
+            if attempt == reads && !read_last.get() {
                 // No attempt is left to use the page: the exclusive run reads it.
                 return None;
             }

@@ -204,6 +204,13 @@ fn a_long_cold_scan_beside_other_threads_runs_shared_in_parts() {
         );
         let resumed = e1.scans_resumed - e0.scans_resumed;
         let reads = after.pool.unlatched_reads - before.pool.unlatched_reads;
+        // Each attempt that gave up read its page, the last of a round of attempts too (the
+        // next round starts there): when it did not, 120 attempts for 107 reads ascending.
+        let retries = e1.shared_retries - e0.shared_retries;
+        assert!(
+            retries <= reads,
+            "reverse {reverse}: {retries} attempts gave up, {reads} reads"
+        );
         assert!(
             resumed >= 40 && reads >= resumed,
             "reverse {reverse}: {resumed} parts resumed, {reads} pages read unlatched"
