@@ -273,7 +273,7 @@ impl Shared {
     ) -> Option<T> {
         let mut parts = super::scan::ScanParts::default();
         loop {
-            let kept = parts.kept();
+            let kept = parts.parts();
             // A round's last miss is read too when the scan goes on in parts: the next round
             // starts there.
             let resumes = std::cell::Cell::new(false);
@@ -285,7 +285,7 @@ impl Shared {
             if let Some(r) = r {
                 return Some(r);
             }
-            if parts.kept() == kept {
+            if parts.parts() == kept {
                 return None;
             }
         }

@@ -70,7 +70,7 @@ impl Core {
                 txn,
                 tree,
             };
-            return snapshot_scan(&mut view, (range, reverse), limit, out)
+            return snapshot_scan(&mut view, (range, reverse), limit, out, &mut None)
                 .expect("an exclusive view reads every page");
         }
         let (mut own, batch) = (None, cursor.is_some());
@@ -128,7 +128,7 @@ impl Core {
         (txn, tree): (TxnId, &Tree),
         (range, reverse): (KeyRange<'_>, bool),
         (limit, partial, kept): (usize, bool, usize),
-        counts: &mut PartCounts,
+        (counts, resolved): (&mut PartCounts, &mut Option<Vec<u8>>),
         out: &mut O,
     ) -> Option<Result<()>> {
         let mut view = SharedView {
@@ -141,7 +141,7 @@ impl Core {
             cut: false,
         };
         let r = if limit > kept {
-            snapshot_scan(&mut view, (range, reverse), limit, out)
+            snapshot_scan(&mut view, (range, reverse), limit, out, resolved)
         } else {
             Some(Ok(()))
         };
@@ -149,7 +149,7 @@ impl Core {
             // Done within a window a miss cut short: the page is not needed after all.
             let _ = crate::read_shared::take_miss();
         }
-        if r.is_some() || (partial && out.pair_count() > kept) {
+        if r.is_some() || (partial && resolved.is_some()) {
             // Done, or a part kept: what it read counts (a part's, up to its last leaf read
             // whole), once the scan completes shared.
             counts.hits += view.hits;
@@ -246,6 +246,11 @@ pub(crate) struct ScanParts {
     pub(super) guard: Option<ScanGuard>,
     /// Pairs of the output that earlier parts read and the claim covers.
     pub(super) kept: usize,
+    /// Where the next part starts: after this key, in scan order (the last key kept; for a
+    /// snapshot scan, the end of the last window it resolved, which may hold no visible key).
+    pub(super) after: Option<Vec<u8>>,
+    /// Parts kept so far.
+    pub(super) parts: usize,
     /// What the parts kept so far read.
     pub(super) counts: PartCounts,
 }
@@ -260,10 +265,16 @@ pub(crate) struct PartCounts {
 }
 
 impl ScanParts {
-    /// Pairs kept by the parts so far: a round of attempts that did not add to them made no
-    /// progress.
-    pub(crate) fn kept(&self) -> usize {
-        self.kept
+    /// Parts kept so far: a round of attempts that did not add one made no progress.
+    pub(crate) fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// A part ends at `after` with the first `kept` pairs of the output.
+    pub(super) fn keep(&mut self, kept: usize, after: Vec<u8>) {
+        self.kept = kept;
+        self.after = Some(after);
+        self.parts += 1;
     }
 }
 
@@ -510,14 +521,15 @@ impl SnapshotView for SharedView<'_> {
 /// the nearer of their ends (past it, either may hold keys not yet read): at most as many tree
 /// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
 /// range is done. The pairs go to `out` after those it holds. `None` when the view refused a
-/// window, or cut one short (a scan in parts: the pairs given so far stay, and the next part
-/// goes on after the last). The heads are looked at again after the tree is read (see the
+/// window, or cut one short (a scan in parts: the pairs given so far stay, `resolved` names
+/// the end of the last window resolved, if any, and the next part goes on after it). The heads are looked at again after the tree is read (see the
 /// loop).
 fn snapshot_scan<O: PairOut>(
     view: &mut impl SnapshotView,
     (range, reverse): (KeyRange<'_>, bool),
     limit: usize,
     out: &mut O,
+    resolved: &mut Option<Vec<u8>>,
 ) -> Option<Result<()>> {
     let window = limit.clamp(1, 1024);
     let mut bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>) =
@@ -592,11 +604,15 @@ fn snapshot_scan<O: PairOut>(
             return Some(Ok(()));
         }
         if cut {
-            // The page missed is read, and the scan goes on after the last pair given.
+            // The page missed is read, and the scan goes on after the window's end.
+            if end.is_some() {
+                *resolved = end;
+            }
             return None;
         }
         match end {
             Some(e) if out.pair_count() < limit => {
+                *resolved = Some(e.clone());
                 if reverse {
                     bounds.1 = Bound::Excluded(e);
                 } else {

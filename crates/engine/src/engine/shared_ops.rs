@@ -120,8 +120,8 @@ impl Core {
             resumes || parts.kept == 0,
             "a scan that starts over kept pairs"
         );
-        // The range left: after the last key kept, in scan order.
-        let last = parts.kept.checked_sub(1).map(|i| out.key_at(i).to_vec());
+        // The range left: after where the last part kept ended, in scan order.
+        let last = parts.after.clone();
         let range = match (&last, reverse) {
             (None, _) => range,
             (Some(k), false) => (Bound::Excluded(k.as_slice()), range.1),
@@ -132,17 +132,19 @@ impl Core {
                 return Some(Err(e));
             }
             let how = (limit, resumes, parts.kept);
-            let counts = &mut parts.counts;
-            let Some(r) =
-                self.scan_snapshot_shared((txn, tree), (range, reverse), how, counts, out)
+            let mut resolved = None;
+            let part = (&mut parts.counts, &mut resolved);
+            let Some(r) = self.scan_snapshot_shared((txn, tree), (range, reverse), how, part, out)
             else {
                 self.stats.shared_retries.add(1);
-                if resumes && out.pair_count() > parts.kept {
-                    // Kept: the windows resolved before the miss.
-                    parts.kept = out.pair_count();
-                    self.stats.scans_resumed.add(1);
-                } else {
-                    out.truncate_pairs(parts.kept);
+                match resolved {
+                    Some(end) if resumes => {
+                        // Kept: the windows resolved before the miss (perhaps no key of them
+                        // visible), up to the end of the last.
+                        parts.keep(out.pair_count(), end);
+                        self.stats.scans_resumed.add(1);
+                    }
+                    _ => out.truncate_pairs(parts.kept),
                 }
                 return None;
             };
@@ -182,7 +184,7 @@ impl Core {
                 if resumes && told > parts.kept {
                     // Kept: what the claim covers; the next part goes on after it.
                     out.truncate_pairs(told);
-                    parts.kept = told;
+                    parts.keep(told, out.key_at(told - 1).to_vec());
                     parts.counts.hits += last - back;
                     self.stats.scans_resumed.add(1);
                 }
