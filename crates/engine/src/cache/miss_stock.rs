@@ -87,8 +87,10 @@ impl PageCache {
     /// clean victim only, not one being loaded, and the stock filled up to the first dirty
     /// page the hand meets. `None`: there is none (or the page must be read here, evicted
     /// dirty or seen by an after-read hook); then it waits for the writers and reserves as
-    /// usual. Before, a miss that found the stock empty waited for every page write under
-    /// way, a journaled batch's whole journal checkpoint among them.
+    /// usual. `log` is never asked to append or force (the caller passes a
+    /// [`crate::writepath::DurableLog`], not the log latch). Before, a miss that found the
+    /// stock empty waited for every page write under way, a journaled batch's whole journal
+    /// checkpoint among them.
     pub fn reserve_clean(
         &mut self,
         pid: PageId,
@@ -100,8 +102,9 @@ impl PageCache {
         }
         self.adopt_cleaned_pages();
         let steal = self.eviction.steal();
-        // Not `pick_victim_waiting`: a loader may wait for the write path's mutex, whose
-        // holder may wait for the log latch this thread holds. The hand goes back where it
+        // Not `pick_victim_waiting`: a loader may wait for the write path's mutex, which a
+        // ticket's writer may hold for long (a journal checkpoint), and this waits for
+        // nothing with the core latch exclusive. The hand goes back where it
         // was: the dirty pages this sweep passes by stay next for the writes ahead of the
         // misses (which start at the hand) and for the next sweep.
         let hand = self.pool.hand();

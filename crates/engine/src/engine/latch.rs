@@ -31,9 +31,10 @@ pub(crate) const SCAN_READS: usize = 8;
 /// the write path's mutex (with the core latch exclusive: a victim written out of place, a
 /// checkpoint's end), so the core latch is taken exclusive only while no ticket is out
 /// ([`Shared::core`]): such a thread never waits for the write path's mutex while a ticket
-/// holder waits for its log latch. One exception, `Shared::core_as(false)`: a miss's
+/// holder waits for its log latch. One exception, [`Shared::core_beside_writers`]: a miss's
 /// reservation of a clean frame ([`crate::cache::PageCache::reserve_clean`]), which takes no
-/// copy, no ticket and no write path's mutex, and waits for nothing; nothing else may use it. A ticket holder never takes the core latch exclusive.
+/// copy, no ticket, no write path's mutex and no log latch, and waits for nothing; its guard
+/// gives nothing else. A ticket holder never takes the core latch exclusive.
 /// Since every batch's copies are taken with the core latch exclusive, this also keeps any
 /// other write of a batch's pages from coming between its copies and its write, which the
 /// log latch, held from the copies to the end of the write, did before.
@@ -42,6 +43,28 @@ pub(crate) struct Writers {
     out: AtomicUsize,
     lock: Mutex<()>,
     done: Condvar,
+}
+
+/// The core latch exclusive beside tickets out ([`Shared::core_beside_writers`]).
+struct BesideWriters<'a>(CoreGuard<'a>);
+
+impl BesideWriters<'_> {
+    /// [`crate::cache::PageCache::reserve_clean`], the latch let go before it returns: the
+    /// reservation and the write path to read the page with, or `None` (reserve as usual).
+    /// It logs nothing and forces nothing (a clean victim): the log latch is taken only to
+    /// look at its ends, so ticket holders' location records and forces go on meanwhile.
+    fn reserve_clean(
+        mut self,
+        wal: &SharedWal,
+        pid: crate::page::PageId,
+    ) -> Option<(Reserved, crate::cache::SharedWritePath)> {
+        let c = &mut *self.0;
+        c.check().ok()?;
+        let mut log = crate::writepath::DurableLog::of(&*wal.lock());
+        let health = c.health.clone();
+        let r = c.cache.reserve_clean(pid, &mut log, &health)?;
+        Some((r, std::sync::Arc::clone(&c.cache.wp)))
+    }
 }
 
 /// One writer of [`Writers`], out until dropped.
@@ -356,17 +379,7 @@ impl Shared {
                 // Page writes are under way with the latch released (a batch, perhaps a
                 // journaled one moving the whole journal home): reserve a clean frame beside
                 // them rather than wait for them all.
-                let mut core = self.core_as(false);
-                let mut wal = self.wal.lock();
-                let c = &mut *core;
-                let clean = c.check().ok().and_then(|()| {
-                    let health = c.health.clone();
-                    c.cache.reserve_clean(pid, &mut *wal, &health)
-                });
-                if let Some(r) = clean {
-                    let wp = std::sync::Arc::clone(&core.cache.wp);
-                    drop(wal);
-                    drop(core);
+                if let Some((r, wp)) = self.core_beside_writers().reserve_clean(&self.wal, pid) {
                     match r {
                         Reserved::Cached => {}
                         Reserved::Wait(w) => w.wait(),
@@ -434,9 +447,16 @@ impl Shared {
         self.core_as(true)
     }
 
-    /// [`Shared::core`]; not `wait_for_writers`: taken while page writes with the core latch
-    /// released may be under way, for what neither writes a page nor takes the write path's
-    /// mutex nor waits for anything with the latch held ([`PageCache::reserve_clean`]).
+    /// The core latch, exclusive, taken while page writes with the core latch released may be
+    /// under way (tickets out): for a reservation of a clean frame only, which neither writes
+    /// a page nor takes the write path's mutex nor waits for anything with the latch held.
+    /// What it gives has no `&mut Core`, so no ticket can be taken (nor copies) with it.
+    fn core_beside_writers(&self) -> BesideWriters<'_> {
+        BesideWriters(self.core_as(false))
+    }
+
+    /// [`Shared::core`]; not `wait_for_writers`: see [`Shared::core_beside_writers`], its only
+    /// other use.
     fn core_as(&self, wait_for_writers: bool) -> CoreGuard<'_> {
         // Not while a page write with the core latch released is under way (`Writers`): wait
         // for it holding nothing, rather than stop every reader and then wait for it.
