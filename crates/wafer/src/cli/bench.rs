@@ -745,12 +745,12 @@ pub fn main(cmd: &BenchCommand) -> Result<(), CliError> {
                             WallWorkload::Ycsb(w) => format!("YCSB-{w}"),
                         };
                         println!(
-                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {} ({} scans resumed), {} splits beside others, {} checkpoints, {} misses ({} read unlatched, {} reserved shared), {} written ahead, {} cleaner writes, core latch exclusive {} times",
+                            "{name} {threads} thread(s): {:.0} ops/s ({} ops in {:.2} s, hit ratio {:.3}, {} aborts), latency p50 {:.1} us p99 {:.1} us p99.9 {:.1} us; latch shared {} / given up {} ({} scans resumed), {} splits beside others, {} checkpoints ({} the journal's own), {} misses ({} read unlatched, {} reserved shared), {} written ahead, {} cleaner writes, core latch exclusive {} times",
                             r.ops_per_s, r.ops, r.seconds, r.hit_ratio, r.aborts,
                             r.latency.p50_ns as f64 / 1e3, r.latency.p99_ns as f64 / 1e3,
                             r.latency.p999_ns as f64 / 1e3,
                             r.shared_ops, r.shared_retries, r.scans_resumed, r.splits_beside,
-                            r.checkpoints, r.misses,
+                            r.checkpoints, r.journal_checkpoints, r.misses,
                             r.unlatched_reads, r.reserved_shared, r.written_ahead, r.cleaner_writes,
                             r.exclusive_latches
                         );

@@ -110,6 +110,10 @@ pub struct WallResult {
     /// Checkpoints during the measured run.
     #[serde(default)]
     pub checkpoints: u64,
+    /// Journaled: the journal's own checkpoints during the measured run (it filled between
+    /// the engine's).
+    #[serde(default)]
+    pub journal_checkpoints: u64,
     /// Pages read from the device during the measured run, and of those the ones read with the
     /// core latch released (`PoolStats::unlatched_reads`).
     #[serde(default)]
@@ -370,6 +374,10 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         scans_resumed: after.engine.scans_resumed - before.engine.scans_resumed,
         splits_beside: after.engine.splits_beside - before.engine.splits_beside,
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
+        journal_checkpoints: match (&after.journal, &before.journal) {
+            (Some(a), Some(b)) => a.journal_checkpoints - b.journal_checkpoints,
+            _ => 0,
+        },
         misses,
         unlatched_reads: after.pool.unlatched_reads - before.pool.unlatched_reads,
         reserved_shared: after.pool.reserved_shared - before.pool.reserved_shared,

@@ -13,9 +13,12 @@
 //! Where images are, the log says: before anything moves home the write path logs the images'
 //! locations (the records out-of-place writes use) and forces them, and recovery rebuilds the
 //! JMT from the location records after the last checkpoint. Besides the engine's checkpoints,
-//! the journal has its own (paper 004's): when a write would fill it beyond
-//! `checkpoint_fill`, its images move home, a record per page says so, and it starts again. Old entries of a page stay in the
-//! journal but are out of the JMT (Algorithm 1's OLD flag): a checkpoint moves only the newest.
+//! the journal has its own (paper 004's): once it is filled beyond `checkpoint_fill`, its
+//! images move home, a record per page says so, and it starts again. That runs as background
+//! work ([`WritePath::maintain`], from `Db::maintenance`), beside the foreground; a write
+//! runs it itself only when the journal is filled halfway from there to full (no background
+//! work runs, or it fell behind). Old entries of a page stay in the journal but are out of
+//! the JMT (Algorithm 1's OLD flag): a checkpoint moves only the newest.
 //!
 //! Data device layout (docs/format.md): a header block at 0 (magic `WAFERJN1`), the journal area
 //! from `page_size`, then the homes, one page each.
@@ -105,10 +108,11 @@ pub struct JournalConfig {
     /// Bytes of the journal area (a multiple of the page size); 0: a sixteenth of the device.
     #[serde(default)]
     pub journal_bytes: u64,
-    /// The journal is checkpointed (its newest images moved home, then it is emptied) before a
-    /// write would fill it beyond this fraction (the paper: 2 GB of journal or 60 s, whichever
-    /// comes first; the engine's own checkpoints, by log space or `checkpoint_interval_ms`, move
-    /// it home too).
+    /// The journal is checkpointed (its newest images moved home, then it is emptied) by the
+    /// background work (`Db::maintenance`) once it is filled beyond this fraction (the paper:
+    /// 2 GB of journal or 60 s, whichever comes first; the engine's own checkpoints, by log
+    /// space or `checkpoint_interval_ms`, move it home too); a write that would fill it beyond
+    /// halfway from this fraction to full checkpoints it first itself.
     #[serde(default = "default_fill")]
     pub checkpoint_fill: f64,
 }
@@ -472,8 +476,7 @@ impl Journal {
             self.sector as usize,
         );
         let len = batch.bytes.len() as u64;
-        let limit = (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64;
-        if self.tail > 0 && self.tail + len > limit {
+        if self.tail > 0 && self.tail + len > self.foreground_limit() {
             self.journal_checkpoint(log)?;
         }
         let end = self.tail + len;
@@ -519,6 +522,19 @@ impl Journal {
             WriteReason::Checkpoint => self.counters.checkpoint_writes += pages.len() as u64,
         }
         Ok(())
+    }
+
+    /// Journal bytes past which the background work checkpoints the journal.
+    fn background_limit(&self) -> u64 {
+        (self.cfg.checkpoint_fill * self.journal_bytes as f64) as u64
+    }
+
+    /// Journal bytes a write may not pass before it checkpoints the journal itself: halfway
+    /// from the background's limit to full, so that a background checkpoint that starts late
+    /// still comes first.
+    fn foreground_limit(&self) -> u64 {
+        let soft = self.background_limit();
+        soft + (self.journal_bytes - soft) / 2
     }
 
     /// Where the batch after one ending at `end` (relative to the journal) starts: sector-aligned
@@ -604,6 +620,17 @@ impl WritePath for Journal {
             self.note(r)?;
         }
         Ok(())
+    }
+
+    /// The journal's own checkpoint, once it is filled beyond `checkpoint_fill`.
+    fn maintain(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        self.health.check()?;
+        if self.tail <= self.background_limit() {
+            return Ok(false);
+        }
+        let r = self.journal_checkpoint(log);
+        self.note(r)?;
+        Ok(true)
     }
 
     fn sync(&mut self, log: &mut dyn LogSink) -> Result<()> {
@@ -744,6 +771,71 @@ impl WritePath for Journal {
 mod tests {
     use super::*;
     use crate::device::{Handle, MemDevice};
+
+    /// A sealed page `pid` with `lsn`, filled with `fill`.
+    fn page(pid: PageId, lsn: Lsn, fill: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        page::init(&mut p, pid, crate::page::PageType::Leaf);
+        page::set_page_lsn(&mut p, lsn);
+        p[page::PAGE_HEADER_BYTES..].fill(fill);
+        page::note_write(&mut p);
+        page::seal(&mut p);
+        p
+    }
+
+    /// The journal's own checkpoint is background work: a write that fills the journal past
+    /// `checkpoint_fill` leaves it to `maintain`, which moves the images home and empties the
+    /// journal; with no background work, a write checkpoints it itself halfway from there to
+    /// full. Every page reads back as last written either way.
+    #[test]
+    fn the_journals_own_checkpoint_runs_in_maintain_and_a_write_runs_it_only_late() {
+        let cfg = JournalConfig {
+            journal_bytes: 64 * 4096,
+            ..JournalConfig::new(HomeMethod::Host)
+        };
+        let dev = Handle::new(MemDevice::new(8 << 20, 512));
+        let mut j = Journal::create(Box::new(dev), 4096, cfg).unwrap();
+        j.set_stamp(&Stamp::default()).unwrap();
+        let mut log = crate::writepath::MemLog {
+            next: 100,
+            durable: 100,
+            ..Default::default()
+        };
+        let own = |j: &Journal| j.stats.journal_checkpoints;
+        let mut write = |j: &mut Journal, pid: PageId, fill: u8| {
+            let p = page(pid, 1, fill);
+            j.write_pages(&[(pid, &p)], WriteReason::Eviction, &mut log)
+                .unwrap();
+        };
+        // 64 pages of journal (each image a page and a 512-byte descriptor): past 32 the
+        // background checkpoints it, past 48 a write does.
+        for pid in 0..40 {
+            write(&mut j, pid, 1);
+        }
+        assert!(j.tail > j.background_limit());
+        assert_eq!(
+            own(&j),
+            0,
+            "a write checkpointed before the foreground limit"
+        );
+        let mut log2 = crate::writepath::MemLog {
+            next: 1000,
+            durable: 1000,
+            ..Default::default()
+        };
+        assert!(j.maintain(&mut log2).unwrap());
+        assert_eq!((own(&j), j.tail), (1, 0));
+        assert!(!j.maintain(&mut log2).unwrap(), "nothing left to do");
+        for pid in 0..60 {
+            write(&mut j, pid, 2);
+        }
+        assert_eq!(own(&j), 2, "no background work: the write checkpointed");
+        let mut buf = vec![0u8; 4096];
+        for pid in 0..60 {
+            j.read_page(pid, &mut buf).unwrap();
+            assert_eq!(buf[page::PAGE_HEADER_BYTES], 2, "page {pid}");
+        }
+    }
 
     /// A header whose journal does not fit the data device (a device shorter than the one the
     /// database was made on) is refused as not this database, before any home is computed.
