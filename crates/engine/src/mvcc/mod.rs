@@ -534,25 +534,32 @@ impl VersionStore {
     /// snapshot is found before the writers' mutex is taken: a snapshot that begins meanwhile
     /// is no older.
     pub fn purge(&self) {
-        self.purge_from(self.oldest());
+        let ends = self.snaps.ends();
+        self.purge_from(self.oldest(), ends);
     }
 
-    /// [`VersionStore::purge`] with `oldest` found at or before now, until nothing retired
-    /// is due. A snapshot that ends while this runs may find the first retired commit still
-    /// listed, at or before its own snapshot, and leave the purge to this one, whose `oldest`
-    /// it may still have held back: so after each pass, if the first commit left is due by
-    /// an oldest found again, go on. (Its end took its snapshot out before it read the first
+    /// [`VersionStore::purge`] with `oldest` found at or before now, after `ends` snapshots
+    /// had ended, until nothing retired is due. A snapshot that ends while this runs may find
+    /// the first retired commit still listed, at or before its own snapshot, and leave the
+    /// purge to this one, whose `oldest` it may still have held back: so after a pass, if a
+    /// snapshot ended meanwhile and the first commit left is due by an oldest found again, go
+    /// on. (Its end took its snapshot out, and counted itself, before it read the first
     /// retired commit, which this pass had not yet stored: so the oldest found after the
-    /// store sees it gone.)
-    fn purge_from(&self, mut oldest: Ts) {
+    /// store sees it gone. With no end meanwhile, as when a long snapshot holds commits back,
+    /// a commit's purge looks at the snapshots once.)
+    fn purge_from(&self, mut oldest: Ts, mut ends: u64) {
         loop {
             let mut w = self.writers();
             self.purge_locked(&mut w, oldest);
             drop(w);
+            if self.snaps.ends() == ends {
+                return;
+            }
             let first = self.retired_first.load(Ordering::SeqCst);
             if first == u64::MAX {
                 return;
             }
+            ends = self.snaps.ends();
             oldest = self.oldest();
             if first > oldest {
                 return;

@@ -49,6 +49,8 @@ pub(crate) struct Snapshots {
     /// the store's writers' mutex, after its heads carry the new value; read by snapshots
     /// that begin beside it.
     last_ts: AtomicU64,
+    /// Snapshots ended so far (see `VersionStore::purge`).
+    ends: AtomicU64,
 }
 
 impl Snapshots {
@@ -56,6 +58,7 @@ impl Snapshots {
         Snapshots {
             stripes: Shards::new(SNAPSHOT_STRIPES),
             last_ts: AtomicU64::new(0),
+            ends: AtomicU64::new(0),
         }
     }
 
@@ -89,6 +92,8 @@ impl Snapshots {
                 st.held.remove(&s);
             }
         }
+        // Counted once it is out of the registry, before its end looks at what is retired.
+        self.ends.fetch_add(1, Ordering::SeqCst);
         Some(s)
     }
 
@@ -107,6 +112,11 @@ impl Snapshots {
             }
         });
         oldest
+    }
+
+    /// Snapshots ended so far.
+    pub fn ends(&self) -> u64 {
+        self.ends.load(Ordering::SeqCst)
     }
 
     pub fn last_ts(&self) -> Ts {

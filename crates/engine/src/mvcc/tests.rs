@@ -33,13 +33,14 @@ fn a_snapshot_ending_during_anothers_purge_leaves_no_heads() {
     // Reader 1 ends: its snapshot held commit 1 back, so a purge is due.
     assert_eq!(store.snaps.end(r1), Some(0));
     assert!(store.purge_due_after(0));
+    let ends = store.snaps.ends();
     let oldest = store.oldest();
     assert_eq!(oldest, 1, "reader 2 still holds commit 2 back");
     // Reader 2 ends before that purge stores what it freed: commit 1 is still listed first,
     // at its snapshot, so it leaves the purge to the one under way.
     v.end_unlogged(r2).unwrap();
     assert_eq!(store.snapshot_stats().heads, 2);
-    store.purge_from(oldest);
+    store.purge_from(oldest, ends);
     assert_eq!(
         store.snapshot_stats().heads,
         0,
