@@ -599,6 +599,19 @@ impl Checkpointer {
         }
     }
 
+    /// Whether a maintenance step has anything of the checkpointer's to do: a checkpoint in
+    /// progress or its end due, or [`Checkpointer::maintenance_detach`] would begin one, or
+    /// the page cleaner is on. Looked at without changing anything (the core latch shared).
+    pub fn step_due(&self, wal: &Wal) -> bool {
+        let interval_ns = self.settings.interval_ns;
+        self.in_progress.is_some()
+            || self.finish_due
+            || self.settings.cleaner_clean_fraction > 0.0
+            || (interval_ns > 0 && self.clock.now_ns() >= self.last_ns + interval_ns)
+            || self.log_growth(wal) * 4 >= self.cadence(wal) * 3
+            || log_fill(wal) > FORCE_ALL_FILL
+    }
+
     /// Whether a checkpoint's batches are all written and its end is due (the maintenance
     /// step's caller finishes it: [`Checkpointer::finish`], or with the core latch released,
     /// [`Checkpointer::finish_record`] and [`Tail::complete`]); cleared.

@@ -361,6 +361,11 @@ pub trait WritePath: Send + Sync {
     fn maintain(&mut self, _log: &mut dyn LogSink) -> Result<bool> {
         Ok(false)
     }
+    /// Whether [`WritePath::maintain`] may have something to do now (a cheap look, no I/O;
+    /// when in doubt, true).
+    fn maintenance_due(&self) -> bool {
+        false
+    }
     /// Called by a checkpoint after `sync` and before its record is logged at `tag` (= the log's
     /// next LSN): persist whatever recovery needs besides the log (out of place: the mapping
     /// snapshot, which also carries the checkpoint's `generation` and the log's `durable` LSN

@@ -622,6 +622,10 @@ impl WritePath for Journal {
         Ok(())
     }
 
+    fn maintenance_due(&self) -> bool {
+        self.tail > self.background_limit()
+    }
+
     /// The journal's own checkpoint, once it is filled beyond `checkpoint_fill`.
     fn maintain(&mut self, log: &mut dyn LogSink) -> Result<bool> {
         self.health.check()?;

@@ -248,6 +248,11 @@ impl WritePath for OutOfPlace {
         self.maintain_space(log)
     }
 
+    fn maintenance_due(&self) -> bool {
+        // Compensation and slot trims are due at every step.
+        true
+    }
+
     fn checkpoint_done(&mut self) {
         self.area.snapshot_done();
     }
