@@ -522,8 +522,8 @@ impl SnapshotView for SharedView<'_> {
 /// keys as heads can be invisible, so windows continue until `limit` pairs are visible or the
 /// range is done. The pairs go to `out` after those it holds. `None` when the view refused a
 /// window, or cut one short (a scan in parts: the pairs given so far stay, `resolved` names
-/// the end of the last window resolved, if any, and the next part goes on after it). The heads are looked at again after the tree is read (see the
-/// loop).
+/// the end of the last window resolved, if any, and the next part goes on after it). The
+/// heads are looked at again after the tree is read (see the loop).
 fn snapshot_scan<O: PairOut>(
     view: &mut impl SnapshotView,
     (range, reverse): (KeyRange<'_>, bool),

@@ -315,6 +315,11 @@ impl InPlace {
 }
 
 impl WritePath for InPlace {
+    fn maintenance_due(&self) -> bool {
+        // No background work of its own.
+        false
+    }
+
     fn writes_log(&self) -> bool {
         // Homes are fixed: writing a page logs nothing.
         false

@@ -362,9 +362,9 @@ pub trait WritePath: Send + Sync {
         Ok(false)
     }
     /// Whether [`WritePath::maintain`] may have something to do now (a cheap look, no I/O;
-    /// when in doubt, true).
+    /// when in doubt, true: a path that leaves it so is asked at every step).
     fn maintenance_due(&self) -> bool {
-        false
+        true
     }
     /// Called by a checkpoint after `sync` and before its record is logged at `tag` (= the log's
     /// next LSN): persist whatever recovery needs besides the log (out of place: the mapping

@@ -129,3 +129,79 @@ fn the_ladder_keeps_the_data_and_ranks_redundant_writes() {
     );
     assert!(runs[4].1.media < runs[0].1.media);
 }
+
+/// With several threads, a maintenance step that has nothing to do takes no exclusive latch
+/// (in place, no checkpoint due: only the stats' own takes count), and the journal's own
+/// checkpoint is background work: a journal filled past `checkpoint_fill` by page writes is
+/// left for `Db::maintenance`, which checkpoints it.
+#[test]
+fn maintenance_takes_no_exclusive_latch_for_nothing_and_checkpoints_the_journal() {
+    let cfg = |journal: Option<JournalConfig>| DbConfig {
+        buffer_pages: 64,
+        doublewrite: false,
+        log_space_bytes: Some(64 << 20),
+        checkpoint_log_fill: 0.9,
+        journal,
+        ..DbConfig::default()
+    };
+    let several = |db: &Db, t: &wafer_engine::Tree| {
+        db.get(t, b"k").unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| db.get(t, b"k").unwrap());
+        });
+    };
+    let mem = || {
+        Devices::new(
+            Box::new(MemDevice::new(64 << 20, 4096)),
+            Box::new(MemDevice::new(128 << 20, 4096)),
+        )
+    };
+    // In place: ten steps with nothing due.
+    let db = Db::open(mem(), cfg(None)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    several(&db, &t);
+    let before = db.stats().engine.exclusive_latches;
+    for _ in 0..10 {
+        db.maintenance().unwrap();
+    }
+    let takes = db.stats().engine.exclusive_latches - before;
+    assert_eq!(
+        takes,
+        1,
+        "the stats' own take only; the steps took {}",
+        takes - 1
+    );
+    drop(db);
+    // Journaled: writes fill the journal past half; the next step checkpoints it.
+    let journal = JournalConfig {
+        journal_bytes: 2 << 20,
+        checkpoint_fill: 0.5,
+        ..JournalConfig::new(HomeMethod::Host)
+    };
+    let db = Db::open(mem(), cfg(Some(journal))).unwrap();
+    let t = db.create_tree("t").unwrap();
+    several(&db, &t);
+    let mut rng = Pcg64Mcg::seed_from_u64(8);
+    let mut i = 0u64;
+    let stats = loop {
+        let j = db.stats().journal.expect("journal stats");
+        if j.peak_journal_bytes > (1 << 20) + (64 << 10) {
+            break j;
+        }
+        assert!(i < 100_000, "the journal never passed half full: {j:?}");
+        let mut x = db.begin().unwrap();
+        for _ in 0..50 {
+            x.put(&t, &key(i, 16), &value(rng.random(), 300)).unwrap();
+            i += 1;
+        }
+        x.commit().unwrap();
+    };
+    assert_eq!(
+        stats.journal_checkpoints, 0,
+        "a write checkpointed at half full: {stats:?}"
+    );
+    db.maintenance().unwrap();
+    let after = db.stats().journal.unwrap();
+    assert_eq!(after.journal_checkpoints, 1, "{after:?}");
+    db.verify().unwrap();
+}

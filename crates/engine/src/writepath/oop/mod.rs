@@ -243,14 +243,11 @@ impl WritePath for OutOfPlace {
         self.note(r)
     }
 
+    /// Garbage collection, compensation and slot trims: asked at every step (the default
+    /// `maintenance_due`).
     fn maintain(&mut self, log: &mut dyn LogSink) -> Result<bool> {
         self.fail_check()?;
         self.maintain_space(log)
-    }
-
-    fn maintenance_due(&self) -> bool {
-        // Compensation and slot trims are due at every step.
-        true
     }
 
     fn checkpoint_done(&mut self) {
