@@ -9,9 +9,15 @@
 //! have yet. What the split needs beyond its leaf is kept here:
 //!
 //! - a **stock** of free frames, set aside (pinned, holding no page) under the exclusive latch:
-//!   the new page's frame. The page is not in the page table until the exclusive latch is next
-//!   taken ([`PageCache::adopt_split_pages`]); until then whoever follows the leaf's link to it
-//!   misses, and runs again after that adoption;
+//!   the new page's frame. The page is claimed in the page table with the latch shared, as a
+//!   miss claims its frame, before the leaf's latch is let go
+//!   ([`crate::buffer::BufferPool::claim_made`]): whoever follows the leaf's link finds it
+//!   resident and guarded, and may read, change and split it beside others too. The frame's
+//!   own bookkeeping (its page id, its pin) waits for the next exclusive latch
+//!   ([`PageCache::adopt_split_pages`]). (Until the twenty-ninth session the page joined the
+//!   table only then: whoever followed the link missed and took the latch exclusive to adopt
+//!   it, once per split: in TPC-C, whose inserts go to the right edge of their trees, most of
+//!   the exclusive takes; a page whose table chunk does not exist yet still waits so.)
 //! - the **allocation mutex**, held from reading the meta page's next page id to stamping its
 //!   change: splitters beside each other take page ids, and change the meta page, one at a
 //!   time and in log order (nobody else reads the meta page while the latch is shared);
@@ -68,8 +74,9 @@ pub(crate) struct Splits {
     want_stock: AtomicBool,
     /// Held from reading the meta page's next page id to stamping its change.
     pub alloc: Mutex<()>,
-    /// New pages to put in the page table: (frame, page).
-    adopt: Mutex<Vec<(u32, PageId)>>,
+    /// New pages whose frames the next exclusive latch completes: (frame, page, whether it is
+    /// in the page table already: [`crate::buffer::BufferPool::claim_made`]).
+    adopt: Mutex<Vec<(u32, PageId, bool)>>,
     /// Whether `adopt` may hold any (read without its mutex by every exclusive latch).
     adopt_any: AtomicBool,
     pending: Mutex<Vec<PendingSplit>>,
@@ -164,7 +171,7 @@ impl Splits {
         self.adopt_any.load(Ordering::Acquire)
             && crate::sync::lock(&self.adopt)
                 .iter()
-                .any(|&(_, p)| p == pid)
+                .any(|&(_, p, claimed)| p == pid && !claimed)
     }
 
     /// A frame from the stock (`None` when it is empty); the next exclusive change fills it up
@@ -179,11 +186,11 @@ impl Splits {
         crate::sync::lock(&self.stock).push(f);
     }
 
-    /// Records a split beside other threads, logged at `lsn`: its new page `right` in frame
-    /// `f` (to be put in the page table), and the separator to post. Called before the split's
-    /// pages are let go, so an exclusive latch taken after it sees both.
-    pub fn made(&self, split: PendingSplit, f: u32, right: PageId) {
-        crate::sync::lock(&self.adopt).push((f, right));
+    /// Records a split beside other threads: its new page `right` in frame `f` (`claimed`: in
+    /// the page table already; else to be put there), and the separator to post. Called
+    /// before the split's pages are let go, so an exclusive latch taken after it sees both.
+    pub fn made(&self, split: PendingSplit, f: u32, right: PageId, claimed: bool) {
+        crate::sync::lock(&self.adopt).push((f, right, claimed));
         self.adopt_any.store(true, Ordering::Release);
         let mut p = crate::sync::lock(&self.pending);
         p.push(split);
@@ -227,16 +234,21 @@ impl Splits {
 }
 
 impl PageCache {
-    /// Puts the pages that splits beside other threads made in the page table, guarded (core
-    /// latch exclusive, before the dirty marks queued with the latch shared are applied: those
-    /// of the new pages among them).
+    /// Completes the frames of the pages that splits beside other threads made, and puts those
+    /// not claimed in the page table, guarded (core latch exclusive, before the dirty marks
+    /// queued with the latch shared are applied: those of the new pages among them).
     pub fn adopt_split_pages(&mut self) {
         // Set under the core latch shared, read under it exclusive: no split is being made.
         if !self.splits.adopt_any.swap(false, Ordering::Acquire) {
             return;
         }
         let adopt = std::mem::take(&mut *crate::sync::lock(&self.splits.adopt));
-        for (f, pid) in adopt {
+        for (f, pid, claimed) in adopt {
+            if claimed {
+                // Resident and guarded since the split: its frame is completed as a miss's.
+                self.pool.adopt_loaded(f, pid);
+                continue;
+            }
             self.pool.unpin(f);
             self.pool.install(f, pid);
             self.pool.set_guarded(f, true);
@@ -264,7 +276,8 @@ impl PageCache {
             let Ok(f) = self.free_frame(log) else {
                 break;
             };
-            self.pool.pin(f);
+            // Pinned, its bits clear (the evicted page's are left behind): ready for a claim.
+            self.pool.set_aside(f);
             crate::sync::lock(&self.splits.stock).push(f);
         }
     }

@@ -430,6 +430,35 @@ impl BufferPool {
         }
     }
 
+    /// Puts `pid` in frame `f` with the core latch **shared**: a page made there, not read (a
+    /// leaf split beside other threads, `engine/split_beside.rs`, its bytes written by the
+    /// maker). `f` is a free frame set aside (pinned, holding no page, its bits clear), and
+    /// nobody else knows `pid` yet (a page id never used, learnt by others only from the
+    /// maker's pages once it lets them go). From the claim on, the page is resident and
+    /// guarded, found through the page table, its bits and its bytes as a page claimed by a
+    /// miss is; its frame's bookkeeping waits for [`BufferPool::adopt_loaded`] with the latch
+    /// exclusive. Not counted as a miss. `false`, having changed nothing: the entry may not be
+    /// claimed now (its chunk does not exist yet: the exclusive latch puts it in as before).
+    pub fn claim_made(&self, f: u32, pid: PageId) -> bool {
+        let bits = self.mem.bits(f);
+        debug_assert_eq!(
+            bits.load(Ordering::Relaxed),
+            0,
+            "a frame set aside holds nothing"
+        );
+        debug_assert!(is_leaf(self.mem.bytes(f)), "only leaves are made so");
+        // Set before the claim, whose release publishes them with the bytes.
+        bits.store(REFERENCED | GUARDED, Ordering::Relaxed);
+        match self.table.claim(pid, f) {
+            Ok(()) => true,
+            Err(e) => {
+                debug_assert_eq!(e, Unclaimed::NoPlace, "page {pid} was in the table already");
+                bits.store(0, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
     /// Sets free frame `f` aside for misses reserved with the latch shared (core latch
     /// exclusive): pinned, so the CLOCK sweep passes it by, and its bits cleared (an evicted
     /// page leaves its reference and guard bits behind).

@@ -26,7 +26,7 @@
 //!
 //! What still reserves exclusive: a miss when the stock is empty (it fills it again), a page
 //! evicted dirty or read with an after-read hook (`PageCache::reserve`), a page made by a split
-//! beside other threads and not adopted yet, a page whose table chunk does not exist, and a
+//! beside other threads and not in the page table yet (its chunk did not exist), a page whose table chunk does not exist, and a
 //! page a failed load still holds. A lone thread never uses the stock: the engine is then as
 //! it was, and virtual time unchanged.
 

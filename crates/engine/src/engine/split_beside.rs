@@ -27,8 +27,8 @@ impl Core {
     ///
     /// Logged first, as a plain change is: one `Update` record with the leaf (as page
     /// operations, or its image), the new page's image and the meta page's next page id; then
-    /// the pages are written, the new one in a stock frame that joins the page table at the
-    /// next exclusive latch.
+    /// the pages are written, the new one in a stock frame, claimed in the page table before
+    /// the leaf (with its link to it) is let go.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn split_beside(
         &self,
@@ -144,6 +144,9 @@ impl Core {
         let rd = unsafe { pool.frames[f as usize].data.write_shared() };
         rd.copy_from_slice(right_image);
         page::set_page_lsn(rd, lsn);
+        // In the page table from here on, though nobody knows its id until the leaf is let go
+        // (its link the only way to it); the claim publishes its bytes to whoever finds it.
+        let claimed = pool.claim_made(f, right);
         pool.queue_dirty(f, lsn);
         // SAFETY: with the core latch shared only splitters, under `alloc`, touch the meta page.
         let md = unsafe { pool.frames[mf as usize].data.write_shared() };
@@ -158,6 +161,7 @@ impl Core {
             },
             f,
             right,
+            claimed,
         );
         drop(alloc);
         // The leaf last: once its latch goes, its flag and link lead to the new page.
