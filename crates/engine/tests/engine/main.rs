@@ -25,6 +25,7 @@ mod out_of_place;
 mod page_allocation;
 mod ranges;
 mod reopen;
+mod rollbacks;
 mod scans;
 mod snapshot;
 mod splits_beside;

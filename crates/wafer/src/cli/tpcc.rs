@@ -666,7 +666,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
             if !args.output.json {
                 let conflicts: u64 = r.txns.conflicts.iter().sum();
                 println!(
-                    "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {}",
+                    "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {} exclusive latches, {}",
                     run.tpcc.warehouses,
                     run.tpcc.scale,
                     preset.name(),
@@ -676,6 +676,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
                     r.seconds,
                     r.latency.p50_ns as f64 / 1e3,
                     r.latency.p99_ns as f64 / 1e3,
+                    r.engine.exclusive_latches,
                     r.check.describe()
                 );
             }

@@ -45,6 +45,22 @@ pub struct TpccWallResult {
     pub latency: flashsim::LatencySummary,
     /// Consistency after the run.
     pub check: CheckReport,
+    /// What the engine's threads did during the measured run: how often one ran alone.
+    #[serde(default)]
+    pub engine: TpccWallEngine,
+}
+
+/// Engine counters of a wall-clock run's measured part (differences of `Db::stats`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TpccWallEngine {
+    /// Times the core latch was taken exclusive (every other thread then waits).
+    pub exclusive_latches: u64,
+    /// Reads, scans and plain leaf changes run with the latch shared.
+    pub shared_ops: u64,
+    /// Leaf splits made beside other threads.
+    pub splits_beside: u64,
+    /// Changes rollbacks undid beside other threads.
+    pub undone_beside: u64,
 }
 
 /// Loads `cfg.tpcc` into an in-memory database sized to cache it, then runs `cfg.threads`
@@ -67,6 +83,7 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
     let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;
     let (tables, _) = load(&db, &cfg.tpcc, &mut |_| {})?;
     db.checkpoint()?;
+    let before = db.stats().engine;
     let started = Instant::now();
     let deadline = started + Duration::from_millis(cfg.duration_ms);
     let handles: Vec<_> = (0..cfg.threads)
@@ -105,6 +122,13 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
         latency.merge(&l);
     }
     let seconds = started.elapsed().as_secs_f64();
+    let after = db.stats().engine;
+    let engine = TpccWallEngine {
+        exclusive_latches: after.exclusive_latches - before.exclusive_latches,
+        shared_ops: after.shared_ops - before.shared_ops,
+        splits_beside: after.splits_beside - before.splits_beside,
+        undone_beside: after.undone_beside - before.undone_beside,
+    };
     let check = check(&db, &tables, &cfg.tpcc)?;
     Ok(TpccWallResult {
         config: cfg.clone(),
@@ -115,5 +139,6 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
         latency: latency.summary(),
         check,
         txns,
+        engine,
     })
 }
