@@ -55,6 +55,10 @@ pub const POSTING_PAGES_EACH: u64 = 4;
 /// (counted in every space check, as rollbacks' reservations are) until it is posted.
 pub const POSTING_LOG_PAGES: u64 = 3;
 
+/// Merges that plain deletes beside other threads left for later (see [`Splits::merge_later`]):
+/// while this many wait, such a delete runs exclusive instead (and the merges are made first).
+pub const MAX_MERGES: usize = 64;
+
 /// A split made beside other threads whose separator is not in the parent yet.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PendingSplit {
@@ -82,6 +86,11 @@ pub(crate) struct Splits {
     pending: Mutex<Vec<PendingSplit>>,
     /// Pending splits, read without the mutex (0: nothing to post).
     pending_count: AtomicUsize,
+    /// Leaves a delete beside other threads left under-full: (the tree's root, the leaf, the
+    /// deleted key, which leads to it), merged by [`settle`] if they still are.
+    merges: Mutex<Vec<(PageId, PageId, Vec<u8>)>>,
+    /// Entries of `merges`, read without the mutex.
+    merges_count: AtomicUsize,
     /// Log bytes reserved for the postings of the pending splits, counted in every space check
     /// (`TxnTable::share_reserved`).
     posting_reserved: std::sync::Arc<AtomicU64>,
@@ -114,6 +123,8 @@ impl Splits {
             adopt_any: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
             pending_count: AtomicUsize::new(0),
+            merges: Mutex::new(Vec::new()),
+            merges_count: AtomicUsize::new(0),
             posting_reserved: Default::default(),
             threads: AtomicUsize::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -151,12 +162,37 @@ impl Splits {
     /// Whether a split may be made beside other threads now (the mode; with `Auto`, a second
     /// thread has run operations here), with room for one more pending split.
     pub fn beside_now(&self) -> bool {
-        let mode = match self.mode {
+        self.beside_mode() && self.room()
+    }
+
+    /// Whether structure work may be made or left beside other threads now: the mode, and
+    /// with `Auto` a second thread has run operations here.
+    fn beside_mode(&self) -> bool {
+        match self.mode {
             LeafSplits::Exclusive => false,
             LeafSplits::Beside => true,
             LeafSplits::Auto => self.threads.load(Ordering::Relaxed) > 1,
-        };
-        mode && self.room()
+        }
+    }
+
+    /// Whether a plain delete beside other threads may leave its leaf under-full, its merge
+    /// for later ([`Splits::merge_later`]): when splits are made beside others, with room for
+    /// one more. A lone thread (`Auto`) merges at once, as it always did.
+    pub fn merges_later(&self) -> bool {
+        self.beside_mode() && self.merges_count.load(Ordering::Relaxed) < MAX_MERGES
+    }
+
+    /// Leaves the merge of `leaf`, which a delete of `key` in the tree of `root` left
+    /// under-full, to the next exclusive change ([`settle`]), which makes it if the leaf (the
+    /// one `key` then leads to) is still under-full. A leaf is listed once, however many
+    /// deletes find it under-full. A merge is never needed for correctness: one that does not
+    /// fit the list (another delete took the last room) is left to a later delete of that leaf.
+    pub fn merge_later(&self, root: PageId, leaf: PageId, key: &[u8]) {
+        let mut m = crate::sync::lock(&self.merges);
+        if m.len() < MAX_MERGES && !m.iter().any(|e| e.1 == leaf) {
+            m.push((root, leaf, key.to_vec()));
+            self.merges_count.store(m.len(), Ordering::Relaxed);
+        }
     }
 
     /// Whether a second thread has run operations on this database (see
@@ -324,6 +360,36 @@ pub(crate) fn settle(cache: &mut PageCache, log: &mut dyn RedoSink) -> Result<()
         // Exclusive: no split is being made; every posting reserved was posted.
         debug_assert_eq!(cache.splits.posting_reserved.load(Ordering::Acquire), 0);
     }
+    merge_left(cache, log);
     cache.fill_stock(log);
     Ok(())
+}
+
+/// Makes the merges deletes beside other threads left for later (after the postings: no split
+/// is pending), each as a system operation of its own, as an exclusive delete would have made
+/// it, if its leaf is still under-full. They are optional: one that fails (the log short of
+/// space, which they may not take from the system reserve, or a page that cannot be read) is
+/// dropped with the rest, having changed nothing, and the error is left to the operation that
+/// meets it next.
+fn merge_left(cache: &mut PageCache, log: &mut dyn RedoSink) {
+    if cache.splits.merges_count.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let merges = std::mem::take(&mut *crate::sync::lock(&cache.splits.merges));
+    cache.splits.merges_count.store(0, Ordering::Relaxed);
+    let was = log.swap_unreserved(false);
+    for (root, _, key) in merges {
+        let r = crate::ops::run_op_settled(
+            cache,
+            log,
+            (0, 0),
+            &mut Vec::new(),
+            |m| bt::merge_underfull(m, root, &key).map(|_| ((), None)),
+            |_, redo| Body::System { redo },
+        );
+        if r.is_err() {
+            break;
+        }
+    }
+    log.swap_unreserved(was);
 }

@@ -580,6 +580,14 @@ fn delete_inner<S: PageStore>(
     })
 }
 
+/// Merges the leaf `key` descends to, if it is under-full, with a sibling (and the nodes above
+/// it that become under-full, as a delete does), and collapses the root: the merge a delete
+/// made beside other threads left for later (`splits.rs`). True if any page changed.
+pub fn merge_underfull<S: PageStore>(store: &mut S, root: PageId, key: &[u8]) -> Result<bool> {
+    let path = descend(store, root, Target::Le(key), false)?;
+    rebalance(store, &path)
+}
+
 /// Merges under-full nodes on `path` bottom-up, then collapses the root. True if any page other
 /// than the leaf was changed.
 fn rebalance<S: PageStore>(store: &mut S, path: &Path) -> Result<bool> {

@@ -2,7 +2,8 @@
 //! "Rollbacks beside other threads"). With several threads, a transaction refused by another
 //! (wait-die) or aborted by its caller no longer stops every other thread while it undoes its
 //! changes: each change whose undo is a plain leaf change (a put of the old value that fits in
-//! its leaf, or the delete of a key it inserted that leaves the leaf at least a quarter full)
+//! its leaf, or the delete of a key it inserted, the leaf's shape kept as the exclusive
+//! rollback keeps it)
 //! is undone as a plain change is made, the leaf latched, and logged as the compensation record
 //! the exclusive rollback logs for it (`Clr` of a `LeafPut` or `LeafDel`, the same `undo_next`).
 //! The first undo that is more than that (a split, a merge, an overflow value, a bulk load's
@@ -98,6 +99,8 @@ impl Core {
         let tree = self.catalog.by_id(u.tree).ok()?;
         let value = u.old.as_deref();
         let mut w = SharedWriter::new(&self.cache);
+        // An undo's delete keeps the tree's shape, as the exclusive rollback's does: a leaf
+        // left under-full merges at a later delete.
         let planned = bt::plain::plan(
             &mut w,
             tree.root,
@@ -105,6 +108,7 @@ impl Core {
             value,
             &mut LeafRange::default(),
             false,
+            bt::plain::Underfull::Allow,
         );
         let (leaf, at) = match planned {
             Ok(Some(Plan::Nothing)) if !w.refused() => {

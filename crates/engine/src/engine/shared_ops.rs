@@ -428,7 +428,23 @@ impl Core {
             hint.range.clear();
         }
         (hint.tree, hint.root, hint.epoch) = now;
-        let planned = bt::plain::plan(&mut w, tree.root, key, value, &mut hint.range, reuse);
+        // A delete that leaves its leaf under-full leaves the merge for later, beside others
+        // (`splits.rs`), not in the flushless mode (whose exclusive changes keep their own
+        // records).
+        let underfull = if self.flushless.is_none() && self.cache.splits.merges_later() {
+            bt::plain::Underfull::Allow
+        } else {
+            bt::plain::Underfull::Refuse
+        };
+        let planned = bt::plain::plan(
+            &mut w,
+            tree.root,
+            key,
+            value,
+            &mut hint.range,
+            reuse,
+            underfull,
+        );
         let plan = match planned {
             Ok(Some(plan)) if !w.refused() => plan,
             // Not plain, refused (a page not in memory), or an error the exclusive run reports
@@ -447,7 +463,19 @@ impl Core {
             }
         }
         let (leaf, old, at) = match plan {
-            Plan::Change { leaf, old, at } if w.latches(leaf) => (leaf, old, at),
+            Plan::Change {
+                leaf,
+                old,
+                at,
+                underfull,
+            } if w.latches(leaf) => {
+                if underfull {
+                    // Noted before the change: an exclusive change that comes between finds
+                    // nothing to merge yet and leaves it for the next.
+                    self.cache.splits.merge_later(tree.root, leaf, key);
+                }
+                (leaf, old, at)
+            }
             // A leaf that is not guarded changes only with the core latch exclusive.
             Plan::Change { .. } => return None,
             Plan::Full { leaf, old } if w.latches(leaf) && self.cache.splits.beside_now() => {

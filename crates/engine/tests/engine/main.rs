@@ -25,7 +25,7 @@ mod out_of_place;
 mod page_allocation;
 mod ranges;
 mod reopen;
-mod rollbacks;
+mod rollbacks_and_merges;
 mod scans;
 mod snapshot;
 mod splits_beside;

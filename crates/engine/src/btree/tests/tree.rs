@@ -311,7 +311,15 @@ fn plan_plain(
     value: Option<&[u8]>,
 ) -> (Result<Option<Plan>>, usize) {
     let (at, pages) = (s.accesses, s.pages.clone());
-    let plan = tree::plain::plan(s, root, key, value, &mut tree::LeafRange::default(), false);
+    let plan = tree::plain::plan(
+        s,
+        root,
+        key,
+        value,
+        &mut tree::LeafRange::default(),
+        false,
+        tree::plain::Underfull::Refuse,
+    );
     assert!(
         s.touched.is_empty() && s.pages == pages,
         "a plan changed a page"
@@ -321,7 +329,15 @@ fn plan_plain(
     // freed since: the caller clears it after a change that is not plain).
     let mut range = std::mem::take(&mut s.range);
     let before = s.accesses;
-    let again = tree::plain::plan(s, root, key, value, &mut range, true);
+    let again = tree::plain::plan(
+        s,
+        root,
+        key,
+        value,
+        &mut range,
+        true,
+        tree::plain::Underfull::Refuse,
+    );
     if s.accesses - before < reads {
         s.reused += 1;
     }

@@ -27,11 +27,26 @@ pub enum Plan {
         leaf: PageId,
         old: Option<Vec<u8>>,
         at: Search,
+        /// A delete that leaves the leaf under-full (planned with [`Underfull::Allow`]): the
+        /// merge a delete with the tree to itself makes is the caller's to make later.
+        underfull: bool,
     },
     /// A put of an inline value into `leaf` (whose value of the key was `old`) that does not
     /// fit: the leaf must split. It is not the root and its split is not pending, so it may
     /// split beside other threads ([`super::split_beside`]); else the plan is `None`.
     Full { leaf: PageId, old: Option<Vec<u8>> },
+}
+
+/// What [`plan`] makes of a delete that would leave its leaf (below the root) under a
+/// quarter full, which [`super::delete`] merges with a sibling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Underfull {
+    /// Not plain (the delete runs with the tree to itself and merges).
+    Refuse,
+    /// Plain, the plan saying so (`Plan::Change::underfull`): the merge is left for later, or
+    /// not made at all (a rollback's delete keeps the shape, as [`super::delete_keeping_shape`]).
+    /// Not the delete of a leaf's last key, which stays not plain.
+    Allow,
 }
 
 /// The plain change that sets `key` to `value` (a put) or, for `None`, deletes it; `Ok(None)`
@@ -50,6 +65,7 @@ pub fn plan<S: PageStore>(
     value: Option<&[u8]>,
     range: &mut LeafRange,
     reuse: bool,
+    underfull: Underfull,
 ) -> Result<Option<Plan>> {
     let ps = store.page_size();
     match value {
@@ -115,7 +131,14 @@ pub fn plan<S: PageStore>(
             Look::Full(old) => return Ok(Some(Plan::Full { leaf, old })),
             Look::Plain(old, at) => (old, at),
         };
-        return finish_plan(store, root, key, value, (leaf, depth), (old, at));
+        return finish_plan(
+            store,
+            root,
+            (key, value),
+            (leaf, depth),
+            (old, at),
+            underfull,
+        );
     }
 }
 
@@ -134,11 +157,12 @@ enum Look {
 fn finish_plan<S: PageStore>(
     store: &mut S,
     root: PageId,
-    key: &[u8],
-    value: Option<&[u8]>,
+    (key, value): (&[u8], Option<&[u8]>),
     (leaf, depth): (PageId, Option<usize>),
     (old, at): (Option<Vec<u8>>, Search),
+    allow: Underfull,
 ) -> Result<Option<Plan>> {
+    let mut underfull = false;
     if value.is_none() {
         if old.is_none() {
             return Ok(Some(Plan::Nothing));
@@ -147,7 +171,13 @@ fn finish_plan<S: PageStore>(
         // left under-full would be merged, an internal root without keys collapsed.
         let below_root = depth.expect("a delete descends") > 1;
         if below_root && store.read_page(leaf, |p| node::underfull_after_del(p, key))?? {
-            return Ok(None);
+            // Never emptied beside others: the posting of a pending split needs keys in both
+            // of its halves, and a leaf may be either without saying so.
+            let last_key = store.read_page(leaf, |p| node::cell_count(p).map(|n| n <= 1))??;
+            if allow == Underfull::Refuse || last_key {
+                return Ok(None);
+            }
+            underfull = true;
         }
         let collapses = store.read_page(root, |p| -> Result<bool> {
             Ok(node::kind(p)? == NodeKind::Internal && node::cell_count(p)? == 0)
@@ -156,7 +186,12 @@ fn finish_plan<S: PageStore>(
             return Ok(None);
         }
     }
-    Ok(Some(Plan::Change { leaf, old, at }))
+    Ok(Some(Plan::Change {
+        leaf,
+        old,
+        at,
+        underfull,
+    }))
 }
 
 /// Makes the change [`plan`] found plain (`leaf` and the other pages on the way to it unchanged
