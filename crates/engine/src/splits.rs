@@ -222,12 +222,15 @@ impl Splits {
         crate::sync::lock(&self.stock).push(f);
     }
 
-    /// Records a split beside other threads: its new page `right` in frame `f` (`claimed`: in
-    /// the page table already; else to be put there), and the separator to post. Called
-    /// before the split's pages are let go, so an exclusive latch taken after it sees both.
-    pub fn made(&self, split: PendingSplit, f: u32, right: PageId, claimed: bool) {
-        crate::sync::lock(&self.adopt).push((f, right, claimed));
-        self.adopt_any.store(true, Ordering::Release);
+    /// Records a split beside other threads: the separator to post and, for a new page in a
+    /// stock frame, (frame, page, `claimed`: in the page table already, else to be put there)
+    /// (a free page reused keeps its frame). Called before the split's pages are let go, so
+    /// an exclusive latch taken after it sees both.
+    pub fn made(&self, split: PendingSplit, adopt: Option<(u32, PageId, bool)>) {
+        if let Some(a) = adopt {
+            crate::sync::lock(&self.adopt).push(a);
+            self.adopt_any.store(true, Ordering::Release);
+        }
         let mut p = crate::sync::lock(&self.pending);
         p.push(split);
         self.pending_count.store(p.len(), Ordering::Relaxed);

@@ -459,6 +459,16 @@ impl BufferPool {
         }
     }
 
+    /// Marks frame `f` guarded with the core latch **shared**: a leaf made in a frame that held
+    /// a free page (a split beside other threads reusing the free list's head,
+    /// `engine/split_beside.rs`), which no other thread can reach until the maker lets go of
+    /// the leaf that links to it. Its other bits stay (a hit on the free page is not possible,
+    /// nor a sweep with the latch shared).
+    pub fn guard_made(&self, f: u32) {
+        debug_assert!(is_leaf(self.mem.bytes(f)), "only leaves are made so");
+        self.mem.bits(f).fetch_or(GUARDED, Ordering::Release);
+    }
+
     /// Sets free frame `f` aside for misses reserved with the latch shared (core latch
     /// exclusive): pinned, so the CLOCK sweep passes it by, and its bits cleared (an evicted
     /// page leaves its reference and guard bits behind).

@@ -52,19 +52,27 @@ impl Core {
         let Seen::Resident(mf) = pool.seen(META_PID) else {
             return None;
         };
-        let (right, free_head) = {
+        let (next_pid, free_head) = {
             let m = pool.data(mf);
             (meta::next_pid(m), meta::free_head(m))
         };
-        let room = right
+        // Never-used pages left for the postings, whichever page this split takes.
+        let room = next_pid
             .saturating_add(self.cache.page_reserve)
             .saturating_add(POSTING_PAGES)
             < self.cache.page_capacity;
-        // A page from the free list needs its page read: the exclusive split takes those.
-        if free_head != NO_PAGE || !room || !matches!(pool.seen(right), Seen::Absent) {
+        if !room {
             return None;
         }
-        let f = splits.take_frame()?;
+        let (right, new) = if free_head == NO_PAGE {
+            if !matches!(pool.seen(next_pid), Seen::Absent) {
+                return None;
+            }
+            (next_pid, NewPage::Fresh(splits.take_frame()?))
+        } else {
+            (free_head, self.reusable(free_head)?)
+        };
+        let f = new.frame();
         let made = w
             .read_page(leaf, |p| {
                 bt::split_beside(p, right, (key, value), old.is_some(), true)
@@ -72,7 +80,7 @@ impl Core {
             .and_then(|r| r);
         let Ok(aside) = made else {
             // The exclusive run meets the same fault and reports it.
-            splits.return_frame(f);
+            new.give_back(splits);
             return None;
         };
         let right_image = aside
@@ -82,7 +90,7 @@ impl Core {
         if let Some(vs) = &self.versions {
             // As a plain change keeps it (see `write_plain`).
             if let Err(e) = vs.before_write(txn, tree.id, key, old.as_deref()) {
-                splits.return_frame(f);
+                new.give_back(splits);
                 return Some(self.health.guard(Err(e)));
             }
         }
@@ -92,9 +100,13 @@ impl Core {
         let need = update_log_need(self.cfg.page_size, key, Some(value)) + posting;
         let mut log = wal.lock();
         if !self.shared_log_space_ok(&log, need) {
-            splits.return_frame(f);
+            new.give_back(splits);
             return None;
         }
+        let meta_op = match new {
+            NewPage::Fresh(_) => PageOp::MetaNextPid(right + 1),
+            NewPage::Reused { next, .. } => PageOp::MetaFreeHead(next),
+        };
         let redo = if RedoSink::page_ops(&*log) {
             let left = match &aside.left_ops {
                 Some(ops) => PageRedo::Ops(ops.clone()),
@@ -103,14 +115,12 @@ impl Core {
             Redo::Pages(vec![
                 (leaf, left),
                 (right, PageRedo::Image(right_image.to_vec())),
-                (
-                    META_PID,
-                    PageRedo::Ops(vec![PageOp::MetaNextPid(right + 1)]),
-                ),
+                (META_PID, PageRedo::Ops(vec![meta_op.clone()])),
             ])
         } else {
             let mut m = pool.data(mf).to_vec();
-            meta::set_next_pid(&mut m, right + 1);
+            let applied = crate::page_op::apply_op(&mut m, &meta_op);
+            debug_assert!(applied.is_ok(), "a meta field always fits");
             Redo::Images(vec![
                 (leaf, aside.left.clone()),
                 (right, right_image.to_vec()),
@@ -131,7 +141,7 @@ impl Core {
         log.set_update_keep(None);
         let Ok(lsn) = r else {
             // Refused (the log is full): the exclusive run fails the same way, or waits.
-            splits.return_frame(f);
+            new.give_back(splits);
             return None;
         };
         let record_bytes = log.last_whole_len();
@@ -140,17 +150,27 @@ impl Core {
         // Reserved before the log is let go, so the next writer's space check counts it.
         splits.reserve_posting(posting);
         drop(log);
-        // SAFETY: the stock frame holds no page and is in no table: nobody else reaches it.
+        // SAFETY: a stock frame holds no page and is in no table, and a free page is in no
+        // tree (with the core latch shared only splitters, under `alloc`, touch free pages):
+        // nobody else reaches it.
         let rd = unsafe { pool.frames[f as usize].data.write_shared() };
         rd.copy_from_slice(right_image);
         page::set_page_lsn(rd, lsn);
-        // In the page table from here on, though nobody knows its id until the leaf is let go
-        // (its link the only way to it); the claim publishes its bytes to whoever finds it.
-        let claimed = pool.claim_made(f, right);
+        // In the page table from here on (a reused page was already), though nobody knows it
+        // holds this leaf until the leaf is let go (its link the only way to it).
+        let adopt = match new {
+            // The claim publishes its bytes to whoever finds it.
+            NewPage::Fresh(_) => Some(pool.claim_made(f, right)),
+            NewPage::Reused { .. } => {
+                pool.guard_made(f);
+                None
+            }
+        };
         pool.queue_dirty(f, lsn);
         // SAFETY: with the core latch shared only splitters, under `alloc`, touch the meta page.
         let md = unsafe { pool.frames[mf as usize].data.write_shared() };
-        meta::set_next_pid(md, right + 1);
+        let applied = crate::page_op::apply_op(md, &meta_op);
+        debug_assert!(applied.is_ok(), "a meta field always fits");
         page::set_page_lsn(md, lsn);
         pool.queue_dirty(mf, lsn);
         splits.made(
@@ -159,9 +179,7 @@ impl Core {
                 leaf,
                 reserved: posting,
             },
-            f,
-            right,
-            claimed,
+            adopt.map(|claimed| (f, right, claimed)),
         );
         drop(alloc);
         // The leaf last: once its latch goes, its flag and link lead to the new page.
@@ -174,5 +192,55 @@ impl Core {
         self.stats.ops.add(1);
         self.stats.splits_beside.add(1);
         Some(Ok(old))
+    }
+}
+
+/// Where a split beside others puts its new page.
+#[derive(Clone, Copy)]
+enum NewPage {
+    /// The next never-used page id, in a frame from the stock.
+    Fresh(u32),
+    /// The free list's head, cached in this frame; `next` follows it on the list.
+    Reused { frame: u32, next: PageId },
+}
+
+impl NewPage {
+    fn frame(self) -> u32 {
+        match self {
+            NewPage::Fresh(f) | NewPage::Reused { frame: f, .. } => f,
+        }
+    }
+
+    /// Gives a stock frame back (the split was not made).
+    fn give_back(self, splits: &crate::splits::Splits) {
+        if let NewPage::Fresh(f) = self {
+            splits.return_frame(f);
+        }
+    }
+}
+
+impl Core {
+    /// The free list's head `head` as a split's new page, if its page is cached (the one read
+    /// the exclusive split would make is not made here) and is a free page: its frame takes
+    /// the new page, the page after it on the list becomes the head. Not in the flushless
+    /// mode, whose frees wait for their transactions' ends.
+    fn reusable(&self, head: PageId) -> Option<NewPage> {
+        if self.flushless.is_some() {
+            return None;
+        }
+        let Seen::Resident(frame) = self.cache.pool.seen(head) else {
+            return None;
+        };
+        // Not guarded (not a leaf): changed only with the latch exclusive, or by a splitter
+        // under `alloc`, which the caller holds.
+        let p = self.cache.pool.data(frame);
+        if page::page_type(p) != Some(page::PageType::Free) || page::page_id(p) != head {
+            // The exclusive split reads it and reports what is wrong.
+            return None;
+        }
+        Some(NewPage::Reused {
+            frame,
+            next: meta::free_next(p),
+        })
     }
 }
