@@ -430,8 +430,9 @@ impl Core {
         (hint.tree, hint.root, hint.epoch) = now;
         // A delete that leaves its leaf under-full leaves the merge for later, beside others
         // (`splits.rs`), not in the flushless mode (whose exclusive changes keep their own
-        // records).
-        let underfull = if self.flushless.is_none() && self.cache.splits.merges_later() {
+        // records). Asked of deletes only: a put never leaves its leaf under-full.
+        let merges = value.is_none() && self.flushless.is_none();
+        let underfull = if merges && self.cache.splits.merges_later() {
             bt::plain::Underfull::Allow
         } else {
             bt::plain::Underfull::Refuse
