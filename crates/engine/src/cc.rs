@@ -95,6 +95,16 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
     /// Whether any transaction holds a key-range claim on `tree`, or is about to: a look with no
     /// lock, for writers (see `ranges.rs`).
     fn claims_any(&self, tree: TreeId) -> bool;
+    /// Whether a key of `tree` that `txn`'s rollback puts back between `pred` and `succ` (its
+    /// neighbours in its leaf, latched) lands where another transaction's scan claims the
+    /// range or its gap (see [`crate::ranges::RangeLocks::insert_claimed`]). Nothing recorded.
+    fn insert_claimed(
+        &self,
+        txn: TxnId,
+        tree: TreeId,
+        key: &[u8],
+        around: (Option<&[u8]>, Option<&[u8]>),
+    ) -> bool;
     /// `txn`'s write, allowed by [`ConcurrencyControl::before_access`], was refused by
     /// [`ConcurrencyControl::before_change`] before it changed anything: the record lock that
     /// access took anew (if it did) is given back, so that the scan that refused it does not
@@ -315,6 +325,17 @@ impl ConcurrencyControl for TwoPhaseLocking {
 
     fn claims_any(&self, tree: TreeId) -> bool {
         self.locks.with_ranges(tree, |r| r.any())
+    }
+
+    fn insert_claimed(
+        &self,
+        txn: TxnId,
+        tree: TreeId,
+        key: &[u8],
+        around: (Option<&[u8]>, Option<&[u8]>),
+    ) -> bool {
+        self.locks
+            .with_ranges(tree, |r| r.insert_claimed(txn, key, around))
     }
 
     fn end(&self, txn: TxnId, state: &CcState) {

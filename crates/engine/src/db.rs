@@ -256,6 +256,10 @@ pub struct EngineStats {
     /// their separators posted to the parents later.
     #[serde(default)]
     pub splits_beside: u64,
+    /// Changes rollbacks undid beside other threads (the core latch shared), each logged as
+    /// its compensation record; the rest of such a rollback, if any, ran exclusive.
+    #[serde(default)]
+    pub undone_beside: u64,
     /// Times the core latch was taken exclusive (every thread then waits; this call's own
     /// counted): operations run alone, misses reserved exclusive, background steps.
     #[serde(default)]
@@ -726,6 +730,7 @@ impl Db {
                 shared_retries: core.stats.shared_retries.get(),
                 scans_resumed: core.stats.scans_resumed.get(),
                 splits_beside: core.stats.splits_beside.get(),
+                undone_beside: core.stats.undone_beside.get(),
                 exclusive_latches: core.exclusive_epoch,
             },
             pool: core.cache.pool.stats(),

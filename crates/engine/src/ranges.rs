@@ -28,6 +28,12 @@
 //! (empty) before it latches its first leaf, so a writer that saw no claim changed its leaf
 //! before the scan could read it.
 //!
+//! A rollback is never refused, but it must not bring a deleted key back into an open claim's
+//! gap beside the running scan, then end (its delete's record going): the scan, reading on in
+//! the next leaf, would never meet the key. Beside others it asks
+//! [`RangeLocks::insert_claimed`] and leaves such an undo to the exclusive rollback, which runs
+//! when no scan does (`engine/rollback_shared.rs`).
+//!
 //! Writes with the core latch exclusive run when no scan does, so every claim is closed then:
 //! only what a claim covers refuses them ([`Change::Put`]), whatever the key's neighbours.
 //!
@@ -358,6 +364,26 @@ impl RangeLocks {
             }
         }
         Ok(())
+    }
+
+    /// Whether another transaction's claim covers `key`, or a running scan's gap takes it, were
+    /// it inserted between `pred` and `succ` in its leaf (latched): the check of
+    /// [`RangeLocks::check`] for an insert, asked by a rollback that brings a deleted key back
+    /// (it is not refused, but must not make it beside such a scan: see
+    /// `engine/rollback_shared.rs`). Nothing is recorded.
+    pub fn insert_claimed(
+        &self,
+        txn: TxnId,
+        key: &[u8],
+        (pred, succ): (Option<&[u8]>, Option<&[u8]>),
+    ) -> bool {
+        if self.claims.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        self.inner()
+            .claims
+            .iter()
+            .any(|c| c.txn != txn && c.refuses_insert(key, pred, succ))
     }
 
     /// `txn` ended: its claims and deletes go.

@@ -428,6 +428,18 @@ impl Txn {
             self.shared.run_wanted_checkpoint();
             return r;
         }
+        // With several threads, changes undone as plain leaf changes, beside the others; what
+        // is left, exclusive.
+        let (id, wal) = (self.id, &self.shared.wal);
+        let shared = self
+            .shared
+            .shared_op(POINT_READS, |c| c.rollback_changes_shared(wal, id));
+        if let Some(r) = shared {
+            self.shared.notify_ended(self.id);
+            self.shared.flush_full_log();
+            self.shared.run_wanted_checkpoint();
+            return r;
+        }
         let mut core = self.shared.core();
         let mut wal = self.shared.wal.lock();
         let r = core.rollback(&mut wal, self.id);

@@ -509,6 +509,33 @@ impl TxnTable {
         self.undo.get_mut(shard(id)).0.take(id)
     }
 
+    /// [`TxnTable::take_undo`] with the core latch shared, by the thread rolling `id` back
+    /// beside others (`engine/rollback_shared.rs`), which gives back what it does not undo
+    /// ([`TxnTable::put_back_undo`]).
+    pub fn take_undo_shared(&self, id: TxnId) -> Vec<(Lsn, Rollback)> {
+        self.undo.lock(shard(id)).0.take(id)
+    }
+
+    /// Gives back `id`'s undo entries not undone yet (oldest first), for the exclusive
+    /// rollback to go on with.
+    pub fn put_back_undo(&self, id: TxnId, entries: Vec<(Lsn, Rollback)>) {
+        // Taken by the same thread, which logged nothing for `id` since: the list is empty.
+        let mut u = self.undo.lock(shard(id));
+        for (lsn, undo) in entries {
+            u.0.push(id, lsn, undo);
+        }
+    }
+
+    /// A rollback beside others logged a compensation record of `id` at `lsn`: its last record
+    /// now (a checkpoint records it; the exclusive rollback, if it finishes the job, goes on
+    /// from it).
+    pub fn compensated(&self, id: TxnId, lsn: Lsn) {
+        if let Some(st) = self.txns.lock(shard(id)).get_mut(&id) {
+            debug_assert!(lsn > st.last_lsn, "records in LSN order");
+            st.last_lsn = lsn;
+        }
+    }
+
     /// The transaction `st` (already removed) ended: its reservation is released, then its
     /// locks.
     pub fn end(&self, id: TxnId, st: &TxnState) {

@@ -25,6 +25,7 @@
 mod background;
 mod latch;
 mod load;
+mod rollback_shared;
 mod scan;
 mod shared_flushless;
 mod shared_ops;
@@ -76,6 +77,8 @@ pub(crate) struct OpStats {
     pub scans_resumed: Striped,
     /// Leaf splits made with the core latch shared (`split_beside.rs`).
     pub splits_beside: Striped,
+    /// Changes undone by rollbacks with the core latch shared (`rollback_shared.rs`).
+    pub undone_beside: Striped,
 }
 
 /// Devices of the roles beside data and log (`undo`: version store; `temp`: sort and hash

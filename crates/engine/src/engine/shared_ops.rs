@@ -223,7 +223,7 @@ impl Core {
     /// stays exclusive unless it has nothing to undo ([`Core::rollback_shared`]). In the
     /// flushless mode the change is recorded in the log table under the leaf's latch, and a
     /// commit of such changes only copies them to the log (`shared_flushless.rs`).
-    fn writes_shared(&self) -> bool {
+    pub(super) fn writes_shared(&self) -> bool {
         !self.cache.pool.track_uncommitted
     }
 

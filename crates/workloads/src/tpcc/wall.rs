@@ -59,6 +59,8 @@ pub struct TpccWallEngine {
     pub shared_ops: u64,
     /// Leaf splits made beside other threads.
     pub splits_beside: u64,
+    /// Changes rollbacks undid beside other threads.
+    pub undone_beside: u64,
 }
 
 /// Loads `cfg.tpcc` into an in-memory database sized to cache it, then runs `cfg.threads`
@@ -125,6 +127,7 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
         exclusive_latches: after.exclusive_latches - before.exclusive_latches,
         shared_ops: after.shared_ops - before.shared_ops,
         splits_beside: after.splits_beside - before.splits_beside,
+        undone_beside: after.undone_beside - before.undone_beside,
     };
     let check = check(&db, &tables, &cfg.tpcc)?;
     Ok(TpccWallResult {

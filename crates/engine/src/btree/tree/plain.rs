@@ -43,7 +43,8 @@ pub enum Plan {
 pub enum Underfull {
     /// Not plain (the delete runs with the tree to itself and merges).
     Refuse,
-    /// Plain, the plan saying so (`Plan::Change::underfull`): the merge is left for later.
+    /// Plain, the plan saying so (`Plan::Change::underfull`): the merge is left for later, or
+    /// not made at all (a rollback's delete keeps the shape, as [`super::delete_keeping_shape`]).
     /// Not the delete of a leaf's last key, which stays not plain.
     Allow,
 }
