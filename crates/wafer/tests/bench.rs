@@ -1117,14 +1117,47 @@ fn tpcc_csv_out_and_hdr_match_the_json() {
         assert!(help.contains(flag), "{flag} in the help");
     }
 
-    // --wall takes neither.
-    let o = wafer(&["bench", "tpcc", "--wall", "--hdr", &hdr]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("--hdr applies to virtual-time runs"),
-        "{}",
-        stderr(&o)
-    );
+    // --wall takes neither, nor any other flag of the virtual-time driver (it used to ignore
+    // them silently).
+    for (flag, value) in [
+        ("--hdr", hdr.as_str()),
+        ("--clients", "4"),
+        ("--log-space", "1048576"),
+        ("--buffer", "0.5"),
+    ] {
+        let o = wafer(&["bench", "tpcc", "--wall", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(
+            stderr(&o).contains(&format!("{flag} applies to virtual-time runs")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // The configuration's engine settings do apply: its write path and the checkpoint flags.
+    let o = wafer(&[
+        "bench",
+        "tpcc",
+        "--wall",
+        "--configs",
+        "oop-all",
+        "--warehouses",
+        "1",
+        "--scale",
+        "0.01",
+        "--threads",
+        "1",
+        "--seconds",
+        "0.2",
+        "--checkpoint-batch-pages",
+        "512",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let engine = &runs[0]["config"]["engine"];
+    assert_eq!(engine["checkpoint_batch_pages"], 512, "{engine}");
+    assert!(engine["out_of_place"].is_object(), "{engine}");
+    assert!(!engine["doublewrite"].as_bool().unwrap(), "{engine}");
 }
 
 /// Paper 001's comparison and restart on a small TPC-C run: the flushless mode writes fewer

@@ -145,7 +145,10 @@ pub struct TpccArgs {
     /// hdr-plot). Virtual-time runs only.
     #[arg(long, value_name = "DIR")]
     pub hdr: Option<PathBuf>,
-    /// Wall-clock mode: real threads on in-memory devices instead of virtual time.
+    /// Wall-clock mode: real threads on in-memory devices instead of virtual time, the whole
+    /// database cached. Each configuration's engine settings apply (write path, doublewrite,
+    /// the checkpoint and cleaner flags, a config file's `engine`); flags of the virtual-time
+    /// driver (clients, devices, buffer, log space, reports) are refused.
     #[arg(long)]
     pub wall: bool,
     /// Wall-clock mode: thread (terminal) counts to run, comma separated.
@@ -660,7 +663,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
                 tpcc: run.tpcc.clone(),
                 threads,
                 duration_ms: (args.seconds * 1000.0) as u64,
-                doublewrite: preset.doublewrite(),
+                engine: run.engine_config(0),
             };
             let r = tpcc::run_wall(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
             if !args.output.json {
@@ -702,17 +705,41 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
         return Ok(());
     }
     if args.wall {
-        for (given, flag) in [(args.hdr.is_some(), "--hdr"), (args.csv.is_some(), "--csv")] {
-            if given {
-                return Err(CliError::Usage(format!(
-                    "{flag} applies to virtual-time runs, not to --wall"
-                )));
-            }
-        }
-        if args.log_device.is_some() {
-            return Err(CliError::Usage(
-                "--log-device applies to virtual-time runs, not to --wall".into(),
-            ));
+        // What only the virtual-time driver uses: never ignored silently. (--wall sizes its
+        // own in-memory devices, pool and log, and runs one terminal per thread.)
+        let virtual_only = [
+            (args.hdr.is_some(), "--hdr"),
+            (args.csv.is_some(), "--csv"),
+            (args.log_device.is_some(), "--log-device"),
+            (args.undo_device.is_some(), "--undo-device"),
+            (args.clients.is_some(), "--clients"),
+            (args.cores.is_some(), "--cores"),
+            (args.cpu_us.is_some(), "--cpu-us"),
+            (args.data_size.is_some(), "--data-size"),
+            (args.sf.is_some(), "--sf"),
+            (args.buffer.is_some(), "--buffer"),
+            (args.capacity_multiple.is_some(), "--capacity-multiple"),
+            (args.max_txns.is_some(), "--max-txns"),
+            (args.max_seconds.is_some(), "--max-seconds"),
+            (args.interval_fraction.is_some(), "--interval-fraction"),
+            (args.log_space.is_some(), "--log-space"),
+            (
+                args.group_commit_delay_us.is_some(),
+                "--group-commit-delay-us",
+            ),
+            (
+                args.group_commit_min_fill.is_some(),
+                "--group-commit-min-fill",
+            ),
+            (args.no_check, "--no-check"),
+            (args.crash_at_end, "--crash-at-end"),
+            (args.tpcc_out.is_some(), "--tpcc-out"),
+            (args.output.out.is_some(), "--out"),
+        ];
+        if let Some((_, flag)) = virtual_only.iter().find(|(given, _)| *given) {
+            return Err(CliError::Usage(format!(
+                "{flag} applies to virtual-time runs, not to --wall"
+            )));
         }
         return main_wall(args);
     }

@@ -22,8 +22,10 @@ pub struct TpccWallConfig {
     pub threads: u32,
     /// Length of the measured run.
     pub duration_ms: u64,
-    /// Write pages through the doublewrite buffer.
-    pub doublewrite: bool,
+    /// The engine's settings (write path, doublewrite, checkpoints, page cleaner): the run
+    /// sizes the pool to cache the whole database and opens in-memory devices sized for it, so
+    /// `buffer_pages`, `log_space_bytes` (the whole log device) and `open_mode` are its own.
+    pub engine: DbConfig,
 }
 
 /// Result of a wall-clock run.
@@ -74,10 +76,10 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
     // Room for the run's growth (the growing mode adds about 1 KiB per New-Order).
     let data_bytes = (load_bytes * 3).max(256 << 20).next_multiple_of(1 << 20);
     let db_cfg = DbConfig {
-        buffer_pages: (data_bytes / 4096) as usize,
-        doublewrite: cfg.doublewrite,
+        buffer_pages: (data_bytes / cfg.engine.page_size as u64) as usize,
+        log_space_bytes: None,
         open_mode: wafer_engine::OpenMode::Create,
-        ..DbConfig::default()
+        ..cfg.engine.clone()
     };
     let log_bytes = (db_cfg.buffer_bytes() / 4 + (8 << 20)).min(1 << 30);
     let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;

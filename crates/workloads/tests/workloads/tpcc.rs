@@ -341,7 +341,10 @@ fn wall_clock_driver_runs_consistently() {
         },
         threads: 3,
         duration_ms: 300,
-        doublewrite: true,
+        engine: wafer_engine::DbConfig {
+            doublewrite: true,
+            ..wafer_engine::DbConfig::default()
+        },
     })
     .unwrap();
     assert!(r.check.passed(), "{}", r.check.describe());
