@@ -41,6 +41,13 @@ pub(crate) fn take_refuser() -> Option<TxnId> {
     Some(REFUSER.with(|r| r.replace(0))).filter(|&t| t != 0)
 }
 
+/// Notes `holder` as what refused this thread's last request: in the flushless mode, the live
+/// transaction whose changes a page holds (one live transaction per page). Waited for as a
+/// record lock's holder is, by the same rule (wait-die by id, or its commit).
+pub(crate) fn note_refuser(holder: TxnId) {
+    REFUSER.with(|r| r.set(holder));
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockMode {
     /// Kept for completeness of the modes; the engine's reads take no IS (see `cc.rs`).

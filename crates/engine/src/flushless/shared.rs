@@ -65,6 +65,8 @@ impl Flushless {
         let mut t = lock(&self.table);
         if let Some(o) = t.owner(pid).filter(|&o| o != txn) {
             t.shared.page_conflicts += 1;
+            // Its end may be waited for (`Txn::past_committers`), as a record lock's holder's.
+            crate::locks::note_refuser(o);
             return Err(Error::Conflict {
                 what: format!("page {pid}, which holds uncommitted changes of transaction {o}"),
             });

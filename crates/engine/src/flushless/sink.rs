@@ -149,11 +149,13 @@ impl RedoSink for TableSink<'_> {
             let shared_meta = pid == META_PID && self.phase == Phase::Op && txn != 0;
             match table.owner(pid) {
                 Some(o) if o != txn && !shared_meta => {
+                    // Its end may be waited for (`Txn::past_committers`), as a record lock's holder's.
+                    crate::locks::note_refuser(o);
                     return Err(Error::Conflict {
                         what: format!(
                             "page {pid}, which holds uncommitted changes of transaction {o}"
                         ),
-                    })
+                    });
                 }
                 _ => {}
             }
