@@ -31,6 +31,8 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomSt
 thread_local! {
     /// A holder of the record lock this thread's last refused request wanted (0: none noted).
     static REFUSER: std::cell::Cell<TxnId> = const { std::cell::Cell::new(0) };
+    /// The refuser noted last held a page (flushless), not a record lock.
+    static PAGE_REFUSER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// A transaction that held the record lock this thread was last refused, if one was noted
@@ -38,7 +40,16 @@ thread_local! {
 /// and ask again (`Txn`'s operations do): a committing transaction waits for no lock, so such a
 /// wait cannot close a cycle.
 pub(crate) fn take_refuser() -> Option<TxnId> {
-    Some(REFUSER.with(|r| r.replace(0))).filter(|&t| t != 0)
+    take_refuser_of().map(|(t, _)| t)
+}
+
+/// [`take_refuser`], and whether what it held was a page (flushless, [`note_refuser`])
+/// rather than a record lock.
+pub(crate) fn take_refuser_of() -> Option<(TxnId, bool)> {
+    let page = PAGE_REFUSER.with(|p| p.replace(false));
+    Some(REFUSER.with(|r| r.replace(0)))
+        .filter(|&t| t != 0)
+        .map(|t| (t, page))
 }
 
 /// Notes `holder` as what refused this thread's last request: in the flushless mode, the live
@@ -46,6 +57,7 @@ pub(crate) fn take_refuser() -> Option<TxnId> {
 /// record lock's holder is, by the same rule (wait-die by id, or its commit).
 pub(crate) fn note_refuser(holder: TxnId) {
     REFUSER.with(|r| r.set(holder));
+    PAGE_REFUSER.with(|p| p.set(true));
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

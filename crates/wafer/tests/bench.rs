@@ -1124,6 +1124,7 @@ fn tpcc_csv_out_and_hdr_match_the_json() {
         ("--clients", "4"),
         ("--log-space", "1048576"),
         ("--buffer", "0.5"),
+        ("--config", "wafer.toml"),
     ] {
         let o = wafer(&["bench", "tpcc", "--wall", flag, value]);
         assert_eq!(o.status.code(), Some(2), "{flag}");

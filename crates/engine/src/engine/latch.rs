@@ -267,6 +267,37 @@ impl Shared {
         again
     }
 
+    /// With no latch held and no lock (the caller's transaction has ended), waits up to
+    /// `timeout` for `holder` to end, if it runs or commits on another thread (one of this
+    /// thread's own could not end meanwhile; a running one only where running holders are
+    /// waited for at all, [`crate::DbConfig::wait_for_running_holders`]).
+    pub fn wait_for_end(&self, holder: TxnId, timeout: std::time::Duration) {
+        use crate::txn_table::Holder;
+        let deadline = std::time::Instant::now() + timeout;
+        let ends = &self.committer_ends[holder as usize % COMMITTER_STRIPES];
+        loop {
+            ends.waiters.fetch_add(1, Ordering::SeqCst);
+            let seen = ends.epoch.load(Ordering::SeqCst);
+            let found = self.core_read().txns.holder(holder);
+            let now = std::time::Instant::now();
+            // A driver that runs its transactions one at a time (no waits for running holders)
+            // could not run the holder while this one waits.
+            let wait = now < deadline
+                && match found {
+                    Holder::Running => self.wait_for_running,
+                    Holder::Committing => true,
+                    Holder::Active | Holder::Gone => false,
+                };
+            if wait {
+                ends.wait(crate::sync::lock(&ends.lock), seen, deadline - now);
+            }
+            ends.waiters.fetch_sub(1, Ordering::SeqCst);
+            if !wait {
+                return;
+            }
+        }
+    }
+
     /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.
     /// The waiter registers before it lets the latch go, so an end that comes in between wakes
     /// it (ends happen under the core latch, shared or exclusive).

@@ -79,7 +79,8 @@ pub struct TpccArgs {
     /// Start a checkpoint when this fraction of the log space is used [default: 0.5]
     #[arg(long)]
     pub checkpoint_log_fill: Option<f64>,
-    /// Also start one every this many virtual milliseconds (0: by log fill only) [default: 0]
+    /// Also start one every this many virtual milliseconds (wall-clock ones with --wall; 0: by
+    /// log fill only) [default: 0]
     #[arg(long)]
     pub checkpoint_interval_ms: Option<u64>,
     /// Pages the checkpointer writes per background step [default: 64]
@@ -147,8 +148,8 @@ pub struct TpccArgs {
     pub hdr: Option<PathBuf>,
     /// Wall-clock mode: real threads on in-memory devices instead of virtual time, the whole
     /// database cached. Each configuration's engine settings apply (write path, doublewrite,
-    /// the checkpoint and cleaner flags, a config file's `engine`); flags of the virtual-time
-    /// driver (clients, devices, buffer, log space, reports) are refused.
+    /// the checkpoint and cleaner flags); flags of the virtual-time driver (clients, devices,
+    /// buffer, log space, reports, config files) are refused.
     #[arg(long)]
     pub wall: bool,
     /// Wall-clock mode: thread (terminal) counts to run, comma separated.
@@ -696,14 +697,6 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
 
 /// Runs `wafer bench tpcc`.
 pub fn main(args: &TpccArgs) -> Result<(), CliError> {
-    if args.output.dump_config {
-        let Some(cfg) = args.configs()?.into_iter().next() else {
-            return Err(CliError::Usage("--configs names no configuration".into()));
-        };
-        let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
-        super::human::print_stdout(text.trim_end());
-        return Ok(());
-    }
     if args.wall {
         // What only the virtual-time driver uses: never ignored silently. (--wall sizes its
         // own in-memory devices, pool and log, and runs one terminal per thread.)
@@ -735,6 +728,10 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
             (args.crash_at_end, "--crash-at-end"),
             (args.tpcc_out.is_some(), "--tpcc-out"),
             (args.output.out.is_some(), "--out"),
+            // A file's devices, run, snapshot and check settings would be dropped: the engine
+            // flags set what --wall uses.
+            (args.output.config.is_some(), "--config"),
+            (args.output.dump_config, "--dump-config"),
         ];
         if let Some((_, flag)) = virtual_only.iter().find(|(given, _)| *given) {
             return Err(CliError::Usage(format!(
@@ -742,6 +739,14 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
             )));
         }
         return main_wall(args);
+    }
+    if args.output.dump_config {
+        let Some(cfg) = args.configs()?.into_iter().next() else {
+            return Err(CliError::Usage("--configs names no configuration".into()));
+        };
+        let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
+        super::human::print_stdout(text.trim_end());
+        return Ok(());
     }
     if let Some(p) = &args.output.out {
         super::check_writable("--out", p)?;

@@ -82,7 +82,7 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
         ..cfg.engine.clone()
     };
     let log_bytes = (db_cfg.buffer_bytes() / 4 + (8 << 20)).min(1 << 30);
-    let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg)?;
+    let db = Db::open(Devices::memory(data_bytes, log_bytes), db_cfg.clone())?;
     let (tables, _) = load(&db, &cfg.tpcc, &mut |_| {})?;
     db.checkpoint()?;
     let before = db.stats().engine;
@@ -133,7 +133,11 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
     };
     let check = check(&db, &tables, &cfg.tpcc)?;
     Ok(TpccWallResult {
-        config: cfg.clone(),
+        // The engine's settings as the run used them (its pool and log space).
+        config: TpccWallConfig {
+            engine: db_cfg,
+            ..cfg.clone()
+        },
         mix_percent: txns.mix_percent(),
         seconds,
         tpmc: txns.new_orders() as f64 * 60.0 / seconds,
