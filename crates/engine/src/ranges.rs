@@ -416,6 +416,30 @@ mod tests {
     }
 
     #[test]
+    fn a_key_put_back_is_claimed_by_a_running_scans_range_and_gap_only() {
+        let r = RangeLocks::default();
+        assert!(!r.insert_claimed(2, b"e", (Some(b"d"), None)), "no claim");
+        let c = r.begin(1, (inc(b"b"), Bound::Excluded(&b"m"[..])), false);
+        r.reach(1, &c, Reach::On(Some(b"d"))).unwrap();
+        // Read up to "d", going on: "c" is in its range, "e" (last in its leaf, after "d") in
+        // the gap it will not read, "e" before "f" in a leaf not read yet is not.
+        assert!(r.insert_claimed(2, b"c", (Some(b"b"), Some(b"d"))));
+        assert!(r.insert_claimed(2, b"e", (Some(b"d"), None)));
+        assert!(!r.insert_claimed(2, b"e", (None, Some(b"f"))));
+        assert!(
+            !r.insert_claimed(1, b"e", (Some(b"d"), None)),
+            "its own scan"
+        );
+        // Stopped (a cursor between batches): it goes on after "d" and reads "e" then.
+        r.end_scan(&c);
+        assert!(!r.insert_claimed(2, b"e", (Some(b"d"), None)));
+        assert!(r.insert_claimed(2, b"c", (Some(b"b"), Some(b"d"))));
+        // Nothing is recorded: a delete check after finds no delete of another.
+        r.release(1);
+        assert!(r.check(3, b"e", Change::Delete).is_ok());
+    }
+
+    #[test]
     fn a_claim_grows_and_refuses_writers_in_it_and_its_gap() {
         let r = RangeLocks::default();
         let range = (inc(b"b"), Bound::Excluded(&b"m"[..]));

@@ -421,7 +421,10 @@ impl Txn {
         }
     }
 
-    /// Rolls back every change of the transaction.
+    /// Rolls back every change of the transaction. In the flushless mode, after an operation
+    /// refused because another thread's live transaction holds the page (`Conflict`), it waits
+    /// for that transaction's end (at most 100 ms, its own locks already released) before it
+    /// returns, so that a retry does not meet the same holder at once; a drop does the same.
     pub fn abort(mut self) -> Result<()> {
         self.done = true;
         self.rollback()
