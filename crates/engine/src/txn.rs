@@ -185,6 +185,8 @@ impl Txn {
     /// (wait-die), so they never form a cycle (`Shared::wait_for_holder`).
     /// The refused operation changed nothing.
     fn past_committers<R>(&mut self, mut op: impl FnMut(&mut Self) -> Result<R>) -> Result<R> {
+        // A refusal an operation after it went on from is not what a rollback waits out.
+        self.refused_by = None;
         let mut deadline = None;
         loop {
             let _ = crate::locks::take_refuser();

@@ -171,6 +171,28 @@ fn an_abort_after_a_page_refusal_waits_for_the_holder() {
     let mut b = db.begin().unwrap();
     b.put(&t, b"k2", b"b").unwrap();
     b.commit().unwrap();
+    // A refusal the transaction went on from (a later operation succeeded) is not waited
+    // out by its abort: the holder still runs, and the abort returns at once (a wait would
+    // last until the 100 ms deadline).
+    let mut a = db.begin().unwrap();
+    a.put(&t, b"k3", b"a").unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut b = db.begin().unwrap();
+            assert!(matches!(
+                b.put(&t, b"k4", b"b"),
+                Err(Error::Conflict { .. })
+            ));
+            assert_eq!(b.get(&t, b"k1").unwrap().as_deref(), Some(&b"a"[..]));
+            let started = std::time::Instant::now();
+            b.abort().unwrap();
+            let took = started.elapsed();
+            assert!(took < std::time::Duration::from_millis(100), "{took:?}");
+        })
+        .join()
+        .unwrap();
+    });
+    a.commit().unwrap();
 }
 
 /// A merge reads the page it takes out of the tree without changing it: if that page holds
