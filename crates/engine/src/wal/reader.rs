@@ -60,8 +60,9 @@ impl<'a> LogReader<'a> {
 
     /// Makes the scan tell a torn tail from damage in the middle of the log: a record whose
     /// checksum fails but whose length is plausible is followed, record by record; if valid
-    /// records continue past the largest write the log may have made at once (as its master
-    /// records it, plus a block), the bad record was in an earlier write that had been made
+    /// records continue past the record's end by more than the largest write the log may have
+    /// made at once (as its master records it, plus a block), the bad record was in an earlier
+    /// write that had been made
     /// durable, so it was damaged afterwards: the scan fails with `CorruptLog` instead of
     /// ending there. Any other end (a header that cannot be followed, zeros, an earlier lap's
     /// record) is looked past by searching for a valid record beyond that window.
@@ -70,7 +71,8 @@ impl<'a> LogReader<'a> {
         self
     }
 
-    /// Bytes past the start of a torn record that the write which tore it may have reached:
+    /// Bytes past the end of a torn record (or the start of a header that does not parse) that
+    /// the write which tore it may have reached:
     /// the largest write between two device flushes that any run of this log made, as its
     /// master records it ([`Wal::torn_span`]; a quarter of the log space for a master that
     /// predates the record), plus a block.
@@ -79,9 +81,12 @@ impl<'a> LogReader<'a> {
     }
 
     /// After a bad checksum at `at` for a record of `total` bytes: whether valid records follow
-    /// it beyond the torn-write window.
+    /// it beyond the torn-write window. The window is measured from the record's end, not its
+    /// start: a flush of more than a buffer writes chunks, each made durable before the next,
+    /// and a chunk may start inside a long record, so the write that tore it may reach a
+    /// window past the record's end (as `Wal::set_end` zeroes).
     fn valid_records_follow(&mut self, at: Lsn, total: u64) -> Result<Option<Lsn>> {
-        let window = self.torn_window();
+        let window = total + self.torn_window();
         let mut q = at + total;
         while q + HEADER_BYTES as u64 <= self.limit {
             let head = self.get(q, HEADER_BYTES)?;
@@ -102,8 +107,10 @@ impl<'a> LogReader<'a> {
     }
 
     /// After a header that does not parse at `at` (a length or LSN field damaged, or a
-    /// record that could not be followed): the position of a valid record that starts beyond
-    /// the torn-write window, found by trying every position in one log buffer's length after it.
+    /// record of `torn` bytes whose checksum fails and that could not be followed: the window
+    /// starts at its end, see [`LogReader::valid_records_follow`]): the position of a valid
+    /// record that starts beyond the torn-write window, found by trying every position in one
+    /// log buffer's length after it.
     /// Such a record was written after the damaged one, in an earlier write that had been
     /// made durable. The search is cheap per position (an LSN field must equal its position
     /// before a checksum is computed), so it runs at every end of a scan that detects damage,
@@ -112,8 +119,8 @@ impl<'a> LogReader<'a> {
     /// only a valid record beyond the window tells it from the end. None can be there at a
     /// true end: recovery zeroed the window past the last end it found, and anything further
     /// is of an earlier lap (its LSN field short of its position by the log's capacity).
-    fn valid_record_beyond(&mut self, at: Lsn) -> Result<Option<Lsn>> {
-        let from = at + self.torn_window();
+    fn valid_record_beyond(&mut self, at: Lsn, torn: u64) -> Result<Option<Lsn>> {
+        let from = at + torn + self.torn_window();
         let to = (from + self.wal.buffer_bytes() + self.wal.block_bytes()).min(self.limit);
         if from + HEADER_BYTES as u64 > to {
             return Ok(None);
@@ -142,10 +149,11 @@ impl<'a> LogReader<'a> {
     }
 
     /// Ends the scan for `why` at `at`, unless (when detecting damage) a valid record starts
-    /// beyond the torn-write window: then the log is corrupt.
-    fn end_or_damage(&mut self, at: Lsn, why: ScanStop) -> Result<Option<LogRecord>> {
+    /// beyond the torn-write window: then the log is corrupt. `torn`: the length of a record
+    /// there whose checksum fails (0 for any other end).
+    fn end_or_damage(&mut self, at: Lsn, torn: u64, why: ScanStop) -> Result<Option<LogRecord>> {
         if self.detect_damage {
-            if let Some(q) = self.valid_record_beyond(at)? {
+            if let Some(q) = self.valid_record_beyond(at, torn)? {
                 self.failed = true;
                 return Err(Error::CorruptLog {
                     lsn: at,
@@ -211,7 +219,7 @@ impl<'a> LogReader<'a> {
         let head = self.get(pos, HEADER_BYTES)?;
         if head.iter().all(|&b| b == 0) {
             // The usual end of a log that has not wrapped yet, or a zeroed stretch in the middle.
-            return self.end_or_damage(pos, ScanStop::Zeroed);
+            return self.end_or_damage(pos, 0, ScanStop::Zeroed);
         }
         let total = codec::record_len(head).unwrap_or(0);
         let mut found = [0u8; 8];
@@ -220,10 +228,10 @@ impl<'a> LogReader<'a> {
         if found != pos {
             // A record of an earlier lap is the usual end (or a block that lost its write and
             // kept the earlier lap's bytes); anything else may be damage too.
-            return self.end_or_damage(pos, ScanStop::LsnMismatch { found });
+            return self.end_or_damage(pos, 0, ScanStop::LsnMismatch { found });
         }
         if (total as usize) < HEADER_BYTES || total as u64 > left {
-            return self.end_or_damage(pos, ScanStop::BadLength(total));
+            return self.end_or_damage(pos, 0, ScanStop::BadLength(total));
         }
         let bytes = self.get(pos, total as usize)?;
         match codec::decode_raw(bytes) {
@@ -245,7 +253,7 @@ impl<'a> LogReader<'a> {
                     }
                 }
                 // Its length may be what was damaged: look past the window without it.
-                self.end_or_damage(pos, ScanStop::BadChecksum)
+                self.end_or_damage(pos, total as u64, ScanStop::BadChecksum)
             }
             Err(f) => {
                 self.failed = true;

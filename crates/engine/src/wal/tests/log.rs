@@ -574,3 +574,91 @@ fn a_master_job_writes_with_the_log_going_on_and_takes_effect_when_finished() {
     assert_eq!(got, m);
     assert_eq!(recs.last().unwrap().lsn, later);
 }
+
+/// A flush of more than the log buffer writes it in buffer-sized chunks, each flushed before
+/// the next, and a chunk may start inside a long record. A power cut in the next chunk's write
+/// can lose a block of that record's tail and keep valid records after it, up to a buffer past
+/// the chunk's start: past the record's end, so further from the record's start than one
+/// buffer. That is a torn write, not damage: the scan ends at the record. (It took them for
+/// damage, measuring the window from the record's start, and the database would not open.)
+/// Records beyond that window are still damage.
+#[test]
+fn a_chunk_torn_inside_a_long_record_ends_the_scan_there() {
+    use crate::wal::record::{Redo, Undo};
+    let buffer = 8 * 1024u64;
+    let wal_cfg = WalConfig {
+        buffer_bytes: Some(buffer),
+        ..cfg(0)
+    };
+    let update = |value: usize| Body::Update {
+        redo: Redo::LeafPut {
+            pid: 9,
+            key: b"k".to_vec(),
+            value: vec![7u8; value],
+        },
+        undo: Undo {
+            tree: 1,
+            key: b"k".to_vec(),
+            old: None,
+        },
+    };
+    for damaged in [false, true] {
+        let dev = Held::new(256 * 1024, BLOCK);
+        let mut wal = Wal::create(dev.boxed(), wal_cfg.clone()).unwrap();
+        for _ in 0..3 {
+            wal.append(1, 0, update(100)).unwrap();
+        }
+        wal.flush_to(wal.next_lsn()).unwrap();
+        // A record of 7,000 bytes and 60 small ones after it, written by one flush in chunks.
+        let long = wal.append(1, 0, update(7000)).unwrap();
+        let after: Vec<u64> = (0..60)
+            .map(|_| wal.append(1, 0, update(200)).unwrap())
+            .collect();
+        wal.flush_to(wal.next_lsn()).unwrap();
+        let (long_end, end) = (after[0], wal.next_lsn());
+        // A chunk that starts at a block in the long record's last quarter: its first block
+        // lost, the rest of it kept, nothing after it written (the cut came during it).
+        let block = BLOCK as u64;
+        let chunk_start = (long + (long_end - long) * 3 / 4) / block * block;
+        assert!(chunk_start > long && chunk_start + block < long_end);
+        let kept_to = chunk_start + buffer;
+        // Kept records past a buffer from the record's start: what the scan took for damage.
+        assert!(after
+            .iter()
+            .any(|&l| l > long + buffer + block && l + 300 < kept_to));
+        let (lost, rest) = (phys(&wal, chunk_start), phys(&wal, kept_to));
+        let rest_end = phys(&wal, end.next_multiple_of(block));
+        assert!(rest < rest_end, "the log does not wrap here");
+        drop(wal);
+        dev.with_bytes(|b| {
+            b[lost..lost + BLOCK as usize].fill(0);
+            // Damaged: the records past the chunk were written, durably, before the block
+            // was lost (no torn write reaches that far).
+            if !damaged {
+                b[rest..rest_end].fill(0);
+            }
+        });
+        let (mut wal, master) = Wal::open(dev.boxed(), wal_cfg.clone()).unwrap();
+        let mut r = wal.scan_from(master.start_lsn).unwrap().detecting_damage();
+        let mut n = 0;
+        let mut failed = None;
+        for x in r.by_ref() {
+            match x {
+                Ok(_) => n += 1,
+                Err(e) => failed = Some(e),
+            }
+        }
+        if damaged {
+            assert!(
+                matches!(failed, Some(Error::CorruptLog { lsn, .. }) if lsn == long),
+                "{failed:?}"
+            );
+        } else {
+            assert!(
+                failed.is_none(),
+                "a torn chunk taken for damage: {failed:?}"
+            );
+            assert_eq!((n, r.stop().cloned()), (3, Some(ScanStop::BadChecksum)));
+        }
+    }
+}
