@@ -24,6 +24,17 @@ fn config() -> DbConfig {
     }
 }
 
+/// [`config`] with a pool and a log buffer small enough that a rollback reads pages back,
+/// evicts dirty ones (forcing the log past its compensation records first) and fills the log
+/// buffer: so a power cut can fall in the middle of a rollback with part of it durable.
+fn small_config() -> DbConfig {
+    DbConfig {
+        buffer_pages: 16,
+        log_buffer_bytes: Some(8 << 10),
+        ..config()
+    }
+}
+
 fn val(rng: &mut Pcg64Mcg) -> Vec<u8> {
     let len = if rng.random_bool(0.05) {
         rng.random_range(1100..7000)
@@ -62,11 +73,38 @@ fn ops(
     }
 }
 
+/// Which scenario: the first, or one whose `T` is long and whose pool and log buffer are
+/// small ([`small_config`]), so that a rollback of `T` does device I/O itself; `beside`: a
+/// committed read runs on a second thread first, so that the database runs its rollbacks (like
+/// its splits) beside other threads from then on.
+#[derive(Clone, Copy)]
+enum Setup {
+    Short,
+    Long { beside: bool },
+}
+
 /// Builds the scenario; returns the db, its trees, the committed state and the live `T`.
 fn scenario(rig: &LinkedRig, seed: u64) -> (Db, Vec<Tree>, Oracle, Txn) {
+    scenario_with(rig, seed, Setup::Short)
+}
+
+fn scenario_with(rig: &LinkedRig, seed: u64, setup: Setup) -> (Db, Vec<Tree>, Oracle, Txn) {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
-    let db = Db::open(rig.devices(), config()).unwrap();
+    let cfg = match setup {
+        Setup::Short => config(),
+        Setup::Long { .. } => small_config(),
+    };
+    let db = Db::open(rig.devices(), cfg).unwrap();
     let trees: Vec<Tree> = TREES.iter().map(|n| db.create_tree(n).unwrap()).collect();
+    if let Setup::Long { beside: true } = setup {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut x = db.begin().unwrap();
+                x.get(&trees[0], b"none").unwrap();
+                x.commit().unwrap();
+            });
+        });
+    }
     let mut state = Oracle::new(&TREES);
     for i in 0..30 {
         let mut x = db.begin().unwrap();
@@ -85,7 +123,12 @@ fn scenario(rig: &LinkedRig, seed: u64) -> (Db, Vec<Tree>, Oracle, Txn) {
     // T: uncommitted, on keys 0..200 (it also overwrites and deletes committed rows).
     let mut t = db.begin().unwrap();
     let mut t_staged = state.clone();
-    ops(&mut rng, &mut t, &trees, &mut t_staged, 40, 0, 200);
+    // Long: enough changes that its rollback's records fill the small log buffer.
+    let n = match setup {
+        Setup::Short => 40,
+        Setup::Long { .. } => 300,
+    };
+    ops(&mut rng, &mut t, &trees, &mut t_staged, n, 0, 200);
     // A committed transaction after T on disjoint keys.
     let mut x = db.begin().unwrap();
     let mut staged = state.clone();
@@ -102,21 +145,25 @@ fn reopen_and_check(rig: &LinkedRig, want: &Oracle, what: &str) -> Db {
 }
 
 /// Counts the commands `action` sends when nothing fails.
-fn commands_of(seed: u64, action: impl Fn(&Db, Txn)) -> u64 {
+fn commands_of(seed: u64, setup: Setup, action: impl Fn(&Db, Txn)) -> u64 {
     let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
-    let (db, _, _, t) = scenario(&rig, seed);
+    let (db, _, _, t) = scenario_with(&rig, seed, setup);
     let before = rig.commands();
     action(&db, t);
     rig.commands() - before
 }
 
 fn every_point(seed: u64, name: &str, action: impl Fn(&Db, Txn)) {
-    let n = commands_of(seed, &action);
+    every_point_with(seed, Setup::Short, name, action)
+}
+
+fn every_point_with(seed: u64, setup: Setup, name: &str, action: impl Fn(&Db, Txn)) {
+    let n = commands_of(seed, setup, &action);
     assert!(n > 0, "{name}: the action sent no command");
     eprintln!("{name}: seed {seed}: {n} commands");
     for cut in 1..=n + 1 {
         let rig = LinkedRig::new(seed * 1000 + cut, 4 << 20, 2 << 20, 512);
-        let (db, _, state, t) = scenario(&rig, seed);
+        let (db, _, state, t) = scenario_with(&rig, seed, setup);
         rig.cut_after(cut);
         action(&db, t);
         drop(db);
@@ -186,6 +233,48 @@ fn power_cut_at_every_command_of_a_rollback() {
             let _ = db.checkpoint();
             let _ = t.abort();
         });
+    }
+}
+
+/// A rollback long enough to do device I/O itself (pages read back, dirty ones evicted after
+/// the log is forced past its compensation records, the small log buffer filled), so that a cut
+/// falls in the middle of it with part of it durable: on one thread (all exclusive), and with
+/// two threads seen, where T's plain changes are undone with the core latch shared, newest
+/// first, and the exclusive rollback goes on from the first that is not (an overflow value's).
+/// Checked first, with no cut: the rollback sent commands, and beside others both parts ran.
+#[test]
+fn power_cut_at_every_command_of_a_long_rollback() {
+    let abort = |db: &Db, t: Txn| {
+        let _ = db.checkpoint();
+        let _ = t.abort();
+    };
+    for (seed, beside) in [(5u64, false), (5, true), (9, true)] {
+        let setup = Setup::Long { beside };
+        let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
+        let (db, _, state, t) = scenario_with(&rig, seed, setup);
+        db.checkpoint().unwrap();
+        let (before, commands) = (db.stats().engine, rig.commands());
+        t.abort().unwrap();
+        let commands = rig.commands() - commands;
+        let after = db.stats().engine;
+        let shared = after.undone_beside - before.undone_beside;
+        let took = after.exclusive_latches - before.exclusive_latches;
+        eprintln!(
+            "long rollback: seed {seed}, beside {beside}: {shared} undone beside, {took} \
+             exclusive, {commands} commands"
+        );
+        assert!(
+            commands > 0,
+            "seed {seed}: the rollback sent no command to cut"
+        );
+        if beside {
+            assert!(shared > 0, "seed {seed}: no undo ran beside others");
+            // The second `stats`, and the exclusive rest of the rollback.
+            assert!(took >= 2, "seed {seed}: nothing ran exclusive");
+        }
+        state.check(&db, "no cut");
+        drop(db);
+        every_point_with(seed, setup, "long rollback", abort);
     }
 }
 
