@@ -135,6 +135,7 @@ impl CutConfig {
         journal_mode(&mut db, dev, data_bytes, seed ^ 0x004c_4e4a);
         image_holes(&mut db, seed ^ 0x401e_0b1e);
         leaf_splits(&mut db, seed ^ 0x5b11_0b1e);
+        log_buffer(&mut db, seed ^ 0x10b0_0b1e);
         CutConfig {
             dev,
             data_bytes,
@@ -175,7 +176,7 @@ impl CutConfig {
         };
         format!(
             "{} data {} KiB log {} KiB, {path}, {}, pool {}, log space {:?}, ckpt fill {:.2} batch \
-             {}, cleaner {:.2}, hot {}, holes {}, page ops {}, splits {:?}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
+             {}, cleaner {:.2}, hot {}, holes {}, page ops {}, splits {:?}, log buffer {:?}, torn {}, lose {}, ops {}, keys {}, cut {:?}",
             self.dev.name(),
             self.data_bytes >> 10,
             self.log_bytes >> 10,
@@ -189,6 +190,7 @@ impl CutConfig {
             self.db.log_image_holes,
             self.db.log_page_ops,
             self.db.leaf_splits,
+            self.db.log_buffer_bytes,
             self.fault.torn_writes,
             self.fault.lose_unflushed,
             self.ops,
@@ -204,6 +206,16 @@ impl CutConfig {
             && self.db.journal.is_none()
             && !self.db.doublewrite
             && self.dev == DeviceKind::Mem { block: 512 }
+    }
+}
+
+/// A log buffer of 4, 8 or 16 KiB in one trial of three (else the default, a sixteenth of the
+/// log space), drawn from a stream of its own: records longer than the buffer, and flushes
+/// written in several chunks that start inside records, so that power cuts tear the log there.
+pub fn log_buffer(db: &mut DbConfig, stream: u64) {
+    let mut rng = Pcg64Mcg::seed_from_u64(stream);
+    if rng.random_bool(1.0 / 3.0) {
+        db.log_buffer_bytes = Some([4u64 << 10, 8 << 10, 16 << 10][rng.random_range(0..3)]);
     }
 }
 

@@ -178,6 +178,7 @@ pub fn trial(seed: u64) -> TrialReport {
     super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_4d07);
     super::cut::image_holes(&mut cfg, seed ^ 0x401e_4d07);
     super::cut::leaf_splits(&mut cfg, seed ^ 0x5b11_4d07);
+    super::cut::log_buffer(&mut cfg, seed ^ 0x10b0_4d07);
     let store = if on_files {
         Store::File(
             tempfile::Builder::new()

@@ -95,6 +95,7 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
     super::cut::flushless_mode(&mut cfg, seed ^ 0xf1a5_7777);
     super::cut::image_holes(&mut cfg, seed ^ 0x401e_7777);
     super::cut::leaf_splits(&mut cfg, seed ^ 0x5b11_7777);
+    super::cut::log_buffer(&mut cfg, seed ^ 0x10b0_7777);
     super::cut::journal_mode(
         &mut cfg,
         DeviceKind::Mem { block: 4096 },
