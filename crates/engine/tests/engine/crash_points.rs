@@ -8,7 +8,9 @@
 use crate::support::{LinkedRig, Oracle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use wafer_engine::{Db, DbConfig, Tree, Txn};
+use wafer_engine::{
+    Db, DbConfig, FlushlessConfig, HomeMethod, JournalConfig, OopConfig, Tree, Txn,
+};
 
 const TREES: [&str; 2] = ["t", "u"];
 
@@ -27,12 +29,55 @@ fn config() -> DbConfig {
 /// [`config`] with a pool and a log buffer small enough that a rollback reads pages back,
 /// evicts dirty ones (forcing the log past its compensation records first) and fills the log
 /// buffer: so a power cut can fall in the middle of a rollback with part of it durable.
-fn small_config() -> DbConfig {
-    DbConfig {
+fn small_config(path: Path) -> DbConfig {
+    let base = DbConfig {
         buffer_pages: 16,
         log_buffer_bytes: Some(8 << 10),
         ..config()
+    };
+    match path {
+        Path::InPlace => base,
+        Path::OutOfPlace => DbConfig {
+            doublewrite: false,
+            out_of_place: Some(OopConfig {
+                zone_bytes: 16 << 10,
+                max_open_zones: 2,
+                batch_pages: 4,
+                ..OopConfig::default()
+            }),
+            ..base
+        },
+        // A table that holds T's records (their overflow values too): its records stay there
+        // until it ends.
+        Path::Flushless => DbConfig {
+            buffer_pages: 512,
+            cleaner_clean_fraction: 0.0,
+            flushless: Some(FlushlessConfig {
+                min_del: 4,
+                ..FlushlessConfig::default()
+            }),
+            ..base
+        },
+        Path::Journaled => DbConfig {
+            doublewrite: false,
+            journal: Some(JournalConfig {
+                method: HomeMethod::Host,
+                journal_bytes: 48 * 4096,
+                checkpoint_fill: 0.3,
+            }),
+            ..base
+        },
     }
+}
+
+/// The write path of a [`small_config`].
+#[derive(Clone, Copy, Debug)]
+enum Path {
+    InPlace,
+    OutOfPlace,
+    Journaled,
+    /// In place, in the flushless buffer mode (abort by discarding, no compensation records).
+    Flushless,
 }
 
 fn val(rng: &mut Pcg64Mcg) -> Vec<u8> {
@@ -80,7 +125,7 @@ fn ops(
 #[derive(Clone, Copy)]
 enum Setup {
     Short,
-    Long { beside: bool },
+    Long { beside: bool, path: Path },
 }
 
 /// Builds the scenario; returns the db, its trees, the committed state and the live `T`.
@@ -90,13 +135,9 @@ fn scenario(rig: &LinkedRig, seed: u64) -> (Db, Vec<Tree>, Oracle, Txn) {
 
 fn scenario_with(rig: &LinkedRig, seed: u64, setup: Setup) -> (Db, Vec<Tree>, Oracle, Txn) {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
-    let cfg = match setup {
-        Setup::Short => config(),
-        Setup::Long { .. } => small_config(),
-    };
-    let db = Db::open(rig.devices(), cfg).unwrap();
+    let db = Db::open(rig.devices(), config_of(setup)).unwrap();
     let trees: Vec<Tree> = TREES.iter().map(|n| db.create_tree(n).unwrap()).collect();
-    if let Setup::Long { beside: true } = setup {
+    if let Setup::Long { beside: true, .. } = setup {
         std::thread::scope(|s| {
             s.spawn(|| {
                 let mut x = db.begin().unwrap();
@@ -138,8 +179,19 @@ fn scenario_with(rig: &LinkedRig, seed: u64, setup: Setup) -> (Db, Vec<Tree>, Or
     (db, trees, state, t)
 }
 
+fn config_of(setup: Setup) -> DbConfig {
+    match setup {
+        Setup::Short => config(),
+        Setup::Long { path, .. } => small_config(path),
+    }
+}
+
 fn reopen_and_check(rig: &LinkedRig, want: &Oracle, what: &str) -> Db {
-    let db = Db::open(rig.devices(), config()).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+    reopen_with(rig, want, what, config())
+}
+
+fn reopen_with(rig: &LinkedRig, want: &Oracle, what: &str, cfg: DbConfig) -> Db {
+    let db = Db::open(rig.devices(), cfg).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
     want.check(&db, what);
     db
 }
@@ -169,7 +221,7 @@ fn every_point_with(seed: u64, setup: Setup, name: &str, action: impl Fn(&Db, Tx
         drop(db);
         rig.crash();
         let what = format!("{name}: seed {seed}, cut at command {cut} of {n}");
-        let db = reopen_and_check(&rig, &state, &what);
+        let db = reopen_with(&rig, &state, &what, config_of(setup));
         // The recovered database keeps working and survives a clean reopen.
         let t = db.open_tree("t").unwrap();
         let mut x = db.begin().unwrap();
@@ -178,7 +230,12 @@ fn every_point_with(seed: u64, setup: Setup, name: &str, action: impl Fn(&Db, Tx
         drop(db);
         let mut state = state.clone();
         state.put("t", b"after", b"crash");
-        reopen_and_check(&rig, &state, &format!("{what}, clean reopen"));
+        reopen_with(
+            &rig,
+            &state,
+            &format!("{what}, clean reopen"),
+            config_of(setup),
+        );
     }
 }
 
@@ -240,16 +297,28 @@ fn power_cut_at_every_command_of_a_rollback() {
 /// the log is forced past its compensation records, the small log buffer filled), so that a cut
 /// falls in the middle of it with part of it durable: on one thread (all exclusive), and with
 /// two threads seen, where T's plain changes are undone with the core latch shared, newest
-/// first, and the exclusive rollback goes on from the first that is not (an overflow value's).
-/// Checked first, with no cut: the rollback sent commands, and beside others both parts ran.
+/// first, and the exclusive rollback goes on from the first that is not (an overflow value's);
+/// in place, out of place, journaled and flushless (abort by discarding). Checked first, with
+/// no cut: the rollback sent commands, and beside others both parts ran.
 #[test]
 fn power_cut_at_every_command_of_a_long_rollback() {
     let abort = |db: &Db, t: Txn| {
         let _ = db.checkpoint();
         let _ = t.abort();
     };
-    for (seed, beside) in [(5u64, false), (5, true), (9, true)] {
-        let setup = Setup::Long { beside };
+    let cases = [
+        (5u64, false, Path::InPlace),
+        (5, true, Path::InPlace),
+        (9, true, Path::InPlace),
+        (5, false, Path::OutOfPlace),
+        (9, true, Path::OutOfPlace),
+        (5, false, Path::Journaled),
+        (9, true, Path::Journaled),
+        (5, false, Path::Flushless),
+        (9, true, Path::Flushless),
+    ];
+    for (seed, beside, path) in cases {
+        let setup = Setup::Long { beside, path };
         let rig = LinkedRig::new(seed, 4 << 20, 2 << 20, 512);
         let (db, _, state, t) = scenario_with(&rig, seed, setup);
         db.checkpoint().unwrap();
@@ -260,14 +329,14 @@ fn power_cut_at_every_command_of_a_long_rollback() {
         let shared = after.undone_beside - before.undone_beside;
         let took = after.exclusive_latches - before.exclusive_latches;
         eprintln!(
-            "long rollback: seed {seed}, beside {beside}: {shared} undone beside, {took} \
-             exclusive, {commands} commands"
+            "long rollback: seed {seed}, beside {beside}, {path:?}: {shared} undone beside, \
+             {took} exclusive, {commands} commands"
         );
         assert!(
             commands > 0,
             "seed {seed}: the rollback sent no command to cut"
         );
-        if beside {
+        if beside && !matches!(path, Path::Flushless) {
             assert!(shared > 0, "seed {seed}: no undo ran beside others");
             // The second `stats`, and the exclusive rest of the rollback.
             assert!(took >= 2, "seed {seed}: nothing ran exclusive");
@@ -275,6 +344,26 @@ fn power_cut_at_every_command_of_a_long_rollback() {
         state.check(&db, "no cut");
         drop(db);
         every_point_with(seed, setup, "long rollback", abort);
+    }
+}
+
+/// A checkpoint at every command with the long `T` live (its pages pinned dirty in a pool of
+/// 16 frames), two threads seen, out of place, journaled (moves home and the journal's own
+/// checkpoints) and flushless (compaction beside a live transaction's records).
+#[test]
+fn power_cut_at_every_command_of_a_checkpoint_on_every_path() {
+    for (seed, path) in [
+        (11u64, Path::OutOfPlace),
+        (12, Path::Journaled),
+        // (A seed whose transaction after T writes no page T changed: in the flushless mode
+        // that is refused, one live transaction per page.)
+        (9, Path::Flushless),
+    ] {
+        let setup = Setup::Long { beside: true, path };
+        every_point_with(seed, setup, &format!("checkpoint {path:?}"), |db, t| {
+            let _ = db.checkpoint();
+            drop(t);
+        });
     }
 }
 
