@@ -29,7 +29,7 @@ pub mod plain;
 mod scan;
 mod split;
 
-pub use append::{append, appendable};
+pub use append::{append, appendable, empty_last_leaf_fence};
 pub use delete::{delete, delete_keeping_shape, merge_underfull};
 pub use scan::{scan, Reach, ScanSink};
 pub use split::{leads_to, post_split, split_beside};

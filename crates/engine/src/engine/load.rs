@@ -74,6 +74,15 @@ impl Core {
             return Ok(());
         }
         let mut at = 0;
+        // Keys below an empty last leaf's lower fence (left by a load rolled back) are put
+        // one by one, into the leaves whose ranges hold them; the rest are appended.
+        if let Some(fence) = self.empty_last_leaf_fence(wal, tree)? {
+            while at < pairs.len() && pairs[at].0 < fence.as_slice() {
+                self.write(wal, txn, tree, pairs[at].0, Some(pairs[at].1))?;
+                at += 1;
+                *done += 1;
+            }
+        }
         while at < pairs.len() {
             let n = self.load_step(wal, txn, tree, &pairs[at..])?;
             at += n;
@@ -98,6 +107,14 @@ impl Core {
                 },
             )?;
             Ok(last)
+        });
+        self.health.guard(r)
+    }
+
+    /// [`bt::empty_last_leaf_fence`] of `tree`.
+    fn empty_last_leaf_fence(&mut self, wal: &mut Wal, tree: &Tree) -> Result<Option<Vec<u8>>> {
+        let r = crate::ops::read(&mut self.cache, wal, |m| {
+            bt::empty_last_leaf_fence(m, tree.root)
         });
         self.health.guard(r)
     }

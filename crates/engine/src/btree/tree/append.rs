@@ -14,6 +14,20 @@ pub fn appendable(page_size: usize, key: &[u8], value: &[u8]) -> bool {
         && value.len() <= node::max_inline_value(page_size, key.len())
 }
 
+/// The lower fence of the tree's last leaf if that leaf is empty (None: it holds keys, or it
+/// is the only leaf). Keys below it cannot be appended there though the tree holds none above
+/// them: a bulk load rolled back (aborted, or undone by recovery) deletes its keys without
+/// merging, and leaves the leaves it appended in the tree, empty. The caller puts such keys
+/// one by one; they go to the leaves whose ranges hold them.
+pub fn empty_last_leaf_fence<S: PageStore>(
+    store: &mut S,
+    root: super::PageId,
+) -> Result<Option<Vec<u8>>> {
+    let path = descend(store, root, Target::Last, true)?;
+    let empty = node::cell_count(&read_copy(store, path.leaf())?)? == 0;
+    Ok(path.lower.filter(|_| empty))
+}
+
 /// Appends a prefix of `pairs` to the tree at `root` and returns how many it took (at least one
 /// when `pairs` is not empty). The keys must be strictly ascending, the first above every key
 /// of the tree, and each pair [`appendable`]; otherwise the tree is left as it was and the
