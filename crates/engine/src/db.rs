@@ -445,6 +445,7 @@ impl Db {
                     crate::recovery::format(&mut core.cache, &mut wal, core.flushless.as_ref())?
                 }
                 Some((m, agreement)) => {
+                    let frames = core.cache.pool.frame_count();
                     let r = match core.flushless.as_mut() {
                         Some(fl) => crate::flushless::restart::restart(
                             fl,
@@ -453,7 +454,8 @@ impl Db {
                             clock.as_ref(),
                             m,
                             agreement,
-                        )?,
+                        )
+                        .map_err(|e| crate::recovery::out_of_frames(e, frames))?,
                         None => crate::recovery::recover(
                             &mut core.cache,
                             &mut wal,
@@ -461,7 +463,8 @@ impl Db {
                             clock.as_ref(),
                             m,
                             agreement,
-                        )?,
+                        )
+                        .map_err(|e| crate::recovery::out_of_frames(e, frames))?,
                     };
                     core.txns.set_next_txn(r.next_txn);
                     core.recovery = Some(r.report);

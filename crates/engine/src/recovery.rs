@@ -427,3 +427,19 @@ fn redo_record(
     }
     Ok(applied)
 }
+
+/// A recovery that ran out of buffer frames: says so, and what to do. Recovery redoes and
+/// undoes what the crashed run did, with the pool this open has: undoing a change that held
+/// many pages at once (a long value's overflow chain) needs as many frames as the run that
+/// made it had. Nothing was changed that a later open does not redo; reopening with that
+/// run's `buffer_pages` recovers.
+pub(crate) fn out_of_frames(e: Error, frames: usize) -> Error {
+    match e {
+        Error::PoolExhausted(why) => Error::PoolExhausted(format!(
+            "recovery ran out of buffer frames ({why}): undoing the crashed run's changes needs \
+             more than the {frames} frames this open has; reopen with a larger buffer_pages (at \
+             least what the crashed run used)"
+        )),
+        e => e,
+    }
+}
