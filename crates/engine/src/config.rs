@@ -90,7 +90,8 @@ pub struct DbConfig {
     /// (`Db::open` reads it from the data device's header).
     pub doublewrite_pages: u32,
     /// Log space the engine may use before it must checkpoint; default (None): the buffer pool
-    /// size, as in paper 002. Bounded by the log device.
+    /// size, as in paper 002. Bounded by the log device. Fixed when the database is created:
+    /// an open that asks for another size is refused with `Config` (None opens any).
     pub log_space_bytes: Option<u64>,
     /// The log buffer: what one log write holds at most (a group commit that waits for a fuller
     /// buffer waits for a share of it); default (None): 1/16 of the log space, at most 1 MiB.

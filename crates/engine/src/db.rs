@@ -362,6 +362,9 @@ impl Db {
         } else {
             let wp = factory::open(&wp_cfg, data, cfg.page_size, found)?;
             let (wal, master) = Wal::open(log, wal_cfg)?;
+            if let Some(asked) = cfg.log_space_bytes {
+                wal.check_space(asked)?;
+            }
             // The two devices must belong together and be at the same checkpoint, or the data
             // device one ahead (identity.rs); recovery confirms the latter.
             let agreement = crate::identity::check(&wp.stamp(), wal.db_id(), &master)?;

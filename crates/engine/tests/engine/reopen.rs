@@ -237,3 +237,28 @@ fn recovery_out_of_frames_says_so_and_a_larger_pool_recovers() {
     assert_eq!(db.get(&t, b"huge").unwrap(), None);
     assert_eq!(db.get(&t, b"small").unwrap().as_deref(), Some(&b"row"[..]));
 }
+
+/// The log space is fixed when the database is created: an open that asks for another is
+/// refused with `Config` naming both sizes (it used to run silently with the old one); the
+/// size it was created with, or none, opens it; and a size larger than the log device, which
+/// creation bounded by the device, opens it too.
+#[test]
+fn an_open_asking_for_another_log_space_is_refused() {
+    let rig = LinkedRig::new(5, 16 << 20, 4 << 20, 512);
+    let cfg = |space: Option<u64>| DbConfig {
+        log_space_bytes: space,
+        ..DbConfig::default()
+    };
+    drop(Db::open(rig.devices(), cfg(Some(2 << 20))).unwrap());
+    match Db::open(rig.devices(), cfg(Some(1 << 20))) {
+        Err(Error::Config(why)) => {
+            assert!(why.contains("2097152") && why.contains("1048576"), "{why}")
+        }
+        other => panic!("another log space: {:?}", other.map(|_| ())),
+    }
+    drop(Db::open(rig.devices(), cfg(Some(2 << 20))).unwrap());
+    drop(Db::open(rig.devices(), cfg(None)).unwrap());
+    let big = LinkedRig::new(6, 16 << 20, 1 << 20, 512);
+    drop(Db::open(big.devices(), cfg(Some(8 << 20))).unwrap());
+    drop(Db::open(big.devices(), cfg(Some(8 << 20))).unwrap());
+}

@@ -313,6 +313,26 @@ impl Wal {
     /// Opens an existing log and returns it with its master. Recovery then scans with
     /// [`Wal::scan_from`] and calls [`Wal::set_end`] with the end of the valid log before
     /// appending.
+    /// Refuses a log space asked for at an open that is not the one the log was made with:
+    /// the space is fixed when the log is created (LSNs map onto it), and an open that asked
+    /// for another would otherwise run silently with the old one. `asked` is compared as
+    /// creation would have made it on this device (bounded by the device, in whole blocks),
+    /// so the configuration a database was created with always opens it.
+    pub fn check_space(&self, asked: u64) -> Result<()> {
+        let block = self.area.block;
+        let room = self.io().dev.capacity_bytes().saturating_sub(2 * block);
+        let made = align_down(asked.min(room), block);
+        if made != self.area.capacity {
+            return Err(Error::Config(format!(
+                "the log was created with {} bytes of log space and the configuration asks \
+                 for {asked} (log_space_bytes is fixed when the database is created: leave it \
+                 unset, or give the size it was created with)",
+                self.area.capacity
+            )));
+        }
+        Ok(())
+    }
+
     pub fn open(mut dev: Box<dyn BlockDevice>, cfg: WalConfig) -> Result<(Wal, Master)> {
         let block = dev.block_bytes() as u64;
         let copies = read_masters(dev.as_mut())?;
