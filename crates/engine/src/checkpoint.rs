@@ -494,11 +494,20 @@ impl Checkpointer {
             want
         };
         if wal.free_bytes() <= refuse_at {
+            // Every term, so that the numbers add up: used + the system reserve + free is the
+            // log space, and free must exceed what this operation needs with the reservations.
             return Err(Error::LogFull(format!(
-                "{} of {} log bytes are in use or reserved for the rollback of live \
-                 transactions ({} reserved); abort or commit them",
-                wal.used_bytes(),
+                "the log space of {} bytes holds {} bytes of records the oldest live transaction \
+                 or the last checkpoint still needs, keeps {} for checkpoints and recovery, and \
+                 has {} free: not more than the {refuse_at} this operation needs, {} of them \
+                 reserved for the rollbacks of live transactions; commit or abort them (one \
+                 transaction can use about half of the log at most)",
                 wal.capacity_bytes(),
+                wal.used_bytes(),
+                wal.capacity_bytes()
+                    .saturating_sub(wal.used_bytes())
+                    .saturating_sub(wal.free_bytes()),
+                wal.free_bytes(),
                 txns.log_reserved()
             )));
         }
