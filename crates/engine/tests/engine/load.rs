@@ -390,6 +390,12 @@ fn a_load_after_a_rolled_back_load_is_accepted() {
             db
         };
         let t = db.open_tree("t").unwrap();
+        // A load that puts some of its keys one by one and appends the rest, aborted: its
+        // rollback undoes both kinds of record.
+        let mut y = db.begin().unwrap();
+        let both: Vec<_> = p.iter().cloned().chain(rows(3000, 200)).collect();
+        y.load(&t, &both).unwrap();
+        y.abort().unwrap();
         let mut x = db.begin().unwrap();
         let all = x
             .scan(&t, (Bound::Unbounded, Bound::Unbounded), false, 10)
