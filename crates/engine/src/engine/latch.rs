@@ -103,6 +103,10 @@ impl Writers {
     }
 }
 
+/// How long a write (or a tree's creation) waits, in all, for other threads' transactions to
+/// free the log ([`Shared::exclusive_log_wait`]).
+pub(crate) const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What `Db` and `Txn` handles share.
 pub(crate) struct Shared {
     core: ShardedLock<Core>,
@@ -298,6 +302,38 @@ impl Shared {
         }
     }
 
+    /// Runs `f` with the core latch exclusive, for transaction `me` (0: none, a tree's
+    /// creation). If the log is full because another thread's transaction holds its start,
+    /// waits for transactions to end (the core latch released meanwhile, up to [`LOG_WAIT`] in
+    /// all) and runs `f` again, rather than fail: that transaction's end frees the log. Then
+    /// flushes a full log buffer left behind, holding nothing.
+    pub fn exclusive_log_wait<R>(
+        &self,
+        me: TxnId,
+        mut f: impl FnMut(&mut Core, &mut crate::wal::Wal) -> crate::error::Result<R>,
+    ) -> crate::error::Result<R> {
+        let mut core = self.core();
+        let started = std::time::Instant::now();
+        loop {
+            let r = {
+                let mut wal = self.wal.lock();
+                f(&mut core, &mut wal)
+            };
+            match r {
+                Err(crate::error::Error::LogFull(_))
+                    if started.elapsed() < LOG_WAIT && core.log_pinned_by_another_thread(me) =>
+                {
+                    core = self.wait_for_an_end(core, std::time::Duration::from_millis(10));
+                }
+                r => {
+                    drop(core);
+                    self.flush_full_log();
+                    return r;
+                }
+            }
+        }
+    }
+
     /// Releases the core latch until a transaction ends or `timeout` passes, then takes it back.
     /// The waiter registers before it lets the latch go, so an end that comes in between wakes
     /// it (ends happen under the core latch, shared or exclusive).
@@ -455,6 +491,13 @@ impl Shared {
                 // poisoned (queued unwritten: they stay dirty).
                 let ticket = self.writers.enter(&mut core);
                 drop(core);
+                // The missed page first, its frame published while the ticket still keeps
+                // every exclusive operation out. Read after the batch, the frame stayed
+                // loading past the ticket's end, where the batch's end takes the log latch
+                // (a full buffer's flush): an exclusive operation holding the log latch
+                // (a scan waiting for transactions, `Txn::with_scan_wait`) that met the frame
+                // waited for it, and this thread for the log latch, forever.
+                let read = load.read(&wp, None);
                 if self.health.check().is_ok() {
                     // Queued (`written`) before the ticket is given back; its error, if any,
                     // is the batch's to report.
@@ -463,6 +506,8 @@ impl Shared {
                     drop(ahead);
                     drop(ticket);
                 }
+                read.ok()?;
+                continue;
             } else {
                 drop(core);
             }
