@@ -490,11 +490,10 @@ impl Db {
         Ok(db)
     }
 
-    /// Creates a tree (committed at once). Error if the name exists.
+    /// Creates a tree (committed at once). Error if the name exists. A log that another
+    /// thread's transaction holds full is waited out (up to 2 s), as a write waits.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        let mut core = self.shared.core();
-        let mut wal = self.shared.wal.lock();
-        core.create_tree(&mut wal, name)
+        (self.shared).exclusive_log_wait(0, |core, wal| core.create_tree(wal, name))
     }
 
     /// The tree called `name`.

@@ -100,40 +100,11 @@ impl Txn {
         self.with_log_wait(|core, wal| core.load(wal, id, tree, &pairs[done..], &mut done))
     }
 
-    /// Runs `f` with the core latch exclusive. If the log is full because another thread's
-    /// transaction holds its start, waits for transactions to end (the core latch released
-    /// meanwhile, up to [`Txn::LOG_WAIT`] in all) and runs `f` again, rather than fail.
-    fn with_log_wait<R>(
-        &mut self,
-        mut f: impl FnMut(&mut Core, &mut Wal) -> Result<R>,
-    ) -> Result<R> {
-        let mut core = self.shared.core();
-        let started = std::time::Instant::now();
-        loop {
-            let r = {
-                let mut wal = self.shared.wal.lock();
-                f(&mut core, &mut wal)
-            };
-            match r {
-                Err(Error::LogFull(_))
-                    if started.elapsed() < Self::LOG_WAIT
-                        && core.log_pinned_by_another_thread(self.id) =>
-                {
-                    core = self
-                        .shared
-                        .wait_for_an_end(core, std::time::Duration::from_millis(10));
-                }
-                r => {
-                    drop(core);
-                    self.shared.flush_full_log();
-                    return r;
-                }
-            }
-        }
+    /// Runs `f` with the core latch exclusive, waiting out a log another thread's transaction
+    /// holds full ([`Shared::exclusive_log_wait`]).
+    fn with_log_wait<R>(&mut self, f: impl FnMut(&mut Core, &mut Wal) -> Result<R>) -> Result<R> {
+        self.shared.exclusive_log_wait(self.id, f)
     }
-
-    /// How long a write waits, in all, for other threads' transactions to free the log.
-    const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
     /// How long a read-only transaction's scan waits, in all, for the writers of its tree.
     const SCAN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

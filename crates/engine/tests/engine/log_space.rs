@@ -440,3 +440,40 @@ fn a_due_checkpoint_runs_after_the_transaction_that_found_it() {
     }
     assert!(ran >= 3, "{ran} checkpoints in 20,000 transactions");
 }
+
+/// A tree created while another thread's transaction holds the log full waits for that
+/// transaction's end, as a write does (up to 2 s), rather than fail at once with `LogFull`
+/// (whose advice, to commit or abort, the creator cannot follow for another thread). Found by
+/// a hunt with a bulk loader creating trees beside transfer threads.
+#[test]
+fn a_tree_created_beside_a_transaction_that_fills_the_log_waits_for_its_end() {
+    let pair = MemPair::new();
+    let db = Db::open(pair.devices(), config()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let (full, told) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut x = db.begin().unwrap();
+            for i in 0..100_000u64 {
+                match x.put(&t, &key(i, 16), &value(i, 2000)) {
+                    Ok(_) => {}
+                    Err(Error::LogFull(_)) => break,
+                    Err(e) => panic!("unexpected error {e}"),
+                }
+            }
+            full.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            x.commit().unwrap();
+        });
+        told.recv().unwrap();
+        let started = std::time::Instant::now();
+        let r = db.create_tree("u");
+        let took = started.elapsed();
+        assert!(r.is_ok(), "{:?}", r.err());
+        assert!(
+            took >= std::time::Duration::from_millis(100),
+            "created in {took:?}: the log was not full"
+        );
+    });
+    assert!(db.open_tree("u").is_ok());
+}
