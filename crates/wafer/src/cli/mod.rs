@@ -156,6 +156,16 @@ pub fn check_distinct(presets: &[Preset]) -> Result<(), CliError> {
 /// Fails (usage error) unless `path` can be written, before a run spends its time: creates the
 /// parent directory, opens an existing file without truncating it, or creates and removes a
 /// new one.
+/// `--dump-config`: prints the first of a run's configurations as TOML (what `--config` reads).
+pub fn print_first_config<T: serde::Serialize>(cfgs: Vec<T>) -> Result<(), CliError> {
+    let Some(cfg) = cfgs.into_iter().next() else {
+        return Err(CliError::Usage("--configs names no configuration".into()));
+    };
+    let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
+    human::print_stdout(text.trim_end());
+    Ok(())
+}
+
 pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
     let err = |e: std::io::Error| {
         CliError::Usage(format!(

@@ -741,12 +741,7 @@ pub fn main(args: &TpccArgs) -> Result<(), CliError> {
         return main_wall(args);
     }
     if args.output.dump_config {
-        let Some(cfg) = args.configs()?.into_iter().next() else {
-            return Err(CliError::Usage("--configs names no configuration".into()));
-        };
-        let text = toml::to_string(&cfg).map_err(|e| CliError::Run(e.to_string()))?;
-        super::human::print_stdout(text.trim_end());
-        return Ok(());
+        return super::print_first_config(args.configs()?);
     }
     if let Some(p) = &args.output.out {
         super::check_writable("--out", p)?;
