@@ -90,7 +90,8 @@ pub struct DbConfig {
     /// (`Db::open` reads it from the data device's header).
     pub doublewrite_pages: u32,
     /// Log space the engine may use before it must checkpoint; default (None): the buffer pool
-    /// size, as in paper 002. Bounded by the log device. Fixed when the database is created:
+    /// size, as in paper 002, or the smallest space the engine accepts if that is more (about
+    /// 144 KiB with 4 KiB pages). Bounded by the log device. Fixed when the database is created:
     /// an open that asks for another size is refused with `Config` (None opens any).
     pub log_space_bytes: Option<u64>,
     /// The log buffer: what one log write holds at most (a group commit that waits for a fuller

@@ -339,9 +339,16 @@ impl Db {
         if !create {
             refuse_blank_partner(found, log_found)?;
         }
+        // By default the pool's size, and never less than the engine accepts (a small pool
+        // asked for no log space would otherwise be refused its own default).
         let log_space = cfg
             .log_space_bytes
-            .unwrap_or(cfg.buffer_bytes())
+            .unwrap_or_else(|| {
+                cfg.buffer_bytes().max(
+                    crate::engine::min_log_space(cfg.page_size)
+                        .next_multiple_of(u64::from(log.block_bytes().max(1))),
+                )
+            })
             .min(log.capacity_bytes());
         let wal_cfg = WalConfig {
             space_bytes: log_space,
@@ -433,6 +440,12 @@ impl Db {
                 temp: temp.map(crate::device::Handle::new),
             },
             flushless,
+            max_value: crate::engine::max_value_len(
+                cfg.page_size,
+                cfg.frames(),
+                wal.capacity_bytes(),
+                wal.system_reserve_bytes(),
+            ),
             cfg,
             exclusive_epoch: 0,
         };

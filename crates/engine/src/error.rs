@@ -38,7 +38,14 @@ pub enum Error {
     TreeExists(String),
     #[error("key of {len} bytes is too long (at most {max})")]
     KeyTooLong { len: usize, max: usize },
-    #[error("value of {len} bytes is too long (at most {max})")]
+    /// `max` is the format's limit or, below it, what the configuration can change in one
+    /// step (see `docs/engine.md`, "Long values"): a larger `buffer_pages` or
+    /// `log_space_bytes` raises it.
+    #[error(
+        "value of {len} bytes is too long: at most {max} with this configuration (a long value \
+         must fit the buffer pool and the log space for its overwrite and rollback: raise \
+         buffer_pages or log_space_bytes)"
+    )]
     ValueTooLong { len: usize, max: usize },
     #[error("database is full: {0}")]
     Full(String),

@@ -241,3 +241,114 @@ fn full_device_once(len: usize) {
     }
     still_usable(&db);
 }
+
+/// The longest value a configuration accepts (the `max` its `ValueTooLong` names; bound by the
+/// pool in the first configuration, by the log space in the second) can then be overwritten by
+/// one as long and by a short one, deleted, and each rolled back, in that configuration; a crash
+/// with its overwrite live recovers in it; one byte more is refused naming the settings that
+/// raise the limit. Before, a put accepted values that their delete or overwrite then refused
+/// (`LogFull`: a delete's estimate left out the value its undo logs; `PoolExhausted`: an
+/// overwrite pins both chains).
+#[test]
+fn the_longest_value_accepted_can_be_overwritten_deleted_and_rolled_back() {
+    use crate::support::LinkedRig;
+    for (pool, log) in [(24usize, 4u64 << 20), (1024, 512 << 10)] {
+        let rig = LinkedRig::new(7, 16 << 20, 8 << 20, 512);
+        let cfg = DbConfig {
+            buffer_pages: pool,
+            log_space_bytes: Some(log),
+            ..DbConfig::default()
+        };
+        let db = Db::open(rig.devices(), cfg.clone()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        // Rows enough for a tree of two levels.
+        for c in 0..20 {
+            let mut x = db.begin().unwrap();
+            for i in 0..100 {
+                x.put(&t, &key(c * 100 + i, 16), &value(i, 100)).unwrap();
+            }
+            x.commit().unwrap();
+        }
+        let mut x = db.begin().unwrap();
+        let max = match x.put(&t, b"big", &value(1, 64 << 20)) {
+            Err(Error::ValueTooLong { max, .. }) => max,
+            other => panic!("a 64 MiB value in {pool} frames: {:?}", other.map(|_| ())),
+        };
+        assert!(max > 8 << 10, "{pool} frames, {log} log bytes: only {max}");
+        match x.put(&t, b"big", &value(1, max + 1)) {
+            Err(e @ Error::ValueTooLong { .. }) => {
+                let why = e.to_string();
+                assert!(
+                    why.contains(&format!("at most {max}"))
+                        && why.contains("buffer_pages")
+                        && why.contains("log_space_bytes"),
+                    "{why}"
+                );
+            }
+            other => panic!("one byte over: {:?}", other.map(|_| ())),
+        }
+        let v1 = value(1, max);
+        x.put(&t, b"big", &v1).unwrap();
+        x.commit().unwrap();
+        let steps: [(&str, Option<Vec<u8>>); 3] = [
+            ("overwrite", Some(value(2, max))),
+            ("overwrite short", Some(b"short".to_vec())),
+            ("delete", None),
+        ];
+        for (what, new) in &steps {
+            let mut x = db.begin().unwrap();
+            let old = match new {
+                Some(v) => x.put(&t, b"big", v),
+                None => x.delete(&t, b"big"),
+            }
+            .unwrap_or_else(|e| panic!("{what} of the longest value ({max}): {e}"));
+            assert_eq!(old.as_deref(), Some(&v1[..]), "{what}");
+            x.abort()
+                .unwrap_or_else(|e| panic!("rollback of the {what}: {e}"));
+            assert_eq!(db.get(&t, b"big").unwrap().as_deref(), Some(&v1[..]));
+        }
+        // A crash with an overwrite live: recovery undoes it in the same configuration.
+        let mut x = db.begin().unwrap();
+        x.put(&t, b"big", &value(3, max)).unwrap();
+        db.flush_log().unwrap();
+        std::mem::forget(x);
+        drop(db);
+        rig.crash();
+        let db = Db::open(rig.devices(), cfg.clone()).unwrap();
+        let t = db.open_tree("t").unwrap();
+        assert_eq!(db.get(&t, b"big").unwrap().as_deref(), Some(&v1[..]));
+        for (what, new) in &steps {
+            let mut x = db.begin().unwrap();
+            match new {
+                Some(v) => x.put(&t, b"big", v),
+                None => x.delete(&t, b"big"),
+            }
+            .unwrap_or_else(|e| panic!("{what} after recovery: {e}"));
+            x.commit().unwrap();
+        }
+        assert_eq!(db.get(&t, b"big").unwrap(), None);
+        db.verify().unwrap();
+    }
+}
+
+/// A small pool with no log space given opens: the default log space (the pool's size) is
+/// raised to the smallest the engine accepts (before, `DbConfig { buffer_pages: 16, .. }`
+/// was refused its own default with `Config`).
+#[test]
+fn a_small_pool_opens_with_the_default_log_space() {
+    let pair = MemPair::new();
+    let cfg = DbConfig {
+        buffer_pages: 16,
+        ..DbConfig::default()
+    };
+    let db = Db::open(pair.devices(), cfg.clone()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"k", &value(1, 900)).unwrap();
+    x.commit().unwrap();
+    drop(db);
+    let db = Db::open(pair.devices(), cfg).unwrap();
+    let t = db.open_tree("t").unwrap();
+    assert_eq!(db.get(&t, b"k").unwrap(), Some(value(1, 900)));
+    still_usable(&db);
+}

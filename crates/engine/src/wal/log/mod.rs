@@ -156,6 +156,9 @@ pub struct Wal {
     unreserved: bool,
     /// A transaction's update is being logged: what its record must leave free.
     update_keep: Option<UpdateKeep>,
+    /// What the last update refused under `update_keep` needed for itself: its record and its
+    /// rollback's (0: none since [`Wal::take_refused_update`]).
+    refused_update: u64,
     /// [`codec::Encoded::whole_len`] of the last record appended.
     last_whole_len: u64,
     master: Master,
@@ -218,6 +221,7 @@ impl Wal {
             system_reserve: 0,
             unreserved: false,
             update_keep: None,
+            refused_update: 0,
             last_whole_len: 0,
             master: mb.master,
             sequence: mb.sequence,
@@ -501,6 +505,11 @@ impl Wal {
         self.system_reserve = bytes.min(self.area.capacity / 4);
     }
 
+    /// The log bytes only system appends may use (see [`Wal::set_system_reserve`]).
+    pub(crate) fn system_reserve_bytes(&self) -> u64 {
+        self.system_reserve
+    }
+
     /// While on, every append may use the system reserve (see [`Wal::set_system_reserve`]): for
     /// rollbacks and recovery, which must complete. Their records fit the space transactions
     /// reserved, except structure changes a rollback's re-inserts may cause beyond the one each
@@ -531,6 +540,14 @@ impl Wal {
     /// engine's estimate before an operation cannot know the size of the value it replaces.)
     pub(crate) fn set_update_keep(&mut self, keep: Option<UpdateKeep>) {
         self.update_keep = keep;
+    }
+
+    /// What the last update refused for the space it would keep needed for itself (record,
+    /// its rollback and the undo margin), and forgets it; 0 if none was refused. The engine's
+    /// estimate before an update cannot know the value it replaces (a delete of a long value
+    /// logs that value for its undo): a refused update is retried once with this need.
+    pub(crate) fn take_refused_update(&mut self) -> u64 {
+        std::mem::take(&mut self.refused_update)
     }
 
     fn append_inner(
@@ -578,6 +595,10 @@ impl Wal {
                 )));
             }
             if keep > 0 {
+                // Its own footprint, without the other transactions' reservations.
+                self.refused_update = len
+                    .saturating_add(keep)
+                    .saturating_sub(self.update_keep.map_or(0, |k| k.reserved));
                 return Err(Error::LogFull(format!(
                     "a {len}-byte record at LSN {lsn} would use log space kept for the rollback \
                      of live transactions ({keep} bytes with its own); abort or commit them"
