@@ -103,7 +103,7 @@ pub use catalog::Tree;
 pub use checkpoint::{Candidate, CheckpointPolicy, HotPageAware, WriteAll};
 pub use clock::{Clock, WallClock};
 pub use config::{DbConfig, GroupCommitConfig, LeafSplits, OpenMode, MAX_BUFFER_PAGES};
-pub use db::{Background, Db, DbStats, Devices, EngineStats};
+pub use db::{Background, Db, DbStats, Devices, EngineStats, CLEANER_BURST};
 pub use error::{Error, Result};
 pub use flushless::{FlushlessConfig, FlushlessStats, TableStats};
 pub use mvcc::VersionStats;

@@ -13,13 +13,15 @@ use crate::writepath::SharedLog;
 use std::borrow::Borrow;
 
 impl Shared {
-    /// One maintenance step (`Db::maintenance`).
-    pub fn maintenance(&self) -> Result<()> {
+    /// One maintenance step (`Db::maintenance`). Returns whether the page cleaner wrote a whole
+    /// batch (its window may hold more dirty pages: the wall-clock driver steps again at once).
+    pub fn maintenance(&self) -> Result<bool> {
         // Not beside a whole checkpoint (it would write the same pages).
         let _one = crate::sync::lock(&self.checkpointing);
         if !self.maintenance_due() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut more = false;
         let mut core = self.core();
         let step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();
@@ -39,6 +41,7 @@ impl Shared {
             drop(core);
             let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
+            more = written.is_ok() && batch.page_count() >= core.cfg.checkpoint_batch_pages;
             core.cleaner_attach(&batch, written)?;
         }
         if step.write_path_work {
@@ -54,9 +57,9 @@ impl Shared {
             if let Err(e) = &r {
                 self.health.poison(e);
             }
-            return r;
+            return r.map(|()| more);
         }
-        Ok(())
+        Ok(more)
     }
 
     /// Whether a maintenance step has anything to do, looked at with the core latch shared, so

@@ -70,8 +70,9 @@ impl CutConfig {
         // update beside its reserves (about 144 KiB with 4 KiB pages): one trial in ten asks for
         // a log around that limit, and must be refused with `Config` or work.
         let log_space_bytes = match rng.random_range(0..10) {
-            0..3 if buffer_pages >= 48 => None,
-            0..7 => Some(log_uniform(rng, 160 << 10, 1 << 20)),
+            // The default (the pool's size) is raised to the minimum for a small pool.
+            0..3 => None,
+            3..7 => Some(log_uniform(rng, 160 << 10, 1 << 20)),
             7 => Some(log_uniform(rng, 64 << 10, 256 << 10)),
             _ => Some(log_bytes),
         };

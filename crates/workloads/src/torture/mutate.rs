@@ -124,10 +124,10 @@ fn config(rng: &mut Pcg64Mcg, seed: u64) -> DbConfig {
         buffer_pages,
         doublewrite: path == 0,
         doublewrite_pages: rng.random_range(1..33),
-        // The default log space (the pool's size) of a pool under 64 pages is below the minimum.
+        // The default log space (the pool's size) is raised to the minimum for a small pool.
         log_space_bytes: match rng.random_range(0..3) {
-            0 if buffer_pages >= 64 => None,
-            0 | 1 => Some(512 << 10),
+            0 => None,
+            1 => Some(512 << 10),
             _ => Some(LOG_BYTES),
         },
         checkpoint_batch_pages: rng.random_range(1..65),

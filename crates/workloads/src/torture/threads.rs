@@ -76,10 +76,10 @@ pub fn trial(seed: u64, secs: f64) -> TrialReport {
         open_mode: OpenMode::Create,
         buffer_pages,
         doublewrite: !oop && rng.random_bool(0.7),
-        // The default log space (the pool's size) of a pool under 64 pages is below the minimum.
+        // The default log space (the pool's size) is raised to the minimum for a small pool.
         log_space_bytes: match rng.random_range(0..4) {
-            0 if buffer_pages >= 64 => None,
-            0 | 1 => Some(256 << 10),
+            0 => None,
+            1 => Some(256 << 10),
             2 => Some(1 << 20),
             _ => Some(4 << 20),
         },
