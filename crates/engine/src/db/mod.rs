@@ -524,9 +524,8 @@ impl Db {
     /// Makes the whole log durable (one log write for every commit record appended since the
     /// last flush: the flush of a group commit). Returns the durable LSN.
     pub fn flush_log(&self) -> Result<Lsn> {
-        let mut wal = self.shared.wal.lock();
-        let r = wal.flush().map(|_| wal.durable_lsn());
-        drop(wal);
+        // With the log unlocked during the write: commits and updates append meanwhile.
+        let r = self.shared.wal.flush_all();
         if let Err(e) = &r {
             self.shared.health.poison(e);
         }

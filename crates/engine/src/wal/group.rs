@@ -570,6 +570,19 @@ impl SharedWal {
         }
     }
 
+    /// Makes every record appended so far durable, as [`SharedWal::force`] does (the write with
+    /// the log unlocked: appends and commits go on meanwhile), and returns the durable LSN.
+    /// `Db::flush_log` (the background thread's flush of buffered commits, every step) held
+    /// the log locked across the write and the device's flush, and every commit and update
+    /// waited for it.
+    pub fn flush_all(&self) -> Result<Lsn> {
+        let next = self.state().wal.next_lsn();
+        if next > 0 {
+            self.force(next - 1)?;
+        }
+        Ok(self.state().wal.durable_lsn())
+    }
+
     /// Points the master at checkpoint record `m.checkpoint_lsn` (durable already: see
     /// [`SharedWal::force`]) and moves the log's start, writing the master copy with the log
     /// unlocked: appends go on meanwhile, and group flushes wait only for the device (the I/O

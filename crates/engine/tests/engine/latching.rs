@@ -702,3 +702,54 @@ fn the_background_cleaner_writes_batch_after_batch_while_its_window_is_dirty() {
     assert!(stop.elapsed() < std::time::Duration::from_secs(30));
     assert!(db.check_pages().unwrap().is_empty());
 }
+
+/// `Db::flush_log` (the background thread's flush of buffered commits, each step) writes with
+/// the log unlocked: while the log device holds its write back, another thread commits 200
+/// transactions. Before, it held the log latched across the write and the device's flush,
+/// and every commit and update waited for it.
+#[test]
+fn commits_go_on_while_flush_log_writes() {
+    use std::sync::atomic::Ordering;
+    let gate = std::sync::Arc::new(Gate::default());
+    let devices = crate::support::gated_log_in_memory(&gate);
+    let cfg = DbConfig {
+        durable_commits: false,
+        ..DbConfig::default()
+    };
+    let db = Db::open(devices, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut x = db.begin().unwrap();
+    x.put(&t, b"marked", b"MARKED-VALUE").unwrap();
+    x.commit().unwrap();
+    *gate.writes_holding.lock().unwrap() = Some(b"MARKED-VALUE".to_vec());
+    gate.set(true);
+    let flusher = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush_log().unwrap())
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!flusher.is_finished(), "the flush wrote nothing");
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for i in 0..200u32 {
+                let mut x = db.begin().unwrap();
+                x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
+                x.commit().unwrap();
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+    gate.set(false);
+    committer.join().unwrap();
+    let durable = flusher.join().unwrap();
+    assert!(ran.is_ok(), "commits waited for flush_log's write");
+    // The commits made meanwhile are flushed by the next call.
+    let end = db.flush_log().unwrap();
+    assert!(end > durable);
+    assert!(db.get(&t, b"o00199").unwrap().is_some());
+}
