@@ -573,24 +573,10 @@ fn a_full_log_buffer_is_written_while_other_threads_append() {
         assert!(!filler.is_finished(), "no log write reached the device");
         std::thread::yield_now();
     }
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let committer = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
-            for i in 0..200u32 {
-                let mut x = db.begin().unwrap();
-                x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
-                x.commit().unwrap();
-            }
-            done_tx.send(()).unwrap();
-        })
-    };
-    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    committer.join().unwrap();
+    let ran = commits_beside_a_held_write(&db, &t, &gate);
     filler.join().unwrap();
     assert!(
-        ran.is_ok(),
+        ran,
         "commits waited for another thread's write of a full log buffer"
     );
     let s = db.stats();
@@ -731,6 +717,18 @@ fn commits_go_on_while_flush_log_writes() {
         assert!(!flusher.is_finished(), "the flush wrote nothing");
         std::thread::yield_now();
     }
+    let ran = commits_beside_a_held_write(&db, &t, &gate);
+    let durable = flusher.join().unwrap();
+    assert!(ran, "commits waited for flush_log's write");
+    // The commits made meanwhile are flushed by the next call.
+    let end = db.flush_log().unwrap();
+    assert!(end > durable);
+    assert!(db.get(&t, b"o00199").unwrap().is_some());
+}
+
+/// Commits 200 small transactions on another thread while a write waits at the shut `gate`;
+/// returns whether they all ran within 20 s. Opens the gate after, either way.
+fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> bool {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let committer = {
         let (db, t) = (db.clone(), t.clone());
@@ -746,10 +744,5 @@ fn commits_go_on_while_flush_log_writes() {
     let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
     gate.set(false);
     committer.join().unwrap();
-    let durable = flusher.join().unwrap();
-    assert!(ran.is_ok(), "commits waited for flush_log's write");
-    // The commits made meanwhile are flushed by the next call.
-    let end = db.flush_log().unwrap();
-    assert!(end > durable);
-    assert!(db.get(&t, b"o00199").unwrap().is_some());
+    ran.is_ok()
 }
