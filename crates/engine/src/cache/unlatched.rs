@@ -247,16 +247,24 @@ impl PendingLoad {
             return reader.read_page(self.pid, buf).is_ok();
         }
         if reader.locates() {
-            // The reader keeps the places itself: no part of this read waits for the mutex,
-            // unless the write path holds the page in memory (then it serves it, below).
-            match reader.locate(self.pid) {
-                Ok(Some(place)) => {
-                    drop(held);
-                    return reader.read_placed(self.pid, &place, buf).is_ok()
-                        && reader.confirm(self.pid, &place);
+            // The reader keeps the places itself, and the copies of staged pages: no part of
+            // this read waits for the mutex, unless the write path holds the page in memory
+            // where the reader does not see it (then it serves it, below). A staged page
+            // written meanwhile has a place when looked up again.
+            for _ in 0..2 {
+                match reader.locate(self.pid) {
+                    Ok(Some(place)) => {
+                        drop(held);
+                        return reader.read_placed(self.pid, &place, buf).is_ok()
+                            && reader.confirm(self.pid, &place);
+                    }
+                    Ok(None) => match reader.read_staged(self.pid, buf) {
+                        Ok(true) => return true,
+                        Ok(false) => {}
+                        Err(_) => return false,
+                    },
+                    Err(_) => return false,
                 }
-                Ok(None) => {}
-                Err(_) => return false,
             }
         }
         let mut w = held.unwrap_or_else(|| crate::sync::lock(wp));

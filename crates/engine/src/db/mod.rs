@@ -228,6 +228,10 @@ impl Db {
         let health = Health::new();
         let mut wp = wp;
         wp.share_health(health.clone());
+        // Misses read staged pages without the write path's mutex only beside a page cleaner:
+        // without one, misses that no longer wait write more victims ahead themselves and
+        // the tail grows (docs/results.md, twentieth run).
+        wp.serve_held_pages(cfg.cleaner_clean_fraction > 0.0);
         wal.share_health(health.clone());
         // Log space only checkpoints, the write path's location records and recovery may use:
         // what the write path asks for, plus a checkpoint record that lists every buffer frame.

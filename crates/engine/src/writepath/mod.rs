@@ -286,6 +286,13 @@ pub trait PageReader: Send + Sync {
             "internal: this page reader leaves places to the write path".into(),
         ))
     }
+    /// Reads page `pid` from the write path's staged copy, kept where this reader sees it, into
+    /// `buf`; false if there is none (not staged, or no longer: locate it again). Only where
+    /// [`PageReader::locates`], after [`PageReader::locate`] said to ask the write path.
+    fn read_staged(&self, pid: PageId, buf: &mut [u8]) -> Result<bool> {
+        let _ = (pid, buf);
+        Ok(false)
+    }
     /// As [`WritePath::confirm`]. Only where [`PageReader::locates`].
     fn confirm(&self, pid: PageId, place: &Place) -> bool {
         let _ = (pid, place);
@@ -404,6 +411,10 @@ pub trait WritePath: Send + Sync {
     /// Makes the write path read and write the database's shared poison signal (a failed data
     /// device write poisons the whole handle; a poisoned handle writes nothing more).
     fn share_health(&mut self, health: crate::health::Health);
+    /// Lets readers without the write path's mutex read the pages it holds in memory (out of
+    /// place: its staged pages, from copies kept beside its shared map). Off by default: see
+    /// `docs/engine.md`, "Misses" (the engine turns it on with the page cleaner).
+    fn serve_held_pages(&mut self, _on: bool) {}
     /// A short name of the strategy ("in-place", "out-of-place").
     fn kind(&self) -> &'static str;
     /// Whether no page the log's redo meets can be torn: every page write is atomic, or a torn

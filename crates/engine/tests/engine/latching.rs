@@ -746,3 +746,92 @@ fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> 
     committer.join().unwrap();
     ran.is_ok()
 }
+
+/// Out of place with the page cleaner on, a miss reads a staged page (written by eviction,
+/// not yet stored) from the copy the write path's shared map keeps, without the write path's
+/// mutex: while a checkpoint's batch holds that mutex at the device (held back here), another
+/// thread's misses of staged pages return. Before, they asked the write path under its mutex
+/// and waited for the whole batch (4-16 ms each on a shared disk: docs/results.md, twentieth
+/// run).
+#[test]
+fn a_miss_reads_a_staged_page_while_a_batch_holds_the_write_path() {
+    use std::sync::atomic::Ordering;
+    let (gate, devices) = gated_writes();
+    let cfg = DbConfig {
+        buffer_pages: 32,
+        log_space_bytes: Some(4 << 20),
+        doublewrite: false,
+        out_of_place: Some(wafer_engine::OopConfig::default()),
+        cleaner_clean_fraction: 0.2,
+        ..DbConfig::default()
+    };
+    let db = Db::open(devices, cfg).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let key = |i: u32| format!("k{i:06}").into_bytes();
+    for chunk in 0..30u32 {
+        let mut x = db.begin().unwrap();
+        for i in chunk * 100..(chunk + 1) * 100 {
+            x.put(&t, &key(i), &[7u8; 100]).unwrap();
+        }
+        x.commit().unwrap();
+    }
+    // Every page stored, the stage empty.
+    db.checkpoint().unwrap();
+    // Ten leaves changed, then evicted by reads of the others: staged (fewer than a batch).
+    let changed: Vec<u32> = (0..10).map(|n| 150 + n * 250).collect();
+    let mut x = db.begin().unwrap();
+    for &i in &changed {
+        x.put(&t, &key(i), b"changed").unwrap();
+    }
+    x.commit().unwrap();
+    for round in 0..3 {
+        for i in (round..3_000).step_by(40) {
+            db.get(&t, &key(i)).unwrap();
+        }
+    }
+    // Another thread's operation first: from then on a checkpoint writes with the core latch
+    // released, its end included, and misses reserve frames beside other threads.
+    let other = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || db.get(&t, b"none").unwrap())
+    };
+    assert!(other.join().unwrap().is_none());
+    // A checkpoint's batch, with the write path's mutex, waits at the device.
+    gate.set(true);
+    let mut x = db.begin().unwrap();
+    x.put(&t, &key(2_999), b"last").unwrap();
+    x.commit().unwrap();
+    // (Counters take the core latch exclusive, which waits for the checkpoint's batch.)
+    let misses = db.stats().pool.misses;
+    let checkpoint = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint())
+    };
+    while !gate.waiting.load(Ordering::SeqCst) {
+        assert!(!checkpoint.is_finished(), "the checkpoint wrote nothing");
+        std::thread::yield_now();
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            for &i in &changed {
+                assert_eq!(
+                    db.get(&t, &key(i)).unwrap().as_deref(),
+                    Some(&b"changed"[..])
+                );
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+    gate.set(false);
+    reader.join().unwrap();
+    checkpoint.join().unwrap().unwrap();
+    assert!(
+        ran.is_ok(),
+        "misses of staged pages waited for the batch's write"
+    );
+    assert!(db.stats().pool.misses > misses, "the reads were not misses");
+    db.verify().unwrap();
+}

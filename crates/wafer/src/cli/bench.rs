@@ -371,6 +371,8 @@ pub struct WallArgs {
     /// The page cleaner keeps clean the next victims, this fraction of the buffer frames, that
     /// eviction would take (the engine's `cleaner_clean_fraction`, in [0, 0.9); 0: off). It runs in the background maintenance,
     /// so it needs `--background-ms`; with a pool that holds every page it has nothing to do.
+    /// Out of place, 0.2 also lets misses read staged pages without waiting for a batch's
+    /// writes: the tail falls several-fold (docs/results.md, twentieth run).
     #[arg(long, default_value_t = 0.0, requires = "background_ms", value_parser = super::parse_clean_fraction)]
     pub cleaner_clean_fraction: f64,
     /// Where a full leaf splits (the engine's `leaf_splits`): `auto` beside the other threads

@@ -183,6 +183,10 @@ impl WritePath for OutOfPlace {
         self.health.join(health);
     }
 
+    fn serve_held_pages(&mut self, on: bool) {
+        self.area.shared_map().keep_copies(on);
+    }
+
     fn read_page(&mut self, pid: PageId, buf: &mut [u8]) -> Result<()> {
         self.fail_check()?;
         if pid >= self.area.page_capacity() {

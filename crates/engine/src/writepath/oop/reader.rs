@@ -68,6 +68,14 @@ impl PageReader for ZoneReader {
         Ok(self.map.locate(pid))
     }
 
+    fn read_staged(&self, pid: PageId, buf: &mut [u8]) -> Result<bool> {
+        let Some(bytes) = self.map.staged_copy(pid) else {
+            return Ok(false);
+        };
+        crate::writepath::pack::unpack_into(&bytes, 0, bytes.len(), pid, buf)?;
+        Ok(true)
+    }
+
     fn confirm(&self, pid: PageId, place: &Place) -> bool {
         pid < self.pages && self.map.confirm(pid, place)
     }

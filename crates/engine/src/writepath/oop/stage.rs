@@ -104,6 +104,7 @@ impl OutOfPlace {
                 0
             };
             let bytes = pack::stored_bytes(pid, &pack::compress_page(self.cfg.codec, data));
+            self.area.keep_staged(pid, &bytes);
             self.area.mark_staged(pid, true);
             self.stage.put(StoredPage {
                 pid,

@@ -296,6 +296,12 @@ impl LogArea {
         self.shared.stage(pid, staged);
     }
 
+    /// Keeps `bytes`, page `pid`'s newly staged copy, where readers without the write path's
+    /// mutex find it; before [`LogArea::mark_staged`] marks the page.
+    pub(crate) fn keep_staged(&self, pid: PageId, bytes: &[u8]) {
+        self.shared.keep_staged(pid, bytes);
+    }
+
     /// Where the current copy of page `pid` is, for a read without the write path's mutex
     /// ([`LogArea::still_at`] after it); None if it was never written. A page id beyond the
     /// map is `CorruptPage`, as in [`LogArea::read`].
