@@ -11,12 +11,12 @@
 //! The staged bit stands for the copy the write path holds in memory: set when a page is
 //! staged, cleared only once the staged copy is on the device and the map names it. While it
 //! is set the word's place is not the page's newest copy (a staged page, or one taken from the
-//! stage and being written), and the reader reads the staged copy's bytes, which the map keeps
+//! stage and being written). With copies kept (`keep_copies`: beside a page cleaner, see
+//! `WritePath::serve_held_pages`) the reader reads the staged copy's bytes, which the map keeps
 //! beside the words under a small mutex of its own (set before the bit, taken out after it is
-//! cleared: a reader that finds the bit and no copy looks the word up again). Before the
-//! thirty-second session it asked the write path, under the write path's mutex, held across a
-//! batch's writes and its log force: 77 misses in 5 s of out-of-place YCSB-A at 2 threads
-//! waited 4-16 ms for it. Garbage collection may move a staged page's older copy meanwhile;
+//! cleared: a reader that finds the bit and no copy looks the word up again); without, it asks
+//! the write path, under the write path's mutex, held across a batch's writes and its log
+//! force (77 misses in 5 s of out-of-place YCSB-A at 2 threads waited 4-16 ms for it). Garbage collection may move a staged page's older copy meanwhile;
 //! the bit stays.
 //!
 //! Why a place read without the mutex is the page's (the same argument as the journal's,
