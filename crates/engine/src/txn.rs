@@ -554,15 +554,21 @@ impl PendingCommit {
     /// Ends the transaction once its commit record is durable (normally the caller flushed the
     /// log with `Db::flush_log`; if not, this flushes it). Releases its locks.
     pub fn finish(self) -> Result<()> {
+        if self.lsn != 0 && self.shared.durable_commits {
+            // Made durable with no latch held (nothing to do if the caller flushed), as a
+            // committer waits: it was flushed with the core and log latches held, and every
+            // other thread's operation waited for the device.
+            if let Err(e) = self.shared.wal.force(self.lsn) {
+                self.shared.health.poison(&e);
+                return Err(e);
+            }
+        }
         let mut core = self.shared.core();
         if self.lsn != 0 {
             let mut wal = self.shared.wal.lock();
             if !self.shared.durable_commits {
                 // Counted as a commit the log served, as `commit_wait` counts one.
                 wal.stats_mut().commits += 1;
-            } else if wal.durable_lsn() <= self.lsn {
-                let r = wal.flush_to(self.lsn);
-                core.health.guard(r)?;
             }
             // The commit is durable: failing to log its end only leaves recovery one record
             // more to look at, so it does not fail the commit.

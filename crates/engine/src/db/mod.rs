@@ -352,10 +352,19 @@ impl Db {
         Ok(db)
     }
 
-    /// Creates a tree (committed at once). Error if the name exists. A log that another
-    /// thread's transaction holds full is waited out (up to 2 s), as a write waits.
+    /// Creates a tree (committed at once: durable when this returns). Error if the name
+    /// exists. A log that another thread's transaction holds full is waited out (up to 2 s),
+    /// as a write waits. The log is forced with no latch held, as a commit waits for it: other
+    /// threads' operations go on meanwhile (a write into the new tree logs after its creation,
+    /// so none of its commits can be durable without it).
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        (self.shared).exclusive_log_wait(0, |core, wal| core.create_tree(wal, name))
+        let (tree, lsn) =
+            (self.shared).exclusive_log_wait(0, |core, wal| core.create_tree(wal, name))?;
+        if let Err(e) = self.shared.wal.force(lsn) {
+            self.shared.health.poison(&e);
+            return Err(e);
+        }
+        Ok(tree)
     }
 
     /// The tree called `name`.

@@ -613,8 +613,9 @@ impl Core {
         r
     }
 
-    /// Creates a tree (committed at once; the log is forced).
-    pub fn create_tree(&mut self, wal: &mut Wal, name: &str) -> Result<Tree> {
+    /// Creates a tree, committed once the log is durable past the returned LSN (the caller
+    /// forces it with the latches let go: `Db::create_tree`).
+    pub fn create_tree(&mut self, wal: &mut Wal, name: &str) -> Result<(Tree, Lsn)> {
         self.check()?;
         self.sync_page_reserve();
         if self.catalog.contains(name) {
@@ -652,9 +653,7 @@ impl Core {
             None => crate::ops::run_op(&mut self.cache, wal, (0, 0), &mut Vec::new(), op, body),
         };
         let ((id, root), lsn) = self.health.guard(r)?;
-        let r = wal.flush_to(lsn);
-        self.health.guard(r)?;
-        Ok(self.catalog.add(id, root, name))
+        Ok((self.catalog.add(id, root, name), lsn))
     }
 
     /// A whole checkpoint now (the policy decides which pages it writes); an error poisons.

@@ -531,66 +531,6 @@ fn readers_run_while_checkpoint_pages_are_written(
     db.verify().unwrap();
 }
 
-/// With several threads, an append that fills the log buffer does not write it with the log
-/// latched: the operation ends, then writes it with the log unlocked, and other threads append
-/// and commit meanwhile. The log device holds back the write of a full buffer (the first write
-/// holding a marked value) while another thread commits 200 transactions; before, the filling
-/// append wrote the buffer with the log latched, and they all waited for it.
-#[test]
-fn a_full_log_buffer_is_written_while_other_threads_append() {
-    use std::sync::atomic::Ordering;
-    let gate = std::sync::Arc::new(Gate::default());
-    let devices = crate::support::gated_log_in_memory(&gate);
-    let cfg = DbConfig {
-        durable_commits: false,
-        log_buffer_bytes: Some(64 << 10),
-        ..DbConfig::default()
-    };
-    let db = Db::open(devices, cfg).unwrap();
-    let t = db.create_tree("t").unwrap();
-    // Another thread's operation first: with the filler's, two threads have run operations,
-    // and from then on a full buffer is written outside the latch.
-    let other = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || db.get(&t, b"none").unwrap())
-    };
-    assert!(other.join().unwrap().is_none());
-    *gate.writes_holding.lock().unwrap() = Some(b"MARKED-VALUE".to_vec());
-    gate.set(true);
-    let filler = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
-            // Marked values until the buffer fills and its write waits at the gate.
-            for i in 0..10_000u32 {
-                let mut x = db.begin().unwrap();
-                x.put(&t, format!("m{i:05}").as_bytes(), b"MARKED-VALUE")
-                    .unwrap();
-                x.commit().unwrap();
-            }
-        })
-    };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!filler.is_finished(), "no log write reached the device");
-        std::thread::yield_now();
-    }
-    let ran = commits_beside_a_held_write(&db, &t, &gate);
-    filler.join().unwrap();
-    assert!(
-        ran,
-        "commits waited for another thread's write of a full log buffer"
-    );
-    let s = db.stats();
-    assert!(s.wal.buffer_full_unlatched > 0, "{:?}", s.wal);
-    // Everything appended reaches the log device.
-    db.flush_log().unwrap();
-    let s = db.stats();
-    assert!(s.wal.bytes_written >= s.wal.appended_bytes, "{:?}", s.wal);
-    for i in (0..10_000u32).step_by(997) {
-        assert!(db.get(&t, format!("m{i:05}").as_bytes()).unwrap().is_some());
-    }
-    db.verify().unwrap();
-}
-
 /// A transaction that logged nothing is rolled back with the core latch shared: a reader that a
 /// writer's lock refused, a writer refused before its first change (as `Db::get` and YCSB's
 /// clients retry them, on hot keys). One with changes to undo still takes the latch exclusive.
@@ -687,64 +627,6 @@ fn the_background_cleaner_writes_batch_after_batch_while_its_window_is_dirty() {
     drop(bg);
     assert!(stop.elapsed() < std::time::Duration::from_secs(30));
     assert!(db.check_pages().unwrap().is_empty());
-}
-
-/// `Db::flush_log` (the background thread's flush of buffered commits, each step) writes with
-/// the log unlocked: while the log device holds its write back, another thread commits 200
-/// transactions. Before, it held the log latched across the write and the device's flush,
-/// and every commit and update waited for it.
-#[test]
-fn commits_go_on_while_flush_log_writes() {
-    use std::sync::atomic::Ordering;
-    let gate = std::sync::Arc::new(Gate::default());
-    let devices = crate::support::gated_log_in_memory(&gate);
-    let cfg = DbConfig {
-        durable_commits: false,
-        ..DbConfig::default()
-    };
-    let db = Db::open(devices, cfg).unwrap();
-    let t = db.create_tree("t").unwrap();
-    let mut x = db.begin().unwrap();
-    x.put(&t, b"marked", b"MARKED-VALUE").unwrap();
-    x.commit().unwrap();
-    *gate.writes_holding.lock().unwrap() = Some(b"MARKED-VALUE".to_vec());
-    gate.set(true);
-    let flusher = {
-        let db = db.clone();
-        std::thread::spawn(move || db.flush_log().unwrap())
-    };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!flusher.is_finished(), "the flush wrote nothing");
-        std::thread::yield_now();
-    }
-    let ran = commits_beside_a_held_write(&db, &t, &gate);
-    let durable = flusher.join().unwrap();
-    assert!(ran, "commits waited for flush_log's write");
-    // The commits made meanwhile are flushed by the next call.
-    let end = db.flush_log().unwrap();
-    assert!(end > durable);
-    assert!(db.get(&t, b"o00199").unwrap().is_some());
-}
-
-/// Commits 200 small transactions on another thread while a write waits at the shut `gate`;
-/// returns whether they all ran within 20 s. Opens the gate after, either way.
-fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> bool {
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let committer = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
-            for i in 0..200u32 {
-                let mut x = db.begin().unwrap();
-                x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
-                x.commit().unwrap();
-            }
-            done_tx.send(()).unwrap();
-        })
-    };
-    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    committer.join().unwrap();
-    ran.is_ok()
 }
 
 /// Out of place with the page cleaner on, a miss reads a staged page (written by eviction,

@@ -19,6 +19,7 @@ mod journal;
 mod latching;
 mod load;
 mod log_space;
+mod log_writes;
 mod misses;
 mod model;
 mod out_of_place;
