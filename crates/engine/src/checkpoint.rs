@@ -621,6 +621,14 @@ impl Checkpointer {
             || log_fill(wal) > FORCE_ALL_FILL
     }
 
+    /// Whether a background checkpoint is under way with the log already past a checkpoint
+    /// interval (`checkpoint_log_fill` of the log space in use): at one batch a step it may
+    /// not end before the log is short, and then an operation writes every dirty page itself,
+    /// in the foreground. The wall-clock driver steps again at once (`Db::start_background`).
+    pub fn behind(&self, wal: &Wal) -> bool {
+        self.in_progress.is_some() && log_fill(wal) >= self.settings.log_fill
+    }
+
     /// Whether a checkpoint's batches are all written and its end is due (the maintenance
     /// step's caller finishes it: [`Checkpointer::finish`], or with the core latch released,
     /// [`Checkpointer::finish_record`] and [`Tail::complete`]); cleared.

@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use std::sync::Arc;
 
 /// Maintenance steps [`Db::start_background`] runs back to back, at most, while the page
-/// cleaner finds whole batches to write, before it pauses again.
+/// cleaner finds whole batches to write or a checkpoint is behind the log, before it pauses
+/// again.
 pub const CLEANER_BURST: u32 = 64;
 
 /// Background maintenance running on its own thread (wall-clock mode); stops when dropped.
@@ -48,7 +49,10 @@ impl Db {
     /// durable within about `every`. While the page cleaner finds whole batches to write
     /// (`cleaner_clean_fraction`), steps follow each other without the pause, up to
     /// [`CLEANER_BURST`] in a row: the cleaner keeps up with the misses that dirty its window,
-    /// so that they find clean victims rather than write pages ahead themselves.
+    /// so that they find clean victims rather than write pages ahead themselves. So do they
+    /// while a checkpoint under way is behind the log (the log already past a checkpoint
+    /// interval, `checkpoint_log_fill`): at one batch a pause it may not end before the log is
+    /// short, and an operation then writes every dirty page itself, in the foreground.
     pub fn start_background(&self, every: std::time::Duration) -> Background {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let db = self.clone();

@@ -14,7 +14,9 @@ use std::borrow::Borrow;
 
 impl Shared {
     /// One maintenance step (`Db::maintenance`). Returns whether the page cleaner wrote a whole
-    /// batch (its window may hold more dirty pages: the wall-clock driver steps again at once).
+    /// batch (its window may hold more dirty pages) or the checkpoint under way is behind the
+    /// log ([`crate::checkpoint::Checkpointer::behind`]): the wall-clock driver steps again at
+    /// once.
     pub fn maintenance(&self) -> Result<bool> {
         // Not beside a whole checkpoint (it would write the same pages).
         let _one = crate::sync::lock(&self.checkpointing);
@@ -23,14 +25,15 @@ impl Shared {
         }
         let mut more = false;
         let mut core = self.core();
-        let step = core.maintenance_detach(&mut self.wal.lock())?;
+        let mut step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();
-        if let Some(batch) = &step.batch {
+        if let Some(batch) = step.batch.take() {
             let ticket = self.writers.enter(&mut core);
             drop(core);
-            let written = self.write_detached(batch, &wp, ticket, |_, _| ());
+            let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
             core.maintenance_attach(batch, written)?;
+            more = core.checkpointer.behind(&self.wal.lock());
         }
         if core.checkpointer.take_finish_due() {
             core = self.finish_checkpoint(core)?;
@@ -41,8 +44,8 @@ impl Shared {
             drop(core);
             let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
-            more = written.is_ok() && batch.page_count() >= core.cfg.checkpoint_batch_pages;
-            core.cleaner_attach(&batch, written)?;
+            more |= written.is_ok() && batch.page_count() >= core.cfg.checkpoint_batch_pages;
+            core.cleaner_attach(batch, written)?;
         }
         if step.write_path_work {
             // The write path's own background work (out of place: garbage collection), which
