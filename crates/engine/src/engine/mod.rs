@@ -710,8 +710,7 @@ impl Core {
         let r = self
             .checkpointer
             .maintenance_attach(&mut self.cache, &d, written);
-        // Dropped here, its pages leave the in-flight set as they are attached (see
-        // [`Core::cleaner_attach`]).
+        // Its pages leave the in-flight set as they are attached (see `cleaner_attach`).
         drop(d);
         self.health.guard(r)
     }
@@ -726,14 +725,8 @@ impl Core {
     }
 
     /// The rest of the cleaner's step once its batch was written (`written`: how that went).
-    ///
-    /// The batch is consumed: its pages leave the in-flight set here, with the latch held.
-    /// A page still in it after it was attached clean could be evicted, and its next miss
-    /// would leave the page reader aside and read under the write path's mutex (a page in
-    /// flight may be newer than the device's copy), waiting for whatever the write path
-    /// does next: a background step kept its checkpoint's batch to its end, past the
-    /// checkpoint's finish, and misses waited 100-275 ms for the journal's move home
-    /// (docs/results.md, twenty-first run).
+    /// Consumed, its pages leave the in-flight set here: a page in it, attached clean and
+    /// evicted, is missed under the write path's mutex (docs/engine.md, "Checkpoints").
     pub fn cleaner_attach(&mut self, d: Detached, written: Result<()>) -> Result<()> {
         let r = self
             .checkpointer
