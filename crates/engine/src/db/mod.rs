@@ -35,6 +35,7 @@ use crate::txn_table::TxnTable;
 use crate::wal::{LogProbe, SharedWal, Wal, WalConfig, WalStats};
 use crate::writepath::{factory, Probe, WriteCounters};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 mod background;
@@ -358,20 +359,27 @@ impl Db {
     /// threads' operations go on meanwhile (a write into the new tree logs after its creation,
     /// so none of its commits can be durable without it).
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        let (tree, lsn) =
-            (self.shared).exclusive_log_wait(0, |core, wal| core.create_tree(wal, name))?;
-        if let Err(e) = self.shared.wal.force(lsn) {
-            self.shared.health.poison(&e);
-            return Err(e);
-        }
-        Ok(tree)
+        let shared = &self.shared;
+        let r = shared.exclusive_log_wait(0, |core, wal| {
+            let (tree, lsn) = core.create_tree(wal, name)?;
+            // Before the latch goes: whoever finds the tree from now on waits for this.
+            shared.created_lsn.fetch_max(lsn, Ordering::AcqRel);
+            Ok(tree)
+        });
+        // Durable before it returns, and before a refusal says the name exists.
+        shared.trees_durable()?;
+        r
     }
 
-    /// The tree called `name`.
+    /// The tree called `name` (its creation durable: see [`Db::create_tree`]).
     pub fn open_tree(&self, name: &str) -> Result<Tree> {
-        let core = self.shared.core();
-        core.check()?;
-        core.catalog.get(name)
+        let tree = {
+            let core = self.shared.core();
+            core.check()?;
+            core.catalog.get(name)?
+        };
+        self.shared.trees_durable()?;
+        Ok(tree)
     }
 
     /// The tree called `name`, created if missing.
@@ -396,7 +404,10 @@ impl Db {
 
     /// Names of all trees.
     pub fn tree_names(&self) -> Vec<String> {
-        self.shared.core().catalog.names()
+        let names = self.shared.core().catalog.names();
+        // Best effort (this returns no error): a failed force has poisoned the handle.
+        let _ = self.shared.trees_durable();
+        names
     }
 
     /// Reads `key` of `tree` outside any transaction: the latest committed value, as a

@@ -23,7 +23,6 @@ impl Shared {
         if !self.maintenance_due() {
             return Ok(false);
         }
-        let mut more = false;
         let mut core = self.core();
         let mut step = core.maintenance_detach(&mut self.wal.lock())?;
         let wp = core.cache.wp.clone();
@@ -33,8 +32,10 @@ impl Shared {
             let written = self.write_detached(&batch, &wp, ticket, |_, _| ());
             core = self.core();
             core.maintenance_attach(batch, written)?;
-            more = core.checkpointer.behind(&self.wal.lock());
         }
+        // Also after a step whose batch was all clean already (nothing to write): the rest of
+        // the checkpoint is still behind.
+        let mut more = core.checkpointer.behind(&self.wal.lock());
         if core.checkpointer.take_finish_due() {
             core = self.finish_checkpoint(core)?;
         }

@@ -135,6 +135,11 @@ pub(crate) struct Shared {
     /// Threads waiting for a committing holder of a record lock to end, by the holder's id
     /// (`holder % COMMITTER_STRIPES`): an end wakes only the waiters of its stripe.
     committer_ends: Box<[EndWait]>,
+    /// The log record of the newest tree creation (0: none since open). A creation forces the
+    /// log with no latch held, after the tree is in the catalog: a lookup that finds it
+    /// (`Db::open_tree`, `Db::tree_names`, a creation refused as `TreeExists`) forces the log
+    /// past this first, so no caller learns of a tree a crash could still take back.
+    pub created_lsn: AtomicU64,
 }
 
 /// Stripes of [`Shared::committer_ends`].
@@ -196,7 +201,18 @@ impl Shared {
             health,
             ended: EndWait::default(),
             committer_ends: (0..COMMITTER_STRIPES).map(|_| EndWait::default()).collect(),
+            created_lsn: AtomicU64::new(0),
         }
+    }
+
+    /// Makes the newest tree creation durable (see [`Shared::created_lsn`]), with no latch
+    /// held: one atomic load or two when it is already. An error has poisoned the handle.
+    pub fn trees_durable(&self) -> crate::error::Result<()> {
+        let lsn = self.created_lsn.load(Ordering::Acquire);
+        if lsn == 0 || self.wal.surely_durable(lsn) {
+            return Ok(());
+        }
+        self.wal.force(lsn).inspect_err(|e| self.health.poison(e))
     }
 
     /// Flushes a full log buffer that an append left behind (with several threads, appends do

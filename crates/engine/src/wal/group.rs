@@ -570,6 +570,13 @@ impl SharedWal {
         }
     }
 
+    /// Whether the record at `lsn` is durable, by the group flushes' published watermark with
+    /// no lock (a flush made with the log locked may have gone further: `false` then only
+    /// means "ask [`SharedWal::force`]").
+    pub fn surely_durable(&self, lsn: Lsn) -> bool {
+        self.inner.durable.load(Ordering::Acquire) > lsn
+    }
+
     /// Makes every record appended so far durable, as [`SharedWal::force`] does (the write with
     /// the log unlocked: appends and commits go on meanwhile), and returns the durable LSN.
     /// `Db::flush_log` (the background thread's flush of buffered commits, every step) held

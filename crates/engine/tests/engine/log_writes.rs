@@ -127,7 +127,9 @@ fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> 
 /// A tree's creation forces the log with no latch held: while the log device holds back the
 /// write of its record (the first write holding the new tree's name), another thread commits
 /// 200 transactions (buffered). Before, the creation forced the log holding the core latch
-/// exclusive and the log latch, and every other thread waited for the device.
+/// exclusive and the log latch, and every other thread waited for the device. A third thread
+/// that looks the tree up meanwhile waits for the record: no caller learns of a tree a crash
+/// could take back.
 #[test]
 fn a_tree_is_created_while_other_threads_commit() {
     use std::sync::atomic::Ordering;
@@ -148,9 +150,20 @@ fn a_tree_is_created_while_other_threads_commit() {
         assert!(!creator.is_finished(), "the creation wrote nothing");
         std::thread::yield_now();
     }
+    // The tree is in the catalog, its record not durable: a lookup waits for the record.
+    let opener = {
+        let db = db.clone();
+        std::thread::spawn(move || db.open_tree("HELD-TREE-NAME"))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        !opener.is_finished(),
+        "a tree was found before its creation was durable"
+    );
     let ran = commits_beside_a_held_write(&db, &t, &gate);
     let created = creator.join().unwrap().unwrap();
     assert!(ran, "commits waited for a tree's creation to force the log");
+    assert_eq!(opener.join().unwrap().unwrap().id(), created.id());
     let mut x = db.begin().unwrap();
     x.put(&created, b"k", b"v").unwrap();
     x.commit().unwrap();
