@@ -374,7 +374,8 @@ impl Db {
     /// The tree called `name` (its creation durable: see [`Db::create_tree`]).
     pub fn open_tree(&self, name: &str) -> Result<Tree> {
         let tree = {
-            let core = self.shared.core();
+            // Shared: the catalog changes only with the core latch exclusive.
+            let core = self.shared.core_read();
             core.check()?;
             core.catalog.get(name)?
         };
@@ -404,7 +405,7 @@ impl Db {
 
     /// Names of all trees.
     pub fn tree_names(&self) -> Vec<String> {
-        let names = self.shared.core().catalog.names();
+        let names = self.shared.core_read().catalog.names();
         // Best effort (this returns no error): a failed force has poisoned the handle.
         let _ = self.shared.trees_durable();
         names

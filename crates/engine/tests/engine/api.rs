@@ -352,3 +352,20 @@ fn stats_report_every_device_role() {
     assert_eq!(s.undo_device.map(|d| d.write_bytes), Some(0));
     assert_eq!(s.temp_device.map(|d| d.write_bytes), Some(0));
 }
+
+/// Looking trees up takes the core latch shared: `open_tree` and `tree_names` (which
+/// applications may call per request) stop no other thread, and a missing tree is still a
+/// typed error.
+#[test]
+fn tree_lookups_take_no_exclusive_latch() {
+    let db = Db::open(MemPair::new().devices(), DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let before = db.stats().engine.exclusive_latches;
+    for _ in 0..100 {
+        assert_eq!(db.open_tree("t").unwrap().id(), t.id());
+        assert_eq!(db.tree_names(), ["t"]);
+        assert!(matches!(db.open_tree("u"), Err(Error::NoSuchTree(_))));
+    }
+    // `stats` itself takes the latch exclusive once.
+    assert_eq!(db.stats().engine.exclusive_latches, before + 1);
+}
