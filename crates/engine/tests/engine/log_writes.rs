@@ -13,7 +13,6 @@ use wafer_engine::{Db, DbConfig};
 /// append wrote the buffer with the log latched, and they all waited for it.
 #[test]
 fn a_full_log_buffer_is_written_while_other_threads_append() {
-    use std::sync::atomic::Ordering;
     let gate = std::sync::Arc::new(Gate::default());
     let devices = crate::support::gated_log_in_memory(&gate);
     let cfg = DbConfig {
@@ -44,10 +43,7 @@ fn a_full_log_buffer_is_written_while_other_threads_append() {
             }
         })
     };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!filler.is_finished(), "no log write reached the device");
-        std::thread::yield_now();
-    }
+    wait_until_held(&gate, &filler, "no log write reached the device");
     let ran = commits_beside_a_held_write(&db, &t, &gate);
     filler.join().unwrap();
     assert!(
@@ -72,7 +68,6 @@ fn a_full_log_buffer_is_written_while_other_threads_append() {
 /// and every commit and update waited for it.
 #[test]
 fn commits_go_on_while_flush_log_writes() {
-    use std::sync::atomic::Ordering;
     let gate = std::sync::Arc::new(Gate::default());
     let devices = crate::support::gated_log_in_memory(&gate);
     let cfg = DbConfig {
@@ -90,10 +85,7 @@ fn commits_go_on_while_flush_log_writes() {
         let db = db.clone();
         std::thread::spawn(move || db.flush_log().unwrap())
     };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!flusher.is_finished(), "the flush wrote nothing");
-        std::thread::yield_now();
-    }
+    wait_until_held(&gate, &flusher, "the flush wrote nothing");
     let ran = commits_beside_a_held_write(&db, &t, &gate);
     let durable = flusher.join().unwrap();
     assert!(ran, "commits waited for flush_log's write");
@@ -106,22 +98,37 @@ fn commits_go_on_while_flush_log_writes() {
 /// Commits 200 small transactions on another thread while a write waits at the shut `gate`;
 /// returns whether they all ran within 20 s. Opens the gate after, either way.
 fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> bool {
+    let (db, t) = (db.clone(), t.clone());
+    beside_a_held_write(gate, move || {
+        for i in 0..200u32 {
+            let mut x = db.begin().unwrap();
+            x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
+            x.commit().unwrap();
+        }
+    })
+}
+
+/// Runs `work` on another thread while a write waits at the shut `gate`; returns whether it
+/// finished within 20 s. Opens the gate after, either way.
+fn beside_a_held_write(gate: &Gate, work: impl FnOnce() + Send + 'static) -> bool {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let committer = {
-        let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
-            for i in 0..200u32 {
-                let mut x = db.begin().unwrap();
-                x.put(&t, format!("o{i:05}").as_bytes(), b"other").unwrap();
-                x.commit().unwrap();
-            }
-            done_tx.send(()).unwrap();
-        })
-    };
+    let worker = std::thread::spawn(move || {
+        work();
+        done_tx.send(()).unwrap();
+    });
     let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
     gate.set(false);
-    committer.join().unwrap();
+    worker.join().unwrap();
     ran.is_ok()
+}
+
+/// Waits until a write of `writer` waits at the shut `gate` (`what`: the failure if the
+/// writer ends first, having written nothing the gate holds).
+fn wait_until_held<T>(gate: &Gate, writer: &std::thread::JoinHandle<T>, what: &str) {
+    while !gate.waiting.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(!writer.is_finished(), "{what}");
+        std::thread::yield_now();
+    }
 }
 
 /// A tree's creation forces the log with no latch held: while the log device holds back the
@@ -132,7 +139,6 @@ fn commits_beside_a_held_write(db: &Db, t: &wafer_engine::Tree, gate: &Gate) -> 
 /// could take back.
 #[test]
 fn a_tree_is_created_while_other_threads_commit() {
-    use std::sync::atomic::Ordering;
     let gate = std::sync::Arc::new(Gate::default());
     let cfg = DbConfig {
         durable_commits: false,
@@ -146,10 +152,7 @@ fn a_tree_is_created_while_other_threads_commit() {
         let db = db.clone();
         std::thread::spawn(move || db.create_tree("HELD-TREE-NAME"))
     };
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!creator.is_finished(), "the creation wrote nothing");
-        std::thread::yield_now();
-    }
+    wait_until_held(&gate, &creator, "the creation wrote nothing");
     // The tree is in the catalog, its record not durable: a lookup waits for the record.
     let opener = {
         let db = db.clone();
@@ -177,7 +180,6 @@ fn a_tree_is_created_while_other_threads_commit() {
 /// Before, it forced the log holding the core latch exclusive, and readers waited.
 #[test]
 fn a_deferred_commit_finishes_while_other_threads_read() {
-    use std::sync::atomic::Ordering;
     let gate = std::sync::Arc::new(Gate::default());
     let db = Db::open(
         crate::support::gated_log_in_memory(&gate),
@@ -197,28 +199,17 @@ fn a_deferred_commit_finishes_while_other_threads_read() {
     *gate.writes_holding.lock().unwrap() = Some(b"MARKED-VALUE".to_vec());
     gate.set(true);
     let finisher = std::thread::spawn(move || pending.finish());
-    while !gate.waiting.load(Ordering::SeqCst) {
-        assert!(!finisher.is_finished(), "the finish wrote nothing");
-        std::thread::yield_now();
-    }
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let reader = {
+    wait_until_held(&gate, &finisher, "the finish wrote nothing");
+    let ran = {
         let (db, t) = (db.clone(), t.clone());
-        std::thread::spawn(move || {
+        beside_a_held_write(&gate, move || {
             for i in 0..200u32 {
                 assert!(db.get(&t, format!("r{i:05}").as_bytes()).unwrap().is_some());
             }
-            done_tx.send(()).unwrap();
         })
     };
-    let ran = done_rx.recv_timeout(std::time::Duration::from_secs(20));
-    gate.set(false);
-    reader.join().unwrap();
     finisher.join().unwrap().unwrap();
-    assert!(
-        ran.is_ok(),
-        "readers waited for a deferred commit's log force"
-    );
+    assert!(ran, "readers waited for a deferred commit's log force");
     assert_eq!(
         db.get(&t, b"marked").unwrap().as_deref(),
         Some(&b"MARKED-VALUE"[..])
