@@ -87,7 +87,7 @@ pub(super) fn run_len(pieces: &[Piece]) -> usize {
 
 impl FileDevice {
     /// Copies `pieces` through memory, in order, one read for each run of them ([`run_len`]),
-    /// adding to `copied` the bytes of each piece written (also when a later one fails).
+    /// adding to `copied` the bytes of each run written (also when a later run fails).
     pub(super) fn copy_pieces(
         &mut self,
         pieces: &[Piece],
@@ -130,7 +130,8 @@ impl FileDevice {
         r
     }
 
-    /// Reads `b.len()` bytes at `start` into `b`, then writes each of `live` from there.
+    /// Reads `b.len()` bytes at `start` into `b`, then writes each of `live` from there, side
+    /// by side ([`FileDevice::write_copies`]).
     fn write_run(
         &mut self,
         live: &[&Piece],
@@ -141,11 +142,17 @@ impl FileDevice {
         self.file
             .read_exact_at(b, start)
             .map_err(|e| super::io_err(&self.path, "read", e))?;
+        let writes: Vec<(u64, &[u8])> = live
+            .iter()
+            .map(|p| {
+                let at = (p.src - start) as usize;
+                (p.dst, &b[at..at + p.len as usize])
+            })
+            .collect();
+        self.write_copies(&writes)?;
+        // The run's sources are punched after all its writes: no piece of a run writes into
+        // what the run reads (`run_len`).
         for p in live {
-            let at = (p.src - start) as usize;
-            self.file
-                .write_all_at(&b[at..at + p.len as usize], p.dst)
-                .map_err(|e| super::io_err(&self.path, "write", e))?;
             *copied += p.len;
             if p.punch {
                 self.punch(p.src, p.len)?;
@@ -201,7 +208,8 @@ mod tests {
     }
 
     /// Batches whose sources mostly follow each other, some writing into sources of later
-    /// pieces, moves among them: the file holds what copying piece by piece, in order, gives.
+    /// pieces, moves among them: the file holds what copying piece by piece, in order, gives
+    /// (a run's writes are made side by side, and writes to the same place one by one).
     #[test]
     fn a_batch_copies_as_piece_by_piece_in_order() {
         use crate::device::BlockDevice;
@@ -240,8 +248,14 @@ mod tests {
                 i += n;
             }
             let mut copied = 0;
+            let host_writes = d.stats().writes;
             d.copy_pieces(&pieces, &mut copied).unwrap();
             assert_eq!(copied, pieces.iter().map(|p| p.len).sum::<u64>());
+            assert_eq!(
+                d.stats().writes,
+                host_writes,
+                "a copy counted as host writes"
+            );
             for p in &pieces {
                 let (s, t, n) = (p.src as usize, p.dst as usize, p.len as usize);
                 model.copy_within(s..s + n, t);
