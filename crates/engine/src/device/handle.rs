@@ -61,6 +61,9 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         self.lock().copy(ops)
     }
+    fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        self.lock().host_copy(ops)
+    }
     fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         self.lock().write_rewrite(offset, data)
     }

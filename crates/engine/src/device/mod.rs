@@ -150,6 +150,20 @@ pub struct CopyOp {
     pub len: u64,
 }
 
+/// [`BlockDevice::host_copy`] a range at a time: a read, then a rewrite.
+pub fn host_copy_in_order<D: BlockDevice + ?Sized>(
+    dev: &mut D,
+    ops: &[CopyOp],
+) -> Result<(), DeviceError> {
+    let mut buf = Vec::new();
+    for op in ops {
+        buf.resize(op.len as usize, 0);
+        dev.read_at(op.src, &mut buf)?;
+        dev.write_rewrite(op.dst, &buf)?;
+    }
+    Ok(())
+}
+
 /// Checks every operation of a copy command as [`check_remap`] checks a remap batch.
 pub fn check_copy(ops: &[CopyOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
     check_ranges(ops.iter().map(|o| (o.src, o.dst, o.len)), capacity, block)
@@ -284,6 +298,15 @@ pub trait BlockDevice: Send + Sync {
     fn copy(&mut self, _ops: &[CopyOp]) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("copy"))
     }
+    /// Copies each range through the host, in order: reads `op.len` bytes at `op.src` and
+    /// writes them at `op.dst` with [`BlockDevice::write_rewrite`] (the journal's baseline
+    /// move home). The default does exactly that, a range at a time; a device may overlap the
+    /// reads and writes (a file reads ranges that follow each other together and writes side
+    /// by side), as long as the result is the same as in order and the bytes count as the
+    /// host's reads and writes.
+    fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        host_copy_in_order(self, ops)
+    }
     /// Writes `data` at `offset` like [`BlockDevice::write_at`], telling the device that the
     /// host wrote these bytes to it once already (a checkpoint's copy of a journal entry), so a
     /// device that counts redundant writes counts it. The default is `write_at`.
@@ -392,6 +415,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         (**self).copy(ops)
+    }
+    fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        (**self).host_copy(ops)
     }
     fn write_rewrite(&mut self, offset: u64, data: &[u8]) -> Result<(), DeviceError> {
         (**self).write_rewrite(offset, data)

@@ -85,6 +85,19 @@ impl Partition {
         &self.dev
     }
 
+    /// `ops` checked against the partition and moved to the device's offsets.
+    fn copies_on_device(&self, ops: &[CopyOp]) -> Result<Vec<CopyOp>, DeviceError> {
+        check_copy(ops, self.len, self.block)?;
+        Ok(ops
+            .iter()
+            .map(|op| CopyOp {
+                src: self.base + op.src,
+                dst: self.base + op.dst,
+                len: op.len,
+            })
+            .collect())
+    }
+
     fn check(&self, offset: u64, len: u64) -> Result<u64, DeviceError> {
         check_io(offset, len, self.len, self.block)?;
         Ok(self.base + offset)
@@ -157,16 +170,20 @@ impl BlockDevice for Partition {
     }
 
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
-        check_copy(ops, self.len, self.block)?;
-        let on_device: Vec<CopyOp> = ops
-            .iter()
-            .map(|op| CopyOp {
-                src: self.base + op.src,
-                dst: self.base + op.dst,
-                len: op.len,
-            })
-            .collect();
+        let on_device = self.copies_on_device(ops)?;
         self.dev.lock().copy(&on_device)
+    }
+
+    /// The device's, counted here as the partition's reads and writes (a command per range).
+    fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        let on_device = self.copies_on_device(ops)?;
+        self.dev.lock().host_copy(&on_device)?;
+        let bytes: u64 = ops.iter().map(|op| op.len).sum();
+        self.stats.reads += ops.len() as u64;
+        self.stats.read_bytes += bytes;
+        self.stats.writes += ops.len() as u64;
+        self.stats.write_bytes += bytes;
+        Ok(())
     }
 
     fn capabilities(&self) -> Capabilities {

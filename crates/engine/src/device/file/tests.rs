@@ -289,3 +289,51 @@ fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
     ));
     assert!(!dir.path().join("odd").exists());
 }
+
+/// A copy through the host on a file (the journal's baseline move home: images that follow
+/// each other in the journal, scattered homes, some writing where a later range reads) leaves
+/// the file as the default, a read and a rewrite per range in order, leaves a memory device,
+/// and counts every byte as the host's reads and writes.
+#[test]
+fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_io() {
+    use crate::device::MemDevice;
+    use rand::{Rng, SeedableRng};
+    let k = 4096u64;
+    let blocks = 256u64;
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = FileDevice::open(dir.path().join("dev"), Some(blocks * k), true).unwrap();
+    let mut model = MemDevice::new(blocks * k, 4096);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+    let mut start = vec![0u8; (blocks * k) as usize];
+    rng.fill(&mut start[..]);
+    d.write_at(0, &start).unwrap();
+    model.write_at(0, &start).unwrap();
+    for _ in 0..40 {
+        // Sources two blocks apart (an image and its descriptor), destinations anywhere.
+        let mut src = rng.random_range(0..blocks / 2);
+        let mut ops = Vec::new();
+        for _ in 0..rng.random_range(1..20) {
+            if src >= blocks {
+                break;
+            }
+            ops.push(CopyOp {
+                src: src * k,
+                dst: rng.random_range(0..blocks) * k,
+                len: k,
+            });
+            src += 2;
+        }
+        let before = d.stats();
+        d.host_copy(&ops).unwrap();
+        model.host_copy(&ops).unwrap();
+        let after = d.stats();
+        let bytes = ops.len() as u64 * k;
+        assert_eq!(after.read_bytes - before.read_bytes, bytes);
+        assert_eq!(after.write_bytes - before.write_bytes, bytes);
+        let mut a = vec![0u8; (blocks * k) as usize];
+        let mut b = a.clone();
+        d.read_at(0, &mut a).unwrap();
+        model.read_at(0, &mut b).unwrap();
+        assert!(a == b, "the file differs from copying in order");
+    }
+}
