@@ -13,14 +13,7 @@ use wafer_engine::{Db, DbConfig};
 /// append wrote the buffer with the log latched, and they all waited for it.
 #[test]
 fn a_full_log_buffer_is_written_while_other_threads_append() {
-    let gate = std::sync::Arc::new(Gate::default());
-    let devices = crate::support::gated_log_in_memory(&gate);
-    let cfg = DbConfig {
-        durable_commits: false,
-        log_buffer_bytes: Some(64 << 10),
-        ..DbConfig::default()
-    };
-    let db = Db::open(devices, cfg).unwrap();
+    let (gate, db) = buffered_commits_on_a_gated_log(Some(64 << 10));
     let t = db.create_tree("t").unwrap();
     // Another thread's operation first: with the filler's, two threads have run operations,
     // and from then on a full buffer is written outside the latch.
@@ -68,13 +61,7 @@ fn a_full_log_buffer_is_written_while_other_threads_append() {
 /// and every commit and update waited for it.
 #[test]
 fn commits_go_on_while_flush_log_writes() {
-    let gate = std::sync::Arc::new(Gate::default());
-    let devices = crate::support::gated_log_in_memory(&gate);
-    let cfg = DbConfig {
-        durable_commits: false,
-        ..DbConfig::default()
-    };
-    let db = Db::open(devices, cfg).unwrap();
+    let (gate, db) = buffered_commits_on_a_gated_log(None);
     let t = db.create_tree("t").unwrap();
     let mut x = db.begin().unwrap();
     x.put(&t, b"marked", b"MARKED-VALUE").unwrap();
@@ -93,6 +80,19 @@ fn commits_go_on_while_flush_log_writes() {
     let end = db.flush_log().unwrap();
     assert!(end > durable);
     assert!(db.get(&t, b"o00199").unwrap().is_some());
+}
+
+/// A database in memory with buffered commits (and `log_buffer_bytes`), its log device's
+/// I/O through the returned gate.
+fn buffered_commits_on_a_gated_log(log_buffer_bytes: Option<u64>) -> (std::sync::Arc<Gate>, Db) {
+    let gate = std::sync::Arc::new(Gate::default());
+    let devices = crate::support::gated_log_in_memory(&gate);
+    let cfg = DbConfig {
+        durable_commits: false,
+        log_buffer_bytes,
+        ..DbConfig::default()
+    };
+    (gate, Db::open(devices, cfg).unwrap())
 }
 
 /// Commits 200 small transactions on another thread while a write waits at the shut `gate`;

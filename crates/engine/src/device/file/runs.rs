@@ -213,15 +213,11 @@ mod tests {
     #[test]
     fn a_batch_copies_as_piece_by_piece_in_order() {
         use crate::device::BlockDevice;
-        use rand::{Rng, SeedableRng};
+        use rand::Rng;
         let k = 4096u64;
         let blocks = 512u64;
         let dir = tempfile::tempdir().unwrap();
-        let mut d = FileDevice::open(dir.path().join("dev"), Some(blocks * k), true).unwrap();
-        let mut model = vec![0u8; (blocks * k) as usize];
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
-        rng.fill(&mut model[..]);
-        d.write_at(0, &model).unwrap();
+        let (mut d, mut model, mut rng) = super::super::tests::random_file(dir.path(), blocks, 5);
         let punches = d.capabilities().trim;
         let mut reads_saved = 0;
         for _ in 0..60 {

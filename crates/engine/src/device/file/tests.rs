@@ -8,6 +8,22 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// A file device of `blocks` 4 KiB blocks in `dir`, written with random bytes from `seed`:
+/// the device, its bytes, and the generator to go on with.
+pub(super) fn random_file(
+    dir: &Path,
+    blocks: u64,
+    seed: u64,
+) -> (FileDevice, Vec<u8>, rand_pcg::Pcg64Mcg) {
+    use rand::{Rng, SeedableRng};
+    let mut d = FileDevice::open(dir.join("dev"), Some(blocks * 4096), true).unwrap();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let mut bytes = vec![0u8; (blocks * 4096) as usize];
+    rng.fill(&mut bytes[..]);
+    d.write_at(0, &bytes).unwrap();
+    (d, bytes, rng)
+}
+
 fn roundtrip(dir: &Path, direct: bool) {
     let path = dir.join("dev");
     let mut d = if direct {
@@ -297,16 +313,12 @@ fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
 #[test]
 fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_io() {
     use crate::device::MemDevice;
-    use rand::{Rng, SeedableRng};
+    use rand::Rng;
     let k = 4096u64;
     let blocks = 256u64;
     let dir = tempfile::tempdir().unwrap();
-    let mut d = FileDevice::open(dir.path().join("dev"), Some(blocks * k), true).unwrap();
+    let (mut d, start, mut rng) = random_file(dir.path(), blocks, 7);
     let mut model = MemDevice::new(blocks * k, 4096);
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
-    let mut start = vec![0u8; (blocks * k) as usize];
-    rng.fill(&mut start[..]);
-    d.write_at(0, &start).unwrap();
     model.write_at(0, &start).unwrap();
     for _ in 0..40 {
         // Sources two blocks apart (an image and its descriptor), destinations anywhere.
