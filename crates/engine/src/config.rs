@@ -155,7 +155,8 @@ pub struct DbConfig {
     pub durable_commits: bool,
     /// `true` (the default): a record lock held by a transaction still running, whose latest
     /// operation ran on another thread, is waited for (up to 100 ms an operation) by a
-    /// transaction of lower id, and refused at once to one of higher id (wait-die by id; a
+    /// transaction older than it, and refused at once to a younger one (wait-die by
+    /// [`crate::TxnAge`]; a
     /// committing holder is waited for either way). `false`: refused at once (no-wait), for
     /// drivers that run transactions on several threads but one at a time, whose holder cannot
     /// run while the waiter waits (a waiter would sit out the whole 100 ms).

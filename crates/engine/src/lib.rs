@@ -110,6 +110,7 @@ pub use mvcc::VersionStats;
 pub use recovery::RecoveryReport;
 pub use scan_buf::ScanBuf;
 pub use txn::{Cursor, PendingCommit, Txn};
+pub use txn_table::TxnAge;
 pub use wal::record::{TreeId, TxnId};
 pub use wal::WalStats;
 pub use writepath::pack::Codec;

@@ -8,6 +8,7 @@ use crate::engine::{Core, Shared, POINT_READS};
 use crate::error::{Error, Result};
 use crate::page::Lsn;
 use crate::scan_buf::ScanBuf;
+use crate::txn_table::TxnAge;
 use crate::wal::record::{Body, TxnId};
 use crate::wal::Wal;
 use std::collections::VecDeque;
@@ -18,6 +19,8 @@ use std::sync::Arc;
 pub struct Txn {
     shared: Arc<Shared>,
     id: TxnId,
+    /// Its wait-die priority (see [`TxnAge`]).
+    age: TxnAge,
     done: bool,
     /// The leaf of this transaction's last plain change and the keys that lead to it.
     leaf_hint: LeafHint,
@@ -27,10 +30,11 @@ pub struct Txn {
 }
 
 impl Txn {
-    pub(crate) fn new(shared: Arc<Shared>, id: TxnId) -> Txn {
+    pub(crate) fn new(shared: Arc<Shared>, (id, age): (TxnId, TxnAge)) -> Txn {
         Txn {
             shared,
             id,
+            age,
             done: false,
             leaf_hint: LeafHint::default(),
             refused_by: None,
@@ -39,6 +43,13 @@ impl Txn {
 
     pub fn id(&self) -> TxnId {
         self.id
+    }
+
+    /// When it began, or the first try of the work it retries (see [`TxnAge`]): what to
+    /// pass to [`crate::Db::begin_retry`] to try the same work again after a
+    /// [`Error::Conflict`] without losing its place among older transactions.
+    pub fn age(&self) -> TxnAge {
+        self.age
     }
 
     /// Reads `key`.
@@ -147,13 +158,13 @@ impl Txn {
     const COMMITTER_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
     /// Runs `op` (one read or write of a record); if a record lock it needs is held by a
-    /// transaction that is committing on another thread, or running on another thread with a
-    /// higher id, waits for that one to end and runs it again (up to [`Txn::COMMITTER_WAIT`]
+    /// transaction that is committing on another thread, or running on another thread and
+    /// younger ([`TxnAge`]), waits for that one to end and runs it again (up to [`Txn::COMMITTER_WAIT`]
     /// in all), rather than refuse at once: a committing holder waits only for its log write,
     /// a running one of a short transaction ends soon, and a retry of the whole transaction
     /// costs more (with more client threads than cores, retrying at once takes the processor
-    /// from the holder). Waits for running holders go from lower ids to higher only
-    /// (wait-die), so they never form a cycle (`Shared::wait_for_holder`).
+    /// from the holder). Waits for running holders go from older transactions to younger
+    /// only (wait-die), so they never form a cycle (`Shared::wait_for_holder`).
     /// The refused operation changed nothing.
     fn past_committers<R>(&mut self, mut op: impl FnMut(&mut Self) -> Result<R>) -> Result<R> {
         // A refusal an operation after it went on from is not what a rollback waits out.
@@ -170,7 +181,10 @@ impl Txn {
             };
             let deadline =
                 *deadline.get_or_insert_with(|| std::time::Instant::now() + Self::COMMITTER_WAIT);
-            if !self.shared.wait_for_holder(self.id, holder, deadline) {
+            if !self
+                .shared
+                .wait_for_holder((self.id, self.age), holder, deadline)
+            {
                 if page {
                     self.refused_by = Some(holder);
                 }

@@ -37,6 +37,8 @@ pub(crate) struct TxnState {
     pub thread: Option<std::thread::ThreadId>,
     /// What concurrency control keeps for it (its locks).
     pub cc: CcState,
+    /// Its wait-die priority: when it (or the first try it retries) began ([`TxnAge`]).
+    pub age: TxnAge,
 }
 
 impl TxnState {
@@ -96,6 +98,16 @@ impl Default for UndoShard {
     }
 }
 
+/// When a transaction began, for the order of wait-die: a transaction waits only for running
+/// holders of its locks that are younger than it, and is refused by older ones (so waits form
+/// no cycle, and the oldest transaction is never refused by a running one: it makes progress).
+/// Nanoseconds since the database opened, ties broken by transaction id. A transaction retried
+/// after a conflict keeps its first try's age if begun with [`crate::Db::begin_retry`], so it
+/// grows older with every try instead of starting again as the youngest; an application that
+/// always does will not starve a transaction that keeps meeting the same hot keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TxnAge(pub(crate) u64);
+
 /// The live transactions.
 ///
 /// Latching: the table lives in the engine's core, so it is used either by one thread with the
@@ -124,6 +136,8 @@ pub(crate) struct TxnTable {
     /// Sharded by transaction, like the table.
     undo: Shards<UndoShard>,
     page_size: u32,
+    /// What [`TxnAge`]s count from.
+    epoch: std::time::Instant,
 }
 
 /// A thread stripe's unused ids, `[next, end)`.
@@ -143,10 +157,9 @@ pub(crate) enum Holder {
     /// Running, its latest operation on this thread (or committing on this thread): the
     /// requester is refused (this thread is the one that would have to end it).
     Active,
-    /// Running, its latest operation on another thread: waited for by a requester with a
-    /// lower id, refused to one with a higher id (wait-die by id: see
-    /// `Shared::wait_for_holder`).
-    Running,
+    /// Running, its latest operation on another thread: waited for by an older requester,
+    /// refused to a younger (wait-die by [`TxnAge`], then id: see `Shared::wait_for_holder`).
+    Running { age: TxnAge },
     /// Committing on another thread: it releases its locks once its commit is durable.
     Committing,
     /// Ended: its locks are released or about to be.
@@ -177,11 +190,13 @@ impl TxnTable {
             cc: Box::new(TwoPhaseLocking::default()),
             undo: Shards::new(16),
             page_size,
+            epoch: std::time::Instant::now(),
         }
     }
 
-    /// Starts a transaction.
-    pub fn begin(&self) -> TxnId {
+    /// Starts a transaction, of age `age` (a retry's: its first try's) or, if None, now.
+    pub fn begin(&self, age: Option<TxnAge>) -> (TxnId, TxnAge) {
+        let age = age.unwrap_or_else(|| TxnAge(self.epoch.elapsed().as_nanos() as u64));
         let id = {
             let mut b = lock(&self.id_blocks[crate::sync::stripe() % self.id_blocks.len()]);
             if b.0 == b.1 {
@@ -191,8 +206,12 @@ impl TxnTable {
             b.0 += 1;
             b.0 - 1
         };
-        self.txns.lock(shard(id)).insert(id, TxnState::default());
-        id
+        let st = TxnState {
+            age,
+            ..TxnState::default()
+        };
+        self.txns.lock(shard(id)).insert(id, st);
+        (id, age)
     }
 
     /// An id above every id handed out so far (what recovery must not hand out again): the
@@ -440,7 +459,7 @@ impl TxnTable {
             None => Holder::Gone,
             Some(st) if st.thread == me => Holder::Active,
             Some(st) if st.committing => Holder::Committing,
-            Some(_) => Holder::Running,
+            Some(st) => Holder::Running { age: st.age },
         }
     }
 
@@ -619,7 +638,7 @@ mod tests {
     fn one_thread_gets_consecutive_ids_and_next_txn_is_exact() {
         let t = TxnTable::new(4096);
         for want in 1..=200 {
-            assert_eq!(t.begin(), want);
+            assert_eq!(t.begin(None).0, want);
             assert_eq!(t.next_txn(), want + 1);
         }
     }
@@ -629,7 +648,7 @@ mod tests {
         let t = TxnTable::new(4096);
         let mut all: Vec<TxnId> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..4)
-                .map(|_| s.spawn(|| (0..150).map(|_| t.begin()).collect::<Vec<_>>()))
+                .map(|_| s.spawn(|| (0..150).map(|_| t.begin(None).0).collect::<Vec<_>>()))
                 .collect();
             hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });
@@ -642,6 +661,6 @@ mod tests {
         let mut t = t;
         t.set_next_txn(5000);
         assert_eq!(t.next_txn(), 5000);
-        assert_eq!(t.begin(), 5000);
+        assert_eq!(t.begin(None).0, 5000);
     }
 }

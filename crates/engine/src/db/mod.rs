@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::health::Health;
 use crate::page::Lsn;
 use crate::txn::Txn;
-use crate::txn_table::TxnTable;
+use crate::txn_table::{TxnAge, TxnTable};
 use crate::wal::{LogProbe, SharedWal, Wal, WalConfig, WalStats};
 use crate::writepath::{factory, Probe, WriteCounters};
 use serde::{Deserialize, Serialize};
@@ -487,8 +487,33 @@ impl Db {
 
     /// Starts a transaction (serializable: strict two-phase locking).
     pub fn begin(&self) -> Result<Txn> {
-        let id = self.shared.core_read().begin()?;
-        Ok(Txn::new(self.shared.clone(), id))
+        let begun = self.shared.core_read().begin(None)?;
+        Ok(Txn::new(self.shared.clone(), begun))
+    }
+
+    /// Starts a transaction to try again work whose earlier try, begun at `age`
+    /// ([`Txn::age`] of the first try), failed with [`crate::Error::Conflict`]: as old as that
+    /// try, so that with each retry it is older than more of the others, and is waited for by
+    /// younger lock holders' requests instead of refused by them (wait-die; see [`TxnAge`]).
+    /// A new transaction in all else (its own id, no locks, nothing of the earlier try).
+    ///
+    /// ```
+    /// use wafer_engine::{Db, DbConfig, Devices, Error};
+    /// let db = Db::open(Devices::memory(16 << 20, 4 << 20), DbConfig::default()).unwrap();
+    /// let t = db.create_tree("t").unwrap();
+    /// let mut txn = db.begin().unwrap();
+    /// let first = txn.age();
+    /// loop {
+    ///     match txn.put(&t, b"k", b"v").and_then(|_| Ok(txn.commit()?)) {
+    ///         Ok(()) => break,
+    ///         Err(Error::Conflict { .. }) => txn = db.begin_retry(first).unwrap(),
+    ///         Err(e) => panic!("{e}"),
+    ///     }
+    /// }
+    /// ```
+    pub fn begin_retry(&self, age: TxnAge) -> Result<Txn> {
+        let begun = self.shared.core_read().begin(Some(age))?;
+        Ok(Txn::new(self.shared.clone(), begun))
     }
 
     /// Starts a snapshot-isolation transaction: it reads the database as of its start and
@@ -516,8 +541,15 @@ impl Db {
     /// reader.commit().unwrap();
     /// ```
     pub fn begin_snapshot(&self) -> Result<Txn> {
-        let id = self.shared.core_read().begin_snapshot()?;
-        Ok(Txn::new(self.shared.clone(), id))
+        let begun = self.shared.core_read().begin_snapshot(None)?;
+        Ok(Txn::new(self.shared.clone(), begun))
+    }
+
+    /// [`Db::begin_snapshot`] for a retry, as old as the first try ([`Db::begin_retry`]): its
+    /// snapshot is new (the newest commit), its place in wait-die's order the first try's.
+    pub fn begin_snapshot_retry(&self, age: TxnAge) -> Result<Txn> {
+        let begun = self.shared.core_read().begin_snapshot(Some(age))?;
+        Ok(Txn::new(self.shared.clone(), begun))
     }
 
     /// Runs a full checkpoint: writes the dirty pages (all of them, unless a hot-page-aware

@@ -6,6 +6,7 @@
 use super::{Core, CoreGuard, CoreRead};
 use crate::cache::Reserved;
 use crate::health::Health;
+use crate::txn_table::TxnAge;
 use crate::wal::record::TxnId;
 use crate::wal::SharedWal;
 use crate::writepath::SharedLog;
@@ -248,16 +249,21 @@ impl Shared {
         self.committer_ends[id as usize % COMMITTER_STRIPES].notify();
     }
 
-    /// After an operation of transaction `me` was refused a record lock that `holder` held:
-    /// whether to run it again. With no latch held, waits for `holder`'s end, at most until
-    /// `deadline`, if it is committing on another thread (it releases its locks once its
-    /// commit is durable, and waits for no lock meanwhile) or running on another thread with an
-    /// id above `me`'s (wait-die by id: a transaction waits only for running ones of higher
-    /// ids, so waits for running holders form no cycle, and a chain of them ends at a holder
-    /// that waits for nothing or only for a committer). False (the refusal stands) if `holder`
-    /// ran its latest operation on this thread (this thread would have to end it), runs with
-    /// a lower id, or the deadline passed.
-    pub fn wait_for_holder(&self, me: TxnId, holder: TxnId, deadline: std::time::Instant) -> bool {
+    /// After an operation of transaction `me` (of age `my_age`) was refused a record lock that
+    /// `holder` held: whether to run it again. With no latch held, waits for `holder`'s end, at
+    /// most until `deadline`, if it is committing on another thread (it releases its locks once
+    /// its commit is durable, and waits for no lock meanwhile) or running on another thread and
+    /// younger than `me` (wait-die by age, then id, a total order: a transaction waits only for
+    /// running ones younger than it, so waits for running holders form no cycle, and a chain of
+    /// them ends at a holder that waits for nothing or only for a committer). False (the
+    /// refusal stands) if `holder` ran its latest operation on this thread (this thread would
+    /// have to end it), is older, or the deadline passed.
+    pub fn wait_for_holder(
+        &self,
+        (me, my_age): (TxnId, TxnAge),
+        holder: TxnId,
+        deadline: std::time::Instant,
+    ) -> bool {
         use crate::txn_table::Holder;
         // Registered, and the epoch read, before the look: an end after the look wakes it.
         let ends = &self.committer_ends[holder as usize % COMMITTER_STRIPES];
@@ -268,13 +274,14 @@ impl Shared {
         let again = now < deadline
             && match found {
                 Holder::Active => false,
-                Holder::Running if me > holder || !self.wait_for_running => false,
+                Holder::Running { age } if (my_age, me) > (age, holder) => false,
+                Holder::Running { .. } if !self.wait_for_running => false,
                 Holder::Gone => {
                     // Ended; its locks go back in a moment.
                     std::thread::yield_now();
                     true
                 }
-                Holder::Committing | Holder::Running => {
+                Holder::Committing | Holder::Running { .. } => {
                     // No commit of this thread's before that end: not one a gathering
                     // group-commit leader should wait for.
                     self.wal.stall_begin();
@@ -304,7 +311,7 @@ impl Shared {
             // could not run the holder while this one waits.
             let wait = now < deadline
                 && match found {
-                    Holder::Running => self.wait_for_running,
+                    Holder::Running { .. } => self.wait_for_running,
                     Holder::Committing => true,
                     Holder::Active | Holder::Gone => false,
                 };

@@ -47,7 +47,7 @@ use crate::meta::{self, META_PID};
 use crate::page::Lsn;
 use crate::recovery::RecoveryReport;
 use crate::sync::Striped;
-use crate::txn_table::{txn_reserve, TxnTable};
+use crate::txn_table::{txn_reserve, TxnAge, TxnTable};
 use crate::wal::record::{Body, TxnId, Undo};
 use crate::wal::Wal;
 use crossbeam_utils::sync::{ShardedLockReadGuard, ShardedLockWriteGuard};
@@ -271,7 +271,7 @@ impl Core {
     /// Starts a snapshot-isolation transaction (needs the version store: an undo device). Runs
     /// with the core latch shared: its snapshot is the newest commit, and commits that change
     /// what snapshots see run exclusive.
-    pub fn begin_snapshot(&self) -> Result<TxnId> {
+    pub fn begin_snapshot(&self, age: Option<TxnAge>) -> Result<(TxnId, TxnAge)> {
         self.check()?;
         let Some(vs) = self.versions.as_ref() else {
             return Err(Error::InvalidArgument(
@@ -280,9 +280,9 @@ impl Core {
                     .into(),
             ));
         };
-        let id = self.txns.begin();
+        let (id, age) = self.txns.begin(age);
         vs.begin_snapshot(id);
-        Ok(id)
+        Ok((id, age))
     }
 
     /// With a version store: refuses a snapshot writer's lost update, and keeps the version
@@ -513,10 +513,10 @@ impl Core {
         }
     }
 
-    /// Starts a transaction.
-    pub fn begin(&self) -> Result<TxnId> {
+    /// Starts a transaction, of age `age` (a retry's) or, if None, now.
+    pub fn begin(&self, age: Option<TxnAge>) -> Result<(TxnId, TxnAge)> {
         self.check()?;
-        Ok(self.txns.begin())
+        Ok(self.txns.begin(age))
     }
 
     /// Appends `txn`'s commit record (0 if it wrote nothing). The transaction stays in the

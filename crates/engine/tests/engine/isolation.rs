@@ -602,34 +602,41 @@ fn a_record_held_by_a_committing_transaction_is_waited_for() {
     assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"b"[..]));
 }
 
+/// Runs `txn`'s put of `key` on another thread and gives the transaction back, still open: a
+/// running holder whose latest operation was on another thread.
+fn put_elsewhere(
+    txn: wafer_engine::Txn,
+    t: &wafer_engine::Tree,
+    key: &'static [u8],
+) -> wafer_engine::Txn {
+    let mut txn = txn;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            txn.put(t, key, b"holder").unwrap();
+            txn
+        })
+        .join()
+        .unwrap()
+    })
+}
+
 /// A record held by a transaction still running, whose latest operation ran on another thread,
-/// is waited for by a transaction of lower id (until the holder ends) and refused at once to
-/// one of higher id (wait-die by id: no cycle of waits can form); with
-/// `wait_for_running_holders` off, refused at once to both.
+/// is waited for by an older transaction (until the holder ends) and refused at once to a
+/// younger one (wait-die by age: no cycle of waits can form); with `wait_for_running_holders`
+/// off, refused at once to both.
 #[test]
-fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
+fn a_running_holder_of_another_thread_is_waited_for_by_older_transactions_only() {
     let db = Db::open(
         wafer_engine::Devices::memory(16 << 20, 4 << 20),
         DbConfig::default(),
     )
     .unwrap();
     let t = db.create_tree("t").unwrap();
-    // The holder's put runs on another thread, and the transaction comes back open.
-    let put_elsewhere = |mut txn: wafer_engine::Txn, key: &'static [u8]| {
-        let t = &t;
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                txn.put(t, key, b"holder").unwrap();
-                txn
-            })
-            .join()
-            .unwrap()
-        })
-    };
-    // Dies: a higher id than the running holder is refused at once.
+    let put_elsewhere = |txn, key| put_elsewhere(txn, &t, key);
+    // Dies: younger than the running holder, refused at once.
     let holder = db.begin().unwrap();
     let mut younger = db.begin().unwrap();
-    assert!(younger.id() > holder.id());
+    assert!(younger.age() > holder.age());
     let holder = put_elsewhere(holder, b"a");
     let started = std::time::Instant::now();
     assert!(matches!(
@@ -639,10 +646,10 @@ fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
     assert!(started.elapsed() < std::time::Duration::from_millis(80));
     drop(younger);
     holder.commit().unwrap();
-    // Waits: a lower id waits for the running holder's end, then gets the record.
+    // Waits: older, it waits for the running holder's end, then gets the record.
     let older = db.begin().unwrap();
     let holder = db.begin().unwrap();
-    assert!(older.id() < holder.id());
+    assert!(older.age() < holder.age());
     let holder = put_elsewhere(holder, b"b");
     let waiter = {
         let (t, mut older) = (t.clone(), older);
@@ -662,7 +669,7 @@ fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
     assert_eq!(db.get(&t, b"b").unwrap().as_deref(), Some(&b"older"[..]));
     assert_eq!(db.get(&t, b"a").unwrap().as_deref(), Some(&b"holder"[..]));
     drop(db);
-    // `wait_for_running_holders: false`: no-wait for running holders, lower id or not.
+    // `wait_for_running_holders: false`: no-wait for running holders, older or not.
     let cfg = DbConfig {
         wait_for_running_holders: false,
         ..DbConfig::default()
@@ -682,4 +689,54 @@ fn a_running_holder_of_another_thread_is_waited_for_by_lower_ids_only() {
     assert!(started.elapsed() < std::time::Duration::from_millis(80));
     drop(older);
     holder.commit().unwrap();
+}
+
+/// A transaction begun with `Db::begin_retry` keeps its first try's age (wait-die's order, as
+/// a restarted transaction must keep its timestamp or it may starve): a running holder that
+/// began after the first try refuses a new transaction at once, but the retry, older than it,
+/// waits for its end and gets the record.
+#[test]
+fn a_retry_keeps_its_age_and_waits_where_a_new_transaction_is_refused() {
+    let db = Db::open(
+        wafer_engine::Devices::memory(16 << 20, 4 << 20),
+        DbConfig::default(),
+    )
+    .unwrap();
+    let t = db.create_tree("t").unwrap();
+    // The first try, refused somewhere and rolled back.
+    let first = db.begin().unwrap();
+    let age = first.age();
+    first.abort().unwrap();
+    let holder = put_elsewhere(db.begin().unwrap(), &t, b"k");
+    assert!(holder.age() > age);
+    // Retried as a new transaction: the youngest, refused at once.
+    let mut fresh = db.begin().unwrap();
+    assert!(fresh.age() > holder.age());
+    let started = std::time::Instant::now();
+    assert!(matches!(
+        fresh.put(&t, b"k", b"fresh"),
+        Err(Error::Conflict { .. })
+    ));
+    assert!(started.elapsed() < std::time::Duration::from_millis(80));
+    drop(fresh);
+    // Retried with its first try's age: older than the holder, it waits.
+    let retry = db.begin_retry(age).unwrap();
+    assert_eq!(retry.age(), age);
+    assert!(retry.id() > holder.id(), "a new id all the same");
+    let waiter = {
+        let (t, mut retry) = (t.clone(), retry);
+        std::thread::spawn(move || {
+            retry.put(&t, b"k", b"retry")?;
+            retry.commit()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !waiter.is_finished(),
+        "the retry did not wait: {:?}",
+        waiter.join()
+    );
+    holder.commit().unwrap();
+    waiter.join().unwrap().unwrap();
+    assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"retry"[..]));
 }

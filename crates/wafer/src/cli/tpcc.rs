@@ -670,7 +670,7 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
             if !args.output.json {
                 let conflicts: u64 = r.txns.conflicts.iter().sum();
                 println!(
-                    "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried), p50 {:.0} us p99 {:.0} us, {} exclusive latches, {}",
+                    "TPC-C W={} scale {} {} {threads} thread(s): {:.0} tpmC, {:.0} txn/s ({} txns in {:.2} s, {conflicts} conflicts retried, at most {} tries, longest {:.1} ms with retries), p50 {:.0} us p99 {:.0} us, {} exclusive latches, {}",
                     run.tpcc.warehouses,
                     run.tpcc.scale,
                     preset.name(),
@@ -678,6 +678,8 @@ fn main_wall(args: &TpccArgs) -> Result<(), CliError> {
                     r.txns_per_s,
                     r.txns.total(),
                     r.seconds,
+                    r.most_tries,
+                    r.longest_with_retries_ns as f64 / 1e6,
                     r.latency.p50_ns as f64 / 1e3,
                     r.latency.p99_ns as f64 / 1e3,
                     r.engine.exclusive_latches,

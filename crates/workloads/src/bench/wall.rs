@@ -215,7 +215,7 @@ fn run_ops(
 
 /// Thread `th` of `threads` inserts the load's records `th, th + threads, ...` (in hashed
 /// order: all over the key space), `load.batch` to a transaction; a transaction refused on a
-/// conflict is rolled back and tried again.
+/// conflict is rolled back and tried again (as old as its first try).
 fn load_share(
     db: &Db,
     tree: &wafer_engine::Tree,
@@ -229,9 +229,14 @@ fn load_share(
     let (mut ops, mut aborts) = (0u64, 0u64);
     let mut lat = LatencyHistogram::new();
     let mut i = th;
+    // A retried batch keeps its first try's age (wait-die's order: it is not starved).
+    let mut first_try = None;
     while i < n {
         let t0 = Instant::now();
-        let mut t = db.begin()?;
+        let mut t = match first_try {
+            Some(age) => db.begin_retry(age)?,
+            None => db.begin()?,
+        };
         let mut j = i;
         let mut k = 0;
         let done = loop {
@@ -247,11 +252,13 @@ fn load_share(
         match done {
             Ok(()) => {
                 t.commit()?;
+                first_try = None;
                 ops += k;
                 i = j;
                 lat.record(t0.elapsed().as_nanos() as u64);
             }
             Err(wafer_engine::Error::Conflict { .. }) => {
+                first_try.get_or_insert(t.age());
                 t.abort()?;
                 aborts += 1;
             }

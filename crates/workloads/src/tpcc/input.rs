@@ -131,7 +131,9 @@ pub struct Terminal {
     nu: NuConstants,
     rng: Pcg64Mcg,
     deck: Vec<TxnKind>,
-    pending: Option<(Input, bool)>,
+    /// Work to retry after a conflict: its input, whether to roll it back, and its first
+    /// try's age (kept by the retry: `Db::begin_retry`).
+    pending: Option<(Input, bool, Option<wafer_engine::TxnAge>)>,
     /// `abort_fraction`, and its own random stream (the inputs do not depend on it).
     abort_fraction: f64,
     abort_rng: Pcg64Mcg,
@@ -208,8 +210,9 @@ impl Terminal {
         self.next_work().0
     }
 
-    /// The next input and whether the terminal rolls it back after its work.
-    fn next_work(&mut self) -> (Input, bool) {
+    /// The next input, whether the terminal rolls it back after its work, and, for a retry,
+    /// its first try's age.
+    fn next_work(&mut self) -> (Input, bool, Option<wafer_engine::TxnAge>) {
         if let Some(w) = self.pending.take() {
             return w;
         }
@@ -217,7 +220,7 @@ impl Terminal {
         let input = self.generate(kind);
         let abort = self.abort_fraction > 0.0
             && rand::Rng::random_bool(&mut self.abort_rng, self.abort_fraction);
-        (input, abort)
+        (input, abort, None)
     }
 
     /// A new input of `kind`.
@@ -323,7 +326,7 @@ impl Terminal {
         deferred: bool,
         pause: &dyn Fn(),
     ) -> Result<(StepOutcome, Option<wafer_engine::PendingCommit>), TpccError> {
-        let (input, abort) = self.next_work();
+        let (input, abort, mut first_try) = self.next_work();
         let ctx = Ctx {
             tables,
             counts: self.counts,
@@ -337,7 +340,7 @@ impl Terminal {
             (false, true) => txns::End::Deferred,
             (false, false) => txns::End::Commit,
         };
-        match txns::execute_as(db, &ctx, &input, now, end) {
+        match txns::execute_as(db, &ctx, &input, now, end, &mut first_try) {
             Ok((exec, pending)) => Ok((
                 StepOutcome {
                     kind,
@@ -346,7 +349,7 @@ impl Terminal {
                 pending,
             )),
             Err(e) if e.is_conflict() => {
-                self.pending = Some((input, abort));
+                self.pending = Some((input, abort, first_try));
                 Ok((StepOutcome { kind, exec: None }, None))
             }
             Err(e) => Err(e),

@@ -144,7 +144,7 @@ fn keys_between(
 /// Runs `input` as one transaction on `db` at date `now`. A lock conflict (or any error) rolls
 /// it back and is returned.
 pub fn execute(db: &Db, ctx: &Ctx<'_>, input: &Input, now: u64) -> Result<Exec, TpccError> {
-    execute_as(db, ctx, input, now, End::Commit).map(|(e, _)| e)
+    execute_as(db, ctx, input, now, End::Commit, &mut None).map(|(e, _)| e)
 }
 
 /// How [`execute_as`] ends a transaction that did its work.
@@ -159,19 +159,24 @@ pub enum End {
 }
 
 /// [`execute`], ending the transaction as `end` says. Returns the pending commit with
-/// [`End::Deferred`] (None if the transaction did not commit).
+/// [`End::Deferred`] (None if the transaction did not commit). `first_try`: None for new work
+/// (set to the transaction's age), or the age of the first try of work retried after a
+/// conflict, which the transaction keeps (`Db::begin_retry`: wait-die's order).
 pub fn execute_as(
     db: &Db,
     ctx: &Ctx<'_>,
     input: &Input,
     now: u64,
     end: End,
+    first_try: &mut Option<wafer_engine::TxnAge>,
 ) -> Result<(Exec, Option<wafer_engine::PendingCommit>), TpccError> {
-    let mut tx = if ctx.snapshot {
-        db.begin_snapshot()?
-    } else {
-        db.begin()?
+    let mut tx = match (ctx.snapshot, *first_try) {
+        (true, None) => db.begin_snapshot()?,
+        (true, Some(age)) => db.begin_snapshot_retry(age)?,
+        (false, None) => db.begin()?,
+        (false, Some(age)) => db.begin_retry(age)?,
     };
+    *first_try = Some(tx.age());
     let r = match input {
         Input::NewOrder { w, d, c, lines } => new_order(&mut tx, ctx, (*w, *d, *c), lines, now),
         Input::Payment {

@@ -50,6 +50,13 @@ pub struct TpccWallResult {
     /// What the engine's threads did during the measured run: how often one ran alone.
     #[serde(default)]
     pub engine: TpccWallEngine,
+    /// The most tries one transaction's input took (1: never refused; each conflict adds one).
+    #[serde(default)]
+    pub most_tries: u32,
+    /// The longest time from an input's first try to its end, retries included (`latency`
+    /// times the last try only), nanoseconds.
+    #[serde(default)]
+    pub longest_with_retries_ns: u64,
 }
 
 /// Engine counters of a wall-clock run's measured part (differences of `Db::stats`).
@@ -93,35 +100,45 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
             let db = db.clone();
             let tables = tables.clone();
             let mut term = Terminal::new(&cfg.tpcc, th);
-            std::thread::spawn(
-                move || -> Result<(TxnCounts, LatencyHistogram), TpccError> {
-                    let mut counts = TxnCounts::default();
-                    let mut lat = LatencyHistogram::new();
-                    while Instant::now() < deadline {
-                        let t0 = Instant::now();
-                        let now = started.elapsed().as_micros() as u64 + 1;
-                        let out = term.step(&db, &tables, now)?;
-                        if out.exec.is_some() {
-                            lat.record(t0.elapsed().as_nanos() as u64);
-                        } else {
-                            // A conflict: let the lock holder finish before the retry.
-                            std::thread::yield_now();
-                        }
-                        counts.record(out.kind, out.exec.as_ref());
+            std::thread::spawn(move || -> Result<Terminated, TpccError> {
+                let mut counts = TxnCounts::default();
+                let mut lat = LatencyHistogram::new();
+                let (mut tries, mut most_tries, mut longest) = (0u32, 0u32, 0u64);
+                let mut first_try = Instant::now();
+                while Instant::now() < deadline {
+                    let t0 = Instant::now();
+                    if tries == 0 {
+                        first_try = t0;
                     }
-                    Ok((counts, lat))
-                },
-            )
+                    tries += 1;
+                    let now = started.elapsed().as_micros() as u64 + 1;
+                    let out = term.step(&db, &tables, now)?;
+                    if out.exec.is_some() {
+                        lat.record(t0.elapsed().as_nanos() as u64);
+                        most_tries = most_tries.max(tries);
+                        longest = longest.max(first_try.elapsed().as_nanos() as u64);
+                        tries = 0;
+                    } else {
+                        // A conflict: let the lock holder finish before the retry.
+                        std::thread::yield_now();
+                    }
+                    counts.record(out.kind, out.exec.as_ref());
+                }
+                Ok((counts, lat, most_tries, longest))
+            })
         })
         .collect();
     let mut txns = TxnCounts::default();
     let mut latency = LatencyHistogram::new();
+    let (mut most_tries, mut longest_with_retries_ns) = (0, 0);
     for h in handles {
-        let (c, l) = h
+        let (c, l, tries, longest) = h
             .join()
             .map_err(|_| TpccError::Config("a terminal thread panicked".into()))??;
         txns.add(&c);
         latency.merge(&l);
+        most_tries = most_tries.max(tries);
+        longest_with_retries_ns = longest_with_retries_ns.max(longest);
     }
     let seconds = started.elapsed().as_secs_f64();
     let after = db.stats().engine;
@@ -146,5 +163,11 @@ pub fn run_wall(cfg: &TpccWallConfig) -> Result<TpccWallResult, TpccError> {
         check,
         txns,
         engine,
+        most_tries,
+        longest_with_retries_ns,
     })
 }
+
+/// What a terminal's thread gives back: its transactions, their latencies (last tries), the
+/// most tries one input took and the longest time from a first try to the end.
+type Terminated = (TxnCounts, LatencyHistogram, u32, u64);
