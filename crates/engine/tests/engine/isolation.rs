@@ -739,4 +739,17 @@ fn a_retry_keeps_its_age_and_waits_where_a_new_transaction_is_refused() {
     holder.commit().unwrap();
     waiter.join().unwrap().unwrap();
     assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"retry"[..]));
+    drop(db);
+    // A snapshot transaction's retry keeps its age too.
+    let devs = wafer_engine::Devices::memory(16 << 20, 4 << 20).with_undo(Box::new(
+        wafer_engine::device::MemDevice::new(4 << 20, 4096),
+    ));
+    let db = Db::open(devs, DbConfig::default()).unwrap();
+    let first = db.begin_snapshot().unwrap();
+    let age = first.age();
+    first.abort().unwrap();
+    let later = db.begin_snapshot().unwrap();
+    let retry = db.begin_snapshot_retry(age).unwrap();
+    assert_eq!(retry.age(), age);
+    assert!(retry.age() < later.age());
 }
