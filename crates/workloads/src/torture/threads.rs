@@ -279,12 +279,18 @@ fn transfer(sh: &Shared, me: u16, n: u64, rng: &mut Pcg64Mcg, w: &mut Worker) ->
     let from = rng.random_range(0..sh.accounts);
     let to = (from + rng.random_range(1..sh.accounts)) % sh.accounts;
     let amount: i64 = rng.random_range(1..50);
+    // Retries keep the first try's age (wait-die's order: the transfer is not starved).
+    let mut first_try = None;
     for attempt in 0..200u32 {
         if sh.stop.load(Ordering::Relaxed) || Instant::now() > sh.deadline {
             return Err(());
         }
         let r = (|| -> Result<Result<(), Error>, Error> {
-            let mut x = sh.db.begin()?;
+            let mut x = match first_try {
+                Some(age) => sh.db.begin_retry(age)?,
+                None => sh.db.begin()?,
+            };
+            first_try.get_or_insert(x.age());
             let a = x
                 .get(&sh.acct, &account(from))?
                 .and_then(|v| balance_of(&v));
