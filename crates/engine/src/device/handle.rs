@@ -61,6 +61,9 @@ impl<D: BlockDevice> BlockDevice for Handle<D> {
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         self.lock().copy(ops)
     }
+    fn copy_each(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        self.lock().copy_each(ops)
+    }
     fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         self.lock().host_copy(ops)
     }

@@ -164,6 +164,17 @@ pub fn host_copy_in_order<D: BlockDevice + ?Sized>(
     Ok(())
 }
 
+/// [`BlockDevice::copy_each`] one command after the other.
+pub fn copy_each_in_order<D: BlockDevice + ?Sized>(
+    dev: &mut D,
+    ops: &[CopyOp],
+) -> Result<(), DeviceError> {
+    for op in ops {
+        dev.copy(std::slice::from_ref(op))?;
+    }
+    Ok(())
+}
+
 /// Checks every operation of a copy command as [`check_remap`] checks a remap batch.
 pub fn check_copy(ops: &[CopyOp], capacity: u64, block: u32) -> Result<(), DeviceError> {
     check_ranges(ops.iter().map(|o| (o.src, o.dst, o.len)), capacity, block)
@@ -298,6 +309,15 @@ pub trait BlockDevice: Send + Sync {
     fn copy(&mut self, _ops: &[CopyOp]) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("copy"))
     }
+    /// Several single-range copy commands ([`BlockDevice::copy`] with one operation each, the
+    /// ISC-A form) submitted together, as a host keeps several commands in a device's queue:
+    /// the result is each one's, in order, and each counts as a command. The default sends them
+    /// one after the other, each waited for (what every simulated device does); a device may
+    /// overlap them (a file copies them as it copies one command of all the ranges) as long as
+    /// the result is the same. On an error, the commands before the failing one are done.
+    fn copy_each(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        copy_each_in_order(self, ops)
+    }
     /// Copies each range through the host, in order: reads `op.len` bytes at `op.src` and
     /// writes them at `op.dst` with [`BlockDevice::write_rewrite`] (the journal's baseline
     /// move home). The default does exactly that, a range at a time; a device may overlap the
@@ -415,6 +435,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         (**self).copy(ops)
+    }
+    fn copy_each(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        (**self).copy_each(ops)
     }
     fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         (**self).host_copy(ops)

@@ -174,6 +174,15 @@ impl BlockDevice for Partition {
         self.dev.lock().copy(&on_device)
     }
 
+    /// The device's, where every command is inside the partition; else one at a time (the
+    /// commands before a bad one are done, as the default does).
+    fn copy_each(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        match self.copies_on_device(ops) {
+            Ok(on_device) => self.dev.lock().copy_each(&on_device),
+            Err(_) => crate::device::copy_each_in_order(self, ops),
+        }
+    }
+
     /// The device's, counted here as the partition's reads and writes (a command per range).
     fn host_copy(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
         let on_device = self.copies_on_device(ops)?;

@@ -636,6 +636,17 @@ impl BlockDevice for FileDevice {
         r
     }
 
+    /// Side by side: as one command of all the ranges ([`FileDevice::copy`]: in order, sources
+    /// that follow each other read together, a run's writes side by side), which gives what
+    /// the commands give one after the other. Where a command is bad (the whole is checked
+    /// first), one at a time, so that those before it are done.
+    fn copy_each(&mut self, ops: &[CopyOp]) -> Result<(), DeviceError> {
+        if check_copy(ops, self.capacity, BLOCK_BYTES).is_err() {
+            return crate::device::copy_each_in_order(self, ops);
+        }
+        self.copy(ops)
+    }
+
     /// Through memory as [`FileDevice::copy`] goes (sources that follow each other read
     /// together, a run's writes side by side), counted as the host's reads and writes (a
     /// command per range: the bytes are exact, the commands fewer).

@@ -306,6 +306,78 @@ fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
     assert!(!dir.path().join("odd").exists());
 }
 
+/// Up to 19 one-block copies whose sources are two blocks apart (an image and its descriptor),
+/// destinations anywhere (`onto_source`: their own source too, which no copy command takes).
+fn random_copies(rng: &mut impl rand::Rng, blocks: u64, onto_source: bool) -> Vec<CopyOp> {
+    let k = 4096u64;
+    let mut src = rng.random_range(0..blocks / 2);
+    let mut ops = Vec::new();
+    for _ in 0..rng.random_range(1..20) {
+        if src >= blocks {
+            break;
+        }
+        let dst = if onto_source {
+            rng.random_range(0..blocks)
+        } else {
+            (src + rng.random_range(1..blocks)) % blocks
+        };
+        ops.push(CopyOp {
+            src: src * k,
+            dst: dst * k,
+            len: k,
+        });
+        src += 2;
+    }
+    ops
+}
+
+/// Single-range copy commands sent together (`copy_each`, ISC-A's journal move) give what the
+/// commands give one after the other, count as device copies (not the host's writes), and a
+/// bad command stops them there with the ones before it done.
+#[test]
+fn copies_sent_together_give_what_one_command_after_another_gives() {
+    use crate::device::MemDevice;
+    let k = 4096u64;
+    let blocks = 256u64;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut d, start, mut rng) = random_file(dir.path(), blocks, 11);
+    let mut model = MemDevice::new(blocks * k, 4096);
+    model.write_at(0, &start).unwrap();
+    let same = |d: &mut FileDevice, model: &mut MemDevice| {
+        let mut a = vec![0u8; (blocks * k) as usize];
+        let mut b = a.clone();
+        d.read_at(0, &mut a).unwrap();
+        model.read_at(0, &mut b).unwrap();
+        a == b
+    };
+    for _ in 0..40 {
+        let ops = random_copies(&mut rng, blocks, false);
+        let (before, copied) = (d.stats(), d.remap_stats().copy_bytes);
+        d.copy_each(&ops).unwrap();
+        crate::device::copy_each_in_order(&mut model, &ops).unwrap();
+        assert_eq!(d.stats().write_bytes, before.write_bytes);
+        assert_eq!(d.remap_stats().copy_bytes - copied, ops.len() as u64 * k);
+        assert!(
+            same(&mut d, &mut model),
+            "the file differs from the commands in order"
+        );
+    }
+    // The third command copies past the end: the first two are done, the error is returned.
+    let mut ops = random_copies(&mut rng, blocks, false);
+    ops.truncate(2);
+    ops.push(CopyOp {
+        src: 0,
+        dst: blocks * k,
+        len: k,
+    });
+    assert!(d.copy_each(&ops).is_err());
+    assert!(crate::device::copy_each_in_order(&mut model, &ops).is_err());
+    assert!(
+        same(&mut d, &mut model),
+        "the commands before the bad one are done"
+    );
+}
+
 /// A copy through the host on a file (the journal's baseline move home: images that follow
 /// each other in the journal, scattered homes, some writing where a later range reads) leaves
 /// the file as the default, a read and a rewrite per range in order, leaves a memory device,
@@ -313,7 +385,6 @@ fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
 #[test]
 fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_io() {
     use crate::device::MemDevice;
-    use rand::Rng;
     let k = 4096u64;
     let blocks = 256u64;
     let dir = tempfile::tempdir().unwrap();
@@ -321,20 +392,7 @@ fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_
     let mut model = MemDevice::new(blocks * k, 4096);
     model.write_at(0, &start).unwrap();
     for _ in 0..40 {
-        // Sources two blocks apart (an image and its descriptor), destinations anywhere.
-        let mut src = rng.random_range(0..blocks / 2);
-        let mut ops = Vec::new();
-        for _ in 0..rng.random_range(1..20) {
-            if src >= blocks {
-                break;
-            }
-            ops.push(CopyOp {
-                src: src * k,
-                dst: rng.random_range(0..blocks) * k,
-                len: k,
-            });
-            src += 2;
-        }
+        let ops = random_copies(&mut rng, blocks, true);
         let before = d.stats();
         d.host_copy(&ops).unwrap();
         model.host_copy(&ops).unwrap();

@@ -43,9 +43,9 @@ impl Journal {
                     })
                     .collect();
                 if self.cfg.method == HomeMethod::IscA {
-                    for op in &ops {
-                        self.dev.copy(std::slice::from_ref(op))?;
-                    }
+                    // A command a range, sent together (`BlockDevice::copy_each`: a file
+                    // overlaps them; a simulated SSD takes them one after the other).
+                    self.dev.copy_each(&ops)?;
                     self.stats.copy_commands += ops.len() as u64;
                 } else if !ops.is_empty() {
                     self.dev.copy(&ops)?;
