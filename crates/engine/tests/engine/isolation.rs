@@ -620,6 +620,35 @@ fn put_elsewhere(
     })
 }
 
+/// Runs `waiter`'s put of `key` (to `value`) and its commit on another thread, checks that it
+/// waits for `holder` (still running after 20 ms), commits `holder`, and checks that the
+/// waiter's put then went through.
+fn waits_for_the_holder(
+    db: &Db,
+    t: &wafer_engine::Tree,
+    mut waiter: wafer_engine::Txn,
+    holder: wafer_engine::Txn,
+    key: &'static [u8],
+    value: &'static [u8],
+) {
+    let waiting = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            waiter.put(&t, key, value)?;
+            waiter.commit()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        !waiting.is_finished(),
+        "the transaction did not wait: {:?}",
+        waiting.join()
+    );
+    holder.commit().unwrap();
+    waiting.join().unwrap().unwrap();
+    assert_eq!(db.get(t, key).unwrap().as_deref(), Some(value));
+}
+
 /// A record held by a transaction still running, whose latest operation ran on another thread,
 /// is waited for by an older transaction (until the holder ends) and refused at once to a
 /// younger one (wait-die by age: no cycle of waits can form); with `wait_for_running_holders`
@@ -651,22 +680,7 @@ fn a_running_holder_of_another_thread_is_waited_for_by_older_transactions_only()
     let holder = db.begin().unwrap();
     assert!(older.age() < holder.age());
     let holder = put_elsewhere(holder, b"b");
-    let waiter = {
-        let (t, mut older) = (t.clone(), older);
-        std::thread::spawn(move || {
-            older.put(&t, b"b", b"older")?;
-            older.commit()
-        })
-    };
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    assert!(
-        !waiter.is_finished(),
-        "the older transaction did not wait: {:?}",
-        waiter.join()
-    );
-    holder.commit().unwrap();
-    waiter.join().unwrap().unwrap();
-    assert_eq!(db.get(&t, b"b").unwrap().as_deref(), Some(&b"older"[..]));
+    waits_for_the_holder(&db, &t, older, holder, b"b", b"older");
     assert_eq!(db.get(&t, b"a").unwrap().as_deref(), Some(&b"holder"[..]));
     drop(db);
     // `wait_for_running_holders: false`: no-wait for running holders, older or not.
@@ -723,22 +737,7 @@ fn a_retry_keeps_its_age_and_waits_where_a_new_transaction_is_refused() {
     let retry = db.begin_retry(age).unwrap();
     assert_eq!(retry.age(), age);
     assert!(retry.id() > holder.id(), "a new id all the same");
-    let waiter = {
-        let (t, mut retry) = (t.clone(), retry);
-        std::thread::spawn(move || {
-            retry.put(&t, b"k", b"retry")?;
-            retry.commit()
-        })
-    };
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    assert!(
-        !waiter.is_finished(),
-        "the retry did not wait: {:?}",
-        waiter.join()
-    );
-    holder.commit().unwrap();
-    waiter.join().unwrap().unwrap();
-    assert_eq!(db.get(&t, b"k").unwrap().as_deref(), Some(&b"retry"[..]));
+    waits_for_the_holder(&db, &t, retry, holder, b"k", b"retry");
     drop(db);
     // A snapshot transaction's retry keeps its age too.
     let devs = wafer_engine::Devices::memory(16 << 20, 4 << 20).with_undo(Box::new(

@@ -306,6 +306,28 @@ fn a_zeroed_file_is_written_through_and_replaces_nothing_that_holds_data() {
     assert!(!dir.path().join("odd").exists());
 }
 
+/// A random file of `blocks` blocks and a memory device with the same bytes (a model to do
+/// the same to), and the random stream.
+fn file_and_model(
+    dir: &Path,
+    blocks: u64,
+    seed: u64,
+) -> (FileDevice, crate::device::MemDevice, rand_pcg::Pcg64Mcg) {
+    let (d, start, rng) = random_file(dir, blocks, seed);
+    let mut model = crate::device::MemDevice::new(blocks * 4096, 4096);
+    model.write_at(0, &start).unwrap();
+    (d, model, rng)
+}
+
+/// Whether the file and the model hold the same bytes.
+fn same_as_model(d: &mut FileDevice, model: &mut crate::device::MemDevice) -> bool {
+    let mut a = vec![0u8; d.capacity_bytes() as usize];
+    let mut b = a.clone();
+    d.read_at(0, &mut a).unwrap();
+    model.read_at(0, &mut b).unwrap();
+    a == b
+}
+
 /// Up to 19 one-block copies whose sources are two blocks apart (an image and its descriptor),
 /// destinations anywhere (`onto_source`: their own source too, which no copy command takes).
 fn random_copies(rng: &mut impl rand::Rng, blocks: u64, onto_source: bool) -> Vec<CopyOp> {
@@ -336,20 +358,10 @@ fn random_copies(rng: &mut impl rand::Rng, blocks: u64, onto_source: bool) -> Ve
 /// bad command stops them there with the ones before it done.
 #[test]
 fn copies_sent_together_give_what_one_command_after_another_gives() {
-    use crate::device::MemDevice;
     let k = 4096u64;
     let blocks = 256u64;
     let dir = tempfile::tempdir().unwrap();
-    let (mut d, start, mut rng) = random_file(dir.path(), blocks, 11);
-    let mut model = MemDevice::new(blocks * k, 4096);
-    model.write_at(0, &start).unwrap();
-    let same = |d: &mut FileDevice, model: &mut MemDevice| {
-        let mut a = vec![0u8; (blocks * k) as usize];
-        let mut b = a.clone();
-        d.read_at(0, &mut a).unwrap();
-        model.read_at(0, &mut b).unwrap();
-        a == b
-    };
+    let (mut d, mut model, mut rng) = file_and_model(dir.path(), blocks, 11);
     for _ in 0..40 {
         let ops = random_copies(&mut rng, blocks, false);
         let (before, copied) = (d.stats(), d.remap_stats().copy_bytes);
@@ -358,7 +370,7 @@ fn copies_sent_together_give_what_one_command_after_another_gives() {
         assert_eq!(d.stats().write_bytes, before.write_bytes);
         assert_eq!(d.remap_stats().copy_bytes - copied, ops.len() as u64 * k);
         assert!(
-            same(&mut d, &mut model),
+            same_as_model(&mut d, &mut model),
             "the file differs from the commands in order"
         );
     }
@@ -373,7 +385,7 @@ fn copies_sent_together_give_what_one_command_after_another_gives() {
     assert!(d.copy_each(&ops).is_err());
     assert!(crate::device::copy_each_in_order(&mut model, &ops).is_err());
     assert!(
-        same(&mut d, &mut model),
+        same_as_model(&mut d, &mut model),
         "the commands before the bad one are done"
     );
 }
@@ -384,13 +396,10 @@ fn copies_sent_together_give_what_one_command_after_another_gives() {
 /// and counts every byte as the host's reads and writes.
 #[test]
 fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_io() {
-    use crate::device::MemDevice;
     let k = 4096u64;
     let blocks = 256u64;
     let dir = tempfile::tempdir().unwrap();
-    let (mut d, start, mut rng) = random_file(dir.path(), blocks, 7);
-    let mut model = MemDevice::new(blocks * k, 4096);
-    model.write_at(0, &start).unwrap();
+    let (mut d, mut model, mut rng) = file_and_model(dir.path(), blocks, 7);
     for _ in 0..40 {
         let ops = random_copies(&mut rng, blocks, true);
         let before = d.stats();
@@ -400,10 +409,9 @@ fn a_host_copy_gives_what_reading_and_writing_in_order_gives_and_counts_as_host_
         let bytes = ops.len() as u64 * k;
         assert_eq!(after.read_bytes - before.read_bytes, bytes);
         assert_eq!(after.write_bytes - before.write_bytes, bytes);
-        let mut a = vec![0u8; (blocks * k) as usize];
-        let mut b = a.clone();
-        d.read_at(0, &mut a).unwrap();
-        model.read_at(0, &mut b).unwrap();
-        assert!(a == b, "the file differs from copying in order");
+        assert!(
+            same_as_model(&mut d, &mut model),
+            "the file differs from copying in order"
+        );
     }
 }
