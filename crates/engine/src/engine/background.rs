@@ -50,18 +50,31 @@ impl Shared {
         }
         if step.write_path_work {
             // The write path's own background work (out of place: garbage collection), which
-            // needs the write path and the log only.
+            // needs the write path and the log only; with several threads in short steps
+            // (`WritePath::maintain_beside`).
+            let beside = core.cache.splits.several_threads();
             let ticket = self.writers.enter(&mut core);
             drop(core);
-            let r = crate::sync::lock(&wp)
-                .maintain(&mut SharedLog(&self.wal))
-                .map(|_| ());
+            let r = {
+                let mut path = crate::sync::lock(&wp);
+                let log = &mut SharedLog(&self.wal);
+                if beside {
+                    path.maintain_beside(log)
+                } else {
+                    path.maintain(log).map(|_| false)
+                }
+            };
             drop(ticket);
             self.flush_full_log();
             if let Err(e) = &r {
                 self.health.poison(e);
             }
-            return r.map(|()| more);
+            if let Ok(true) = r {
+                // Another step comes at once: threads waiting for the core latch exclusive
+                // have it first.
+                self.writers.give_way();
+            }
+            return r.map(|again| more || again);
         }
         Ok(more)
     }

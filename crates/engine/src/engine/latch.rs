@@ -42,6 +42,9 @@ pub(crate) const SCAN_READS: usize = 8;
 #[derive(Default)]
 pub(crate) struct Writers {
     out: AtomicUsize,
+    /// Threads that found tickets out when they came for the core latch exclusive and have
+    /// not had it yet ([`Writers::give_way`]).
+    waiting: AtomicUsize,
     lock: Mutex<()>,
     done: Condvar,
 }
@@ -92,6 +95,18 @@ impl Writers {
         self.out.load(Ordering::SeqCst) == 0
     }
 
+    /// Before a ticket holder that steps again at once takes the core latch for its next
+    /// ticket (background work in steps, `WritePath::maintain_beside`): waits, holding
+    /// nothing, up to [`GIVE_WAY`], while threads that found tickets out wait for the latch
+    /// exclusive, so that they have it between two steps rather than the stepping thread,
+    /// awake already, taking it back before them step after step.
+    pub fn give_way(&self) {
+        let deadline = std::time::Instant::now() + GIVE_WAY;
+        while self.waiting.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+    }
+
     /// Waits until no ticket is out (holding no latch).
     fn wait_none(&self) {
         if self.none() {
@@ -103,6 +118,10 @@ impl Writers {
         }
     }
 }
+
+/// The longest a stepping ticket holder gives way to waiting exclusive takers
+/// ([`Writers::give_way`]).
+const GIVE_WAY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// How long a write (or a tree's creation) waits, in all, for other threads' transactions to
 /// free the log ([`Shared::exclusive_log_wait`]).
@@ -559,8 +578,13 @@ impl Shared {
     fn core_as(&self, wait_for_writers: bool) -> CoreGuard<'_> {
         // Not while a page write with the core latch released is under way (`Writers`): wait
         // for it holding nothing, rather than stop every reader and then wait for it.
+        let mut counted = false;
         let mut g = loop {
-            if wait_for_writers {
+            if wait_for_writers && !self.writers.none() {
+                if !counted {
+                    self.writers.waiting.fetch_add(1, Ordering::SeqCst);
+                    counted = true;
+                }
                 self.writers.wait_none();
             }
             let g = match self.core.write() {
@@ -576,6 +600,9 @@ impl Shared {
                 break g;
             }
         };
+        if counted {
+            self.writers.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
         // Pages made by splits with the latch shared join the page table, and changes made with
         // it shared are marked dirty, before anyone looks.
         g.cache.adopt_split_pages();

@@ -368,6 +368,15 @@ pub trait WritePath: Send + Sync {
     fn maintain(&mut self, _log: &mut dyn LogSink) -> Result<bool> {
         Ok(false)
     }
+    /// [`WritePath::maintain`] with other threads running beside it: work that can go in
+    /// short steps goes one step at a time (out of place: garbage collection, a slice of a
+    /// victim's live pages a step), so that the write path (and the ticket of the thread that
+    /// runs it, which every operation that needs the core latch exclusive waits for) is held
+    /// for a short while each time. Returns whether to step again at once. The default does it
+    /// all in one go.
+    fn maintain_beside(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        self.maintain(log).map(|_| false)
+    }
     /// Whether [`WritePath::maintain`] may have something to do now (a cheap look, no I/O;
     /// when in doubt, true: a path that leaves it so is asked at every step).
     fn maintenance_due(&self) -> bool {

@@ -20,6 +20,10 @@ use std::collections::VecDeque;
 const MAX_FOREGROUND_ROUNDS: u32 = 64;
 /// Compensation rounds at most per foreground call.
 const MAX_COMPENSATION_ROUNDS: u32 = 8;
+/// Live bytes a background GC step moves at most with other threads beside it
+/// ([`OutOfPlace::maintain_space_beside`]): on ext4 with `O_DIRECT` a whole round held the
+/// write path 40-540 ms (docs/results.md, twenty-third run), a slice about a tenth of that.
+pub(super) const SLICE_LIVE_BYTES: u64 = 1 << 20;
 
 impl OutOfPlace {
     /// Free zones foreground GC keeps: the reserve and what one batch fills (open zones are
@@ -40,15 +44,27 @@ impl OutOfPlace {
     /// reclaims the victims.
     fn collect(&mut self, victims: &[u32], kind: Kind, log: &mut dyn LogSink) -> Result<()> {
         let mut items = Vec::new();
-        let now = log.next_lsn();
         for &z in victims {
-            for mut copy in self.area.live_copies(z)? {
-                // A page that outlived its estimated deathtime was mispredicted: it is cold,
-                // and GC places it with the coldest pages.
-                if copy.edt == 0 || copy.edt <= now {
-                    copy.edt = MAX_EDT;
-                }
-                items.push(copy);
+            items.extend(self.area.live_copies(z)?);
+        }
+        self.collect_copies(victims, items, kind, log)
+    }
+
+    /// Copies `items` (live pages of `victims`: all of them, or a slice) elsewhere, logs and
+    /// forces their locations, and reclaims the victims left without a live page.
+    fn collect_copies(
+        &mut self,
+        victims: &[u32],
+        mut items: Vec<StoredPage>,
+        kind: Kind,
+        log: &mut dyn LogSink,
+    ) -> Result<()> {
+        let now = log.next_lsn();
+        for copy in &mut items {
+            // A page that outlived its estimated deathtime was mispredicted: it is cold, and
+            // GC places it with the coldest pages.
+            if copy.edt == 0 || copy.edt <= now {
+                copy.edt = MAX_EDT;
             }
         }
         // Victims must not receive the copies.
@@ -108,6 +124,34 @@ impl OutOfPlace {
         }
         self.area.counters_mut().gc_rounds += 1;
         self.collect(&victims, Kind::Gc, log)?;
+        self.debug_check_invariants();
+        Ok(true)
+    }
+
+    /// A slice of a GC round, with other threads beside it: up to `slice_bytes` (by default
+    /// [`SLICE_LIVE_BYTES`]) of the
+    /// live pages of the zone a round would take first (the full zone with the fewest valid
+    /// bytes) copied elsewhere, their locations logged and forced, and the zone reclaimed once
+    /// it has no live page left (the next slices take the same zone while it stays the
+    /// emptiest). Returns false if nothing could be gained.
+    fn gc_slice(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        let zb = self.area.layout().zone_bytes;
+        let Some((valid, z)) = self
+            .area
+            .full_zones()
+            .map(|(z, zone)| (zone.valid_bytes, z))
+            .min()
+        else {
+            return Ok(false);
+        };
+        let free_bytes = (self.area.free_zones().saturating_sub(1)) as u64 * zb
+            + self.placement.open_room(&self.area);
+        if valid >= zb - SLOT_BYTES as u64 || valid.min(self.slice_bytes) > free_bytes {
+            return Ok(false);
+        }
+        let items = self.area.live_copies_upto(z, self.slice_bytes)?;
+        self.area.counters_mut().gc_rounds += 1;
+        self.collect_copies(&[z], items, Kind::Gc, log)?;
         self.debug_check_invariants();
         Ok(true)
     }
@@ -189,5 +233,32 @@ impl OutOfPlace {
         let r = self.area.issue_slot_trims(log);
         self.note(r)?;
         Ok(did)
+    }
+
+    /// [`OutOfPlace::maintain_space`] with other threads beside it: dead zones reclaimed one a
+    /// step, garbage collection a slice at a time ([`OutOfPlace::gc_slice`]); compensation
+    /// and slot trims once neither is due.
+    /// Returns whether to step again at once (free zones still below the background target
+    /// after a slice that moved something).
+    pub(super) fn maintain_space_beside(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        let target = self.need_free() + self.cfg.gc_background_zones as usize;
+        if self.area.free_zones() < target {
+            // One dead zone a step (its trim may stall the device); the next step at once.
+            let r = self.area.reclaim_dead_upto(log, 1);
+            if self.note(r)? > 0 {
+                return Ok(self.area.free_zones() < target);
+            }
+        }
+        if self.area.free_zones() < target {
+            let r = self.gc_slice(log);
+            if self.note(r)? {
+                return Ok(self.area.free_zones() < target);
+            }
+        }
+        let r = self.compensate(log);
+        self.note(r)?;
+        let r = self.area.issue_slot_trims(log);
+        self.note(r)?;
+        Ok(false)
     }
 }

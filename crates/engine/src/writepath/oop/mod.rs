@@ -67,6 +67,8 @@ pub struct OutOfPlace {
     stage: Stage,
     /// The database's poison signal (shared once the database is open).
     health: Health,
+    /// Live bytes a GC slice moves at most (`gc::SLICE_LIVE_BYTES`; tests make it smaller).
+    slice_bytes: u64,
 }
 
 impl OutOfPlace {
@@ -134,6 +136,7 @@ impl OutOfPlace {
             area,
             stage: Stage::default(),
             health: Health::new(),
+            slice_bytes: gc::SLICE_LIVE_BYTES,
         }
     }
 
@@ -252,6 +255,12 @@ impl WritePath for OutOfPlace {
     fn maintain(&mut self, log: &mut dyn LogSink) -> Result<bool> {
         self.fail_check()?;
         self.maintain_space(log)
+    }
+
+    /// The same, garbage collection a slice of a victim's live pages a step (`gc.rs`).
+    fn maintain_beside(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        self.fail_check()?;
+        self.maintain_space_beside(log)
     }
 
     fn checkpoint_done(&mut self) {

@@ -52,6 +52,13 @@ impl LogArea {
     /// Trims or resets the full zones with no valid page left, after logging the changes that
     /// emptied them and forcing the log past them. Returns how many were reclaimed.
     pub(crate) fn reclaim_dead(&mut self, log: &mut dyn LogSink) -> Result<usize> {
+        self.reclaim_dead_upto(log, usize::MAX)
+    }
+
+    /// [`LogArea::reclaim_dead`], at most `max` zones (the rest stay dead for a later call;
+    /// with other threads beside it, one a step: a zone's trim in a file punches a hole, which
+    /// stalls the file's other I/O for tens of milliseconds). Returns how many were reclaimed.
+    pub(crate) fn reclaim_dead_upto(&mut self, log: &mut dyn LogSink, max: usize) -> Result<usize> {
         let zones = &self.zones;
         self.dead.retain(|&z| {
             let zone = &zones[z as usize];
@@ -65,7 +72,8 @@ impl LogArea {
         // Zones may have emptied through changes not logged yet.
         self.commit_locations(log)?;
         log.force(self.last_map_lsn)?;
-        let dead = std::mem::take(&mut self.dead);
+        let rest = self.dead.split_off(self.dead.len().min(max));
+        let dead = std::mem::replace(&mut self.dead, rest);
         for &z in &dead {
             self.reclaim(z)?;
         }

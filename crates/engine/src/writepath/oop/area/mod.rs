@@ -511,6 +511,46 @@ impl LogArea {
         self.touch_page(pid);
     }
 
+    /// The first live copies in zone `z`, in write order, up to about `max_bytes` of them (at
+    /// least one, and no more than a read of four times that spans), from one read of the
+    /// stretch they span (counted as GC reads): a slice of a collection.
+    pub(crate) fn live_copies_upto(&mut self, z: u32, max_bytes: u64) -> Result<Vec<StoredPage>> {
+        let start = self.layout.zone_start(z);
+        let mut picked: Vec<(u32, PageId, Loc)> = Vec::new();
+        let (mut bytes, mut lo, mut hi) = (0u64, u64::MAX, 0u64);
+        for &(o, pid) in &self.zones[z as usize].rev {
+            let loc = self.map[pid as usize];
+            if loc.off != start + o as u64 {
+                continue;
+            }
+            let (new_lo, new_hi) = (lo.min(o as u64), hi.max(o as u64 + loc.len as u64));
+            if !picked.is_empty() && (bytes >= max_bytes || new_hi - new_lo > 4 * max_bytes) {
+                break;
+            }
+            (lo, hi) = (new_lo, new_hi);
+            bytes += loc.len as u64;
+            picked.push((o, pid, loc));
+        }
+        if picked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut buf = vec![0u8; (hi - lo) as usize];
+        self.backend.dev_mut().read_at(start + lo, &mut buf)?;
+        self.counters.gc_read_bytes += hi - lo;
+        Ok(picked
+            .into_iter()
+            .map(|(o, pid, loc)| {
+                let at = (o as u64 - lo) as usize;
+                StoredPage {
+                    pid,
+                    bytes: buf[at..at + loc.len as usize].to_vec(),
+                    edt: loc.edt,
+                    lsn: 0,
+                }
+            })
+            .collect())
+    }
+
     /// The live copies in zone `z`, in write order, with the EDT each was placed with (one read
     /// of the zone's written bytes, counted as GC reads).
     pub(crate) fn live_copies(&mut self, z: u32) -> Result<Vec<StoredPage>> {
