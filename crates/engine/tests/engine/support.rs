@@ -39,6 +39,28 @@ impl MemPair {
 }
 
 /// A key of `len` bytes derived from `n`.
+/// Runs `work` in a transaction and commits it, again (as old as the first try:
+/// `Db::begin_retry`) as long as it is refused on a conflict: a writer beside other threads'
+/// readers may meet an older one's lock (wait-die), and a caller retries.
+pub fn commit_retrying(
+    db: &wafer_engine::Db,
+    mut work: impl FnMut(&mut wafer_engine::Txn) -> wafer_engine::Result<()>,
+) {
+    let mut first = None;
+    loop {
+        let mut x = match first {
+            Some(age) => db.begin_retry(age).unwrap(),
+            None => db.begin().unwrap(),
+        };
+        first.get_or_insert(x.age());
+        match work(&mut x).and_then(|()| x.commit()) {
+            Ok(()) => return,
+            Err(wafer_engine::Error::Conflict { .. }) => std::thread::yield_now(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 pub fn key(n: u64, len: usize) -> Vec<u8> {
     let mut k = format!("k{n:08}").into_bytes();
     k.resize(len.max(9), b'.');
