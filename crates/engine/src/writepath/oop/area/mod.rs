@@ -534,6 +534,9 @@ impl LogArea {
         if picked.is_empty() {
             return Ok(Vec::new());
         }
+        // Whole slots (packed pages start and end inside them; a device block divides a slot).
+        let slot = SLOT_BYTES as u64;
+        let (lo, hi) = (lo / slot * slot, hi.div_ceil(slot) * slot);
         let mut buf = vec![0u8; (hi - lo) as usize];
         self.backend.dev_mut().read_at(start + lo, &mut buf)?;
         self.counters.gc_read_bytes += hi - lo;

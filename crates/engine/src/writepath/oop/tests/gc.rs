@@ -37,17 +37,24 @@ fn gc_reclaims_zones_and_keeps_every_page() {
 /// With other threads beside it, background GC goes a slice of a victim's live pages at a time
 /// (`maintain_beside`, here slices of 8 KiB in zones of 64 KiB): victims are emptied over
 /// several slices and reclaimed, the zones agree with the map after every step, and every page
-/// reads back as last written.
+/// reads back as last written; raw pages, and compressed ones packed into shared slots (a
+/// slice reads whole slots).
 #[test]
 fn gc_in_slices_empties_victims_over_several_steps_and_keeps_every_page() {
-    let mut wp = new_wp(small_cfg(Codec::None), 4 << 20);
+    for codec in [Codec::None, Codec::Lz4] {
+        gc_in_slices(codec);
+    }
+}
+
+fn gc_in_slices(codec: Codec) {
+    let mut wp = new_wp(small_cfg(codec), 4 << 20);
     wp.slice_bytes = 8 << 10;
     let mut log = durable_log();
     let steps = std::cell::Cell::new(0u64);
     let latest = overwrite_with(
         &mut wp,
         &mut log,
-        6,
+        (6, codec != Codec::None),
         7,
         |rng, n| (rng.next_u64() % n).min(rng.next_u64() % n),
         |wp, log| {
@@ -105,16 +112,17 @@ fn overwrite(
     seed: u64,
     pick: impl Fn(&mut rand_pcg::Pcg64, u64) -> u64,
 ) -> HashMap<PageId, Vec<u8>> {
-    overwrite_with(wp, log, rounds, seed, pick, |wp, log| {
+    overwrite_with(wp, log, (rounds, false), seed, pick, |wp, log| {
         wp.maintain(log).unwrap();
     })
 }
 
-/// [`overwrite`], with `maintain` for the background maintenance.
+/// [`overwrite`], with `maintain` for the background maintenance, the pages about half
+/// compressible or not at all.
 fn overwrite_with(
     wp: &mut OutOfPlace,
     log: &mut MemLog,
-    rounds: u64,
+    (rounds, compressible): (u64, bool),
     seed: u64,
     pick: impl Fn(&mut rand_pcg::Pcg64, u64) -> u64,
     maintain: impl Fn(&mut OutOfPlace, &mut MemLog),
@@ -125,7 +133,13 @@ fn overwrite_with(
     for round in 0..rounds {
         for i in 0..n {
             let pid = if round == 0 { i } else { pick(&mut rng, n) };
-            let p = page(pid, 100 + round * n + i, (pid % 200) as u8, false);
+            let lsn = 100 + round * n + i;
+            let p = if compressible {
+                // About half compressible: packed several to a slot, not aligned to one.
+                page_image(pid, lsn, 4096, &mut rng)
+            } else {
+                page(pid, lsn, (pid % 200) as u8, false)
+            };
             wp.write_pages(&[(pid, &p)], WriteReason::Eviction, log)
                 .unwrap();
             latest.insert(pid, p);
