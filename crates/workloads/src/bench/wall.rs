@@ -114,6 +114,10 @@ pub struct WallResult {
     /// the engine's).
     #[serde(default)]
     pub journal_checkpoints: u64,
+    /// Journaled, several threads: of those (slices), the ones an append moved itself (flow
+    /// control, `JournalStats::foreground_slices`).
+    #[serde(default)]
+    pub foreground_slices: u64,
     /// Pages read from the device during the measured run, and of those the ones read with the
     /// core latch released (`PoolStats::unlatched_reads`).
     #[serde(default)]
@@ -383,6 +387,10 @@ pub fn run(cfg: &WallConfig) -> Result<WallResult, BenchError> {
         checkpoints: after.engine.checkpoints - before.engine.checkpoints,
         journal_checkpoints: match (&after.journal, &before.journal) {
             (Some(a), Some(b)) => a.journal_checkpoints - b.journal_checkpoints,
+            _ => 0,
+        },
+        foreground_slices: match (&after.journal, &before.journal) {
+            (Some(a), Some(b)) => a.foreground_slices - b.foreground_slices,
             _ => 0,
         },
         misses,

@@ -27,6 +27,7 @@ mod entry;
 mod home;
 mod places;
 mod reader;
+mod ring;
 #[cfg(test)]
 mod tests;
 
@@ -154,8 +155,13 @@ pub struct JournalStats {
     /// Checkpoints that moved images home (the engine's and the journal's own), and the images
     /// they moved.
     pub checkpoints: u64,
-    /// Of them, the journal's own (it was filling), between the engine's.
+    /// Of them, the journal's own (it was filling), between the engine's; with several
+    /// threads, each slice counts as one.
     pub journal_checkpoints: u64,
+    /// Of those slices, the ones an append past the foreground limit moved itself (flow
+    /// control: [`Journal::make_room`]).
+    #[serde(default)]
+    pub foreground_slices: u64,
     pub images_moved: u64,
     /// Images stored merged into a shared mapping unit (Check-In's PARTIAL ones).
     pub images_merged: u64,
@@ -181,6 +187,7 @@ impl JournalStats {
             superseded: d(self.superseded, earlier.superseded),
             checkpoints: d(self.checkpoints, earlier.checkpoints),
             journal_checkpoints: d(self.journal_checkpoints, earlier.journal_checkpoints),
+            foreground_slices: d(self.foreground_slices, earlier.foreground_slices),
             images_moved: d(self.images_moved, earlier.images_moved),
             images_merged: d(self.images_merged, earlier.images_merged),
             host_move_bytes: d(self.host_move_bytes, earlier.host_move_bytes),
@@ -215,8 +222,20 @@ pub struct Journal {
     unit: u32,
     journal_start: u64,
     journal_bytes: u64,
-    /// Next append, relative to `journal_start` (on a mapping-unit boundary).
-    tail: u64,
+    /// Where appends go and the live part starts, relative to `journal_start` (appends on a
+    /// mapping-unit boundary; `ring.rs`).
+    ring: ring::Ring,
+    /// The journal's own checkpoint is under way in slices (several threads: `home.rs`) and
+    /// goes on until the journal is back to half its threshold.
+    draining: bool,
+    /// Images a slice moves at most ([`home::SLICE_IMAGES`]; tests make it smaller).
+    slice_images: usize,
+    /// The journal's own checkpoint goes in slices (several threads: set by the first
+    /// [`WritePath::maintain_beside`]); appends past the foreground limit then move slices
+    /// home themselves ([`Journal::make_room`]).
+    sliced: bool,
+    /// During recovery: the order of the location records met.
+    replayed: Option<ring::Replayed>,
     /// The journal map and the count of times the journal was emptied, shared with the page
     /// reader (`places.rs`).
     dir: places::Directory,
@@ -277,7 +296,11 @@ impl Journal {
             unit,
             journal_start: page_size as u64,
             journal_bytes,
-            tail: 0,
+            ring: ring::Ring::new(journal_bytes),
+            draining: false,
+            slice_images: home::SLICE_IMAGES,
+            sliced: false,
+            replayed: None,
             dir: places::Directory::new(homes),
             unlogged: Vec::new(),
             moved: false,
@@ -478,19 +501,26 @@ impl Journal {
             self.sector as usize,
         );
         let len = batch.bytes.len() as u64;
-        if self.tail > 0 && self.tail + len > self.foreground_limit() {
-            self.journal_checkpoint(log)?;
+        let used = self.ring.used();
+        // An engine checkpoint's batches go on to the end of the ring: its end moves every image
+        // home and empties the journal anyway.
+        if used > 0
+            && used + len > self.foreground_limit()
+            && !(self.sliced && reason == WriteReason::Checkpoint)
+        {
+            self.make_room(len, log)?;
         }
-        let end = self.tail + len;
-        if end > self.journal_bytes {
-            return Err(Error::Full(format!(
-                "the journal area ({} bytes) has no room for {len} more bytes before a \
-                 checkpoint empties it; a larger journal.journal_bytes or a lower \
-                 journal.checkpoint_fill leaves room",
-                self.journal_bytes
-            )));
-        }
-        let base = self.journal_start + self.tail;
+        let at = match self.place(len) {
+            Some(at) => at,
+            // No room before the head of a journal moved home in slices.
+            None if self.ring.used() > 0 => {
+                self.make_room(len, log)?;
+                self.place(len).ok_or_else(|| self.full(len))?
+            }
+            None => return Err(self.full(len)),
+        };
+        let end = at + len;
+        let base = self.journal_start + at;
         self.dev.write_at(base, &batch.bytes)?;
         // The images enter the map once their bytes are on the device.
         let mut places = self.dir.write();
@@ -512,9 +542,9 @@ impl Journal {
             self.counters.stored_user_bytes += p.len as u64;
         }
         drop(places);
-        self.tail = self.next_batch_at(end);
+        self.ring.appended(at, self.next_batch_at(end));
         self.stats.images += pages.len() as u64;
-        self.stats.peak_journal_bytes = self.stats.peak_journal_bytes.max(self.tail);
+        self.stats.peak_journal_bytes = self.stats.peak_journal_bytes.max(self.ring.used());
         self.counters.user_write_bytes += (ps * pages.len()) as u64;
         self.counters.db_write_bytes += len;
         self.counters.padding_bytes += batch.padding_bytes;
@@ -524,6 +554,50 @@ impl Journal {
             WriteReason::Checkpoint => self.counters.checkpoint_writes += pages.len() as u64,
         }
         Ok(())
+    }
+
+    /// Room for a batch of `len` bytes past the foreground limit, or where the ring has no
+    /// gap for it: with a lone thread, the journal's own checkpoint, whole, by the appender; with
+    /// several (its checkpoint goes in slices), the appender moves slices home itself until the
+    /// batch fits under the limit: the flow control of appends, which then go no faster than
+    /// the journal empties, a slice at a time, where a whole checkpoint stopped every thread
+    /// that needed the core latch exclusive for all of it.
+    fn make_room(&mut self, len: u64, log: &mut dyn LogSink) -> Result<()> {
+        if !self.sliced {
+            return self.journal_checkpoint(log);
+        }
+        // One slice for a batch past the limit (each batch pays for its room: a slice moves
+        // more images than a batch appends), more only while the ring has no gap for it.
+        let mut slices = 0;
+        loop {
+            let used = self.ring.used();
+            let over = used + len > self.foreground_limit() && slices == 0;
+            if used == 0 || (!over && self.place(len).is_some()) {
+                return Ok(());
+            }
+            slices += 1;
+            self.draining = true;
+            self.journal_slice(log)?;
+            self.stats.foreground_slices += 1;
+            if self.ring.used() >= used {
+                // Nothing freed (cannot happen with images left): the whole of it.
+                return self.journal_checkpoint(log);
+            }
+        }
+    }
+
+    /// Where a batch of `len` bytes goes in the ring, if it fits.
+    fn place(&self, len: u64) -> Option<u64> {
+        self.ring.place(len, |end| self.next_batch_at(end))
+    }
+
+    fn full(&self, len: u64) -> Error {
+        Error::Full(format!(
+            "the journal area ({} bytes) has no room for {len} more bytes before a \
+             checkpoint empties it; a larger journal.journal_bytes or a lower \
+             journal.checkpoint_fill leaves room",
+            self.journal_bytes
+        ))
     }
 
     /// Journal bytes past which the background work checkpoints the journal.
@@ -625,18 +699,27 @@ impl WritePath for Journal {
     }
 
     fn maintenance_due(&self) -> bool {
-        self.tail > self.background_limit()
+        self.draining || self.ring.used() > self.background_limit()
     }
 
     /// The journal's own checkpoint, once it is filled beyond `checkpoint_fill`.
     fn maintain(&mut self, log: &mut dyn LogSink) -> Result<bool> {
         self.health.check()?;
-        if self.tail <= self.background_limit() {
+        if self.ring.used() <= self.background_limit() {
             return Ok(false);
         }
         let r = self.journal_checkpoint(log);
         self.note(r)?;
         Ok(true)
+    }
+
+    /// The journal's own checkpoint with other threads beside it: a slice of the oldest images
+    /// a step (`home.rs`).
+    fn maintain_beside(&mut self, log: &mut dyn LogSink) -> Result<bool> {
+        self.health.check()?;
+        self.sliced = true;
+        let r = self.journal_slice(log);
+        self.note(r)
     }
 
     fn sync(&mut self, log: &mut dyn LogSink) -> Result<()> {
@@ -692,7 +775,9 @@ impl WritePath for Journal {
             places.emptied += 1;
         }
         self.unlogged.clear();
-        self.tail = 0;
+        self.ring.reset();
+        self.draining = false;
+        self.replayed = Some(ring::Replayed::default());
         Ok(())
     }
 
@@ -707,6 +792,9 @@ impl WritePath for Journal {
             if c.offset == self.home(c.pid) && c.len == self.page_size {
                 // A journal checkpoint moved the page home.
                 self.dir.write().jmt.remove(&c.pid);
+                if let Some(r) = &mut self.replayed {
+                    r.homed(c.pid);
+                }
                 continue;
             }
             let start = self.journal_start;
@@ -725,6 +813,9 @@ impl WritePath for Journal {
             } else {
                 entry::sized(c.len as usize, self.unit as usize, self.sector as usize).0 as u32
             };
+            if let Some(r) = &mut self.replayed {
+                r.placed(c.pid);
+            }
             self.dir.write().jmt.insert(
                 c.pid,
                 Image {
@@ -738,17 +829,13 @@ impl WritePath for Journal {
     }
 
     fn recover_end(&mut self) -> Result<()> {
-        // Appends continue after the last image the map still names (images after it are
-        // superseded or were never logged).
+        // Appends continue after the newest image the map still names (images after it are
+        // superseded or were never logged), the live part from the oldest (`ring.rs`).
         let start = self.journal_start;
-        self.tail = self
-            .dir
-            .read()
-            .jmt
-            .values()
-            .map(|i| self.next_batch_at(i.offset - start + i.span as u64))
-            .max()
-            .unwrap_or(0);
+        let replayed = self.replayed.take().unwrap_or_default();
+        self.ring = replayed.ring(self.journal_bytes, &self.dir.read().jmt, start, |i| {
+            self.next_batch_at(i.offset - start + i.span as u64)
+        });
         Ok(())
     }
 
