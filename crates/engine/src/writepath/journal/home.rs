@@ -133,24 +133,29 @@ impl Journal {
         self.dev.flush()?;
         self.log_locations(log)?;
         self.move_home()?;
-        let ps = self.page_size;
-        let home: Vec<MapChange> = self
-            .dir
-            .read()
-            .jmt
-            .keys()
+        let pids: Vec<PageId> = self.dir.read().jmt.keys().copied().collect();
+        self.log_home(&pids, log)?;
+        self.stats.journal_checkpoints += 1;
+        self.empty_journal()
+    }
+
+    /// Logs a location record per page of `pids` putting it back home (`offset` = its home)
+    /// and forces it: from then on recovery reads those pages at home.
+    fn log_home(&mut self, pids: &[PageId], log: &mut dyn LogSink) -> Result<()> {
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let len = self.page_size;
+        let home: Vec<MapChange> = pids
+            .iter()
             .map(|&pid| MapChange {
                 pid,
                 offset: self.home(pid),
-                len: ps,
+                len,
             })
             .collect();
-        if !home.is_empty() {
-            let lsn = log.log_map(&home)?;
-            log.force(lsn)?;
-        }
-        self.stats.journal_checkpoints += 1;
-        self.empty_journal()
+        let lsn = log.log_map(&home)?;
+        log.force(lsn)
     }
 
     /// A slice of the journal's own checkpoint (several threads): once the journal is filled
@@ -174,19 +179,8 @@ impl Journal {
         let rest = images.get(self.slice_images).map(|(_, i)| i.offset - start);
         images.truncate(self.slice_images);
         self.move_images(&images)?;
-        let ps = self.page_size;
-        let home: Vec<MapChange> = images
-            .iter()
-            .map(|&(pid, _)| MapChange {
-                pid,
-                offset: self.home(pid),
-                len: ps,
-            })
-            .collect();
-        if !home.is_empty() {
-            let lsn = log.log_map(&home)?;
-            log.force(lsn)?;
-        }
+        let pids: Vec<PageId> = images.iter().map(|&(pid, _)| pid).collect();
+        self.log_home(&pids, log)?;
         self.stats.journal_checkpoints += 1;
         let Some(head) = rest else {
             self.empty_journal()?;
@@ -194,8 +188,8 @@ impl Journal {
         };
         {
             let mut places = self.dir.write();
-            for c in &home {
-                places.jmt.remove(&c.pid);
+            for pid in &pids {
+                places.jmt.remove(pid);
             }
         }
         self.ring.head = head;
