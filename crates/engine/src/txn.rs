@@ -108,7 +108,10 @@ impl Txn {
         // A retry after the log filled goes on with the records not appended yet.
         let mut done = 0;
         let id = self.id;
-        self.with_log_wait(|core, wal| core.load(wal, id, tree, &pairs[done..], &mut done))
+        let r = self.with_log_wait(|core, wal| core.load(wal, id, tree, &pairs[done..], &mut done));
+        // With a version store the records were put one by one: their last undo blocks.
+        self.shared.write_undo_blocks(id);
+        r
     }
 
     /// Runs `f` with the core latch exclusive, waiting out a log another thread's transaction
@@ -209,15 +212,19 @@ impl Txn {
             c.write_shared(wal, id, tree, key, value, hint)
         });
         if let Some(r) = shared {
-            // A full log buffer this write's record left behind is written now, no latch held.
+            // A full log buffer this write's record left behind is written now, and the undo
+            // blocks its before-image completed, no latch held.
             self.shared.flush_full_log();
+            self.shared.write_undo_blocks(id);
             return r;
         }
         // A checkpoint the write must run first runs now, with its page writes outside the
         // core latch.
         self.shared.make_log_space(key, value);
         let id = self.id;
-        self.with_log_wait(|core, wal| core.write(wal, id, tree, key, value))
+        let r = self.with_log_wait(|core, wal| core.write(wal, id, tree, key, value));
+        self.shared.write_undo_blocks(id);
+        r
     }
 
     /// Key-value pairs with keys in `range`, in key order (descending if `reverse`), at most

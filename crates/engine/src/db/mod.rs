@@ -267,9 +267,9 @@ impl Db {
         let (undo, versions) = match undo {
             Some(dev) if flushless.is_none() => (
                 None,
-                Some(crate::mvcc::Versions::new(crate::mvcc::VersionStore::new(
-                    dev,
-                )?)),
+                Some(std::sync::Arc::new(crate::mvcc::Versions::new(
+                    crate::mvcc::VersionStore::new(dev)?,
+                ))),
             ),
             other => (other, None),
         };

@@ -160,6 +160,9 @@ pub(crate) struct Shared {
     /// (`Db::open_tree`, `Db::tree_names`, a creation refused as `TreeExists`) forces the log
     /// past this first, so no caller learns of a tree a crash could still take back.
     pub created_lsn: AtomicU64,
+    /// The core's version store, for the undo blocks a write leaves to be written with no
+    /// latch held ([`Shared::write_undo_blocks`]).
+    versions: Option<Arc<crate::mvcc::Versions>>,
 }
 
 /// Stripes of [`Shared::committer_ends`].
@@ -210,7 +213,9 @@ impl Shared {
         let durable_commits = core.cfg.durable_commits;
         let wait_for_running = core.cfg.wait_for_running_holders;
         let checkpoint_wanted = core.checkpointer.wanted_flag();
+        let versions = core.versions.clone();
         Shared {
+            versions,
             checkpoint_wanted,
             durable_commits,
             wait_for_running,
@@ -243,6 +248,20 @@ impl Shared {
     #[inline]
     pub fn flush_full_log(&self) {
         let _ = self.wal.flush_full();
+    }
+
+    /// Writes the undo blocks `txn`'s last write completed and left in memory
+    /// (`VersionStore::write_completed`), holding no latch: readers of the leaf it changed do
+    /// not wait for the undo device. Called after each write operation; nothing to do without
+    /// a version store. A failed write poisons the handle (as one in the write itself did):
+    /// the write went through, the next operation reports the error.
+    #[inline]
+    pub fn write_undo_blocks(&self, txn: TxnId) {
+        if let Some(v) = &self.versions {
+            if let Err(e) = v.write_completed(txn) {
+                self.health.poison(&e);
+            }
+        }
     }
 
     /// Runs the checkpoint a shared change found due and left to the end of its transaction

@@ -103,7 +103,8 @@ pub(crate) struct Core {
     /// The flushless buffer mode's state (paper 001); None in the ARIES mode.
     pub flushless: Option<crate::flushless::Flushless>,
     /// The version store on the undo device (snapshot isolation), when there is one.
-    pub versions: Option<crate::mvcc::Versions>,
+    /// Shared with [`crate::engine::latch::Shared`], which writes undo blocks with no latch held.
+    pub versions: Option<std::sync::Arc<crate::mvcc::Versions>>,
     /// Times the core latch was taken exclusive. B+tree nodes split, merge and are freed only
     /// with it exclusive (a change made with it shared touches one leaf), so a leaf's key range
     /// noted at one value still holds while the value is the same (see `LeafHint`).

@@ -148,6 +148,12 @@ pub(crate) struct VersionStore {
     write_conflicts: AtomicU64,
 }
 
+/// Bytes of whole undo blocks a segment's tail may hold unwritten after a before-image, for the
+/// transaction to write once it has let the leaf go ([`VersionStore::write_completed`]); past
+/// this (an operation of many changes under one latch, a bulk load by puts), the before-image
+/// writes them itself.
+const DEFERRED_BLOCK_BYTES: u64 = 64 << 10;
+
 /// What writers change, under the store's writers' mutex.
 struct Writers {
     free: BTreeSet<u32>,
@@ -417,12 +423,21 @@ impl VersionStore {
         let t = &mut taken.t;
         let mut w = self.writers();
         let appended = self.append(&mut w, t, txn, &rec);
+        // Whole blocks are left in the tail for `write_completed`, which the transaction calls
+        // once it has let the leaf go, unless they pile up (an operation of many changes under
+        // one latch): then they are written here, and an error refuses this change.
+        let blocks = match (&appended, t.segment) {
+            (Ok((_, whole)), Some(si)) if *whole >= DEFERRED_BLOCK_BYTES => {
+                self.whole_blocks(&w, si)
+            }
+            _ => None,
+        };
         if appended.is_ok() {
             w.stats.before_images += 1;
             w.stats.appended_bytes += rec.len() as u64;
         }
         drop(w);
-        let appended = appended.and_then(|(ptr, blocks)| {
+        let appended = appended.and_then(|(ptr, _)| {
             if let Some(b) = blocks {
                 self.write_blocks(b)?;
             }
@@ -445,6 +460,21 @@ impl VersionStore {
             },
         );
         Ok(())
+    }
+
+    /// Writes the whole undo blocks `txn`'s before-images completed and [`Self::before_write`]
+    /// left in its segment's tail (readers find them there meanwhile), so that the write runs
+    /// after the caller let the leaf go: called after each write operation, holding no latch.
+    /// A failed write leaves them in the tail (readers still find them); the caller poisons
+    /// the handle, as for a failed write in [`Self::before_write`].
+    pub fn write_completed(&self, txn: TxnId) -> Result<()> {
+        let Some(si) = self.live.lock(shard(txn)).get(&txn).and_then(|t| t.segment) else {
+            return Ok(());
+        };
+        let Some(b) = self.whole_blocks(&self.writers(), si) else {
+            return Ok(());
+        };
+        self.write_blocks(b)
     }
 
     /// `txn` committed: its versions get the next timestamp; what it replaced waits for purge.

@@ -166,15 +166,16 @@ impl Writers {
 
 impl VersionStore {
     /// Appends `rec` to the segment of `txn`, whose state is `t` (a new extent when the
-    /// current one is short). Its place, and the whole blocks it completed, to be written with
-    /// the writers' mutex released ([`VersionStore::write_blocks`]).
+    /// current one is short). Its place, and the bytes of whole blocks the segment's tail now
+    /// holds unwritten: they go to the device with the writers' mutex released
+    /// ([`VersionStore::whole_blocks`], [`VersionStore::write_blocks`]).
     pub(super) fn append(
         &self,
         w: &mut Writers,
         t: &mut TxnVersions,
         txn: TxnId,
         rec: &[u8],
-    ) -> Result<(Ptr, Option<Blocks>)> {
+    ) -> Result<(Ptr, u64)> {
         let si = w.segment_of(t, txn);
         let seg = &w.segments[si];
         let room = if seg.extents.is_empty() {
@@ -233,23 +234,31 @@ impl VersionStore {
         // Whole blocks go to the device next, sequentially. They stay in the tail, where
         // readers find them, until they are written.
         let whole = seg.tail.len() as u64 / self.block * self.block;
-        let blocks = (whole > 0).then(|| Blocks {
-            segment: si,
-            at: ext_id as u64 * self.extent_bytes + seg.tail_from,
-            data: seg.tail[..whole as usize].to_vec(),
-        });
         let ptr = Ptr {
             offset,
             len: rec.len() as u32,
         };
-        Ok((ptr, blocks))
+        Ok((ptr, whole))
     }
 
-    /// Writes the whole blocks an append completed, the writers' mutex not held (so that
-    /// readers copying a tail and other writers do not wait for the device), then takes them
-    /// out of the segment's tail. Only the segment's transaction appends to it, and the extent
-    /// it appends to is never freed, so the tail is as the append left it. After a failed
-    /// write the blocks stay in the tail, and the next append writes them again.
+    /// A copy of the whole blocks segment `si`'s tail holds unwritten, and where they go.
+    pub(super) fn whole_blocks(&self, w: &Writers, si: usize) -> Option<Blocks> {
+        let seg = &w.segments[si];
+        let ext = seg.extents.last()?;
+        let whole = seg.tail.len() as u64 / self.block * self.block;
+        (whole > 0).then(|| Blocks {
+            segment: si,
+            at: ext.id as u64 * self.extent_bytes + seg.tail_from,
+            data: seg.tail[..whole as usize].to_vec(),
+        })
+    }
+
+    /// Writes the whole blocks of a segment's tail ([`VersionStore::whole_blocks`]), the
+    /// writers' mutex not held (so that readers copying a tail and other writers do not wait
+    /// for the device), then takes them out of the tail. Only the segment's transaction appends
+    /// to it, on its own thread, which also calls this, and the extent it appends to is never
+    /// freed while it is live, so the tail begins as it did when the blocks were copied. After
+    /// a failed write the blocks stay in the tail, and the next append writes them again.
     pub(super) fn write_blocks(&self, b: Blocks) -> Result<()> {
         self.io_lock().write(b.at, &b.data)?;
         let mut w = self.writers();

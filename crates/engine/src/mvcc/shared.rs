@@ -190,6 +190,11 @@ impl Versions {
         self.store.before_write(txn, tree, key, old)
     }
 
+    /// [`VersionStore::write_completed`]: holding no latch, after a write operation.
+    pub fn write_completed(&self, txn: TxnId) -> Result<()> {
+        self.store.write_completed(txn)
+    }
+
     /// [`VersionStore::commit`].
     pub fn commit(&self, txn: TxnId) -> Result<()> {
         self.store.commit(txn)

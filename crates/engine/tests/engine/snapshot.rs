@@ -685,12 +685,15 @@ fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
 }
 
 /// Snapshot readers do not wait for a writer's write of an undo block: the version store's
-/// writers append under a mutex of their own, not held across that write, and a reader looks
-/// only at its key's head (its shard). The undo device holds back the write of the first block
-/// of another transaction's before-images (marked values, in other leaves) while another thread
-/// runs 200 snapshot transactions that read a key with a head, a key without one, and a key no
-/// one wrote, and an older snapshot follows a chain to a version still in memory; before, every
-/// snapshot read latched the whole store, which the writer held across the device write.
+/// writers append under a mutex of their own, not held across that write, a reader looks only
+/// at its key's head (its shard), and the writer writes the block after its put has let the
+/// leaf go (`VersionStore::write_completed`). The undo device holds back the write of the first
+/// block of another transaction's before-images (marked values) while another thread runs 200
+/// snapshot transactions that read a key with a head, a key without one, a key no one wrote
+/// and every key of the leaves the writer changes, and an older snapshot follows a chain to a
+/// version still in memory. Before, every snapshot read latched the whole store, which the
+/// writer held across the device write; then the writer wrote the block with its leaf latched,
+/// and readers of that leaf waited.
 #[test]
 fn snapshot_readers_run_while_an_undo_block_is_written() {
     use crate::support::{Gate, Gated};
@@ -724,7 +727,7 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
         let (db, t) = (db.clone(), t.clone());
         std::thread::spawn(move || {
             // The before-images of the marked values fill an undo block: its write waits at
-            // the gate, with the leaf of the key being written latched.
+            // the gate, after the put that completed it (no latch held).
             let mut w = db.begin().unwrap();
             for i in 20..40 {
                 w.put(&t, format!("m{i:02}").as_bytes(), b"small").unwrap();
@@ -741,13 +744,22 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
     }
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let reader = {
-        let (db, t) = (db.clone(), t.clone());
+        let (db, t, marked) = (db.clone(), t.clone(), marked.clone());
         std::thread::spawn(move || {
             for _ in 0..200 {
                 let mut r = db.begin_snapshot().unwrap();
                 assert_eq!(r.get(&t, b"a").unwrap().as_deref(), Some(&b"2"[..]));
                 assert_eq!(r.get(&t, b"b").unwrap().as_deref(), Some(&b"1"[..]));
                 assert!(r.get(&t, b"none").unwrap().is_none());
+                for i in 0..40 {
+                    // The writer's keys read "small" only if it committed (the gate let go:
+                    // then the main thread reports the wait).
+                    let k = format!("m{i:02}");
+                    let v = r.get(&t, k.as_bytes()).unwrap();
+                    let ok = v.as_deref() == Some(&marked[..])
+                        || (i >= 20 && v.as_deref() == Some(&b"small"[..]));
+                    assert!(ok, "{k}: {v:?}");
+                }
                 r.commit().unwrap();
             }
             assert_eq!(old.get(&t, b"a").unwrap().as_deref(), Some(&b"1"[..]));
@@ -769,4 +781,52 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
     old.commit().unwrap();
     assert_eq!(db.get(&t, b"m30").unwrap().as_deref(), Some(&b"small"[..]));
     db.verify().unwrap();
+}
+
+/// An undo block written after the put that completed it (`VersionStore::write_completed`)
+/// that fails: the put went through, and the handle is poisoned (as when the write failed
+/// inside the put), so the next operation reports the undo device's error.
+#[test]
+fn a_failed_undo_block_write_after_a_put_poisons_the_handle() {
+    use crate::support::{Gate, Gated};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let gate = Arc::new(Gate::default());
+    let pair = MemPair::new();
+    let devs = pair.devices().with_undo(Box::new(Gated {
+        inner: Box::new(MemDevice::new(8 << 20, 4096)),
+        gate: gate.clone(),
+        reads: false,
+    }));
+    let db = Db::open(devs, DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let big = vec![7u8; 600];
+    for i in 0..20u64 {
+        put(&db, &t, &key(i, 8), &big);
+    }
+    let mut snap = db.begin_snapshot().unwrap();
+    assert_eq!(snap.get(&t, &key(0, 8)).unwrap(), Some(big.clone()));
+    gate.fail_writes.store(true, Ordering::SeqCst);
+    let mut w = db.begin().unwrap();
+    let mut puts = 0;
+    let err = loop {
+        assert!(
+            puts < 20,
+            "20 before-images of 600 bytes and no undo block written"
+        );
+        match w.put(&t, &key(puts, 8), b"small") {
+            Ok(_) => puts += 1,
+            Err(e) => break e,
+        }
+    };
+    // A few images of 600-byte values fill the first 4 KiB block; the put that completed it
+    // succeeded (its block written after it), the next one found the handle poisoned.
+    assert!((4..=7).contains(&puts), "{puts} puts before the error");
+    assert!(
+        matches!(&err, Error::Poisoned(m) if m.contains("write refused by the test")),
+        "{err}"
+    );
+    assert!(db.begin().is_err(), "the handle is poisoned");
+    drop(snap);
+    drop(w);
 }
