@@ -684,6 +684,20 @@ fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
     r.commit().unwrap();
 }
 
+/// A database in memory whose undo device (8 MiB) writes through a [`Gate`], and a tree.
+fn open_with_gated_undo() -> (Db, Tree, std::sync::Arc<crate::support::Gate>) {
+    use crate::support::{Gate, Gated};
+    let gate = std::sync::Arc::new(Gate::default());
+    let devs = MemPair::new().devices().with_undo(Box::new(Gated {
+        inner: Box::new(MemDevice::new(8 << 20, 4096)),
+        gate: gate.clone(),
+        reads: false,
+    }));
+    let db = Db::open(devs, DbConfig::default()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    (db, t, gate)
+}
+
 /// Snapshot readers do not wait for a writer's write of an undo block: the version store's
 /// writers append under a mutex of their own, not held across that write, a reader looks only
 /// at its key's head (its shard), and the writer writes the block after its put has let the
@@ -696,18 +710,8 @@ fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
 /// and readers of that leaf waited.
 #[test]
 fn snapshot_readers_run_while_an_undo_block_is_written() {
-    use crate::support::{Gate, Gated};
     use std::sync::atomic::Ordering;
-    use std::sync::Arc;
-    let gate = Arc::new(Gate::default());
-    let pair = MemPair::new();
-    let devs = pair.devices().with_undo(Box::new(Gated {
-        inner: Box::new(MemDevice::new(8 << 20, 4096)),
-        gate: gate.clone(),
-        reads: false,
-    }));
-    let db = Db::open(devs, DbConfig::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
+    let (db, t, gate) = open_with_gated_undo();
     let marked = b"UNDO-MARK-".repeat(60);
     put(&db, &t, b"a", b"1");
     put(&db, &t, b"b", b"1");
@@ -788,18 +792,8 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
 /// inside the put), so the next operation reports the undo device's error.
 #[test]
 fn a_failed_undo_block_write_after_a_put_poisons_the_handle() {
-    use crate::support::{Gate, Gated};
     use std::sync::atomic::Ordering;
-    use std::sync::Arc;
-    let gate = Arc::new(Gate::default());
-    let pair = MemPair::new();
-    let devs = pair.devices().with_undo(Box::new(Gated {
-        inner: Box::new(MemDevice::new(8 << 20, 4096)),
-        gate: gate.clone(),
-        reads: false,
-    }));
-    let db = Db::open(devs, DbConfig::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
+    let (db, t, gate) = open_with_gated_undo();
     let big = vec![7u8; 600];
     for i in 0..20u64 {
         put(&db, &t, &key(i, 8), &big);
