@@ -253,11 +253,15 @@ impl Shared {
     /// Writes the undo blocks `txn`'s last write completed and left in memory
     /// (`VersionStore::write_completed`), holding no latch: readers of the leaf it changed do
     /// not wait for the undo device. Called after each write operation; nothing to do without
-    /// a version store. A failed write poisons the handle (as one in the write itself did):
-    /// the write went through, the next operation reports the error.
+    /// a version store, or on a poisoned handle (which writes nothing more). A failed write
+    /// poisons the handle (as one in the write itself did): the write went through, the next
+    /// operation reports the error.
     #[inline]
     pub fn write_undo_blocks(&self, txn: TxnId) {
         if let Some(v) = &self.versions {
+            if self.health.check().is_err() {
+                return;
+            }
             if let Err(e) = v.write_completed(txn) {
                 self.health.poison(&e);
             }

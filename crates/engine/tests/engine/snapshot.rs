@@ -684,17 +684,21 @@ fn a_snapshot_scan_retried_exclusive_counts_its_reads_once() {
     r.commit().unwrap();
 }
 
-/// A database in memory whose undo device (8 MiB) writes through a [`Gate`], and a tree.
-fn open_with_gated_undo() -> (Db, Tree, std::sync::Arc<crate::support::Gate>) {
+/// A database on `pair` whose undo device (8 MiB, in memory) writes through a [`Gate`], and
+/// its tree `t`.
+fn open_with_gated_undo(pair: &MemPair) -> (Db, Tree, std::sync::Arc<crate::support::Gate>) {
     use crate::support::{Gate, Gated};
     let gate = std::sync::Arc::new(Gate::default());
-    let devs = MemPair::new().devices().with_undo(Box::new(Gated {
+    let devs = pair.devices().with_undo(Box::new(Gated {
         inner: Box::new(MemDevice::new(8 << 20, 4096)),
         gate: gate.clone(),
         reads: false,
     }));
     let db = Db::open(devs, DbConfig::default()).unwrap();
-    let t = db.create_tree("t").unwrap();
+    let t = match db.open_tree("t") {
+        Ok(t) => t,
+        Err(_) => db.create_tree("t").unwrap(),
+    };
     (db, t, gate)
 }
 
@@ -711,7 +715,7 @@ fn open_with_gated_undo() -> (Db, Tree, std::sync::Arc<crate::support::Gate>) {
 #[test]
 fn snapshot_readers_run_while_an_undo_block_is_written() {
     use std::sync::atomic::Ordering;
-    let (db, t, gate) = open_with_gated_undo();
+    let (db, t, gate) = open_with_gated_undo(&MemPair::new());
     let marked = b"UNDO-MARK-".repeat(60);
     put(&db, &t, b"a", b"1");
     put(&db, &t, b"b", b"1");
@@ -789,11 +793,13 @@ fn snapshot_readers_run_while_an_undo_block_is_written() {
 
 /// An undo block written after the put that completed it (`VersionStore::write_completed`)
 /// that fails: the put went through, and the handle is poisoned (as when the write failed
-/// inside the put), so the next operation reports the undo device's error.
+/// inside the put), so the next operation reports the undo device's error; the database
+/// reopens (a new version store) with what was committed and without the failed transaction.
 #[test]
 fn a_failed_undo_block_write_after_a_put_poisons_the_handle() {
     use std::sync::atomic::Ordering;
-    let (db, t, gate) = open_with_gated_undo();
+    let pair = MemPair::new();
+    let (db, t, gate) = open_with_gated_undo(&pair);
     let big = vec![7u8; 600];
     for i in 0..20u64 {
         put(&db, &t, &key(i, 8), &big);
@@ -823,4 +829,15 @@ fn a_failed_undo_block_write_after_a_put_poisons_the_handle() {
     assert!(db.begin().is_err(), "the handle is poisoned");
     drop(snap);
     drop(w);
+    drop(db);
+    let (db, t, _) = open_with_gated_undo(&pair);
+    let mut r = db.begin_snapshot().unwrap();
+    let rows = all(&mut r, &t);
+    assert_eq!(rows.len(), 20);
+    assert!(
+        rows.iter().all(|(_, v)| *v == big),
+        "the failed puts are gone"
+    );
+    r.commit().unwrap();
+    db.verify().unwrap();
 }
